@@ -1,0 +1,35 @@
+# Two entry points a new user needs (see README): `make bench` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+
+.PHONY: bench test lint typecheck venv clean
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev]"
+	rm -f $(VENV)/.installed-* && touch $(STAMP)
+
+venv: $(STAMP)
+
+## The main job: every built-in case, scripted model, DuckDB file, no network.
+bench: $(STAMP)
+	$(BIN)/harness-bench run
+
+lint: $(STAMP)
+	$(BIN)/ruff check harness runners tests
+	$(BIN)/ruff format --check harness runners tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+## Everything CI runs: lint, types, the whole test suite (eval cases included).
+test: $(STAMP)
+	$(BIN)/ruff check harness runners tests
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis bench.duckdb

@@ -1,0 +1,148 @@
+"""The Diagnosis Agent loop — the only ReAct loop in the code base.
+
+The model decides hypotheses, tools and the Draft; every tool request passes the interceptor,
+every model call passes the Harness retry, and the loop always ends in exactly one Release.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.config import HarnessConfig
+from harness.context import BudgetUsage, RunContext
+from harness.contracts import BudgetKind, ModelPurpose, StopReason
+from harness.draft import DraftParse, parse_draft
+from harness.envelope import envelope_schema
+from harness.interceptor import BudgetLimitReached, DiagnosisCollectionStopped, HarnessToolInterceptor
+from harness.models.base import (
+    AssistantMessage,
+    ChatMessage,
+    ChatModel,
+    ChatRequest,
+    SystemMessage,
+    ToolCallRequest,
+    ToolMessage,
+    ToolSpec,
+    UserMessage,
+)
+from harness.prompts import SYSTEM_PROMPT, DiagnosisTask, render_task
+from harness.release import ReleaseDecision, release
+from harness.retry import ModelCallFailed, Sleep, call_model
+from harness.tools.base import BusinessTool
+from harness.trace import EventKind, TraceEvent
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """Everything one run produced."""
+
+    run_id: str
+    """The run's id."""
+    decision: ReleaseDecision
+    """The single published outcome."""
+    usage: BudgetUsage
+    """Budget consumption."""
+    events: tuple[TraceEvent, ...]
+    """The audit trace."""
+    turns: int
+    """Model turns that produced an answer."""
+    draft_error: str | None
+    """Why the final message was not a valid Draft, if it was not."""
+    error: str | None
+    """A loop-level error (model failure), if any."""
+    wall_ms: float
+    """Wall-clock duration."""
+
+
+def tool_specs(tools: Sequence[BusinessTool[Any]]) -> tuple[ToolSpec, ...]:
+    """Agent-facing specs: each business schema wrapped in the envelope."""
+    return tuple(ToolSpec(t.name, t.description, envelope_schema(t.input_schema())) for t in tools)
+
+
+def run_diagnosis(
+    task: DiagnosisTask,
+    tools: Sequence[BusinessTool[Any]],
+    model: ChatModel,
+    *,
+    config: HarnessConfig | None = None,
+    guard_model: ChatModel | None = None,
+    ctx: RunContext | None = None,
+    sleep: Sleep = time.sleep,
+) -> RunResult:
+    """Run one diagnosis to exactly one Release outcome. Never raises for model or tool misbehaviour."""
+    ctx = ctx or RunContext.create(config)
+    t0 = time.perf_counter()
+    interceptor = HarnessToolInterceptor(ctx, {t.name: t for t in tools})
+    specs = tool_specs(tools)
+    messages: list[ChatMessage] = [SystemMessage(SYSTEM_PROMPT), UserMessage(render_task(task))]
+    ctx.trace.emit(EventKind.RUN_STARTED, detail=f"model={model.name}")
+    parsed: DraftParse | None = None
+    loop_error: str | None = None
+    turn = 0
+    auto_id = 0
+
+    def budget_ok() -> bool:
+        return ctx.model_budget_exhausted() is None
+
+    while not ctx.cancellation.cancelled:
+        exhausted = ctx.model_budget_exhausted()
+        if exhausted is not None:
+            ctx.tracker.stop_for_budget()
+            ctx.trace.emit(EventKind.BUDGET_EXHAUSTED, budget=exhausted, stop_reason=StopReason.BUDGET_LIMIT_REACHED)
+            break
+        request = ChatRequest(tuple(messages), specs, ModelPurpose.DIAGNOSIS, ctx.config.model_timeout_seconds)
+        try:
+            response = call_model(ctx, model, request, sleep=sleep, budget_check=budget_ok)
+        except ModelCallFailed as exc:
+            loop_error = str(exc)
+            break
+        turn += 1
+        message = response.message
+        if not message.tool_calls:
+            parsed = parse_draft(message.content)
+            ctx.trace.emit(EventKind.DRAFT_RECEIVED, detail=parsed.error)
+            break
+        calls = []
+        for call in message.tool_calls:
+            if not call.id:
+                auto_id += 1
+                call = ToolCallRequest(f"call_harness_{auto_id}", call.name, call.arguments)
+            calls.append(call)
+        messages.append(AssistantMessage(message.content or "", tuple(calls)))
+        if ctx.usage.total_tokens >= ctx.config.max_total_tokens:
+            ctx.tracker.stop_for_budget()
+            ctx.trace.emit(
+                EventKind.BUDGET_EXHAUSTED,
+                budget=BudgetKind.TOKENS,
+                stop_reason=StopReason.BUDGET_LIMIT_REACHED,
+                detail="token budget exhausted by the last model call",
+            )
+            break
+        try:
+            for call in calls:
+                handled = interceptor.handle(call, turn)
+                messages.append(ToolMessage(call.id, handled.observation.text))
+        except (DiagnosisCollectionStopped, BudgetLimitReached):
+            break
+
+    decision = release(
+        ctx,
+        question=task.question,
+        parsed=parsed,
+        guard_model=guard_model or model,
+        cancelled=ctx.cancellation.cancelled,
+        loop_error=loop_error,
+    )
+    return RunResult(
+        run_id=ctx.run_id,
+        decision=decision,
+        usage=ctx.usage,
+        events=ctx.trace.events,
+        turns=turn,
+        draft_error=parsed.error if parsed else None,
+        error=loop_error,
+        wall_ms=round((time.perf_counter() - t0) * 1000, 3),
+    )

@@ -1,0 +1,40 @@
+"""HarnessConfig: thresholds and hard budgets. The model is never told any of these."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class HarnessConfig(BaseModel):
+    """Per-run control settings; out-of-range values fail with the field's name."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    no_gain_threshold: int = Field(default=2, ge=1)
+    """Consecutive NO_GAIN observations that make the run SATURATED."""
+    protocol_violation_threshold: int = Field(default=2, ge=1)
+    """Consecutive progress-protocol violations that make the run SATURATED."""
+    max_model_calls: int = Field(default=12, ge=1)
+    """Diagnosis-loop model calls (every retry attempt counts)."""
+    max_tool_invocations: int = Field(default=10, ge=1)
+    """Backend tool invocations; rejections never count."""
+    max_total_tokens: int = Field(default=200_000, ge=1)
+    """Input plus output tokens over the run's model calls."""
+    max_observation_bytes: int = Field(default=4_096, ge=256)
+    """Byte cap of one model observation; the rest is cut and flagged `truncated`."""
+    max_argument_bytes: int = Field(default=16_384, ge=64)
+    """Tool-call arguments larger than this are a malformed envelope."""
+    deadline_seconds: float = Field(default=120.0, gt=0)
+    """Wall-clock deadline for the whole run."""
+    model_timeout_seconds: float = Field(default=60.0, gt=0)
+    """Timeout of one model HTTP request."""
+    max_model_attempts: int = Field(default=3, ge=1)
+    """Attempts per model call on retryable errors (rate limit, 5xx, timeout)."""
+    retry_backoff_seconds: float = Field(default=0.5, ge=0)
+    """Base of the exponential backoff when no Retry-After is given."""
+    max_retry_wait_seconds: float = Field(default=20.0, ge=0)
+    """Upper bound on a single backoff or Retry-After wait."""
+    record_ttl_seconds: float = Field(default=3_600.0, gt=0)
+    """How long a canonical record stays readable for guards and the snapshot."""
+    min_excerpt_chars: int = Field(default=4, ge=1)
+    """Shortest citation excerpt EvidenceGuard accepts."""

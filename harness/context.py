@@ -1,0 +1,121 @@
+"""RunContext: run identity, deadline, budgets and their consumption, cancellation, and the
+per-run tracker, canonical store and trace — passed explicitly, never held in globals."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from harness.canonical_store import CanonicalStore, Clock
+from harness.config import HarnessConfig
+from harness.contracts import BudgetKind
+from harness.progress import DiagnosisProgressTracker
+from harness.trace import Trace
+
+
+@dataclass(slots=True)
+class BudgetUsage:
+    """What a run has consumed so far."""
+
+    model_calls: int = 0
+    """Diagnosis-loop model call attempts."""
+    guard_calls: int = 0
+    """SemanticGuard calls (outside the diagnosis budget, still traced and tokenised)."""
+    tool_invocations: int = 0
+    """Backend tool invocations (rejections never count)."""
+    input_tokens: int = 0
+    """Prompt tokens over all model calls."""
+    output_tokens: int = 0
+    """Completion tokens over all model calls."""
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+class CancellationToken:
+    """Cooperative cancellation for one run."""
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        """Ask the run to stop at the next checkpoint."""
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        """Whether cancel() was called."""
+        return self._event.is_set()
+
+
+@dataclass
+class RunContext:
+    """Everything a run owns. Create one per run with `RunContext.create`."""
+
+    run_id: str
+    """Unique id of the run."""
+    config: HarnessConfig
+    """Thresholds and budgets."""
+    started_at: float
+    """time.monotonic() at start."""
+    deadline: float
+    """time.monotonic() after which the run must stop."""
+    tracker: DiagnosisProgressTracker
+    """The progress state machine."""
+    store: CanonicalStore
+    """The canonical truth of tool invocations."""
+    trace: Trace
+    """The audit trace."""
+    cancellation: CancellationToken = field(default_factory=CancellationToken)
+    """Cooperative cancellation."""
+    usage: BudgetUsage = field(default_factory=BudgetUsage)
+    """Budget consumption."""
+
+    @classmethod
+    def create(
+        cls,
+        config: HarnessConfig | None = None,
+        *,
+        run_id: str | None = None,
+        clock: Clock = time.monotonic,
+    ) -> RunContext:
+        """A fresh context with its own tracker, store and trace."""
+        cfg = config or HarnessConfig()
+        now = time.monotonic()
+        return cls(
+            run_id=run_id or uuid.uuid4().hex,
+            config=cfg,
+            started_at=now,
+            deadline=now + cfg.deadline_seconds,
+            tracker=DiagnosisProgressTracker(cfg.no_gain_threshold, cfg.protocol_violation_threshold),
+            store=CanonicalStore(cfg.record_ttl_seconds, clock),
+            trace=Trace(),
+        )
+
+    def remaining_seconds(self) -> float:
+        """Seconds left before the deadline (may be negative)."""
+        return self.deadline - time.monotonic()
+
+    def model_budget_exhausted(self) -> BudgetKind | None:
+        """Which budget forbids another diagnosis model call, if any."""
+        if self.remaining_seconds() <= 0:
+            return BudgetKind.DEADLINE
+        if self.usage.model_calls >= self.config.max_model_calls:
+            return BudgetKind.MODEL_CALLS
+        if self.usage.total_tokens >= self.config.max_total_tokens:
+            return BudgetKind.TOKENS
+        return None
+
+    def tool_budget_exhausted(self) -> BudgetKind | None:
+        """Which budget forbids another backend tool call, if any."""
+        if self.remaining_seconds() <= 0:
+            return BudgetKind.DEADLINE
+        if self.usage.tool_invocations >= self.config.max_tool_invocations:
+            return BudgetKind.TOOL_INVOCATIONS
+        return None

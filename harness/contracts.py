@@ -1,0 +1,163 @@
+"""The vocabularies of BRIEF §3, each its own enum so no layer overloads one `success`."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Union
+
+from pydantic import JsonValue as JsonValue
+
+# JSON values as they cross tool and model boundaries (instead of `Any`); pydantic's named
+# recursive alias works both for mypy and for validation inside models.
+JsonScalar = Union[str, int, float, bool, None]
+JsonObject = dict[str, JsonValue]
+
+
+class _StrEnum(StrEnum):
+    """String-valued enum that prints as its value."""
+
+
+class InvocationStatus(_StrEnum):
+    """Whether a tool request reached the backend and how it ended."""
+
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    REJECTED = "REJECTED"
+
+
+class EvidenceStatus(_StrEnum):
+    """For a completed call: did the scope return anything at all."""
+
+    EVIDENCE = "EVIDENCE"
+    NO_EVIDENCE = "NO_EVIDENCE"
+
+
+class Relevance(_StrEnum):
+    """Knowledge-base retrieval relevance; REFERENCE is not automatically NO_GAIN."""
+
+    STRONG = "STRONG"
+    REFERENCE = "REFERENCE"
+
+
+class InformationGain(_StrEnum):
+    """Whether an observation advanced the diagnosis. Two values only."""
+
+    GAINED = "GAINED"
+    NO_GAIN = "NO_GAIN"
+
+
+class GainProducer(_StrEnum):
+    """Who decided a gain value (seed 000 §3)."""
+
+    HARNESS = "HARNESS"
+    AGENT = "AGENT"
+
+
+class CollectionState(_StrEnum):
+    """The progress tracker's collection state."""
+
+    COLLECTING = "COLLECTING"
+    SATURATED = "SATURATED"
+
+
+class StopReason(_StrEnum):
+    """Why the Harness stopped the loop (absent when the agent finished on its own)."""
+
+    INFORMATION_SATURATED = "INFORMATION_SATURATED"
+    BUDGET_LIMIT_REACHED = "BUDGET_LIMIT_REACHED"
+    PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
+
+
+class SemanticVerdict(_StrEnum):
+    """SemanticGuard's only two answers."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class ReleaseOutcome(_StrEnum):
+    """The only public lifecycle of a run."""
+
+    SUCCESS = "SUCCESS"
+    FALLBACK = "FALLBACK"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+class FallbackKind(_StrEnum):
+    """Which safe fallback Release published."""
+
+    INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
+    MISSING_REQUIRED_CONTEXT = "MISSING_REQUIRED_CONTEXT"
+
+
+class ViolationKind(_StrEnum):
+    """Kinds of progress-protocol violation; none is NO_GAIN, none reaches a backend."""
+
+    MISSING_PREVIOUS_OBSERVATION = "MISSING_PREVIOUS_OBSERVATION"
+    WRONG_TOOL_CALL_ID = "WRONG_TOOL_CALL_ID"
+    UNEXPECTED_PREVIOUS_OBSERVATION = "UNEXPECTED_PREVIOUS_OBSERVATION"
+    INVALID_GAIN_VALUE = "INVALID_GAIN_VALUE"
+    MALFORMED_ENVELOPE = "MALFORMED_ENVELOPE"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    INVALID_INPUT = "INVALID_INPUT"
+    REUSED_TOOL_CALL_ID = "REUSED_TOOL_CALL_ID"
+
+
+class RejectionReason(_StrEnum):
+    """Why a tool request was rejected before the backend."""
+
+    PROTOCOL_VIOLATION = "PROTOCOL_VIOLATION"
+    DUPLICATE_SCOPE = "DUPLICATE_SCOPE"
+    SATURATED = "SATURATED"
+    BUDGET = "BUDGET"
+
+
+class BudgetKind(_StrEnum):
+    """Which hard budget was hit."""
+
+    MODEL_CALLS = "MODEL_CALLS"
+    TOOL_INVOCATIONS = "TOOL_INVOCATIONS"
+    TOKENS = "TOKENS"
+    DEADLINE = "DEADLINE"
+
+
+class GuardName(_StrEnum):
+    """The two guards in front of Release."""
+
+    EVIDENCE = "EVIDENCE"
+    SEMANTIC = "SEMANTIC"
+
+
+class ModelPurpose(_StrEnum):
+    """Why a chat model is being called: the diagnosis loop or the isolated guard."""
+
+    DIAGNOSIS = "DIAGNOSIS"
+    SEMANTIC_GUARD = "SEMANTIC_GUARD"
+
+
+class ModelErrorKind(_StrEnum):
+    """Stable classification of a failed model call; only some are retried."""
+
+    RATE_LIMIT = "RATE_LIMIT"
+    SERVER_ERROR = "SERVER_ERROR"
+    TIMEOUT = "TIMEOUT"
+    CONNECTION = "CONNECTION"
+    BAD_RESPONSE = "BAD_RESPONSE"
+    CLIENT_ERROR = "CLIENT_ERROR"
+
+    @property
+    def retryable(self) -> bool:
+        """Rate limits, 5xx, timeouts and dropped connections are worth another attempt."""
+        return self in _RETRYABLE
+
+
+_RETRYABLE = frozenset(
+    {ModelErrorKind.RATE_LIMIT, ModelErrorKind.SERVER_ERROR, ModelErrorKind.TIMEOUT, ModelErrorKind.CONNECTION}
+)
+
+
+class ControlSignal(_StrEnum):
+    """The only control instruction the model ever sees."""
+
+    STOP_REQUIRED = "STOP_REQUIRED"

@@ -1,0 +1,198 @@
+"""OpenAIChatModel: any OpenAI-compatible endpoint through the `openai` SDK.
+
+The SDK's hidden retries are off (`max_retries=0`); the Harness retries on a stable
+classification (harness/retry.py). Assistant `content` is sent as "" rather than null when it
+carries tool calls (llama.cpp's server answers 500 to null), and missing usage is tolerated.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+import openai
+
+from harness.contracts import ModelErrorKind
+from harness.models.base import (
+    AssistantMessage,
+    ChatMessage,
+    ChatRequest,
+    ModelCallError,
+    ModelResponse,
+    ToolCallRequest,
+    ToolMessage,
+    Usage,
+)
+
+
+class ModelConfigError(ValueError):
+    """The model cannot be configured (e.g. the API key variable is not set)."""
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    headers = getattr(exc.response, "headers", None)
+    if headers is None:
+        return None
+    value = headers.get("retry-after")
+    if value is None:
+        ms = headers.get("retry-after-ms")
+        try:
+            return float(ms) / 1000.0 if ms is not None else None
+        except ValueError:
+            return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def explain_connection_error(exc: BaseException) -> str:
+    """The innermost cause of a connection error (vcrpy's CannotOverwriteExistingCassetteException
+    hides here), as one readable line."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    last = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        last = cause
+        cause = cause.__cause__ or cause.__context__
+    return f"{type(last).__name__}: {last}"
+
+
+def classify(exc: Exception) -> ModelCallError:
+    """Map SDK exceptions onto the Harness's stable classification."""
+    if isinstance(exc, openai.RateLimitError):
+        return ModelCallError(ModelErrorKind.RATE_LIMIT, f"429 rate limited: {exc.message}", _retry_after(exc))
+    if isinstance(exc, openai.APITimeoutError):
+        return ModelCallError(ModelErrorKind.TIMEOUT, "request timed out")
+    if isinstance(exc, openai.APIConnectionError):
+        inner = explain_connection_error(exc)
+        if "CannotOverwriteExistingCassette" in inner or "cassette" in inner.lower():
+            return ModelCallError(ModelErrorKind.CLIENT_ERROR, f"cassette miss: {inner}")
+        return ModelCallError(ModelErrorKind.CONNECTION, f"connection error: {inner}"[:500])
+    if isinstance(exc, openai.APIStatusError):
+        code = exc.status_code
+        kind = ModelErrorKind.SERVER_ERROR if code >= 500 else ModelErrorKind.CLIENT_ERROR
+        if code == 408:
+            kind = ModelErrorKind.TIMEOUT
+        return ModelCallError(kind, f"HTTP {code}: {exc.message}"[:500], _retry_after(exc))
+    if isinstance(exc, (openai.APIResponseValidationError, ValueError, KeyError, TypeError)):
+        return ModelCallError(ModelErrorKind.BAD_RESPONSE, f"unusable response: {type(exc).__name__}: {exc}"[:500])
+    return ModelCallError(ModelErrorKind.BAD_RESPONSE, f"{type(exc).__name__}: {exc}"[:500])
+
+
+def to_openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
+    """Harness messages -> OpenAI wire format."""
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            item: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
+            if m.tool_calls:
+                item["tool_calls"] = [
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    for c in m.tool_calls
+                ]
+            out.append(item)
+        elif isinstance(m, ToolMessage):
+            out.append({"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content})
+        else:
+            out.append({"role": m.role, "content": m.content})
+    return out
+
+
+def parse_completion(payload: Any) -> ModelResponse:
+    """An SDK ChatCompletion -> ModelResponse; raises ModelCallError(BAD_RESPONSE) when unusable."""
+    choices = getattr(payload, "choices", None)
+    if not choices:
+        raise ModelCallError(ModelErrorKind.BAD_RESPONSE, "the response has no choices")
+    choice = choices[0]
+    msg = getattr(choice, "message", None)
+    if msg is None:
+        raise ModelCallError(ModelErrorKind.BAD_RESPONSE, "the first choice has no message")
+    calls: list[ToolCallRequest] = []
+    for raw in getattr(msg, "tool_calls", None) or []:
+        fn = getattr(raw, "function", None)
+        name = getattr(fn, "name", None) or ""
+        args = getattr(fn, "arguments", None)
+        if not isinstance(args, str):
+            args = json.dumps(args) if args is not None else ""
+        calls.append(ToolCallRequest(getattr(raw, "id", None) or "", str(name), args))
+    usage = getattr(payload, "usage", None)
+    tokens = Usage(
+        int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0,
+        int(getattr(usage, "completion_tokens", 0) or 0) if usage else 0,
+    )
+    content = getattr(msg, "content", None)
+    return ModelResponse(
+        AssistantMessage(content if isinstance(content, str) else None, tuple(calls)),
+        tokens,
+        getattr(choice, "finish_reason", None),
+    )
+
+
+class OpenAIChatModel:
+    """A model behind an OpenAI-compatible `/v1/chat/completions` endpoint."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout_seconds: float = 60.0,
+        temperature: float | None = 0.0,
+        max_output_tokens: int | None = None,
+    ) -> None:
+        key = os.environ.get(api_key_env)
+        if not key:
+            if base_url is None:
+                raise ModelConfigError(
+                    f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME"
+                )
+            key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
+        self._model = model
+        self._temperature = temperature
+        self._max_output_tokens = max_output_tokens
+        self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds)
+
+    @property
+    def name(self) -> str:
+        """`openai:<model>`."""
+        return f"openai:{self._model}"
+
+    def complete(self, request: ChatRequest) -> ModelResponse:
+        """One HTTP round trip; errors become ModelCallError."""
+        kwargs: dict[str, Any] = {
+            "model": self._model,
+            "messages": to_openai_messages(request.messages),
+            "timeout": request.timeout_seconds,
+        }
+        if request.tools:
+            kwargs["tools"] = [
+                {
+                    "type": "function",
+                    "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                }
+                for t in request.tools
+            ]
+        if self._temperature is not None:
+            kwargs["temperature"] = self._temperature
+        if self._max_output_tokens is not None:
+            kwargs["max_tokens"] = self._max_output_tokens
+        try:
+            completion = self._client.chat.completions.create(**kwargs)
+        except ModelCallError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from exc
+        try:
+            return parse_completion(completion)
+        except ModelCallError:
+            raise
+        except Exception as exc:
+            raise classify(exc) from exc
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self._client.close()

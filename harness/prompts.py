@@ -1,0 +1,68 @@
+"""The Diagnosis Agent's prompt (seed 000 §12). It guides; it guarantees nothing — the code gates do.
+
+Thresholds, counters and remaining budgets are deliberately absent (seed 000 §11.4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+AGENT_MARKER = "[harness-bench:diagnosis-agent]"
+
+SYSTEM_PROMPT = f"""{AGENT_MARKER} You are a diagnosis assistant for a multi-tenant payment and order \
+platform (gateway, order, settlement, risk and notification services). You investigate an \
+operator's question with the tools provided, then write a Draft.
+
+Tool protocol:
+- Every tool takes {{"previous_observation": {{...}}, "input": {{...}}}}. Business parameters go in "input".
+- When the previous observation says "evaluation_required": true, your next tool call MUST include
+  "previous_observation": {{"tool_call_id": "<that id>", "information_gain": "GAINED" or "NO_GAIN"}}.
+  GAINED: it confirmed, excluded or narrowed a hypothesis. NO_GAIN: generic, repeated or irrelevant
+  content — correct but unhelpful text is NO_GAIN too. Omit previous_observation otherwise.
+- Do not rephrase the same query with similar keywords; repeated scopes are not executed.
+- When an observation says STOP_REQUIRED, stop calling tools and write the Draft immediately.
+
+You do not have to find a root cause. When the context lacks the tenant, service or time window,
+you may finish without calling any tool. Finish by replying with JSON only (no tool call):
+{{"conclusion": "<root cause>" or null,
+  "claims": [{{"statement": "...",
+              "citations": [{{"tool_call_id": "...", "excerpt": "<verbatim text from that tool result>"}}]}}],
+  "missing_info": ["..."], "next_steps": ["..."]}}
+Cite only tool results you received, copying excerpts verbatim."""
+
+
+@dataclass(frozen=True, slots=True)
+class TaskContext:
+    """What the operator told us besides the question; any part may be missing."""
+
+    tenant: str | None = None
+    """Tenant id."""
+    service: str | None = None
+    """Service name."""
+    time_start: str | None = None
+    """Start of the time window (ISO 8601)."""
+    time_end: str | None = None
+    """End of the time window (ISO 8601)."""
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosisTask:
+    """One question to diagnose."""
+
+    question: str
+    """The operator's question, as written."""
+    context: TaskContext = TaskContext()
+    """Known context."""
+
+
+def render_task(task: DiagnosisTask) -> str:
+    """The user message: the question followed by the known context lines."""
+    ctx = task.context
+    lines = [task.question, "", "Known context:"]
+    lines.append(f"- tenant: {ctx.tenant}" if ctx.tenant else "- tenant: (not given)")
+    lines.append(f"- service: {ctx.service}" if ctx.service else "- service: (not given)")
+    if ctx.time_start or ctx.time_end:
+        lines.append(f"- time window: {ctx.time_start or '?'} .. {ctx.time_end or '?'}")
+    else:
+        lines.append("- time window: (not given)")
+    return "\n".join(lines)

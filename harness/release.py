@@ -1,0 +1,134 @@
+"""Release: the single place that publishes a run's outcome (BRIEF §7, seed 000 §10).
+
+1. A valid Draft with a conclusion -> EvidenceGuard -> SemanticGuard -> SUCCESS.
+2. Anything else -> ProgressSnapshot: verified facts -> FALLBACK/INSUFFICIENT_EVIDENCE;
+   else a Draft declaring missing_info -> FALLBACK/MISSING_REQUIRED_CONTEXT; else FAILED.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.context import RunContext
+from harness.contracts import FallbackKind, GuardName, ReleaseOutcome, SemanticVerdict, StopReason
+from harness.draft import Draft, DraftParse
+from harness.evidence_guard import check_evidence
+from harness.models.base import ChatModel
+from harness.projector import ProgressSnapshot, project_snapshot
+from harness.semantic_guard import review
+from harness.trace import EventKind
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    """The safe content published instead of a conclusion."""
+
+    kind: FallbackKind
+    """Which fallback."""
+    checked: tuple[str, ...]
+    """What was checked (verified observed facts)."""
+    missing_info: tuple[str, ...]
+    """Context the user should supply."""
+    next_steps: tuple[str, ...]
+    """What to do next."""
+    limitations: tuple[str, ...]
+    """What could not be verified."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseDecision:
+    """The one published outcome of a run."""
+
+    outcome: ReleaseOutcome
+    """SUCCESS, FALLBACK, FAILED or CANCELLED."""
+    fallback_kind: FallbackKind | None
+    """Set for FALLBACK."""
+    stop_reason: StopReason | None
+    """The Harness stop reason, if it stopped the loop."""
+    draft: Draft | None
+    """The published Draft (SUCCESS only)."""
+    fallback: Fallback | None
+    """The published fallback (FALLBACK only)."""
+    snapshot: ProgressSnapshot | None
+    """The snapshot the fallback was built from."""
+    reason: str
+    """Why this outcome, in one readable line."""
+
+
+def release(
+    ctx: RunContext,
+    *,
+    question: str,
+    parsed: DraftParse | None,
+    guard_model: ChatModel,
+    cancelled: bool = False,
+    loop_error: str | None = None,
+) -> ReleaseDecision:
+    """Decide and trace the single outcome. `parsed` is None when the loop ended without a Draft."""
+    stop_reason = ctx.tracker.stop_reason
+    if cancelled:
+        return _emit(
+            ctx, ReleaseDecision(ReleaseOutcome.CANCELLED, None, stop_reason, None, None, None, "run cancelled")
+        )
+
+    draft = parsed.draft if parsed else None
+    why: str
+    if draft is not None and draft.conclusion is not None and draft.conclusion.strip():
+        ev = check_evidence(draft, ctx.store, ctx.config.min_excerpt_chars)
+        ctx.trace.emit(
+            EventKind.GUARD_VERDICT,
+            guard=GuardName.EVIDENCE,
+            verdict=SemanticVerdict.SUPPORTED if ev.passed else SemanticVerdict.UNSUPPORTED,
+            detail="; ".join(ev.problems)[:300] or None,
+        )
+        if ev.passed:
+            sem = review(ctx, guard_model, question, draft, ev.verified)
+            ctx.trace.emit(
+                EventKind.GUARD_VERDICT, guard=GuardName.SEMANTIC, verdict=sem.verdict, detail=sem.reason[:300]
+            )
+            if sem.verdict is SemanticVerdict.SUPPORTED:
+                return _emit(
+                    ctx,
+                    ReleaseDecision(
+                        ReleaseOutcome.SUCCESS, None, stop_reason, draft, None, None, "conclusion verified"
+                    ),
+                )
+            why = f"SemanticGuard: {sem.reason}"
+        else:
+            why = "EvidenceGuard: " + "; ".join(ev.problems)
+    elif parsed is not None and parsed.error is not None:
+        why = f"invalid Draft: {parsed.error}"
+    elif draft is not None:
+        why = "the agent reported no conclusion"
+    else:
+        why = loop_error or (f"collection stopped: {stop_reason.value}" if stop_reason else "no Draft")
+
+    snapshot = project_snapshot(ctx.store, ctx.tracker)
+    next_steps = tuple(draft.next_steps) if draft else ()
+    missing = tuple(draft.missing_info) if draft else ()
+    if snapshot.has_verified_facts:
+        fb = Fallback(
+            FallbackKind.INSUFFICIENT_EVIDENCE,
+            tuple(f.summary for f in snapshot.observed_facts),
+            missing,
+            next_steps or ("Widen or change the scope with a human operator; the checks above found no root cause.",),
+            snapshot.limitations,
+        )
+        return _emit(ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why))
+    if missing:
+        fb = Fallback(FallbackKind.MISSING_REQUIRED_CONTEXT, (), missing, next_steps, snapshot.limitations)
+        return _emit(ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why))
+    return _emit(
+        ctx, ReleaseDecision(ReleaseOutcome.FAILED, None, stop_reason, None, None, snapshot, why + " (fail closed)")
+    )
+
+
+def _emit(ctx: RunContext, decision: ReleaseDecision) -> ReleaseDecision:
+    ctx.trace.emit(
+        EventKind.RELEASED,
+        outcome=decision.outcome,
+        fallback_kind=decision.fallback_kind,
+        stop_reason=decision.stop_reason,
+        detail=decision.reason[:300],
+    )
+    return decision

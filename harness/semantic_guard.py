@@ -1,0 +1,92 @@
+"""SemanticGuard: one isolated model call — no tools, no history, no memory (seed 003 §6).
+
+It sees only the user's question, the Draft's user-visible claims and the verified evidence,
+and answers SUPPORTED or UNSUPPORTED. Anything it cannot be parsed as fails closed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from harness.context import RunContext
+from harness.contracts import ModelPurpose, SemanticVerdict
+from harness.draft import Draft
+from harness.evidence_guard import VerifiedEvidence
+from harness.models.base import ChatModel, ChatRequest, SystemMessage, UserMessage
+from harness.retry import ModelCallFailed, call_model
+
+GUARD_MARKER = "[harness-bench:semantic-guard]"
+GUARD_SYSTEM_PROMPT = (
+    f"{GUARD_MARKER} You review a diagnosis report. You receive the user's question, the report's "
+    "conclusion and claims, and the only evidence that was verified to exist. Decide whether the "
+    "evidence supports the conclusion without over-interpretation. Answer with JSON only: "
+    '{"verdict": "SUPPORTED" | "UNSUPPORTED", "reason": "<one sentence>"}'
+)
+_WORD = re.compile(r"\b(UNSUPPORTED|SUPPORTED)\b")
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticGuardResult:
+    """The verdict and a readable reason."""
+
+    verdict: SemanticVerdict
+    """SUPPORTED or UNSUPPORTED."""
+    reason: str
+    """Why (the guard's words, or why it failed closed)."""
+
+
+def build_guard_request(
+    question: str, draft: Draft, evidence: tuple[VerifiedEvidence, ...], timeout: float
+) -> ChatRequest:
+    """The guard's single request: nothing from the diagnosis conversation."""
+    payload = {
+        "question": question,
+        "conclusion": draft.conclusion,
+        "claims": [c.statement for c in draft.claims],
+        "verified_evidence": [{"tool_call_id": e.tool_call_id, "tool": e.tool, "excerpt": e.excerpt} for e in evidence],
+    }
+    return ChatRequest(
+        messages=(SystemMessage(GUARD_SYSTEM_PROMPT), UserMessage(json.dumps(payload, ensure_ascii=False))),
+        tools=(),
+        purpose=ModelPurpose.SEMANTIC_GUARD,
+        timeout_seconds=timeout,
+    )
+
+
+def parse_verdict(text: str | None) -> SemanticGuardResult:
+    """Parse the guard's answer; unparseable or ambiguous -> UNSUPPORTED."""
+    if not text or not text.strip():
+        return SemanticGuardResult(SemanticVerdict.UNSUPPORTED, "empty verdict (fail closed)")
+    body = text.strip().strip("`")
+    if body.startswith("json"):
+        body = body[4:]
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        data = None
+    if isinstance(data, dict):
+        raw = data.get("verdict")
+        reason = data.get("reason")
+        if raw in (SemanticVerdict.SUPPORTED.value, SemanticVerdict.UNSUPPORTED.value):
+            return SemanticGuardResult(SemanticVerdict(raw), str(reason or "")[:300])
+        return SemanticGuardResult(SemanticVerdict.UNSUPPORTED, f"unparseable verdict {raw!r} (fail closed)")
+    words = set(_WORD.findall(text.upper()))
+    if len(words) == 1:
+        return SemanticGuardResult(SemanticVerdict(words.pop()), text.strip()[:300])
+    return SemanticGuardResult(SemanticVerdict.UNSUPPORTED, "unparseable verdict (fail closed)")
+
+
+def review(
+    ctx: RunContext, model: ChatModel, question: str, draft: Draft, evidence: tuple[VerifiedEvidence, ...]
+) -> SemanticGuardResult:
+    """Ask the guard once (Harness retries on transient errors); failures fail closed."""
+    request = build_guard_request(question, draft, evidence, ctx.config.model_timeout_seconds)
+    try:
+        response = call_model(ctx, model, request)
+    except ModelCallFailed as exc:
+        return SemanticGuardResult(
+            SemanticVerdict.UNSUPPORTED, f"guard call failed: {exc.last.kind.value} (fail closed)"
+        )
+    return parse_verdict(response.message.content)

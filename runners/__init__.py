@@ -1,0 +1,1 @@
+"""harness-bench's bench: evaluation sets, runs, metrics, CLI."""

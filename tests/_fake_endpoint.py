@@ -1,0 +1,83 @@
+"""A tiny OpenAI-compatible HTTP endpoint on 127.0.0.1 that replies from a queue (tests only)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def completion(
+    content: str | None = None, tool_calls: list[dict[str, Any]] | None = None, usage: dict[str, int] | None = None
+) -> dict[str, Any]:
+    msg: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        msg["tool_calls"] = tool_calls
+    body: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+    }
+    if usage is not None:
+        body["usage"] = {**usage, "total_tokens": sum(usage.values())}
+    return body
+
+
+class Endpoint:
+    """Replies are (status, headers, body-bytes); requests are kept as parsed JSON."""
+
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, dict[str, str], bytes]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.lock = threading.Lock()
+        self.port = 0
+
+    def push(self, status: int, body: dict[str, Any] | bytes | str, headers: dict[str, str] | None = None) -> None:
+        data = (
+            body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
+        )
+        self.replies.append((status, headers or {}, data))
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+
+@contextmanager
+def serve() -> Iterator[Endpoint]:
+    ep = Endpoint()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("content-length", "0"))
+            raw = self.rfile.read(length)
+            with ep.lock:
+                ep.requests.append(json.loads(raw or b"{}"))
+                ep.headers.append({k.lower(): v for k, v in self.headers.items()})
+                status, headers, body = ep.replies.pop(0) if ep.replies else (500, {}, b'{"error": "no reply"}')
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    ep.port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield ep
+    finally:
+        server.shutdown()
+        server.server_close()

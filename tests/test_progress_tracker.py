@@ -1,0 +1,155 @@
+"""DiagnosisProgressTrackerTest (seed 000 §15 row 1): NO_EVIDENCE accumulates NO_GAIN, GAINED resets."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from harness.contracts import (
+    CollectionState,
+    EvidenceStatus,
+    GainProducer,
+    InformationGain,
+    StopReason,
+    ViolationKind,
+)
+from harness.progress import AdmissionKind, DiagnosisProgressTracker, PreviousObservation
+
+NO_GAIN = InformationGain.NO_GAIN
+GAINED = InformationGain.GAINED
+
+
+def _execute(tr: DiagnosisProgressTracker, call_id: str, scope: str, evidence: EvidenceStatus, turn: int = 1):
+    prev = PreviousObservation(tr.pending, NO_GAIN) if tr.pending else None
+    adm = tr.admit(call_id, "logs", scope, prev, turn=turn)
+    assert adm.kind is AdmissionKind.EXECUTE, adm
+    return tr.complete(call_id, "logs", scope, evidence, turn=turn)
+
+
+def test_no_evidence_applies_no_gain_at_once_with_nothing_pending() -> None:
+    tr = DiagnosisProgressTracker(3, 2)
+    done = _execute(tr, "c1", "s1", EvidenceStatus.NO_EVIDENCE)
+    assert done.gain is not None and done.gain.producer is GainProducer.HARNESS and done.gain.gain is NO_GAIN
+    assert tr.pending is None
+    assert tr.consecutive_no_gain == 1
+
+
+def test_evidence_sets_pending_and_blocks_until_evaluated() -> None:
+    tr = DiagnosisProgressTracker(2, 5)
+    done = _execute(tr, "c1", "s1", EvidenceStatus.EVIDENCE)
+    assert done.pending and tr.pending == "c1"
+    adm = tr.admit("c2", "logs", "s2", None, turn=2)
+    assert adm.kind is AdmissionKind.REJECT_VIOLATION
+    assert adm.violation is not None and adm.violation.kind is ViolationKind.MISSING_PREVIOUS_OBSERVATION
+    assert adm.expected_pending == "c1"
+    assert tr.pending == "c1", "a rejected request must not clear the pending evaluation"
+
+
+def test_gained_resets_consecutive_no_gain() -> None:
+    tr = DiagnosisProgressTracker(2, 2)
+    _execute(tr, "c1", "s1", EvidenceStatus.NO_EVIDENCE)
+    assert tr.consecutive_no_gain == 1
+    _execute(tr, "c2", "s2", EvidenceStatus.EVIDENCE)
+    adm = tr.admit("c3", "logs", "s3", PreviousObservation("c2", GAINED), turn=2)
+    assert adm.kind is AdmissionKind.EXECUTE
+    assert [g.gain for g in adm.gains] == [GAINED] and adm.gains[0].producer is GainProducer.AGENT
+    assert tr.consecutive_no_gain == 0
+    tr.complete("c3", "logs", "s3", EvidenceStatus.NO_EVIDENCE, turn=2)
+    assert tr.state is CollectionState.COLLECTING, "one NO_GAIN after a GAINED must not saturate at threshold 2"
+
+
+def test_threshold_saturates_with_information_saturated_and_stop_required_once() -> None:
+    tr = DiagnosisProgressTracker(2, 2)
+    first = _execute(tr, "c1", "s1", EvidenceStatus.NO_EVIDENCE)
+    assert not first.stop_required
+    second = _execute(tr, "c2", "s2", EvidenceStatus.NO_EVIDENCE)
+    assert second.stop_required and second.stop_reason is StopReason.INFORMATION_SATURATED
+    assert tr.state is CollectionState.SATURATED and tr.stop_required_delivered
+    same_turn = tr.admit("c3", "logs", "s3", None, turn=1)
+    assert same_turn.kind is AdmissionKind.REJECT_SATURATED
+    later = tr.admit("c4", "logs", "s4", None, turn=2)
+    assert later.kind is AdmissionKind.STOPPED and tr.stopped
+
+
+def test_agent_no_gain_reaching_threshold_returns_stop_required_instead_of_executing() -> None:
+    tr = DiagnosisProgressTracker(2, 2)
+    _execute(tr, "c1", "s1", EvidenceStatus.NO_EVIDENCE)
+    _execute(tr, "c2", "s2", EvidenceStatus.EVIDENCE)
+    adm = tr.admit("c3", "logs", "s3", PreviousObservation("c2", NO_GAIN), turn=3)
+    assert adm.kind is AdmissionKind.STOP_REQUIRED
+    assert adm.stop_reason is StopReason.INFORMATION_SATURATED
+
+
+def test_duplicate_scope_is_harness_no_gain_and_never_executes() -> None:
+    tr = DiagnosisProgressTracker(3, 2)
+    _execute(tr, "c1", "same", EvidenceStatus.NO_EVIDENCE)
+    adm = tr.admit("c2", "logs", "same", None, turn=2)
+    assert adm.kind is AdmissionKind.REJECT_DUPLICATE and adm.duplicate_of == "c1"
+    assert [(g.gain, g.producer) for g in adm.gains] == [(NO_GAIN, GainProducer.HARNESS)]
+    assert tr.consecutive_no_gain == 2
+    other_tool = tr.admit("c3", "kb", "same", None, turn=3)
+    assert other_tool.kind is AdmissionKind.EXECUTE, "scope identity is tool_name + normalized_scope"
+
+
+def test_failed_call_produces_no_gain_and_allows_retry_of_the_scope() -> None:
+    tr = DiagnosisProgressTracker(2, 2)
+    assert tr.admit("c1", "logs", "s", None).kind is AdmissionKind.EXECUTE
+    done = tr.complete("c1", "logs", "s", None)
+    assert done.gain is None and tr.consecutive_no_gain == 0 and tr.pending is None
+    assert tr.admit("c2", "logs", "s", None).kind is AdmissionKind.EXECUTE
+
+
+@pytest.mark.parametrize("bad", [0, -1])
+def test_thresholds_below_one_are_rejected(bad: int) -> None:
+    with pytest.raises(ValueError, match="no_gain_threshold"):
+        DiagnosisProgressTracker(bad, 2)
+    with pytest.raises(ValueError, match="protocol_violation_threshold"):
+        DiagnosisProgressTracker(2, bad)
+
+
+def test_concurrent_completions_deliver_stop_required_exactly_once() -> None:
+    """16 calls admitted before any completes, then completed in parallel: one STOP_REQUIRED."""
+    tr = DiagnosisProgressTracker(1, 1)
+    for i in range(16):
+        assert tr.admit(f"c{i}", "logs", f"s{i}", None, turn=1).kind is AdmissionKind.EXECUTE
+    flags: list[bool] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(16)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        done = tr.complete(f"c{i}", "logs", f"s{i}", EvidenceStatus.NO_EVIDENCE, turn=1)
+        with lock:
+            flags.append(done.stop_required)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert flags.count(True) == 1
+    assert tr.state is CollectionState.SATURATED and tr.consecutive_no_gain == 16
+
+
+def test_concurrent_duplicate_admissions_execute_one_scope_once() -> None:
+    tr = DiagnosisProgressTracker(100, 100)
+    assert tr.admit("c0", "logs", "dup", None).kind is AdmissionKind.EXECUTE
+    tr.complete("c0", "logs", "dup", EvidenceStatus.NO_EVIDENCE)
+    kinds: list[AdmissionKind] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(12)
+
+    def worker(i: int) -> None:
+        barrier.wait()
+        adm = tr.admit(f"c{i + 1}", "logs", "dup", None)
+        with lock:
+            kinds.append(adm.kind)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert kinds == [AdmissionKind.REJECT_DUPLICATE] * 12
+    assert tr.consecutive_no_gain == 13
