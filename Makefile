@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test lint typecheck venv clean
+.PHONY: bench test lint typecheck venv clean cassettes schema
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,14 @@ test: $(STAMP)
 	$(BIN)/ruff check harness runners tests
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+## Re-record the committed cassettes through serve-sim (run after changing cases or prompts).
+cassettes: $(STAMP)
+	$(BIN)/python -m runners.record_cassettes --out cassettes
+
+## Regenerate the evaluation-file JSON Schema.
+schema: $(STAMP)
+	$(BIN)/harness-bench schema > evalsets/schema.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis bench.duckdb

@@ -60,16 +60,30 @@ def explain_connection_error(exc: BaseException) -> str:
     return f"{type(last).__name__}: {last}"
 
 
+def _cassette_miss(exc: BaseException) -> str | None:
+    """vcrpy's CannotOverwriteExistingCassetteException, raw or inside the SDK's connection error."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if type(cur).__name__ == "CannotOverwriteExistingCassetteException":
+            return str(cur).splitlines()[0]
+        cur = cur.__cause__ or cur.__context__
+    return None
+
+
 def classify(exc: Exception) -> ModelCallError:
     """Map SDK exceptions onto the Harness's stable classification."""
+    miss = _cassette_miss(exc)
+    if miss is not None:
+        # Not retryable: replaying the same request against the same cassette misses again.
+        return ModelCallError(ModelErrorKind.CLIENT_ERROR, f"cassette miss: {miss}")
     if isinstance(exc, openai.RateLimitError):
         return ModelCallError(ModelErrorKind.RATE_LIMIT, f"429 rate limited: {exc.message}", _retry_after(exc))
     if isinstance(exc, openai.APITimeoutError):
         return ModelCallError(ModelErrorKind.TIMEOUT, "request timed out")
     if isinstance(exc, openai.APIConnectionError):
         inner = explain_connection_error(exc)
-        if "CannotOverwriteExistingCassette" in inner or "cassette" in inner.lower():
-            return ModelCallError(ModelErrorKind.CLIENT_ERROR, f"cassette miss: {inner}")
         return ModelCallError(ModelErrorKind.CONNECTION, f"connection error: {inner}"[:500])
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code

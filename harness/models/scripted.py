@@ -69,6 +69,8 @@ class ScriptStep(BaseModel):
     """The evaluation this call gives the previous observation, when one is pending."""
     mistake: Mistake | None = None
     """A deliberate protocol mistake made on this call."""
+    on_rejection: RejectionReaction | None = None
+    """Overrides the trajectory's reaction to a rejection of this step."""
     note: str | None = None
     """Why the step is there (documentation only)."""
 
@@ -132,9 +134,11 @@ def _replay(traj: Trajectory, messages: Sequence[ChatMessage]) -> _Position:
                 pos.stop_seen = True
             status = obs.get("status")
             if status == "REJECTED" and (obs.get("reason") == "PROTOCOL_VIOLATION" or obs.get("violation")):
-                if traj.on_rejection is RejectionReaction.CORRECT:
+                step = traj.steps[pos.step] if pos.step < len(traj.steps) else None
+                reaction = (step.on_rejection if step else None) or traj.on_rejection
+                if reaction is RejectionReaction.CORRECT:
                     pos.corrected.add(pos.step)
-                elif traj.on_rejection is RejectionReaction.SKIP:
+                elif reaction is RejectionReaction.SKIP:
                     pos.step += 1
                 continue
             # executed, failed, duplicate or saturated: this step is done

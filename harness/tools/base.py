@@ -6,6 +6,7 @@ truncated — and never whether content supports a hypothesis.
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -56,8 +57,11 @@ class BusinessTool(ABC, Generic[InputT]):
     """The pydantic model of the business input; its JSON schema is shown to the model."""
 
     def input_schema(self) -> JsonObject:
-        """JSON schema of the business input."""
-        schema: JsonObject = self.input_model.model_json_schema()
+        """JSON schema of the business input (cached per input model: pydantic rebuilds it each call)."""
+        model = self.input_model
+        schema = _SCHEMAS.get(model)
+        if schema is None:
+            schema = _SCHEMAS[model] = model.model_json_schema()
         return schema
 
     def parse_input(self, raw: Mapping[str, JsonValue]) -> InputT:
@@ -81,3 +85,4 @@ class BusinessTool(ABC, Generic[InputT]):
 
 
 _DEFAULT_NORMALIZER = ToolScopeNormalizer()
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], JsonObject] = weakref.WeakKeyDictionary()

@@ -1,0 +1,156 @@
+"""The one process-wide in-memory DuckDB behind log_search and db_query.
+
+`duckdb.connect()` costs milliseconds while `cursor()` on an open connection costs microseconds,
+so every fixture set is loaded once, into its own schema named after its content hash, and each
+tool instance only opens a cursor. Loaded schemas are immutable derived data, never run state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from harness.tools.base import ToolExecutionError
+
+# Locked down once at connect time: no files, no extensions, no runaway queries. The settings
+# cannot be changed afterwards (`lock_configuration`), so SQL that slipped past validation still
+# could not re-enable any of it.
+_CONFIG: dict[str, str | bool | int | float | list[str]] = {
+    "enable_external_access": False,
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+    # Fixtures are tiny: one thread avoids scheduling overhead, and concurrent cursors still run in parallel.
+    "threads": 1,
+    # Below the 2 s after which DuckDB would start printing a progress bar (not settable globally).
+    "max_execution_time": 1500,
+    "memory_limit": "1GB",
+    "temp_directory": "",  # never spill to disk
+    # Late materialisation turns `ORDER BY .. LIMIT` into a self-join; on small tables it doubles latency.
+    "disabled_optimizers": "late_materialization",
+    # "Did you mean .." hints would otherwise scan (and name) other cases' schemas.
+    "catalog_error_max_schemas": 0,
+}
+
+_TYPE = re.compile(r"^[A-Za-z][A-Za-z0-9_ ]*(\(\s*\d+\s*(,\s*\d+\s*)?\))?(\[\])*$")
+
+_lock = threading.Lock()
+_connection: duckdb.DuckDBPyConnection | None = None
+_loaded: set[str] = set()
+
+
+@dataclass(frozen=True, slots=True)
+class TableData:
+    """One table to load: column names, row values and optional DuckDB column types."""
+
+    name: str
+    """Table name inside the fixture schema."""
+    columns: tuple[str, ...]
+    """Column names, in order."""
+    rows: Sequence[Sequence[Any]]
+    """Row values, one sequence per row, aligned with `columns`."""
+    types: tuple[str, ...] | None = None
+    """DuckDB type per column (e.g. `TIMESTAMP`, `DECIMAL(12,2)`); inferred from the values when None."""
+
+
+def is_valid_type(text: str) -> bool:
+    """Whether `text` looks like a DuckDB type name (it is spliced into a CAST, so it is checked)."""
+    return bool(_TYPE.match(text.strip()))
+
+
+def quote_ident(name: str) -> str:
+    """A DuckDB identifier in double quotes."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def content_hash(payload: object) -> str:
+    """A short, stable hash of fixture content made of nested tuples/lists of str, int, float, bool and None.
+
+    `repr` of such values is deterministic and several times faster than `json.dumps`; it also keeps
+    1, 1.0 and True apart, which DuckDB's type inference does too.
+    """
+    return hashlib.sha256(repr(payload).encode("utf-8")).hexdigest()[:24]
+
+
+def error_text(exc: BaseException, limit: int = 500) -> str:
+    """A DuckDB error on one line: the message and its hints ("Candidate bindings"), without the caret excerpt."""
+    text = " ".join(str(exc).split("\nLINE ", 1)[0].split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _shared() -> duckdb.DuckDBPyConnection:
+    global _connection
+    if _connection is None:
+        conn = duckdb.connect(":memory:", config=_CONFIG)
+        conn.execute("SET lock_configuration = true")
+        _connection = conn
+    return _connection
+
+
+def ensure_schema(key: str, tables: Callable[[], Sequence[TableData]]) -> str:
+    """Load the tables built by `tables()` into schema `fx_<key>` unless already loaded; returns the schema name.
+
+    `tables` is only called on a miss, so a repeated construction never rebuilds the rows.
+    """
+    schema = f"fx_{key}"
+    if key in _loaded:  # set membership is atomic; the lock only guards loading
+        return schema
+    with _lock:
+        if key in _loaded:
+            return schema
+        conn = _shared()
+        try:
+            conn.execute(f"CREATE SCHEMA {quote_ident(schema)}")
+            for table in tables():
+                _load_table(conn, schema, table)
+        except Exception as exc:
+            # Leave nothing half-loaded behind, so a corrected retry can load the same key.
+            conn.execute(f"DROP SCHEMA IF EXISTS {quote_ident(schema)} CASCADE")
+            if isinstance(exc, duckdb.Error):
+                raise ToolExecutionError(f"could not load fixture tables into DuckDB: {error_text(exc)}") from exc
+            raise
+        _loaded.add(key)
+    return schema
+
+
+def _load_table(conn: duckdb.DuckDBPyConnection, schema: str, table: TableData) -> None:
+    # A DataFrame scan is orders of magnitude faster than executemany; object dtype keeps None as NULL.
+    frame = pd.DataFrame(list(table.rows), columns=list(table.columns), dtype=object)
+    selects = []
+    for i, column in enumerate(table.columns):
+        col = quote_ident(column)
+        if table.types is not None:
+            selects.append(f"CAST({col} AS {table.types[i]}) AS {col}")
+        elif all(row[i] is None for row in table.rows):
+            selects.append(f"CAST({col} AS VARCHAR) AS {col}")  # an all-NULL column would get type "NULL"
+        else:
+            selects.append(col)
+    view = "_fixture_frame"
+    conn.register(view, frame)
+    try:
+        conn.execute(
+            f"CREATE TABLE {quote_ident(schema)}.{quote_ident(table.name)} AS SELECT {', '.join(selects)} FROM {view}"
+        )
+    finally:
+        conn.unregister(view)
+
+
+def cursor() -> duckdb.DuckDBPyConnection:
+    """A new cursor on the shared database (one per tool instance; cursors are cheap)."""
+    with _lock:
+        return _shared().cursor()
+
+
+def schema_count() -> int:
+    """How many fixture schemas the shared database holds (for tests and diagnostics)."""
+    with _lock:
+        row = _shared().execute("SELECT count(*) FROM duckdb_schemas() WHERE schema_name LIKE 'fx\\_%' ESCAPE '\\'")
+        result = row.fetchone()
+    return int(result[0]) if result else 0

@@ -1,0 +1,387 @@
+"""A bench run: cases × epochs through one model at one config, every case run into DuckDB."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from harness import __version__
+from harness.config import HarnessConfig
+from harness.models.base import ChatModel
+from harness.models.openai_model import OpenAIChatModel
+from harness.models.scripted import ScriptedChatModel
+from runners import profiles
+from runners.case_runner import CaseRun, run_case
+from runners.cassettes import cassette_path, rerecord_command, use_cassette
+from runners.evalset import EvalCase, content_hash, load_cases
+from runners.metrics_db import MetricsWriter, RunConfigRow, case_run_rows, connect
+
+
+class BenchInputError(ValueError):
+    """Unusable input for a bench run (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSpec:
+    """`scripted`, `scripted:<profile>[?seed=N]` or `openai:<model-name>`."""
+
+    kind: str
+    """`scripted` or `openai`."""
+    name: str
+    """Profile (scripted) or model name (openai)."""
+    raw: str
+    """As given on the command line."""
+
+    @classmethod
+    def parse(cls, text: str) -> ModelSpec:
+        """Parse a --model value, naming what is wrong."""
+        if text == "scripted" or text.startswith("scripted:"):
+            profile = text.partition(":")[2] or "reference"
+            try:
+                profiles.parse_profile(profile)
+            except profiles.UnknownProfileError as exc:
+                raise BenchInputError(f"--model {text!r}: {exc}") from None
+            return cls("scripted", profile, text)
+        if text.startswith("openai:") and len(text) > len("openai:"):
+            return cls("openai", text.partition(":")[2], text)
+        raise BenchInputError(f"--model {text!r}: expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'")
+
+
+@dataclass
+class BenchOptions:
+    """Everything one bench run needs."""
+
+    evalsets: list[str] = field(default_factory=list)
+    """Files, folders or family names (empty = all built-in cases)."""
+    case_ids: list[str] = field(default_factory=list)
+    """Only these case ids (empty = all)."""
+    model: str = "scripted"
+    """Model spec."""
+    db: Path = Path("bench.duckdb")
+    """DuckDB file."""
+    label: str | None = None
+    """A label to compare runs by (the gate pairs labels)."""
+    epochs: int = 1
+    """Repetitions of every case."""
+    concurrency: int = 1
+    """Case runs in flight."""
+    config: HarnessConfig = field(default_factory=HarnessConfig)
+    """Thresholds and budgets."""
+    cassettes: Path | None = None
+    """Cassette folder (openai models only)."""
+    record_mode: str = "none"
+    """vcrpy record mode."""
+    base_url: str | None = None
+    """OpenAI-compatible base URL."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """Environment variable holding the API key."""
+    sweep_id: str | None = None
+    """Set when the run is one point of a sweep."""
+    resume: str | None = None
+    """Bench run id to finish."""
+
+
+@dataclass
+class BenchSummary:
+    """What a bench run did."""
+
+    bench_run_id: str
+    """Its id."""
+    status: str
+    """completed | interrupted | failed."""
+    planned: int
+    """Case runs planned in total."""
+    executed: int
+    """Case runs executed by this invocation."""
+    skipped: int
+    """Case runs already present (resume)."""
+    wall_seconds: float
+    """Wall time of this invocation."""
+    write_seconds: float
+    """Time spent writing DuckDB."""
+    rows_written: int
+    """Rows written (case_runs + tool_calls + events)."""
+    runs: list[CaseRun] = field(default_factory=list)
+    """The case runs executed by this invocation."""
+
+
+def git_commit() -> str | None:
+    """The current commit of the working directory's repository, if any."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def config_row(cfg: HarnessConfig) -> RunConfigRow:
+    """The config columns of case_runs."""
+    return RunConfigRow(
+        cfg.no_gain_threshold,
+        cfg.protocol_violation_threshold,
+        cfg.max_tool_invocations,
+        cfg.max_model_calls,
+        cfg.max_total_tokens,
+    )
+
+
+def config_flags(cfg: HarnessConfig) -> str:
+    """The CLI flags that reproduce `cfg` where it differs from the defaults."""
+    d = HarnessConfig()
+    flags = [
+        ("--no-gain-threshold", cfg.no_gain_threshold, d.no_gain_threshold),
+        ("--protocol-violation-threshold", cfg.protocol_violation_threshold, d.protocol_violation_threshold),
+        ("--max-tool-calls", cfg.max_tool_invocations, d.max_tool_invocations),
+        ("--max-model-calls", cfg.max_model_calls, d.max_model_calls),
+        ("--max-tokens", cfg.max_total_tokens, d.max_total_tokens),
+    ]
+    return "".join(f" {flag} {value}" for flag, value, default in flags if value != default)
+
+
+def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
+    """Load and filter cases; unknown case ids are an input error."""
+    cases = load_cases(evalsets)
+    if case_ids:
+        known = {c.id for c in cases}
+        unknown = [c for c in case_ids if c not in known]
+        if unknown:
+            raise BenchInputError(f"unknown case id(s): {', '.join(unknown)}")
+        cases = [c for c in cases if c.id in set(case_ids)]
+    if not cases:
+        raise BenchInputError("no cases selected")
+    return cases
+
+
+def _new_id() -> str:
+    return f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+class _ModelFactory:
+    def __init__(self, spec: ModelSpec, opts: BenchOptions) -> None:
+        self.spec = spec
+        self.opts = opts
+        self._shared: ChatModel | None = None
+        if spec.kind == "openai":
+            self._shared = OpenAIChatModel(
+                spec.name,
+                base_url=opts.base_url,
+                api_key_env=opts.api_key_env,
+                timeout_seconds=opts.config.model_timeout_seconds,
+            )
+
+    def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
+        if self._shared is not None:
+            return self._shared
+        traj = profiles.trajectory_for(case, self.spec.name, epoch)
+        return ScriptedChatModel(traj, name=self.spec.raw)
+
+
+def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOptions) -> CaseRun:
+    model = factory.for_case(case, epoch)
+    ctx = (
+        use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode)
+        if opts.cassettes is not None and factory.spec.kind == "openai"
+        else nullcontext()
+    )
+    with ctx:
+        run = run_case(case, model, config=opts.config)
+    if run.result.error and "cassette miss" in run.result.error and opts.cassettes is not None:
+        path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
+        message = (
+            f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: "
+            f"{rerecord_command(opts.cassettes, factory.spec.raw, case.id, opts.base_url)}{config_flags(opts.config)}"
+        )
+        run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
+    return run
+
+
+def _with_error(run: CaseRun, message: str) -> Any:
+    from dataclasses import replace
+
+    return replace(run.result, error=message)
+
+
+def _planned(cases: Sequence[EvalCase], epochs: int) -> Iterator[tuple[EvalCase, int]]:
+    for epoch in range(1, epochs + 1):
+        for case in cases:
+            yield case, epoch
+
+
+ProgressHook = Callable[[int, int, CaseRun | None], None]
+
+
+def run_bench(
+    opts: BenchOptions, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None
+) -> BenchSummary:
+    """Run (or resume) a bench run. KeyboardInterrupt keeps finished case runs and marks it interrupted."""
+    t0 = time.perf_counter()
+    if con is not None:
+        return _run(con, opts, t0, on_progress)
+    own = connect(opts.db)
+    try:
+        return _run(own, opts, t0, on_progress)
+    finally:
+        own.close()
+
+
+def _load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[str, BenchOptions, list[str]]:
+    row = con.execute(
+        "SELECT model, label, config_json, evalset_specs, case_ids_json, epochs, cassettes, record_mode, base_url,"
+        " sweep_id, status FROM bench_runs WHERE bench_run_id = ?",
+        [opts.resume],
+    ).fetchone()
+    if row is None:
+        raise BenchInputError(f"--resume {opts.resume}: no such bench run in {opts.db}")
+    model, label, cfg_json, specs_json, ids_json, epochs, cassettes, record_mode, base_url, sweep_id, status = row
+    if status == "completed":
+        raise BenchInputError(f"--resume {opts.resume}: that bench run is already completed")
+    resumed = BenchOptions(
+        evalsets=json.loads(specs_json), case_ids=json.loads(ids_json), model=model, db=opts.db, label=label,
+        epochs=epochs, concurrency=opts.concurrency, config=HarnessConfig.model_validate_json(cfg_json),
+        cassettes=Path(cassettes) if cassettes else None, record_mode=record_mode or "none",
+        base_url=base_url, api_key_env=opts.api_key_env, sweep_id=sweep_id, resume=opts.resume,
+    )  # fmt: skip
+    done = [
+        r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
+    ]
+    return str(opts.resume), resumed, done
+
+
+def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
+    """Deterministic id: resuming can never duplicate a case run."""
+    return f"{bench_run_id}/{case_id}/{epoch}"
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection, opts: BenchOptions, t0: float, on_progress: ProgressHook | None
+) -> BenchSummary:
+    done: set[str] = set()
+    if opts.resume:
+        bench_run_id, opts, done_ids = _load_resume(con, opts)
+        done = set(done_ids)
+    else:
+        bench_run_id = _new_id()
+    spec = ModelSpec.parse(opts.model)
+    cases = select_cases(opts.evalsets, opts.case_ids)
+    if opts.epochs < 1:
+        raise BenchInputError("--epochs must be >= 1")
+    if opts.concurrency < 1:
+        raise BenchInputError("--concurrency must be >= 1")
+    factory = _ModelFactory(spec, opts)
+    concurrency = opts.concurrency
+    if opts.cassettes is not None and spec.kind == "openai":
+        concurrency = 1  # vcrpy patches the HTTP transport process-wide: one cassette at a time
+    cfg_row = config_row(opts.config)
+    planned = list(_planned(cases, opts.epochs))
+    if not opts.resume:
+        con.execute(
+            "INSERT INTO bench_runs VALUES (?, ?, now(), NULL, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
+            [
+                bench_run_id, opts.sweep_id, git_commit(), spec.raw, opts.label,
+                opts.config.model_dump_json(), content_hash(cases), json.dumps(opts.evalsets),
+                json.dumps(opts.case_ids), opts.epochs, len(planned), __version__,
+                str(opts.cassettes) if opts.cassettes else None, opts.record_mode if opts.cassettes else None,
+                opts.base_url,
+            ],
+        )  # fmt: skip
+    else:
+        con.execute(
+            "UPDATE bench_runs SET status = 'running', finished_at = NULL WHERE bench_run_id = ?", [bench_run_id]
+        )
+    todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
+    writer = MetricsWriter(con)
+    summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
+    status = "failed"
+    error: str | None = None
+    try:
+        if on_progress:
+            on_progress(summary.skipped, len(planned), None)
+        for run, epoch in _iterate(todo, factory, opts, concurrency):
+            writer.add(case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case.id, epoch), spec.raw,
+                                     opts.label, epoch, cfg_row, run))  # fmt: skip
+            summary.executed += 1
+            summary.runs.append(run)
+            if on_progress:
+                on_progress(summary.skipped + summary.executed, len(planned), run)
+        status = "completed"
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        writer.flush()
+        con.execute(
+            "UPDATE bench_runs SET status = ?, finished_at = now(), error = ? WHERE bench_run_id = ?",
+            [status, error, bench_run_id],
+        )
+        summary.status = status
+        summary.wall_seconds = time.perf_counter() - t0
+        summary.write_seconds = writer.write_seconds
+        summary.rows_written = writer.rows_written
+    return summary
+
+
+def _iterate(
+    todo: Sequence[tuple[EvalCase, int]], factory: _ModelFactory, opts: BenchOptions, concurrency: int
+) -> Iterator[tuple[CaseRun, int]]:
+    if concurrency == 1:
+        for case, epoch in todo:
+            yield _execute(case, epoch, factory, opts), epoch
+        return
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
+    pending: dict[Future[CaseRun], int] = {}
+    it = iter(todo)
+    try:
+        for case, epoch in it:
+            pending[pool.submit(_execute, case, epoch, factory, opts)] = epoch
+            if len(pending) >= concurrency * 2:
+                break
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                epoch = pending.pop(fut)
+                yield fut.result(), epoch
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending[pool.submit(_execute, nxt[0], nxt[1], factory, opts)] = nxt[1]
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def family_table(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[dict[str, Any]]:
+    """Per-family summary of one bench run (the end-of-run table)."""
+    rows = con.execute(
+        """
+        SELECT family,
+               count(*) AS runs,
+               avg(passed::INT) AS pass_rate,
+               array_to_string(
+                   list_sort(list(DISTINCT outcome || coalesce('/' || fallback_kind, ''))), ', '
+               ) AS outcomes,
+               array_to_string(list_sort(list(DISTINCT coalesce(stop_reason, 'NONE'))), ', ') AS stop_reasons,
+               avg(tool_invocations) AS mean_tools,
+               avg(tool_rejections) AS mean_rejections,
+               avg(wasted_invocations) AS mean_wasted
+        FROM case_runs WHERE bench_run_id = ? GROUP BY family ORDER BY family
+        """,
+        [bench_run_id],
+    ).fetchall()
+    cols = ["family", "runs", "pass_rate", "outcomes", "stop_reasons", "mean_tools", "mean_rejections", "mean_wasted"]
+    return [dict(zip(cols, r, strict=True)) for r in rows]

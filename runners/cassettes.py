@@ -1,0 +1,94 @@
+"""vcrpy cassettes: a live model's answers made replayable offline (issue 4).
+
+One cassette per (case, model, epoch). Requests match on method, path and JSON body — not on
+host or port, so a cassette recorded against one local server replays against another — and
+repeated requests replay, so runs at different thresholds share their common prefix. Secrets
+are scrubbed from request and response headers before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import vcr
+from vcr.record_mode import RecordMode
+
+SCRUB_REQUEST_HEADERS = (
+    "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",
+    "proxy-authorization", "host",
+)  # fmt: skip
+SCRUB_RESPONSE_HEADERS = (
+    "set-cookie", "openai-organization", "openai-project", "x-request-id", "request-id", "cf-ray",
+    "x-amzn-requestid", "apim-request-id",
+)  # fmt: skip
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "model"
+
+
+def cassette_path(directory: str | Path, model: str, case_id: str, epoch: int) -> Path:
+    """Where the cassette of one (case, model, epoch) lives."""
+    return Path(directory) / _slug(model) / case_id / f"epoch{epoch}.json"
+
+
+def _json_body(r1: Any, r2: Any) -> None:
+    def parse(body: Any) -> Any:
+        if body is None or body == b"" or body == "":
+            return None
+        raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+
+    assert parse(r1.body) == parse(r2.body), "request bodies differ"
+
+
+def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+    headers = response.get("headers") or {}
+    for key in list(headers):
+        if key.lower() in SCRUB_RESPONSE_HEADERS:
+            del headers[key]
+    return response
+
+
+def _scrub_request(request: Any) -> Any:
+    # Normalise the host so recorded files carry no machine-specific address.
+    request.uri = re.sub(r"^(https?://)[^/]+", r"\1model-endpoint", request.uri)
+    return request
+
+
+def make_vcr(record_mode: str) -> vcr.VCR:
+    """A VCR configured for model endpoints."""
+    if record_mode not in RECORD_MODES:
+        raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
+    v = vcr.VCR(
+        serializer="json",
+        record_mode=RecordMode(record_mode),
+        match_on=("method", "path", "json_body"),
+        filter_headers=list(SCRUB_REQUEST_HEADERS),
+        before_record_request=_scrub_request,
+        before_record_response=_scrub_response,
+        decode_compressed_response=True,
+    )
+    v.register_matcher("json_body", _json_body)
+    return v
+
+
+def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[Any]:
+    """Context manager that records or replays one cassette file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cm: AbstractContextManager[Any] = make_vcr(record_mode).use_cassette(str(path), allow_playback_repeats=True)
+    return cm
+
+
+def rerecord_command(cassettes: str | Path, model: str, case_id: str, base_url: str | None) -> str:
+    """The command that re-records a cassette."""
+    url = f" --base-url {base_url}" if base_url else ""
+    return f"harness-bench run --case {case_id} --model {model}{url} --cassettes {cassettes} --record-mode new_episodes"

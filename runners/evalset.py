@@ -1,0 +1,285 @@
+"""Evaluation sets: YAML files of cases, validated by pydantic (issue 3).
+
+A file holds `cases: [...]`. Every problem is reported with the file, the case id and the field,
+all problems at once, and nothing is half-loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from harness.contracts import FallbackKind, ReleaseOutcome
+from harness.models.scripted import Mistake, Trajectory
+from harness.tools.db_query import TableFixture
+from harness.tools.kb_search import KbDocument
+from harness.tools.log_search import LogEvent
+
+BUILTIN_DIR = Path(__file__).resolve().parent.parent / "evalsets"
+TOOL_NAMES = ("kb_search", "log_search", "db_query")
+
+
+class Family(StrEnum):
+    """The ten evaluation families."""
+
+    EMPTY_LOGS = "empty_logs"
+    GENERIC_KB = "generic_kb"
+    DUPLICATE_SCOPES = "duplicate_scopes"
+    PROTOCOL_VIOLATIONS = "protocol_violations"
+    MISSING_CONTEXT = "missing_context"
+    DIAGNOSABLE = "diagnosable"
+    FABRICATED_CITATIONS = "fabricated_citations"
+    UNSUPPORTED_CONCLUSIONS = "unsupported_conclusions"
+    BUDGET_EXHAUSTION = "budget_exhaustion"
+    TOOL_FAILURES = "tool_failures"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CaseContext(_Strict):
+    """What the operator told the agent; any part may be missing."""
+
+    tenant: str | None = None
+    """Tenant id."""
+    service: str | None = None
+    """Service name."""
+    time_start: str | None = None
+    """Window start (ISO 8601)."""
+    time_end: str | None = None
+    """Window end (ISO 8601)."""
+
+
+class FaultKind(StrEnum):
+    """How a faulty backend misbehaves."""
+
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class ToolFault(_Strict):
+    """Make one tool's backend fail (tool_failures family)."""
+
+    tool: Literal["kb_search", "log_search", "db_query"]
+    """Which tool."""
+    kind: FaultKind = FaultKind.ERROR
+    """Error or timeout."""
+    after_calls: int = Field(default=0, ge=0)
+    """Succeed this many times first."""
+    message: str = "backend unavailable"
+    """The failure message."""
+
+
+class Fixtures(_Strict):
+    """The data the case's tools run on."""
+
+    kb: list[KbDocument] = Field(default_factory=list)
+    """Knowledge-base Markdown documents."""
+    logs: list[LogEvent] = Field(default_factory=list)
+    """Log events."""
+    tables: list[TableFixture] = Field(default_factory=list)
+    """Business database tables."""
+    faults: list[ToolFault] = Field(default_factory=list)
+    """Injected backend failures."""
+
+
+class ExpectedStop(StrEnum):
+    """Expected stop reason; NONE means the agent must finish on its own."""
+
+    NONE = "NONE"
+    INFORMATION_SATURATED = "INFORMATION_SATURATED"
+    BUDGET_LIMIT_REACHED = "BUDGET_LIMIT_REACHED"
+    PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
+
+
+class Expectations(_Strict):
+    """What a correct run of this case looks like at the default config."""
+
+    outcome: ReleaseOutcome
+    """The expected Release outcome."""
+    fallback_kind: FallbackKind | None = None
+    """Expected fallback kind (FALLBACK only)."""
+    stop_reason: ExpectedStop | None = None
+    """Expected stop reason; omit to not check it."""
+    root_cause_keywords: list[str] = Field(default_factory=list)
+    """Words a SUCCESS conclusion must contain (case-insensitive)."""
+    max_tool_invocations: int | None = Field(default=None, ge=0)
+    """Upper bound on backend invocations."""
+    max_model_calls: int | None = Field(default=None, ge=1)
+    """Upper bound on diagnosis model calls."""
+    backend_calls_equal_distinct_scopes: bool = False
+    """Every backend call had a distinct tool+scope (duplicates never ran)."""
+    min_duplicate_rejections: int | None = Field(default=None, ge=0)
+    """At least this many duplicate-scope rejections."""
+    min_protocol_violations: int | None = Field(default=None, ge=0)
+    """At least this many protocol-violation rejections."""
+    stop_required_delivered: bool | None = None
+    """Whether STOP_REQUIRED must (true) or must not (false) be delivered."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Expectations:
+        if self.outcome is ReleaseOutcome.FALLBACK and self.fallback_kind is None:
+            raise ValueError("expect.fallback_kind is required when expect.outcome is FALLBACK")
+        if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
+            raise ValueError("expect.fallback_kind is only allowed when expect.outcome is FALLBACK")
+        if self.outcome is ReleaseOutcome.SUCCESS and not self.root_cause_keywords:
+            raise ValueError("expect.root_cause_keywords is required when expect.outcome is SUCCESS")
+        return self
+
+
+class EvalCase(_Strict):
+    """One evaluation case."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{2,80}$")
+    """Unique id (also the pytest test id)."""
+    family: Family
+    """Which family it belongs to."""
+    description: str = Field(min_length=10)
+    """What the case exercises (and which seed 000 §13 row, where it covers one)."""
+    question: str = Field(min_length=3)
+    """The operator's question, as written (some in Chinese)."""
+    context: CaseContext = CaseContext()
+    """Known context."""
+    fixtures: Fixtures = Fixtures()
+    """Tool data."""
+    expect: Expectations
+    """Expectations at the default config."""
+    trajectory: Trajectory
+    """The reference trajectory the scripted model plays."""
+
+    @model_validator(mode="after")
+    def _tools_exist(self) -> EvalCase:
+        for i, step in enumerate(self.trajectory.steps, 1):
+            if step.tool not in TOOL_NAMES and step.mistake is not Mistake.UNKNOWN_TOOL:
+                raise ValueError(
+                    f"trajectory.steps[{i}].tool {step.tool!r} does not exist; tools are {list(TOOL_NAMES)}"
+                )
+        return self
+
+
+class EvalSetError(ValueError):
+    """One or more evaluation files are malformed; `problems` lists each with its location."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("invalid evaluation set:\n" + "\n".join(f"  - {p}" for p in self.problems))
+
+
+def _loc(loc: Iterable[int | str]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<case>"
+
+
+def _parse_file(path: Path, problems: list[str]) -> list[EvalCase]:
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: not valid UTF-8 (byte offset {exc.start})")
+        return []
+    except OSError as exc:
+        problems.append(f"{path}: cannot read ({exc.strerror})")
+        return []
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problems.append(f"{path}:{where}: invalid YAML: {getattr(exc, 'problem', None) or exc}")
+        return []
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        problems.append(f"{path}: top level must be a mapping with a 'cases' list")
+        return []
+    cases: list[EvalCase] = []
+    for i, raw in enumerate(doc["cases"]):
+        case_id = raw.get("id") if isinstance(raw, dict) else None
+        label = f"case {case_id!r}" if case_id else f"case #{i + 1}"
+        try:
+            cases.append(EvalCase.model_validate(raw))
+        except ValidationError as exc:
+            for err in exc.errors():
+                msg = err["msg"].removeprefix("Value error, ")
+                problems.append(f"{path}: {label}: field {_loc(err['loc'])}: {msg}")
+    return cases
+
+
+_FAMILIES = frozenset(f.value for f in Family)
+
+
+def _yaml_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
+    """Load cases from files, folders or family names (default: every built-in case).
+
+    Raises EvalSetError listing every problem (file, case id, field) when anything is malformed.
+    """
+    problems: list[str] = []
+    selections: list[tuple[list[Path], str | None]] = []
+    for spec in list(specs) or [str(BUILTIN_DIR)]:
+        path = Path(spec)
+        if path.is_dir():
+            selections.append((_yaml_files(path), None))
+        elif path.is_file():
+            selections.append(([path], None))
+        elif spec in _FAMILIES:
+            selections.append((_yaml_files(BUILTIN_DIR), spec))
+        else:
+            problems.append(f"{spec}: no such file, folder or family (families: {', '.join(sorted(_FAMILIES))})")
+    parsed: dict[Path, list[EvalCase]] = {}
+    seen: dict[str, Path] = {}
+    for files, _ in selections:
+        for f in files:
+            key = f.resolve()
+            if key in parsed:
+                continue
+            parsed[key] = []
+            for case in _parse_file(f, problems):
+                if case.id in seen and seen[case.id] != key:
+                    problems.append(f"{f}: case {case.id!r}: field id: duplicate of a case in {seen[case.id]}")
+                    continue
+                seen[case.id] = key
+                parsed[key].append(case)
+    if problems:
+        raise EvalSetError(problems)
+    out: dict[str, EvalCase] = {}
+    for files, family in selections:
+        for f in files:
+            for case in parsed[f.resolve()]:
+                if family is None or case.family.value == family:
+                    out.setdefault(case.id, case)
+    return list(out.values())
+
+
+def content_hash(cases: Sequence[EvalCase]) -> str:
+    """A stable hash of the cases' content (recorded with every bench run)."""
+    h = hashlib.sha256()
+    for case in sorted(cases, key=lambda c: c.id):
+        h.update(json.dumps(case.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode())
+    return h.hexdigest()[:16]
+
+
+def json_schema() -> str:
+    """The JSON Schema of an evaluation file, for editors."""
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "harness-bench evaluation set",
+        "type": "object",
+        "properties": {"cases": {"type": "array", "items": {"$ref": "#/$defs/EvalCase"}}},
+        "required": ["cases"],
+        "$defs": {},
+    }
+    case_schema = EvalCase.model_json_schema(ref_template="#/$defs/{model}")
+    defs = case_schema.pop("$defs", {})
+    schema["$defs"] = {**defs, "EvalCase": case_schema}
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

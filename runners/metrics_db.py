@@ -1,0 +1,382 @@
+"""Per-run metrics in DuckDB: schema, migrations, views, and a batched writer (issue 4).
+
+A case run's rows (case_runs + tool_calls + events) always land in the same transaction; the
+writer groups several finished case runs per transaction (measured: a DataFrame insert costs
+~4 ms of fixed overhead per statement on this machine, so one transaction per case run would
+eat a third of a 50-runs/s budget). Buffered runs are flushed at least every `flush_seconds`,
+at the end, and on interruption; a SIGKILL loses at most that window, which `--resume` re-runs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from harness.agent import RunResult
+from harness.trace import TraceEvent
+from runners.case_runner import CaseRun
+
+SCHEMA_VERSION = 2
+
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS bench_runs (
+            bench_run_id VARCHAR PRIMARY KEY,
+            sweep_id VARCHAR,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            status VARCHAR,              -- running | completed | interrupted | failed
+            git_commit VARCHAR,
+            model VARCHAR,
+            label VARCHAR,
+            config_json VARCHAR,         -- the config grid point: thresholds and budgets
+            evalset_hash VARCHAR,
+            evalset_specs VARCHAR,
+            case_ids_json VARCHAR,
+            epochs INTEGER,
+            planned_case_runs INTEGER,
+            harness_bench_version VARCHAR,
+            cassettes VARCHAR,
+            record_mode VARCHAR,
+            base_url VARCHAR,
+            error VARCHAR
+        )""",
+        """CREATE TABLE IF NOT EXISTS case_runs (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR PRIMARY KEY,
+            case_id VARCHAR,
+            family VARCHAR,
+            model VARCHAR,
+            label VARCHAR,
+            epoch INTEGER,
+            no_gain_threshold INTEGER,
+            protocol_violation_threshold INTEGER,
+            max_tool_calls INTEGER,
+            max_model_calls INTEGER,
+            max_tokens INTEGER,
+            outcome VARCHAR,
+            fallback_kind VARCHAR,
+            stop_reason VARCHAR,
+            expected_outcome VARCHAR,
+            expected_fallback_kind VARCHAR,
+            expected_stop_reason VARCHAR,
+            passed BOOLEAN,
+            failures VARCHAR,
+            model_calls INTEGER,
+            guard_calls INTEGER,
+            tool_invocations INTEGER,
+            failed_invocations INTEGER,
+            tool_rejections INTEGER,
+            duplicate_scope_rejections INTEGER,
+            protocol_violations INTEGER,
+            no_gain_count INTEGER,
+            gained_count INTEGER,
+            stop_required_delivered BOOLEAN,
+            wasted_invocations INTEGER,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            wall_ms DOUBLE,
+            reason VARCHAR,
+            conclusion VARCHAR,
+            error VARCHAR,
+            finished_at TIMESTAMP
+        )""",
+        """CREATE TABLE IF NOT EXISTS tool_calls (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR,
+            seq INTEGER,
+            tool_call_id VARCHAR,
+            tool VARCHAR,
+            scope VARCHAR,
+            invocation_status VARCHAR,   -- COMPLETED | FAILED | REJECTED
+            evidence_status VARCHAR,
+            result_count INTEGER,
+            gain VARCHAR,
+            gain_producer VARCHAR,
+            rejection_reason VARCHAR,
+            violation VARCHAR,
+            observation_bytes INTEGER,
+            truncated BOOLEAN,
+            latency_ms DOUBLE
+        )""",
+        """CREATE TABLE IF NOT EXISTS events (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR,
+            seq INTEGER,
+            kind VARCHAR,
+            t_ms DOUBLE,
+            tool_call_id VARCHAR,
+            tool VARCHAR,
+            scope VARCHAR,
+            invocation_status VARCHAR,
+            evidence_status VARCHAR,
+            count INTEGER,
+            truncated BOOLEAN,
+            observation_bytes INTEGER,
+            rejection VARCHAR,
+            violation VARCHAR,
+            gain VARCHAR,
+            producer VARCHAR,
+            stop_reason VARCHAR,
+            budget VARCHAR,
+            purpose VARCHAR,
+            attempt INTEGER,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            latency_ms DOUBLE,
+            error_kind VARCHAR,
+            guard VARCHAR,
+            verdict VARCHAR,
+            outcome VARCHAR,
+            fallback_kind VARCHAR,
+            detail VARCHAR
+        )""",
+        """CREATE OR REPLACE VIEW v_pass_rate AS
+            SELECT family, model, label, no_gain_threshold, protocol_violation_threshold, max_tool_calls,
+                   max_model_calls, max_tokens, count(*) AS case_runs, avg(passed::INT) AS pass_rate
+            FROM case_runs GROUP BY ALL""",
+        """CREATE OR REPLACE VIEW v_wasted_calls AS
+            SELECT family, model, label, no_gain_threshold, max_tool_calls,
+                   avg(wasted_invocations) AS mean_wasted_invocations,
+                   avg(tool_rejections) AS mean_rejections,
+                   avg(tool_invocations) AS mean_tool_invocations
+            FROM case_runs GROUP BY ALL""",
+        """CREATE OR REPLACE VIEW v_outcomes AS
+            SELECT family, model, label, outcome, fallback_kind, stop_reason, count(*) AS case_runs
+            FROM case_runs GROUP BY ALL""",
+    ],
+    # v2: sweeps (a grid of bench runs sharing one sweep id), resumable as a whole.
+    2: [
+        """CREATE TABLE IF NOT EXISTS sweeps (
+            sweep_id VARCHAR PRIMARY KEY,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            status VARCHAR,
+            model VARCHAR,
+            label VARCHAR,
+            grid_json VARCHAR,
+            options_json VARCHAR
+        )""",
+        """CREATE OR REPLACE VIEW v_sweep_points AS
+            SELECT b.sweep_id, c.no_gain_threshold, c.protocol_violation_threshold, c.max_tool_calls,
+                   c.max_model_calls, c.max_tokens, count(*) AS case_runs, avg(c.passed::INT) AS pass_rate,
+                   avg(c.tool_invocations) AS mean_tool_invocations, avg(c.wasted_invocations) AS mean_wasted
+            FROM case_runs c JOIN bench_runs b USING (bench_run_id)
+            WHERE b.sweep_id IS NOT NULL GROUP BY ALL""",
+    ],
+}
+
+_EVENT_COLUMNS = [
+    "seq", "kind", "t_ms", "tool_call_id", "tool", "scope", "invocation_status", "evidence_status", "count",
+    "truncated", "observation_bytes", "rejection", "violation", "gain", "producer", "stop_reason", "budget",
+    "purpose", "attempt", "input_tokens", "output_tokens", "latency_ms", "error_kind", "guard", "verdict",
+    "outcome", "fallback_kind", "detail",
+]  # fmt: skip
+
+
+class MetricsDbError(RuntimeError):
+    """The database cannot be used (locked by another writer, not a DuckDB file, newer schema)."""
+
+
+def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """Open (and migrate) a metrics database with readable errors."""
+    target = str(path)
+    try:
+        con = duckdb.connect(target, read_only=read_only)
+    except duckdb.IOException as exc:
+        text = str(exc)
+        if "lock" in text.lower():
+            raise MetricsDbError(
+                f"{target} is locked by another process (another `harness-bench run` writing to it?). "
+                "Wait for it to finish or use another --db file."
+            ) from None
+        raise MetricsDbError(f"{target}: cannot open as a DuckDB database ({text.splitlines()[0]})") from None
+    except duckdb.Error as exc:
+        raise MetricsDbError(f"{target}: not a usable DuckDB database ({str(exc).splitlines()[0]})") from None
+    if not read_only:
+        migrate(con, target)
+    else:
+        _check_version(con, target)
+    return con
+
+
+def _current_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'").fetchone()
+    if not has or not has[0]:
+        return None
+    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _check_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    version = _current_version(con)
+    if version is None:
+        raise MetricsDbError(f"{target} holds no harness-bench metrics (no schema_version table)")
+    if version > SCHEMA_VERSION:
+        raise MetricsDbError(
+            f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
+        )
+
+
+def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SCHEMA_VERSION) -> int:
+    """Apply missing migrations (each in one transaction) up to `upto`; refuse a foreign or newer database."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    version = _current_version(con)
+    if version is None and tables - {"schema_version"}:
+        raise MetricsDbError(
+            f"{target} already holds tables {sorted(tables)[:5]} from another program; use a new --db file"
+        )
+    if version is not None and version > SCHEMA_VERSION:
+        raise MetricsDbError(
+            f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
+        )
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
+    for v in range(int(version or 0) + 1, upto + 1):
+        con.execute("BEGIN")
+        for stmt in _MIGRATIONS[v]:
+            con.execute(stmt)
+        con.execute("INSERT INTO schema_version VALUES (?, now())", [v])
+        con.execute("COMMIT")
+    return upto
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfigRow:
+    """The config columns every case_runs row carries."""
+
+    no_gain_threshold: int
+    """Consecutive NO_GAIN threshold."""
+    protocol_violation_threshold: int
+    """Consecutive violation threshold."""
+    max_tool_calls: int
+    """Tool invocation budget."""
+    max_model_calls: int
+    """Model call budget."""
+    max_tokens: int
+    """Token budget."""
+
+
+def _enum(v: Any) -> Any:
+    return getattr(v, "value", v)
+
+
+def case_run_rows(
+    bench_run_id: str, case_run_id: str, model: str, label: str | None, epoch: int, cfg: RunConfigRow, run: CaseRun
+) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The case_runs row, tool_calls rows and events rows of one case run."""
+    r: RunResult = run.result
+    d = r.decision
+    m = run.metrics
+    exp = run.case.expect
+    case_row = {
+        "bench_run_id": bench_run_id, "case_run_id": case_run_id, "case_id": run.case.id,
+        "family": run.case.family.value, "model": model, "label": label, "epoch": epoch,
+        "no_gain_threshold": cfg.no_gain_threshold, "protocol_violation_threshold": cfg.protocol_violation_threshold,
+        "max_tool_calls": cfg.max_tool_calls, "max_model_calls": cfg.max_model_calls, "max_tokens": cfg.max_tokens,
+        "outcome": d.outcome.value, "fallback_kind": _enum(d.fallback_kind), "stop_reason": _enum(d.stop_reason),
+        "expected_outcome": exp.outcome.value, "expected_fallback_kind": _enum(exp.fallback_kind),
+        "expected_stop_reason": _enum(exp.stop_reason), "passed": run.passed,
+        "failures": json.dumps(list(run.failures), ensure_ascii=False) if run.failures else None,
+        "model_calls": m.model_calls, "guard_calls": m.guard_calls, "tool_invocations": m.tool_invocations,
+        "failed_invocations": m.failed_invocations, "tool_rejections": m.tool_rejections,
+        "duplicate_scope_rejections": m.duplicate_scope_rejections, "protocol_violations": m.protocol_violations,
+        "no_gain_count": m.no_gain_count, "gained_count": m.gained_count,
+        "stop_required_delivered": m.stop_required_delivered, "wasted_invocations": m.wasted_invocations,
+        "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "wall_ms": r.wall_ms,
+        "reason": d.reason[:500], "conclusion": (d.draft.conclusion if d.draft else None),
+        "error": r.error, "finished_at": pd.Timestamp.now(tz="UTC").tz_localize(None),
+    }  # fmt: skip
+    tool_rows = _tool_call_rows(bench_run_id, case_run_id, r.events)
+    event_rows = [(bench_run_id, case_run_id, *(_enum(getattr(e, c)) for c in _EVENT_COLUMNS)) for e in r.events]
+    return case_row, tool_rows, event_rows
+
+
+def _tool_call_rows(bench_run_id: str, case_run_id: str, events: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
+    """One row per tool request: invocation or rejection, with the gain applied *to* that call."""
+    gains: dict[str, TraceEvent] = {}
+    for e in events:
+        if e.kind.value == "GAIN_APPLIED" and e.tool_call_id:
+            gains[e.tool_call_id] = e
+    rows: list[tuple[Any, ...]] = []
+    for e in events:
+        if e.kind.value not in ("TOOL_INVOCATION", "TOOL_REQUEST_REJECTED"):
+            continue
+        g = gains.get(e.tool_call_id or "")
+        rows.append((
+            bench_run_id, case_run_id, e.seq, e.tool_call_id, e.tool, e.scope, _enum(e.invocation_status),
+            _enum(e.evidence_status), e.count, _enum(g.gain) if g else None, _enum(g.producer) if g else None,
+            _enum(e.rejection), _enum(e.violation), e.observation_bytes, e.truncated, e.latency_ms,
+        ))  # fmt: skip
+    return rows
+
+
+_TOOL_COLUMNS = [
+    "bench_run_id", "case_run_id", "seq", "tool_call_id", "tool", "scope", "invocation_status", "evidence_status",
+    "result_count", "gain", "gain_producer", "rejection_reason", "violation", "observation_bytes", "truncated",
+    "latency_ms",
+]  # fmt: skip
+
+
+class MetricsWriter:
+    """Buffers finished case runs and writes them in transactions (all rows of a case run together)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, *, flush_seconds: float = 1.0, max_buffer: int = 200) -> None:
+        self._con = con
+        self._flush_seconds = flush_seconds
+        self._max_buffer = max_buffer
+        self._cases: list[dict[str, Any]] = []
+        self._tools: list[tuple[Any, ...]] = []
+        self._events: list[tuple[Any, ...]] = []
+        self._last_flush = time.monotonic()
+        self.rows_written = 0
+        self.write_seconds = 0.0
+
+    def add(self, rows: tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]) -> None:
+        """Buffer one case run; flush when the buffer is full or old."""
+        case_row, tool_rows, event_rows = rows
+        self._cases.append(case_row)
+        self._tools.extend(tool_rows)
+        self._events.extend(event_rows)
+        if len(self._cases) >= self._max_buffer or time.monotonic() - self._last_flush >= self._flush_seconds:
+            self.flush()
+
+    def flush(self) -> int:
+        """Write everything buffered in one transaction; returns the number of case runs written."""
+        if not self._cases:
+            return 0
+        t0 = time.perf_counter()
+        cases = pd.DataFrame(self._cases, dtype=object)
+        tools = pd.DataFrame(self._tools, columns=_TOOL_COLUMNS, dtype=object)
+        events = pd.DataFrame(self._events, columns=["bench_run_id", "case_run_id", *_EVENT_COLUMNS], dtype=object)
+        con = self._con
+        con.execute("BEGIN")
+        try:
+            con.register("_hb_cases", cases)
+            con.register("_hb_tools", tools)
+            con.register("_hb_events", events)
+            con.execute(f"INSERT INTO case_runs ({', '.join(cases.columns)}) SELECT * FROM _hb_cases")
+            if len(tools):
+                con.execute(f"INSERT INTO tool_calls ({', '.join(_TOOL_COLUMNS)}) SELECT * FROM _hb_tools")
+            if len(events):
+                cols = ", ".join(["bench_run_id", "case_run_id", *_EVENT_COLUMNS])
+                con.execute(f"INSERT INTO events ({cols}) SELECT * FROM _hb_events")
+            con.execute("COMMIT")
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        finally:
+            for name in ("_hb_cases", "_hb_tools", "_hb_events"):
+                con.unregister(name)
+        n = len(self._cases)
+        self.rows_written += n + len(self._tools) + len(self._events)
+        self._cases, self._tools, self._events = [], [], []
+        self._last_flush = time.monotonic()
+        self.write_seconds += time.perf_counter() - t0
+        return n

@@ -1,0 +1,221 @@
+"""`harness-bench serve-sim`: an OpenAI-compatible server that plays each case's trajectory.
+
+It uses the very policy code of the in-process ScriptedChatModel (`next_turn`, `guard_answer`),
+so a run through the openai SDK over HTTP reaches the same outcome as the in-process run. The
+case is chosen from the conversation: the user's question (for the guard, the question in its
+payload). The request's `model` field selects the behaviour profile (`scripted` = reference).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from harness.models.base import (
+    AssistantMessage,
+    ChatMessage,
+    ChatRequest,
+    SystemMessage,
+    ToolCallRequest,
+    ToolMessage,
+    UserMessage,
+)
+from harness.models.scripted import Trajectory, estimate_usage, guard_answer, next_turn
+from harness.prompts import render_task
+from harness.semantic_guard import GUARD_MARKER
+from runners.case_runner import task_of
+from runners.evalset import EvalCase
+
+TrajectoryFor = Callable[[EvalCase, str], Trajectory]
+"""Maps (case, requested model name) to the trajectory to play (behaviour profiles hook in here)."""
+
+
+class SimulatorError(ValueError):
+    """The request cannot be answered (unknown case, malformed body)."""
+
+
+def _reference(case: EvalCase, model: str) -> Trajectory:
+    return case.trajectory
+
+
+def wire_to_messages(raw: Sequence[Any]) -> list[ChatMessage]:
+    """OpenAI wire messages -> harness messages."""
+    out: list[ChatMessage] = []
+    for m in raw:
+        if not isinstance(m, dict):
+            raise SimulatorError("each message must be an object")
+        role = m.get("role")
+        content = m.get("content")
+        if isinstance(content, list):  # content parts
+            content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+        if role == "system":
+            out.append(SystemMessage(content or ""))
+        elif role == "user":
+            out.append(UserMessage(content or ""))
+        elif role == "assistant":
+            calls = tuple(
+                ToolCallRequest(c.get("id", ""), c.get("function", {}).get("name", ""),
+                                c.get("function", {}).get("arguments", ""))
+                for c in m.get("tool_calls") or []
+            )  # fmt: skip
+            out.append(AssistantMessage(content, calls))
+        elif role == "tool":
+            out.append(ToolMessage(m.get("tool_call_id", ""), content or ""))
+        else:
+            raise SimulatorError(f"unknown message role {role!r}")
+    return out
+
+
+class CaseIndex:
+    """Finds the case a conversation belongs to."""
+
+    def __init__(self, cases: Sequence[EvalCase]) -> None:
+        self._by_prompt: dict[str, EvalCase] = {}
+        self._by_question: dict[str, list[EvalCase]] = {}
+        for c in cases:
+            self._by_prompt[render_task(task_of(c))] = c
+            self._by_question.setdefault(c.question, []).append(c)
+
+    def for_messages(self, messages: Sequence[ChatMessage]) -> tuple[EvalCase, bool]:
+        """(case, is_guard_request)."""
+        system = next((m.content for m in messages if isinstance(m, SystemMessage)), "")
+        user = next((m.content for m in messages if isinstance(m, UserMessage)), None)
+        if user is None:
+            raise SimulatorError("the conversation has no user message")
+        if GUARD_MARKER in system:
+            try:
+                question = json.loads(user).get("question", "")
+            except (ValueError, AttributeError):
+                raise SimulatorError("the guard payload is not JSON") from None
+            matches = self._by_question.get(question, [])
+            if len(matches) != 1:
+                raise SimulatorError(f"{len(matches)} cases match the guard question {question[:80]!r}")
+            return matches[0], True
+        case = self._by_prompt.get(user)
+        if case is None:
+            raise SimulatorError(f"no case matches the user message {user[:80]!r}")
+        return case, False
+
+
+def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor = _reference) -> dict[str, Any]:
+    """One chat.completions answer as the OpenAI JSON body."""
+    raw = body.get("messages")
+    if not isinstance(raw, list) or not raw:
+        raise SimulatorError("'messages' must be a non-empty list")
+    messages = wire_to_messages(raw)
+    case, is_guard = index.for_messages(messages)
+    model = str(body.get("model") or "scripted")
+    traj = trajectory_for(case, model)
+    reply = AssistantMessage(guard_answer(traj)) if is_guard else next_turn(traj, messages)
+    usage = estimate_usage(ChatRequest(tuple(messages)), reply)
+    msg: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+    if reply.tool_calls:
+        msg["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in reply.tool_calls
+        ]
+    return {
+        "id": f"chatcmpl-sim-{case.id}-{len(messages)}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": msg, "finish_reason": "tool_calls" if reply.tool_calls else "stop"}],
+        "usage": {
+            "prompt_tokens": usage.input_tokens,
+            "completion_tokens": usage.output_tokens,
+            "total_tokens": usage.input_tokens + usage.output_tokens,
+        },
+    }
+
+
+class SimulatorServer:
+    """A threaded HTTP server on host:port (port 0 picks a free one)."""
+
+    def __init__(
+        self,
+        cases: Sequence[EvalCase],
+        host: str = "127.0.0.1",
+        port: int = 0,
+        trajectory_for: TrajectoryFor = _reference,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        index = CaseIndex(cases)
+        self.requests = 0
+
+        server_self = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                if log is not None:
+                    log(format % args)
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                data = json.dumps(payload, ensure_ascii=False).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/").endswith("/v1/models"):
+                    self._send(200, {"object": "list", "data": [
+                        {"id": "scripted", "object": "model", "created": 0, "owned_by": "harness-bench"}
+                    ]})  # fmt: skip
+                else:
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length)
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                    return
+                server_self.requests += 1
+                try:
+                    body = json.loads(raw or b"{}")
+                    if not isinstance(body, dict):
+                        raise SimulatorError("the request body must be a JSON object")
+                    self._send(200, answer(index, body, trajectory_for))
+                except (ValueError, SimulatorError) as exc:
+                    self._send(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+
+        self._server = ThreadingHTTPServer((host, port), Handler)
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def base_url(self) -> str:
+        """The OpenAI base URL (`http://host:port/v1`)."""
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def start(self) -> SimulatorServer:
+        """Serve in a background thread."""
+        self._thread = threading.Thread(target=self._server.serve_forever, name="serve-sim", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve in the foreground until interrupted."""
+        self._server.serve_forever()
+
+    def stop(self) -> None:
+        """Shut down and release the port."""
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> SimulatorServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        time.sleep(0)
