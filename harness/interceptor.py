@@ -104,13 +104,7 @@ class HarnessToolInterceptor:
             assert tool is not None and parsed is not None and scope is not None
             return self._execute(call, tool, parsed, scope, envelope.input, turn)
         if kind is AdmissionKind.STOPPED:
-            ctx.trace.emit(
-                EventKind.TOOL_REQUEST_REJECTED,
-                tool_call_id=call.id,
-                tool=call.name,
-                invocation_status=InvocationStatus.REJECTED,
-                rejection=RejectionReason.SATURATED,
-            )
+            self._reject(call, scope, RejectionReason.SATURATED, None)
             ctx.trace.emit(EventKind.COLLECTION_STOPPED, tool_call_id=call.id, stop_reason=admission.stop_reason)
             raise DiagnosisCollectionStopped(admission.stop_reason)
         if kind is AdmissionKind.REJECT_VIOLATION:

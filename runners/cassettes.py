@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from contextlib import AbstractContextManager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -37,17 +38,22 @@ def cassette_path(directory: str | Path, model: str, case_id: str, epoch: int) -
     return Path(directory) / _slug(model) / case_id / f"epoch{epoch}.json"
 
 
-def _json_body(r1: Any, r2: Any) -> None:
-    def parse(body: Any) -> Any:
-        if body is None or body == b"" or body == "":
-            return None
-        raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
-        try:
-            return json.loads(raw)
-        except ValueError:
-            return raw
+@lru_cache(maxsize=4096)
+def _canonical(body: bytes | str | None) -> str | None:
+    """A body's JSON in canonical form (cached: vcrpy compares every request with every recording)."""
+    if body is None or body in (b"", ""):
+        return None
+    raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        return json.dumps(json.loads(raw), sort_keys=True, separators=(",", ":"))
+    except ValueError:
+        return raw
 
-    assert parse(r1.body) == parse(r2.body), "request bodies differ"
+
+def _json_body(r1: Any, r2: Any) -> None:
+    if r1.body == r2.body:
+        return
+    assert _canonical(r1.body) == _canonical(r2.body), "request bodies differ"
 
 
 def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:

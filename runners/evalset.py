@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Sequence
 from enum import StrEnum
 from pathlib import Path
@@ -160,7 +161,7 @@ class EvalCase(_Strict):
         for i, step in enumerate(self.trajectory.steps, 1):
             if step.tool not in TOOL_NAMES and step.mistake is not Mistake.UNKNOWN_TOOL:
                 raise ValueError(
-                    f"trajectory.steps[{i}].tool {step.tool!r} does not exist; tools are {list(TOOL_NAMES)}"
+                    f"trajectory.steps[{i}].tool: {step.tool!r} does not exist; tools are {list(TOOL_NAMES)}"
                 )
         return self
 
@@ -208,7 +209,11 @@ def _parse_file(path: Path, problems: list[str]) -> list[EvalCase]:
         except ValidationError as exc:
             for err in exc.errors():
                 msg = err["msg"].removeprefix("Value error, ")
-                problems.append(f"{path}: {label}: field {_loc(err['loc'])}: {msg}")
+                where = _loc(err["loc"])
+                named = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.DOTALL)
+                if where == "<case>" and named:  # a model-level check that names its own field
+                    where, msg = named.group(1), named.group(2)
+                problems.append(f"{path}: {label}: field {where}: {msg}")
     return cases
 
 

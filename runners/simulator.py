@@ -150,6 +150,7 @@ class SimulatorServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as two writes: avoid the 40 ms delayed-ACK stall
 
             def log_message(self, format: str, *args: Any) -> None:
                 if log is not None:

@@ -1,0 +1,84 @@
+"""Execute a notebook on the project's own kernel (this interpreter), failing on any cell error.
+
+    .venv/bin/python -m runners.run_notebook notebooks/threshold_sweep.ipynb [--out executed.ipynb]
+
+Exit 0 ok, 1 a cell failed, 2 unusable input (missing notebook, no ipykernel in this environment).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+
+class NotebookKernelError(RuntimeError):
+    """The project's kernel cannot be started."""
+
+
+def project_kernel_dir(root: Path) -> Path:
+    """A kernelspec that runs *this* interpreter, so the notebook sees the project's pinned packages."""
+    if importlib.util.find_spec("ipykernel") is None:
+        raise NotebookKernelError(
+            f"ipykernel is not installed for {sys.executable}; run `make venv` (it installs the dev extras)"
+        )
+    spec_dir = root / "kernels" / "harness-bench"
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "kernel.json").write_text(
+        json.dumps({
+            "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "harness-bench (project venv)",
+            "language": "python",
+        })
+    )  # fmt: skip
+    return root
+
+
+def execute(path: Path, out: Path | None = None, timeout: int = 600) -> None:
+    """Run every cell; raises nbclient's CellExecutionError on the first failing cell."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: no such notebook")
+    nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    with tempfile.TemporaryDirectory() as tmp:
+        previous = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(project_kernel_dir(Path(tmp))), previous]))
+        try:
+            client = NotebookClient(
+                nb, timeout=timeout, kernel_name="harness-bench", resources={"metadata": {"path": str(Path.cwd())}}
+            )
+            client.execute()
+        finally:
+            if previous is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = previous
+    if out is not None:
+        nbformat.write(nb, out)  # type: ignore[no-untyped-call]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("notebook", type=Path)
+    parser.add_argument("--out", type=Path, default=None, help="write the executed notebook here")
+    args = parser.parse_args(argv)
+    try:
+        execute(args.notebook, args.out)
+    except (NotebookKernelError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:
+        print(f"notebook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"executed {args.notebook}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""Committed cassettes: replay offline (recording off, network blocked) and scan for secrets."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+from pathlib import Path
+
+import pytest
+
+from runners.bench import BenchOptions, run_bench
+from runners.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
+from runners.evalset import load_cases
+
+ROOT = Path(__file__).resolve().parent.parent
+CASSETTES = ROOT / "cassettes"
+SECRET_PATTERNS = [
+    re.compile(r"sk-[A-Za-z0-9_\-]{16,}"),  # OpenAI-style keys
+    re.compile(r"Bearer\s+[A-Za-z0-9._\-]{8,}", re.IGNORECASE),
+    re.compile(r"(?i)api[_-]?key\"?\s*[:=]\s*\"?[A-Za-z0-9]{12,}"),
+    re.compile(r"AKIA[0-9A-Z]{16}"),  # AWS access key ids
+]
+
+
+def _all_cassettes() -> list[Path]:
+    return sorted(CASSETTES.rglob("*.json"))
+
+
+def test_every_builtin_case_has_a_committed_cassette() -> None:
+    missing = [c.id for c in load_cases() if not cassette_path(CASSETTES, "openai:scripted", c.id, 1).is_file()]
+    assert not missing, f"re-record with `make cassettes`: {missing}"
+
+
+def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    inproc = run_bench(BenchOptions(db=tmp_path / "in.duckdb"))
+    expected = {r.case.id: (r.result.decision.outcome, r.result.decision.fallback_kind, r.result.decision.stop_reason,
+                            r.metrics.tool_invocations, r.metrics.tool_rejections) for r in inproc.runs}  # fmt: skip
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("network blocked during replay")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
+    replay = run_bench(BenchOptions(
+        db=tmp_path / "replay.duckdb", model="openai:scripted", base_url="http://127.0.0.1:9/v1",
+        api_key_env="HB_REPLAY_KEY", cassettes=CASSETTES, record_mode="none",
+    ))  # fmt: skip
+    got = {r.case.id: (r.result.decision.outcome, r.result.decision.fallback_kind, r.result.decision.stop_reason,
+                       r.metrics.tool_invocations, r.metrics.tool_rejections) for r in replay.runs}  # fmt: skip
+    assert [r.case.id for r in replay.runs if r.result.error] == []
+    assert got == expected
+
+
+@pytest.mark.parametrize("path", _all_cassettes(), ids=lambda p: str(p.relative_to(CASSETTES)))
+def test_committed_cassette_holds_no_secret(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    for pattern in SECRET_PATTERNS:
+        assert not pattern.search(text), f"{path}: matches {pattern.pattern}"
+    data = json.loads(text)
+    for interaction in data["interactions"]:
+        req_headers = {k.lower() for k in interaction["request"]["headers"]}
+        resp_headers = {k.lower() for k in interaction["response"]["headers"]}
+        assert not req_headers & set(SCRUB_REQUEST_HEADERS), path
+        assert not resp_headers & set(SCRUB_RESPONSE_HEADERS), path
+        assert "127.0.0.1" not in interaction["request"]["uri"]

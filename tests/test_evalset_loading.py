@@ -1,0 +1,101 @@
+"""Evaluation files: the built-in set's shape, and one clear message per problem in a bad file."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from runners.cli import main
+from runners.evalset import EvalSetError, Family, load_cases
+
+GOOD = """
+cases:
+  - id: tiny_case_one
+    family: empty_logs
+    description: a minimal valid case used by the loader tests
+    question: "Why did tenant t1 fail at 14:00?"
+    context: {tenant: t1, time_start: "2026-07-01T13:00:00Z", time_end: "2026-07-01T15:00:00Z"}
+    expect: {outcome: FALLBACK, fallback_kind: MISSING_REQUIRED_CONTEXT}
+    trajectory:
+      steps: []
+      draft: {conclusion: null, missing_info: [service]}
+"""
+
+
+def test_builtin_set_covers_every_family_and_seed_row() -> None:
+    cases = load_cases()
+    assert len(cases) >= 60
+    per_family = Counter(c.family for c in cases)
+    assert set(per_family) == set(Family) and min(per_family.values()) >= 5, per_family
+    rows = {int(m) for c in cases for m in re.findall(r"§13 row (\d)", c.description)}
+    assert rows >= {1, 2, 3, 4, 5, 6, 7}
+    assert len({c.question for c in cases}) == len(cases), "serve-sim identifies a case by its question"
+    assert any(re.search(r"[\u4e00-\u9fff]", c.question) for c in cases), "some questions in Chinese"
+    late = [c for c in cases if c.family is Family.DIAGNOSABLE and "late" in c.id]
+    assert len(late) >= 3
+
+
+def test_family_selection(tmp_path: Path) -> None:
+    only = load_cases(["missing_context"])
+    assert only and {c.family for c in only} == {Family.MISSING_CONTEXT}
+    f = tmp_path / "one.yaml"
+    f.write_text(GOOD)
+    both = load_cases([str(f), "missing_context"])
+    assert {c.id for c in both} == {"tiny_case_one"} | {c.id for c in only}
+
+
+BAD = [
+    ("bad_yaml", "cases:\n  - id: x\n    family: [unclosed\n", [r"bad_yaml\.yaml: line \d+, column \d+: invalid YAML"]),
+    ("unknown_family", GOOD.replace("family: empty_logs", "family: flaky_logs"),
+     [r"case 'tiny_case_one': field family: Input should be 'empty_logs'"]),
+    ("missing_field", GOOD.replace('    question: "Why did tenant t1 fail at 14:00?"\n', ""),
+     [r"case 'tiny_case_one': field question: Field required"]),
+    ("unknown_tool", GOOD.replace("steps: []", "steps: [{tool: grep_everything, input: {q: x}}]"),
+     [r"case 'tiny_case_one': field trajectory.*grep_everything.*does not exist"]),
+    ("bad_table", GOOD.replace("    expect:", "    fixtures:\n      tables: [{name: payments, columns: [id, tenant], "
+                                              "rows: [[1, t1, 3]]}]\n    expect:"),
+     [r"case 'tiny_case_one': field fixtures\.tables\[0\].*row 0 has 3 values for 2 columns"]),
+    ("fallback_without_kind", GOOD.replace(", fallback_kind: MISSING_REQUIRED_CONTEXT", ""),
+     [r"field expect: expect\.fallback_kind is required"]),
+    ("two_problems", GOOD.replace("family: empty_logs", "family: nope").replace("outcome: FALLBACK", "outcome: MAYBE"),
+     [r"field family", r"field expect\.outcome"]),
+    ("not_a_list", "cases: {a: 1}\n", [r"top level must be a mapping with a 'cases' list"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("name", "text", "patterns"), BAD, ids=[b[0] for b in BAD])
+def test_malformed_files_name_file_case_and_field(tmp_path: Path, name: str, text: str, patterns: list[str]) -> None:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    with pytest.raises(EvalSetError) as err:
+        load_cases([str(path)])
+    problems = err.value.problems
+    assert len(problems) == len(patterns), problems
+    for problem, pattern in zip(problems, patterns, strict=True):
+        assert str(path) in problem
+        assert re.search(pattern, problem), (pattern, problem)
+
+
+def test_invalid_utf8_and_duplicate_ids(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.yaml"
+    bad.write_bytes(GOOD.replace("Why", "Caf\xe9").encode("latin-1"))
+    dup = tmp_path / "dup.yaml"
+    dup.write_text(GOOD)
+    dup2 = tmp_path / "dup2.yaml"
+    dup2.write_text(GOOD)
+    with pytest.raises(EvalSetError) as err:
+        load_cases([str(tmp_path)])
+    text = "\n".join(err.value.problems)
+    assert "latin1.yaml: not valid UTF-8" in text
+    assert "case 'tiny_case_one': field id: duplicate of a case in" in text
+
+
+def test_cli_prints_every_problem_and_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(BAD[6][1])
+    assert main(["cases", "--evalset", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "2 problem(s)" in err and "field family" in err and "field expect.outcome" in err
