@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test lint typecheck venv clean cassettes schema
+.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,7 +19,7 @@ bench: $(STAMP)
 	$(BIN)/harness-bench run
 
 lint: $(STAMP)
-	$(BIN)/ruff check harness runners tests
+	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/ruff format --check harness runners tests
 
 typecheck: $(STAMP)
@@ -27,9 +27,17 @@ typecheck: $(STAMP)
 
 ## Everything CI runs: lint, types, the whole test suite (eval cases included).
 test: $(STAMP)
-	$(BIN)/ruff check harness runners tests
+	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+## Benchmarks (figures as medians with min/max; never part of `make test`).
+perf: $(STAMP)
+	$(BIN)/python benchmarks/run_all.py
+
+## Execute the calibration notebook on the project's own kernel.
+notebook: $(STAMP)
+	$(BIN)/python -m runners.run_notebook notebooks/threshold_sweep.ipynb
 
 ## Re-record the committed cassettes through serve-sim (run after changing cases or prompts).
 cassettes: $(STAMP)

@@ -90,6 +90,8 @@ class BenchOptions:
     """Set when the run is one point of a sweep."""
     resume: str | None = None
     """Bench run id to finish."""
+    keep_runs: bool = True
+    """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
 
 
 @dataclass
@@ -113,7 +115,11 @@ class BenchSummary:
     rows_written: int
     """Rows written (case_runs + tool_calls + events)."""
     runs: list[CaseRun] = field(default_factory=list)
-    """The case runs executed by this invocation."""
+    """The case runs executed by this invocation (when `keep_runs`)."""
+    failed: int = 0
+    """Case runs that missed their expectations."""
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    """(case id, error) of case runs that hit a loop-level error (first 50)."""
 
 
 def git_commit() -> str | None:
@@ -253,6 +259,7 @@ def _load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[st
         epochs=epochs, concurrency=opts.concurrency, config=HarnessConfig.model_validate_json(cfg_json),
         cassettes=Path(cassettes) if cassettes else None, record_mode=record_mode or "none",
         base_url=base_url, api_key_env=opts.api_key_env, sweep_id=sweep_id, resume=opts.resume,
+        keep_runs=opts.keep_runs,
     )  # fmt: skip
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
@@ -313,7 +320,11 @@ def _run(
             writer.add(case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case.id, epoch), spec.raw,
                                      opts.label, epoch, cfg_row, run))  # fmt: skip
             summary.executed += 1
-            summary.runs.append(run)
+            summary.failed += not run.passed
+            if run.result.error and len(summary.errors) < 50:
+                summary.errors.append((run.case.id, run.result.error))
+            if opts.keep_runs:
+                summary.runs.append(run)
             if on_progress:
                 on_progress(summary.skipped + summary.executed, len(planned), run)
         status = "completed"

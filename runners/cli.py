@@ -182,6 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, config=_config_from(args), cassettes=args.cassettes,
         record_mode=args.record_mode, base_url=args.base_url, api_key_env=args.api_key_env, resume=args.resume,
+        keep_runs=False,
     )  # fmt: skip
     passed = [0]
     with _progress() as progress:
@@ -201,12 +202,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         f" ({summary.skipped} already done) in {summary.wall_seconds:.2f}s — {rate:.1f} runs/s,"
         f" DuckDB writes {share:.1%} of wall time → {args.db}"
     )
-    errors = [r for r in summary.runs if r.result.error]
-    for r in errors[:5]:
-        err.print(f"[yellow]{r.case.id}:[/yellow] {r.result.error}", highlight=False)
-    if len(errors) > 5:
-        err.print(f"… and {len(errors) - 5} more case runs with errors (see case_runs.error)")
-    failing = sum(1 for r in summary.runs if not r.passed)
+    for case_id, error in summary.errors[:5]:
+        err.print(f"[yellow]{case_id}:[/yellow] {error}", highlight=False)
+    if len(summary.errors) > 5:
+        err.print(f"… and more case runs with errors (see case_runs.error in {args.db})")
+    failing = summary.failed
     if failing and args.strict:
         err.print(f"{failing} case run(s) did not meet their expectations (--strict)")
         return EXIT_REGRESSION
@@ -245,7 +245,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     base = BenchOptions(
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, cassettes=args.cassettes, record_mode=args.record_mode,
-        base_url=args.base_url, api_key_env=args.api_key_env,
+        base_url=args.base_url, api_key_env=args.api_key_env, keep_runs=False,
     )  # fmt: skip
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")

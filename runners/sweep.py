@@ -125,7 +125,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
             evalsets=saved["evalsets"], case_ids=saved["case_ids"], model=saved["model"], db=base.db,
             label=saved["label"], epochs=saved["epochs"], concurrency=base.concurrency,
             cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None, record_mode=saved["record_mode"],
-            base_url=saved["base_url"], api_key_env=base.api_key_env,
+            base_url=saved["base_url"], api_key_env=base.api_key_env, keep_runs=base.keep_runs,
         )  # fmt: skip
         sweep_id = opts.resume
         con.execute("UPDATE sweeps SET status = 'running', finished_at = NULL WHERE sweep_id = ?", [sweep_id])
@@ -156,7 +156,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
                 if on_progress:
                     on_progress(done_before, total)
                 continue
-            point = BenchOptions(**{**base.__dict__, "config": cfg, "sweep_id": sweep_id,
+            point = BenchOptions(**{**base.__dict__, "config": cfg, "sweep_id": sweep_id, "keep_runs": False,
                                     "resume": found[0] if found else None})  # fmt: skip
             offset = done_before
 

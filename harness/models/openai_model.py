@@ -177,19 +177,23 @@ class OpenAIChatModel:
 
     def complete(self, request: ChatRequest) -> ModelResponse:
         """One HTTP round trip; errors become ModelCallError."""
-        kwargs: dict[str, Any] = {
-            "model": self._model,
-            "messages": to_openai_messages(request.messages),
-            "timeout": request.timeout_seconds,
-        }
+        # messages and tools are plain JSON built here; sending them through `extra_body` skips the
+        # SDK's recursive TypedDict transform (measured: ~40% of a cassette replay). Same wire body.
+        body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
         if request.tools:
-            kwargs["tools"] = [
+            body["tools"] = [
                 {
                     "type": "function",
                     "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
                 }
                 for t in request.tools
             ]
+        kwargs: dict[str, Any] = {
+            "model": self._model,
+            "messages": [],
+            "timeout": request.timeout_seconds,
+            "extra_body": body,
+        }
         if self._temperature is not None:
             kwargs["temperature"] = self._temperature
         if self._max_output_tokens is not None:
