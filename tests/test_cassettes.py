@@ -65,3 +65,37 @@ def test_committed_cassette_holds_no_secret(path: Path) -> None:
         assert not req_headers & set(SCRUB_REQUEST_HEADERS), path
         assert not resp_headers & set(SCRUB_RESPONSE_HEADERS), path
         assert "127.0.0.1" not in interaction["request"]["uri"]
+
+
+def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The commands of .github/workflows/model-gate.yml, as written, against the committed cassettes."""
+    import shlex
+
+    import yaml
+
+    from runners.cli import main
+
+    workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "model-gate.yml").read_text())
+    env = workflow["env"]
+    steps = [s["run"] for s in workflow["jobs"]["gate"]["steps"] if "harness-bench" in s.get("run", "")]
+    assert len(steps) == 3 and all("--record-mode none" in s for s in steps[:2])
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise OSError("network blocked")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.chdir(ROOT)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(value))
+    codes = []
+    for step in steps:
+        argv = shlex.split(step.replace("\n", " "))
+        argv = [a.replace("$BASELINE_MODEL", env["BASELINE_MODEL"]).replace("$CANDIDATE_MODEL", env["CANDIDATE_MODEL"])
+                .replace("$EPOCHS", env["EPOCHS"]) for a in argv[1:]]  # fmt: skip
+        argv = [str(tmp_path / a) if a.startswith("gate") and "." in a else a for a in argv]
+        argv += ["--base-url", "http://model-endpoint/v1"] if argv[0] == "run" else []
+        codes.append(main(argv))
+    assert codes == [0, 0, 0]
+    assert "PASS" in (tmp_path / "gate-summary.md").read_text()
