@@ -303,3 +303,14 @@ def test_missing_notebook_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert nb_main(["notebooks/nope.ipynb"]) == 2
     assert "no such notebook" in capsys.readouterr().err
+
+
+def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+
+    from runners import run_notebook
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipykernel" else real(name, *a))
+    assert run_notebook.main([str(ROOT / "notebooks" / "threshold_sweep.ipynb")]) == 2
+    assert "ipykernel is not installed" in capsys.readouterr().err

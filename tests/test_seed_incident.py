@@ -59,24 +59,6 @@ def test_seed_incident_ends_with_protocol_violated(start_with_valid_call: bool) 
     assert r.decision.outcome is expected
 
 
-@pytest.mark.parametrize("threshold", [1, 2, 3, 5])
-def test_protocol_threshold_delivers_a_single_stop_required(threshold: int) -> None:
-    """Tracker + Interceptor (seed 000 §15 row 4) at several thresholds."""
-    tool = LookupTool(LINES)
-    traj = _incident(True)
-    r = run_diagnosis(
-        DiagnosisTask("q"),
-        [tool],
-        ScriptedChatModel(traj),
-        config=HarnessConfig(protocol_violation_threshold=threshold),
-    )
-    rejected = [e for e in r.events if e.kind is EventKind.TOOL_REQUEST_REJECTED]
-    assert sum(e.rejection is RejectionReason.PROTOCOL_VIOLATION for e in rejected) == threshold
-    assert [e.kind for e in r.events].count(EventKind.STOP_REQUIRED_DELIVERED) == 1
-    assert r.usage.model_calls == threshold + 2
-    assert r.usage.tool_invocations == 1
-
-
 def test_model_that_obeys_stop_required_writes_its_draft() -> None:
     traj = Trajectory.model_validate(
         {
