@@ -26,6 +26,8 @@ class HarnessConfig(BaseModel):
     """Tool-call arguments larger than this are a malformed envelope."""
     deadline_seconds: float = Field(default=120.0, gt=0)
     """Wall-clock deadline for the whole run."""
+    tool_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Timeout of one backend tool call (also capped by the run's deadline)."""
     model_timeout_seconds: float = Field(default=60.0, gt=0)
     """Timeout of one model HTTP request."""
     max_model_attempts: int = Field(default=3, ge=1)

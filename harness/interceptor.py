@@ -6,8 +6,11 @@ Order (issue 2, seed 000 §4): envelope validation → gain application → dupl
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 
 from pydantic import BaseModel
@@ -26,8 +29,21 @@ from harness.contracts import (
 from harness.envelope import parse_envelope
 from harness.models.base import ToolCallRequest
 from harness.progress import Admission, AdmissionKind, Violation
-from harness.tools.base import BusinessTool, ToolInputError
+from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
 from harness.trace import EventKind
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _tool_pool() -> ThreadPoolExecutor:
+    """Process-wide worker threads for backend calls (shared infrastructure, not run state)."""
+    global _POOL
+    if _POOL is None:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=32, thread_name_prefix="harness-tool")
+    return _POOL
 
 
 class DiagnosisCollectionStopped(Exception):
@@ -146,32 +162,36 @@ class HarnessToolInterceptor:
         clock = ctx.store.clock
         started = clock()
         t0 = time.perf_counter()
+        # The backend runs on a worker thread so that a hanging tool cannot hold the loop past the
+        # deadline: the call is abandoned, recorded as failed, and the run is stopped and released.
+        timeout = max(min(ctx.config.tool_timeout_seconds, ctx.remaining_seconds()), 0.001)
+        future = _tool_pool().submit(tool.run, parsed)
         try:
-            result = tool.run(parsed)
+            result = future.result(timeout=timeout)
+            if not isinstance(result, ToolResult) or not isinstance(result.records, tuple):
+                raise ToolExecutionError(f"malformed tool payload: {type(result).__name__} is not a ToolResult")
         except Exception as exc:
-            message = f"{type(exc).__name__}: {exc}"
+            # (the tool may raise TimeoutError itself, which *is* FutureTimeout since 3.11)
+            timed_out = isinstance(exc, FutureTimeout) and not future.done()
+            if timed_out:
+                future.cancel()
+            message = f"timed out after {timeout:.2f}s" if timed_out else f"{type(exc).__name__}: {exc}"
             ctx.store.put(
-                tool_call_id=call.id,
-                tool=call.name,
-                scope=scope,
-                input=business_input,
-                status=InvocationStatus.FAILED,
-                result=None,
-                error=message,
-                started_at=started,
-            )
+                tool_call_id=call.id, tool=call.name, scope=scope, input=business_input,
+                status=InvocationStatus.FAILED, result=None, error=message, started_at=started,
+            )  # fmt: skip
             ctx.tracker.complete(call.id, call.name, scope, None, turn=turn)
             observation = obs.failed(call.id, call.name, message)
             ctx.trace.emit(
-                EventKind.TOOL_INVOCATION,
-                tool_call_id=call.id,
-                tool=call.name,
-                scope=scope,
-                invocation_status=InvocationStatus.FAILED,
-                observation_bytes=observation.bytes,
-                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                detail=message[:200],
-            )
+                EventKind.TOOL_INVOCATION, tool_call_id=call.id, tool=call.name, scope=scope,
+                invocation_status=InvocationStatus.FAILED, observation_bytes=observation.bytes,
+                latency_ms=round((time.perf_counter() - t0) * 1000, 3), detail=message[:200],
+            )  # fmt: skip
+            if timed_out and ctx.remaining_seconds() <= 0.05:
+                ctx.tracker.stop_for_budget()
+                ctx.trace.emit(EventKind.BUDGET_EXHAUSTED, tool_call_id=call.id, budget=BudgetKind.DEADLINE,
+                               stop_reason=StopReason.BUDGET_LIMIT_REACHED)  # fmt: skip
+                raise BudgetLimitReached(BudgetKind.DEADLINE) from None
             return InterceptedCall(observation, None)
         latency = round((time.perf_counter() - t0) * 1000, 3)
         ctx.store.put(

@@ -23,7 +23,7 @@ from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel
 from runners import profiles
 from runners.case_runner import CaseRun, run_case
-from runners.cassettes import cassette_path, rerecord_command, use_cassette
+from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
 from runners.metrics_db import MetricsWriter, RunConfigRow, case_run_rows, connect
 
@@ -197,13 +197,19 @@ class _ModelFactory:
 
 def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOptions) -> CaseRun:
     model = factory.for_case(case, epoch)
-    ctx = (
-        use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode)
-        if opts.cassettes is not None and factory.spec.kind == "openai"
-        else nullcontext()
-    )
-    with ctx:
-        run = run_case(case, model, config=opts.config)
+    try:
+        ctx = (
+            use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode)
+            if opts.cassettes is not None and factory.spec.kind == "openai"
+            else nullcontext()
+        )
+        with ctx:
+            run = run_case(case, model, config=opts.config)
+    except CassetteError as exc:
+        raise BenchInputError(
+            f"{exc}; delete it and re-record with: "
+            f"{rerecord_command(opts.cassettes or '', factory.spec.raw, case.id, opts.base_url)}"
+        ) from None
     if run.result.error and "cassette miss" in run.result.error and opts.cassettes is not None:
         path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
         message = (

@@ -96,8 +96,25 @@ def make_vcr(record_mode: str) -> vcr.VCR:
     return v
 
 
+class CassetteError(ValueError):
+    """A cassette file exists but cannot be read (truncated, corrupted, not a cassette)."""
+
+
+def check_cassette(path: Path) -> None:
+    """Raise CassetteError naming the file when it exists but is not a readable cassette."""
+    if not path.exists():
+        return
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise CassetteError(f"cassette {path} is corrupted or truncated ({type(exc).__name__}: {exc})") from None
+    if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
+        raise CassetteError(f"cassette {path} is not a vcrpy cassette (no 'interactions' list)")
+
+
 def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[Any]:
     """Context manager that records or replays one cassette file."""
+    check_cassette(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     cm: AbstractContextManager[Any] = make_vcr(record_mode).use_cassette(str(path), allow_playback_repeats=True)
     return cm

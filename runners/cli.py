@@ -175,9 +175,23 @@ def _progress() -> Progress:
     )  # fmt: skip
 
 
+def _claim(db: Path) -> None:
+    """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
+    from runners.metrics_db import connect, mark_stale_runs
+
+    con = connect(db)
+    try:
+        n = mark_stale_runs(con)
+    finally:
+        con.close()
+    if n:
+        err.print(f"{n} bench run(s) left 'running' by a process that died are now 'interrupted' (use --resume)")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions, run_bench
 
+    _claim(args.db)
     opts = BenchOptions(
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, config=_config_from(args), cassettes=args.cassettes,
@@ -235,6 +249,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions
     from runners.sweep import SweepGrid, SweepOptions, parse_values, run_sweep
 
+    _claim(args.db)
     grid = SweepGrid(
         no_gain_threshold=parse_values(args.no_gain_threshold, "--no-gain-threshold"),
         protocol_violation_threshold=parse_values(args.protocol_violation_threshold, "--protocol-violation-threshold"),

@@ -207,6 +207,16 @@ def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
     return con
 
 
+def mark_stale_runs(con: duckdb.DuckDBPyConnection) -> int:
+    """Bench runs and sweeps still marked `running` belong to a process that died (SIGKILL, power
+    loss): this process holds the file's exclusive lock, so no one else is writing. Mark them
+    `interrupted` so `--resume` and reports see the truth; returns how many bench runs changed."""
+    stale = con.execute("SELECT count(*) FROM bench_runs WHERE status = 'running'").fetchone()
+    con.execute("UPDATE bench_runs SET status = 'interrupted' WHERE status = 'running'")
+    con.execute("UPDATE sweeps SET status = 'interrupted' WHERE status = 'running'")
+    return int(stale[0]) if stale else 0
+
+
 def _current_version(con: duckdb.DuckDBPyConnection) -> int | None:
     has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'").fetchone()
     if not has or not has[0]:

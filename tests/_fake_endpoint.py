@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -33,6 +35,7 @@ class Endpoint:
 
     def __init__(self) -> None:
         self.replies: list[tuple[int, dict[str, str], bytes]] = []
+        self.faults: dict[int, tuple[str, float]] = {}  # reply index -> ("sleep", s) | ("reset", 0)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
@@ -43,6 +46,11 @@ class Endpoint:
             body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else json.dumps(body).encode())
         )
         self.replies.append((status, headers or {}, data))
+
+    def push_fault(self, kind: str, status: int, body: dict[str, Any], seconds: float = 0.0) -> None:
+        """A reply with a fault: "sleep" waits before answering, "reset" drops the connection mid-body."""
+        self.faults[len(self.replies)] = (kind, seconds)
+        self.push(status, body)
 
     @property
     def base_url(self) -> str:
@@ -61,9 +69,23 @@ def serve() -> Iterator[Endpoint]:
             length = int(self.headers.get("content-length", "0"))
             raw = self.rfile.read(length)
             with ep.lock:
+                index = len(ep.requests)
                 ep.requests.append(json.loads(raw or b"{}"))
                 ep.headers.append({k.lower(): v for k, v in self.headers.items()})
                 status, headers, body = ep.replies.pop(0) if ep.replies else (500, {}, b'{"error": "no reply"}')
+                fault = ep.faults.get(index)
+            if fault and fault[0] == "sleep":
+                time.sleep(fault[1])
+            if fault and fault[0] == "reset":
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 3])
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.connection.close()
+                return
             self.send_response(status)
             self.send_header("content-type", "application/json")
             self.send_header("content-length", str(len(body)))

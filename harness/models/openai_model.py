@@ -166,6 +166,7 @@ class OpenAIChatModel:
                 )
             key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
         self._model = model
+        self._key = key
         self._temperature = temperature
         self._max_output_tokens = max_output_tokens
         self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds)
@@ -203,13 +204,20 @@ class OpenAIChatModel:
         except ModelCallError:
             raise
         except Exception as exc:
-            raise classify(exc) from exc
+            raise self._redacted(classify(exc)) from None
         try:
             return parse_completion(completion)
         except ModelCallError:
             raise
         except Exception as exc:
-            raise classify(exc) from exc
+            raise self._redacted(classify(exc)) from None
+
+    def _redacted(self, err: ModelCallError) -> ModelCallError:
+        """An endpoint may echo the key back in its error text; it never reaches a trace or a log."""
+        text = str(err)
+        if len(self._key) >= 8 and self._key in text:
+            return ModelCallError(err.kind, text.replace(self._key, "[REDACTED]"), err.retry_after)
+        return err
 
     def close(self) -> None:
         """Close the HTTP client."""
