@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook
+.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook live
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ perf: $(STAMP)
 ## Execute the calibration notebook on the project's own kernel.
 notebook: $(STAMP)
 	$(BIN)/python -m runners.run_notebook notebooks/threshold_sweep.ipynb
+
+## A real local LLM (llama.cpp + Gemma 3 270M) live on 127.0.0.1: structure checks (CI runs it after `test`).
+live: $(STAMP)
+	$(BIN)/python -m runners.live_llm
 
 ## Re-record the committed cassettes through serve-sim (run after changing cases or prompts).
 cassettes: $(STAMP)

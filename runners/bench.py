@@ -86,6 +86,8 @@ class BenchOptions:
     """OpenAI-compatible base URL."""
     api_key_env: str = "OPENAI_API_KEY"
     """Environment variable holding the API key."""
+    tool_choice: str = "auto"
+    """OpenAI `tool_choice`: auto (not sent), none, required, or a tool name to force."""
     sweep_id: str | None = None
     """Set when the run is one point of a sweep."""
     resume: str | None = None
@@ -186,6 +188,7 @@ class _ModelFactory:
                 base_url=opts.base_url,
                 api_key_env=opts.api_key_env,
                 timeout_seconds=opts.config.model_timeout_seconds,
+                tool_choice=opts.tool_choice,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:

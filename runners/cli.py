@@ -101,6 +101,8 @@ def _add_model(p: argparse.ArgumentParser) -> None:
         metavar="VAR",
         help="environment variable holding the API key (default OPENAI_API_KEY)",
     )
+    g.add_argument("--tool-choice", default="auto", metavar="auto|none|required|TOOL",
+                   help="OpenAI tool_choice (default auto: not sent); a tool name forces that tool")  # fmt: skip
     g.add_argument("--cassettes", type=Path, default=None, metavar="DIR", help="record/replay model HTTP with vcrpy")
     g.add_argument("--record-mode", default="none", choices=["none", "once", "new_episodes", "all"],
                    help="vcrpy record mode with --cassettes (default none: replay only, no network)")  # fmt: skip
@@ -196,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, config=_config_from(args), cassettes=args.cassettes,
         record_mode=args.record_mode, base_url=args.base_url, api_key_env=args.api_key_env, resume=args.resume,
-        keep_runs=False,
+        keep_runs=False, tool_choice=args.tool_choice,
     )  # fmt: skip
     passed = [0]
     with _progress() as progress:
@@ -260,7 +262,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     base = BenchOptions(
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, cassettes=args.cassettes, record_mode=args.record_mode,
-        base_url=args.base_url, api_key_env=args.api_key_env, keep_runs=False,
+        base_url=args.base_url, api_key_env=args.api_key_env, keep_runs=False, tool_choice=args.tool_choice,
     )  # fmt: skip
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")

@@ -157,6 +157,7 @@ class OpenAIChatModel:
         timeout_seconds: float = 60.0,
         temperature: float | None = 0.0,
         max_output_tokens: int | None = None,
+        tool_choice: str = "auto",
     ) -> None:
         key = os.environ.get(api_key_env)
         if not key:
@@ -167,6 +168,9 @@ class OpenAIChatModel:
             key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
         self._model = model
         self._key = key
+        # "auto" sends nothing (the endpoint's default); "none"/"required" are sent as such; any other
+        # value forces that tool by name (small local models only emit tool calls when forced).
+        self._tool_choice = tool_choice
         self._temperature = temperature
         self._max_output_tokens = max_output_tokens
         self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds)
@@ -195,6 +199,12 @@ class OpenAIChatModel:
             "timeout": request.timeout_seconds,
             "extra_body": body,
         }
+        if request.tools and self._tool_choice != "auto":
+            kwargs["tool_choice"] = (
+                self._tool_choice
+                if self._tool_choice in ("none", "required")
+                else {"type": "function", "function": {"name": self._tool_choice}}
+            )
         if self._temperature is not None:
             kwargs["temperature"] = self._temperature
         if self._max_output_tokens is not None:
