@@ -55,6 +55,9 @@ class BusinessTool(ABC, Generic[InputT]):
     """What the tool does, written for the model."""
     input_model: ClassVar[type[BaseModel]]
     """The pydantic model of the business input; its JSON schema is shown to the model."""
+    runs_inline: ClassVar[bool] = False
+    """True when the tool bounds its own latency (in memory, or a backend with its own statement
+    timeout): it runs on the loop's thread instead of a worker with a deadline-capped timeout."""
 
     def input_schema(self) -> JsonObject:
         """JSON schema of the business input (cached per input model: pydantic rebuilds it each call)."""

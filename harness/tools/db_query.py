@@ -267,6 +267,7 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
         "truncated=true means more rows matched, so aggregate or filter instead of paging."
     )
     input_model: ClassVar[type[BaseModel]] = DbQueryInput
+    runs_inline: ClassVar[bool] = True  # DuckDB with its own max_execution_time
 
     def __init__(self, tables: Sequence[TableFixture], *, max_rows: int = 50) -> None:
         if not 1 <= max_rows <= MAX_ROWS_CEILING:

@@ -131,6 +131,7 @@ class KnowledgeBaseSearch(BusinessTool[KbSearchInput]):
         "empty result means nothing matched. truncated=true means more passages passed than top_k."
     )
     input_model: ClassVar[type[BaseModel]] = KbSearchInput
+    runs_inline: ClassVar[bool] = True  # in-memory BM25: bounded latency
 
     def __init__(
         self,

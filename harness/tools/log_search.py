@@ -149,6 +149,7 @@ class LogSearch(BusinessTool[LogSearchInput]):
         "filters instead of repeating the query."
     )
     input_model: ClassVar[type[BaseModel]] = LogSearchInput
+    runs_inline: ClassVar[bool] = True  # DuckDB with its own max_execution_time
 
     def __init__(self, events: Sequence[LogEvent], *, max_results: int = 50) -> None:
         if not 1 <= max_results <= LIMIT_CEILING:
