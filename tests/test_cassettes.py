@@ -99,3 +99,35 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
         codes.append(main(argv))
     assert codes == [0, 0, 0]
     assert "PASS" in (tmp_path / "gate-summary.md").read_text()
+
+
+def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep over committed cassettes: the shared prefix replays; anything else is a named cassette
+    miss, never a network call (the socket layer refuses every connect)."""
+    from runners.sweep import SweepGrid, SweepOptions, run_sweep
+
+    attempts: list[object] = []
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        attempts.append(args)
+        raise OSError("network blocked")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("HB_SWEEP_KEY", "x")
+    db = tmp_path / "sweep.duckdb"
+    run_sweep(SweepOptions(
+        SweepGrid(no_gain_threshold=(2, 3)),
+        BenchOptions(evalsets=["empty_logs", "missing_context"], db=db, model="openai:scripted",
+                     base_url="http://127.0.0.1:9/v1", api_key_env="HB_SWEEP_KEY", cassettes=CASSETTES,
+                     record_mode="none"),
+    ))  # fmt: skip
+    assert attempts == []
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute("SELECT no_gain_threshold, error FROM case_runs").fetchall()
+    con.close()
+    assert all(err is None for t, err in rows if t == 2), "the recorded configuration replays completely"
+    assert all(err is None or err.startswith("request not in cassette") for _, err in rows)
+    assert any(err is None for t, err in rows if t == 3), "runs at another threshold share the common prefix"
