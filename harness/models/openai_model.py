@@ -115,33 +115,38 @@ def to_openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]
     return out
 
 
+def _get(obj: Any, key: str) -> Any:
+    """Field access on the JSON body (dict) or on an SDK model object alike."""
+    return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
+
+
 def parse_completion(payload: Any) -> ModelResponse:
-    """An SDK ChatCompletion -> ModelResponse; raises ModelCallError(BAD_RESPONSE) when unusable."""
-    choices = getattr(payload, "choices", None)
-    if not choices:
+    """A chat.completion (JSON dict or SDK object) -> ModelResponse; raises BAD_RESPONSE when unusable."""
+    choices = _get(payload, "choices")
+    if not choices or not isinstance(choices, list | tuple):
         raise ModelCallError(ModelErrorKind.BAD_RESPONSE, "the response has no choices")
     choice = choices[0]
-    msg = getattr(choice, "message", None)
+    msg = _get(choice, "message")
     if msg is None:
         raise ModelCallError(ModelErrorKind.BAD_RESPONSE, "the first choice has no message")
     calls: list[ToolCallRequest] = []
-    for raw in getattr(msg, "tool_calls", None) or []:
-        fn = getattr(raw, "function", None)
-        name = getattr(fn, "name", None) or ""
-        args = getattr(fn, "arguments", None)
+    for raw in _get(msg, "tool_calls") or []:
+        fn = _get(raw, "function") or {}
+        name = _get(fn, "name") or ""
+        args = _get(fn, "arguments")
         if not isinstance(args, str):
             args = json.dumps(args) if args is not None else ""
-        calls.append(ToolCallRequest(getattr(raw, "id", None) or "", str(name), args))
-    usage = getattr(payload, "usage", None)
+        calls.append(ToolCallRequest(str(_get(raw, "id") or ""), str(name), args))
+    usage = _get(payload, "usage")
     tokens = Usage(
-        int(getattr(usage, "prompt_tokens", 0) or 0) if usage else 0,
-        int(getattr(usage, "completion_tokens", 0) or 0) if usage else 0,
+        int(_get(usage, "prompt_tokens") or 0) if usage else 0,
+        int(_get(usage, "completion_tokens") or 0) if usage else 0,
     )
-    content = getattr(msg, "content", None)
+    content = _get(msg, "content")
     return ModelResponse(
         AssistantMessage(content if isinstance(content, str) else None, tuple(calls)),
         tokens,
-        getattr(choice, "finish_reason", None),
+        _get(choice, "finish_reason"),
     )
 
 
@@ -210,7 +215,9 @@ class OpenAIChatModel:
         if self._max_output_tokens is not None:
             kwargs["max_tokens"] = self._max_output_tokens
         try:
-            completion = self._client.chat.completions.create(**kwargs)
+            # The raw response skips building the SDK's pydantic models; the JSON body is parsed here.
+            raw = self._client.chat.completions.with_raw_response.create(**kwargs)
+            completion = raw.http_response.json()
         except ModelCallError:
             raise
         except Exception as exc:
