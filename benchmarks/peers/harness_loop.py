@@ -32,6 +32,7 @@ class Lookup(BusinessTool[LookupInput]):
     name = "lookup"
     description = "Look something up."
     input_model = LookupInput
+    runs_inline = True  # in memory, like the peers' tools: no worker-thread hand-off
 
     def run(self, parsed: LookupInput) -> ToolResult:
         return ToolResult(EvidenceStatus.EVIDENCE, 1, {"q": parsed.q}, ({"text": f"result for {parsed.q}"},))
