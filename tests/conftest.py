@@ -7,11 +7,17 @@ import threading
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import HealthCheck, settings
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.contracts import EvidenceStatus, JsonObject
 from harness.models.base import ToolCallRequest
 from harness.tools.base import BusinessTool, ToolResult
+
+
+# Property tests assert behaviour, not speed: no per-example deadline on a loaded 2-core CI machine.
+settings.register_profile("harness-bench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("harness-bench")
 
 
 class LookupInput(BaseModel):
