@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -224,8 +224,6 @@ def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOpti
 
 
 def _with_error(run: CaseRun, message: str) -> Any:
-    from dataclasses import replace
-
     return replace(run.result, error=message)
 
 

@@ -20,7 +20,7 @@ import duckdb
 import pandas as pd
 
 from harness.agent import RunResult
-from harness.trace import TraceEvent
+from harness.trace import EventKind, TraceEvent
 from runners.case_runner import CaseRun
 
 SCHEMA_VERSION = 2
@@ -312,11 +312,11 @@ def _tool_call_rows(bench_run_id: str, case_run_id: str, events: Sequence[TraceE
     """One row per tool request: invocation or rejection, with the gain applied *to* that call."""
     gains: dict[str, TraceEvent] = {}
     for e in events:
-        if e.kind.value == "GAIN_APPLIED" and e.tool_call_id:
+        if e.kind is EventKind.GAIN_APPLIED and e.tool_call_id:
             gains[e.tool_call_id] = e
     rows: list[tuple[Any, ...]] = []
     for e in events:
-        if e.kind.value not in ("TOOL_INVOCATION", "TOOL_REQUEST_REJECTED"):
+        if e.kind not in (EventKind.TOOL_INVOCATION, EventKind.TOOL_REQUEST_REJECTED):
             continue
         g = gains.get(e.tool_call_id or "")
         rows.append((
