@@ -14,7 +14,6 @@ from harness.contracts import EvidenceStatus, JsonObject
 from harness.models.base import ToolCallRequest
 from harness.tools.base import BusinessTool, ToolResult
 
-
 # Property tests assert behaviour, not speed: no per-example deadline on a loaded 2-core CI machine.
 settings.register_profile("harness-bench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("harness-bench")
