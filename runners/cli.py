@@ -235,8 +235,11 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
     from runners.simulator import SimulatorServer
 
     cases = select_cases(args.evalset, args.case)
-    server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
-                             log=(lambda line: err.print(line)) if args.verbose else None)  # fmt: skip
+    try:
+        server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
+                                 log=(lambda line: err.print(line)) if args.verbose else None)  # fmt: skip
+    except OSError as exc:
+        _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port (0 = any free)")
     out.print(f"serve-sim: {len(cases)} cases on {server.base_url} (Ctrl-C to stop)", highlight=False)
     sys.stdout.flush()
     try:

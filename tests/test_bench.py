@@ -243,3 +243,22 @@ def test_schema_file_is_current(capsys: pytest.CaptureFixture[str]) -> None:
     committed = Path(__file__).resolve().parent.parent / "evalsets" / "schema.json"
     assert committed.read_text() == current, "run: harness-bench schema > evalsets/schema.json"
     assert json.loads(current)["properties"]["cases"]["type"] == "array"
+
+
+def test_serve_sim_on_a_busy_port_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        assert main(["serve-sim", "--port", str(port)]) == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in capsys.readouterr().err
+
+
+def test_openai_model_without_key_or_base_url_is_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    db = tmp_path / "k.duckdb"
+    assert main(["run", "--db", str(db), "--model", "openai:gpt-4o-mini", "--case", ONE]) == 2
+    assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
+    assert _q(db, "SELECT count(*) FROM bench_runs") == [(0,)], "nothing written half-way"
