@@ -162,7 +162,9 @@ def test_unusable_input_exits_2_with_a_message(
     assert needle in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("command", [[], ["cases"], ["run"], ["serve-sim"], ["schema"]])
+@pytest.mark.parametrize(
+    "command", [[], ["cases"], ["run"], ["serve-sim"], ["schema"], ["sweep"], ["recommend"], ["report"], ["gate"]]
+)
 def test_help_on_every_command(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exit_:
         main([*command, "--help"])
