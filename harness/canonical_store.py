@@ -112,10 +112,5 @@ class CanonicalStore:
         with self._lock:
             return list(self._records)
 
-    def replace_for_test(self, record: CanonicalRecord) -> None:
-        """Overwrite a record (used by tests to simulate corruption)."""
-        with self._lock:
-            self._records[record.tool_call_id] = record
-
     def __len__(self) -> int:
         return len(self._records)

@@ -79,11 +79,6 @@ class HarnessToolInterceptor:
         self._ctx = ctx
         self._tools = dict(tools)
 
-    @property
-    def tool_names(self) -> tuple[str, ...]:
-        """Names of the tools this run may call."""
-        return tuple(self._tools)
-
     def handle(self, call: ToolCallRequest, turn: int) -> InterceptedCall:
         """Process one tool request. Raises DiagnosisCollectionStopped or BudgetLimitReached."""
         ctx = self._ctx

@@ -170,11 +170,6 @@ class DiagnosisProgressTracker:
         with self._lock:
             return frozenset(self._s.completed_ids)
 
-    def completed_ids_in_order(self) -> list[str]:
-        """Completed call ids in completion order (used by the snapshot projector)."""
-        with self._lock:
-            return list(self._s.completed_scopes.values())
-
     # -- transitions ------------------------------------------------------------------------
     def admit(
         self,

@@ -31,7 +31,6 @@ from typing import Any
 
 from harness.contracts import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from harness.models.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
-from harness.tools.base import ToolInputError
 from runners.evalset import EvalCase
 
 PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator")
@@ -96,7 +95,7 @@ def _observations(case_json: str) -> tuple[tuple[bool, str | None], ...]:
                 continue
             seen.add((step.tool, scope))
             result = tool.run(parsed)
-        except (ToolInputError, Exception):
+        except Exception:
             out.append((False, None))
             continue
         first = None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import openai
@@ -47,28 +48,27 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-def explain_connection_error(exc: BaseException) -> str:
-    """The innermost cause of a connection error (vcrpy's CannotOverwriteExistingCassetteException
-    hides here), as one readable line."""
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and its causes/contexts, outermost first, each once."""
     seen: set[int] = set()
-    cause: BaseException | None = exc
-    last = exc
-    while cause is not None and id(cause) not in seen:
-        seen.add(id(cause))
-        last = cause
-        cause = cause.__cause__ or cause.__context__
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def explain_connection_error(exc: BaseException) -> str:
+    """The innermost cause of a connection error, as one readable line."""
+    *_, last = _exception_chain(exc)
     return f"{type(last).__name__}: {last}"
 
 
 def _cassette_miss(exc: BaseException) -> str | None:
     """vcrpy's CannotOverwriteExistingCassetteException, raw or inside the SDK's connection error."""
-    seen: set[int] = set()
-    cur: BaseException | None = exc
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
+    for cur in _exception_chain(exc):
         if type(cur).__name__ == "CannotOverwriteExistingCassetteException":
             return str(cur).splitlines()[0]
-        cur = cur.__cause__ or cur.__context__
     return None
 
 
