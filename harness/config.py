@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.contracts import SchemaMode
+
 
 class HarnessConfig(BaseModel):
     """Per-run control settings; out-of-range values fail with the field's name."""
@@ -21,7 +23,9 @@ class HarnessConfig(BaseModel):
     max_total_tokens: int = Field(default=200_000, ge=1)
     """Input plus output tokens over the run's model calls."""
     max_observation_bytes: int = Field(default=4_096, ge=256)
-    """Byte cap of one model observation; the rest is cut and flagged `truncated`."""
+    """Byte cap of one model observation, header included; the rest is cut and flagged `truncated`."""
+    max_run_observation_bytes: int = Field(default=65_536, ge=256)
+    """Observation bytes handed to the model over the whole run (seed 000 §9's bytes budget)."""
     max_argument_bytes: int = Field(default=16_384, ge=64)
     """Tool-call arguments larger than this are a malformed envelope."""
     deadline_seconds: float = Field(default=120.0, gt=0)
@@ -40,3 +44,5 @@ class HarnessConfig(BaseModel):
     """How long a canonical record stays readable for guards and the snapshot."""
     min_excerpt_chars: int = Field(default=4, ge=1)
     """Shortest citation excerpt EvidenceGuard accepts."""
+    schema_mode: SchemaMode = SchemaMode.ADAPTIVE
+    """Agent-facing envelope schema: adaptive (states the pending id per call) or static."""

@@ -111,6 +111,9 @@ class RejectionReason(_StrEnum):
     DUPLICATE_SCOPE = "DUPLICATE_SCOPE"
     SATURATED = "SATURATED"
     BUDGET = "BUDGET"
+    AWAITING_EVALUATION = "AWAITING_EVALUATION"
+    """Queued in the same assistant turn behind a call whose result became pending: not executed, not a
+    violation (the model could not have evaluated a result it had not seen), no gain, no budget."""
 
 
 class BudgetKind(_StrEnum):
@@ -119,7 +122,27 @@ class BudgetKind(_StrEnum):
     MODEL_CALLS = "MODEL_CALLS"
     TOOL_INVOCATIONS = "TOOL_INVOCATIONS"
     TOKENS = "TOKENS"
+    OBSERVATION_BYTES = "OBSERVATION_BYTES"
     DEADLINE = "DEADLINE"
+
+
+class SchemaMode(_StrEnum):
+    """How the agent-facing envelope schema is stated to the model."""
+
+    ADAPTIVE = "adaptive"
+    """Per call: no `previous_observation` when nothing is pending; required, with the pending id as a
+    `const`, when one is (constrained decoders then cannot emit a malformed envelope)."""
+    STATIC = "static"
+    """One schema for the whole run: `previous_observation` optional, described in prose."""
+
+
+class ToolChoiceMode(_StrEnum):
+    """What the Harness allows on one diagnosis model call."""
+
+    CONFIGURED = "configured"
+    """The model client's configured tool_choice (auto, required or a forced tool)."""
+    NONE = "none"
+    """No tool call: STOP_REQUIRED was delivered, only the Draft may be written."""
 
 
 class GuardName(_StrEnum):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal, Protocol, Union
 
-from harness.contracts import JsonObject, ModelErrorKind, ModelPurpose
+from harness.contracts import JsonObject, ModelErrorKind, ModelPurpose, ToolChoiceMode
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +86,9 @@ class ChatRequest:
     purpose: ModelPurpose = ModelPurpose.DIAGNOSIS
     """Diagnosis loop or isolated guard."""
     timeout_seconds: float = 60.0
-    """Per-request timeout."""
+    """Per-request timeout (the Harness passes min(model timeout, time left before the deadline))."""
+    tool_choice: ToolChoiceMode = ToolChoiceMode.CONFIGURED
+    """NONE after STOP_REQUIRED: the one permitted Draft must be writable (no forced tool call)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import openai
 
-from harness.contracts import ModelErrorKind
+from harness.contracts import ModelErrorKind, ToolChoiceMode
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -163,6 +163,7 @@ class OpenAIChatModel:
         temperature: float | None = 0.0,
         max_output_tokens: int | None = None,
         tool_choice: str = "auto",
+        parallel_tool_calls: bool | None = False,
     ) -> None:
         key = os.environ.get(api_key_env)
         if not key:
@@ -173,9 +174,13 @@ class OpenAIChatModel:
             key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
         self._model = model
         self._key = key
-        # "auto" sends nothing (the endpoint's default); "none"/"required" are sent as such; any other
-        # value forces that tool by name (small local models only emit tool calls when forced).
+        # Sent explicitly whenever tools are present, "auto" included: some servers (llama-cpp-python's
+        # chatml-function-calling) show the model no tools at all when tool_choice is absent.
+        # "none"/"required" are sent as such; any other value forces that tool by name.
         self._tool_choice = tool_choice
+        # One pending call at a time (seed 000 §4): ask for one call per turn. None = not sent, for
+        # endpoints that refuse the field.
+        self._parallel_tool_calls = parallel_tool_calls
         self._temperature = temperature
         self._max_output_tokens = max_output_tokens
         self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds)
@@ -204,12 +209,10 @@ class OpenAIChatModel:
             "timeout": request.timeout_seconds,
             "extra_body": body,
         }
-        if request.tools and self._tool_choice != "auto":
-            kwargs["tool_choice"] = (
-                self._tool_choice
-                if self._tool_choice in ("none", "required")
-                else {"type": "function", "function": {"name": self._tool_choice}}
-            )
+        if request.tools:
+            kwargs["tool_choice"] = self._wire_tool_choice(request.tool_choice)
+            if self._parallel_tool_calls is not None:
+                kwargs["parallel_tool_calls"] = self._parallel_tool_calls
         if self._temperature is not None:
             kwargs["temperature"] = self._temperature
         if self._max_output_tokens is not None:
@@ -228,6 +231,14 @@ class OpenAIChatModel:
             raise
         except Exception as exc:
             raise self._redacted(classify(exc)) from None
+
+    def _wire_tool_choice(self, mode: ToolChoiceMode) -> str | dict[str, Any]:
+        """The `tool_choice` field: "none" after STOP_REQUIRED, else the configured choice."""
+        if mode is ToolChoiceMode.NONE or self._tool_choice == "none":
+            return "none"
+        if self._tool_choice in ("auto", "required"):
+            return self._tool_choice
+        return {"type": "function", "function": {"name": self._tool_choice}}
 
     def _redacted(self, err: ModelCallError) -> ModelCallError:
         """An endpoint may echo the key back in its error text; it never reaches a trace or a log."""
