@@ -13,10 +13,10 @@ from typing import Any
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, RunContext
-from harness.contracts import BudgetKind, ModelPurpose, StopReason
+from harness.contracts import BudgetKind, ModelPurpose, RejectionReason, SchemaMode, StopReason, ToolChoiceMode
 from harness.draft import DraftParse, parse_draft
 from harness.envelope import envelope_schema
-from harness.interceptor import BudgetLimitReached, DiagnosisCollectionStopped, HarnessToolInterceptor
+from harness.interceptor import HarnessToolInterceptor
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -30,7 +30,7 @@ from harness.models.base import (
 )
 from harness.prompts import SYSTEM_PROMPT, DiagnosisTask, render_task
 from harness.release import ReleaseDecision, release
-from harness.retry import ModelCallFailed, Sleep, call_model
+from harness.retry import DeadlineReached, ModelCallFailed, Sleep, call_model
 from harness.tools.base import BusinessTool
 from harness.trace import EventKind, TraceEvent
 
@@ -57,9 +57,11 @@ class RunResult:
     """Wall-clock duration."""
 
 
-def tool_specs(tools: Sequence[BusinessTool[Any]]) -> tuple[ToolSpec, ...]:
-    """Agent-facing specs: each business schema wrapped in the envelope."""
-    return tuple(ToolSpec(t.name, t.description, envelope_schema(t.input_schema())) for t in tools)
+def tool_specs(
+    tools: Sequence[BusinessTool[Any]], mode: SchemaMode = SchemaMode.STATIC, pending: str | None = None
+) -> tuple[ToolSpec, ...]:
+    """Agent-facing specs: each business schema wrapped in the envelope (adaptive: for this pending state)."""
+    return tuple(ToolSpec(t.name, t.description, envelope_schema(t.input_schema(), mode, pending)) for t in tools)
 
 
 def run_diagnosis(
@@ -74,9 +76,9 @@ def run_diagnosis(
 ) -> RunResult:
     """Run one diagnosis to exactly one Release outcome. Never raises for model or tool misbehaviour."""
     ctx = ctx or RunContext.create(config)
+    cfg = ctx.config
     t0 = time.perf_counter()
     interceptor = HarnessToolInterceptor(ctx, {t.name: t for t in tools})
-    specs = tool_specs(tools)
     messages: list[ChatMessage] = [SystemMessage(SYSTEM_PROMPT), UserMessage(render_task(task))]
     ctx.trace.emit(EventKind.RUN_STARTED, detail=f"model={model.name}")
     parsed: DraftParse | None = None
@@ -87,15 +89,27 @@ def run_diagnosis(
     def budget_ok() -> bool:
         return ctx.model_budget_exhausted() is None
 
+    def stop_for(budget: BudgetKind, detail: str | None = None) -> None:
+        ctx.tracker.stop_for_budget()
+        ctx.usage.budget_hit = budget
+        ctx.trace.emit(
+            EventKind.BUDGET_EXHAUSTED, budget=budget, stop_reason=StopReason.BUDGET_LIMIT_REACHED, detail=detail
+        )
+
     while not ctx.cancellation.cancelled:
         exhausted = ctx.model_budget_exhausted()
         if exhausted is not None:
-            ctx.tracker.stop_for_budget()
-            ctx.trace.emit(EventKind.BUDGET_EXHAUSTED, budget=exhausted, stop_reason=StopReason.BUDGET_LIMIT_REACHED)
+            stop_for(exhausted)
             break
-        request = ChatRequest(tuple(messages), specs, ModelPurpose.DIAGNOSIS, ctx.config.model_timeout_seconds)
+        # After STOP_REQUIRED the one permitted Draft must be writable: no forced tool call.
+        choice = ToolChoiceMode.NONE if ctx.tracker.stop_required_delivered else ToolChoiceMode.CONFIGURED
+        specs = tool_specs(tools, cfg.schema_mode, ctx.tracker.pending)
+        request = ChatRequest(tuple(messages), specs, ModelPurpose.DIAGNOSIS, cfg.model_timeout_seconds, choice)
         try:
             response = call_model(ctx, model, request, sleep=sleep, budget_check=budget_ok)
+        except DeadlineReached as exc:  # the deadline cut the call: a budget stop, not a model failure
+            stop_for(BudgetKind.DEADLINE, f"deadline reached during a model call ({exc.last})"[:300])
+            break
         except ModelCallFailed as exc:
             loop_error = str(exc)
             break
@@ -112,20 +126,14 @@ def run_diagnosis(
                 call = ToolCallRequest(f"call_harness_{auto_id}", call.name, call.arguments)
             calls.append(call)
         messages.append(AssistantMessage(message.content or "", tuple(calls)))
-        if ctx.usage.total_tokens >= ctx.config.max_total_tokens:
-            ctx.tracker.stop_for_budget()
-            ctx.trace.emit(
-                EventKind.BUDGET_EXHAUSTED,
-                budget=BudgetKind.TOKENS,
-                stop_reason=StopReason.BUDGET_LIMIT_REACHED,
-                detail="token budget exhausted by the last model call",
-            )
+        if ctx.usage.total_tokens >= cfg.max_total_tokens:
+            stop_for(BudgetKind.TOKENS, "token budget exhausted by the last model call")
+            # every call of the message is still answered (and traced) once, none executed
+            interceptor.answer_unexecuted(calls, RejectionReason.BUDGET, "budget limit reached (TOKENS)")
             break
-        try:
-            for call in calls:
-                handled = interceptor.handle(call, turn)
-                messages.append(ToolMessage(call.id, handled.observation.text))
-        except (DiagnosisCollectionStopped, BudgetLimitReached):
+        outcome = interceptor.handle_turn(calls, turn)
+        messages.extend(ToolMessage(a.tool_call_id, a.observation.text) for a in outcome.answers)
+        if outcome.ended:
             break
 
     decision = release(

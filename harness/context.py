@@ -14,6 +14,9 @@ from harness.contracts import BudgetKind
 from harness.progress import DiagnosisProgressTracker
 from harness.trace import Trace
 
+MIN_OBSERVATION_BYTES = 256
+"""The smallest observation cap: a status line with the call id always fits."""
+
 
 @dataclass(slots=True)
 class BudgetUsage:
@@ -22,13 +25,17 @@ class BudgetUsage:
     model_calls: int = 0
     """Diagnosis-loop model call attempts."""
     guard_calls: int = 0
-    """SemanticGuard calls (outside the diagnosis budget, still traced and tokenised)."""
+    """SemanticGuard call attempts (they count against the model-call budget too)."""
     tool_invocations: int = 0
     """Backend tool invocations (rejections never count)."""
     input_tokens: int = 0
     """Prompt tokens over all model calls."""
     output_tokens: int = 0
     """Completion tokens over all model calls."""
+    observation_bytes: int = 0
+    """Bytes of tool observations handed to the model (the run-wide observation budget)."""
+    budget_hit: BudgetKind | None = None
+    """The hard budget that stopped the run, if one did."""
 
     @property
     def total_tokens(self) -> int:
@@ -102,15 +109,22 @@ class RunContext:
         """Seconds left before the deadline (may be negative)."""
         return self.deadline - time.monotonic()
 
-    def model_budget_exhausted(self) -> BudgetKind | None:
-        """Which budget forbids another diagnosis model call, if any."""
+    def guard_budget_exhausted(self) -> BudgetKind | None:
+        """Which budget forbids the SemanticGuard's call: it counts against deadline, calls and tokens."""
         if self.remaining_seconds() <= 0:
             return BudgetKind.DEADLINE
-        if self.usage.model_calls >= self.config.max_model_calls:
+        if self.usage.model_calls + self.usage.guard_calls >= self.config.max_model_calls:
             return BudgetKind.MODEL_CALLS
         if self.usage.total_tokens >= self.config.max_total_tokens:
             return BudgetKind.TOKENS
         return None
+
+    def model_budget_exhausted(self) -> BudgetKind | None:
+        """Which budget forbids another diagnosis model call, if any."""
+        exhausted = self.guard_budget_exhausted()
+        if exhausted is None and self.usage.observation_bytes >= self.config.max_run_observation_bytes:
+            return BudgetKind.OBSERVATION_BYTES
+        return exhausted
 
     def tool_budget_exhausted(self) -> BudgetKind | None:
         """Which budget forbids another backend tool call, if any."""
@@ -118,4 +132,12 @@ class RunContext:
             return BudgetKind.DEADLINE
         if self.usage.tool_invocations >= self.config.max_tool_invocations:
             return BudgetKind.TOOL_INVOCATIONS
+        if self.usage.observation_bytes >= self.config.max_run_observation_bytes:
+            return BudgetKind.OBSERVATION_BYTES
         return None
+
+    def result_observation_cap(self) -> int:
+        """Byte cap of the next tool result: the per-observation cap, or what is left of the run's
+        observation budget (never below the 256-byte floor every observation fits in)."""
+        left = self.config.max_run_observation_bytes - self.usage.observation_bytes
+        return max(MIN_OBSERVATION_BYTES, min(self.config.max_observation_bytes, left))

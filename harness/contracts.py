@@ -111,6 +111,8 @@ class RejectionReason(_StrEnum):
     DUPLICATE_SCOPE = "DUPLICATE_SCOPE"
     SATURATED = "SATURATED"
     BUDGET = "BUDGET"
+    CANCELLED = "CANCELLED"
+    """Left in the message when the run was cancelled; never executed."""
     AWAITING_EVALUATION = "AWAITING_EVALUATION"
     """Queued in the same assistant turn behind a call whose result became pending: not executed, not a
     violation (the model could not have evaluated a result it had not seen), no gain, no budget."""

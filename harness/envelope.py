@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.contracts import InformationGain, JsonObject, ViolationKind
+from harness.contracts import InformationGain, JsonObject, SchemaMode, ViolationKind
 from harness.progress import PreviousObservation, Violation
 
 GAIN_VALUES = tuple(g.value for g in InformationGain)
@@ -78,8 +78,49 @@ def _bad(message: str, missing: str | None = None) -> ParsedEnvelope:
     return ParsedEnvelope(None, {}, Violation(ViolationKind.MALFORMED_ENVELOPE, message, missing_field=missing))
 
 
-def envelope_schema(input_schema: JsonObject) -> JsonObject:
-    """The JSON schema the model sees: the business schema wrapped in the envelope."""
+_GAIN_DESCRIPTION = (
+    "GAINED if it confirmed, excluded or narrowed a hypothesis; NO_GAIN if it was generic, repeated or irrelevant."
+)
+
+
+def envelope_schema(
+    input_schema: JsonObject, mode: SchemaMode = SchemaMode.STATIC, pending: str | None = None
+) -> JsonObject:
+    """The JSON schema the model sees: the business schema wrapped in the envelope.
+
+    STATIC states `previous_observation` as optional, in prose. ADAPTIVE states the protocol exactly for
+    this call: no `previous_observation` when nothing is pending; when `pending` is set it is required and
+    its `tool_call_id` can only be that id, so a constrained decoder cannot emit a malformed envelope.
+    The interceptor validates everything either way.
+    """
+    if mode is SchemaMode.ADAPTIVE:
+        if pending is None:
+            return {
+                "type": "object",
+                "properties": {"input": input_schema},
+                "required": ["input"],
+                "additionalProperties": False,
+            }
+        return {
+            "type": "object",
+            "properties": {
+                "previous_observation": {
+                    "type": "object",
+                    "description": f"Your evaluation of the observation of {pending}.",
+                    "properties": {
+                        "tool_call_id": {"type": "string", "enum": [pending]},
+                        "information_gain": {
+                            "type": "string", "enum": list(GAIN_VALUES), "description": _GAIN_DESCRIPTION,
+                        },
+                    },
+                    "required": ["tool_call_id", "information_gain"],
+                    "additionalProperties": False,
+                },
+                "input": input_schema,
+            },
+            "required": ["previous_observation", "input"],
+            "additionalProperties": False,
+        }  # fmt: skip
     return {
         "type": "object",
         "properties": {
@@ -91,14 +132,7 @@ def envelope_schema(input_schema: JsonObject) -> JsonObject:
                 ),
                 "properties": {
                     "tool_call_id": {"type": "string", "description": "The id of the call you evaluate."},
-                    "information_gain": {
-                        "type": "string",
-                        "enum": list(GAIN_VALUES),
-                        "description": (
-                            "GAINED if it confirmed, excluded or narrowed a hypothesis; NO_GAIN if it was "
-                            "generic, repeated or irrelevant."
-                        ),
-                    },
+                    "information_gain": {"type": "string", "enum": list(GAIN_VALUES), "description": _GAIN_DESCRIPTION},
                 },
                 "required": ["tool_call_id", "information_gain"],
             },

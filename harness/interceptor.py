@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -31,6 +31,9 @@ from harness.models.base import ToolCallRequest
 from harness.progress import Admission, AdmissionKind, Violation
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
 from harness.trace import EventKind
+
+_INLINE_BOUND_SECONDS = 2.0
+"""Below this much time left, even self-bounded tools run on a worker capped by the deadline."""
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -62,6 +65,11 @@ class BudgetLimitReached(Exception):
         self.budget = budget
 
 
+class RunCancelled(Exception):
+    """The run's cancellation token was set (Ctrl-C, SIGTERM): no new backend call starts, and a
+    backend interrupted by it is not a tool failure."""
+
+
 @dataclass(frozen=True, slots=True)
 class InterceptedCall:
     """What the interceptor returns for one request."""
@@ -72,6 +80,26 @@ class InterceptedCall:
     """STOP_REQUIRED when this observation delivers it."""
 
 
+@dataclass(frozen=True, slots=True)
+class ToolAnswer:
+    """The one tool message a tool_call_id gets."""
+
+    tool_call_id: str
+    """The call answered."""
+    observation: obs.Observation
+    """What the model reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    """Every call of one assistant message, answered in order, and whether the loop must end."""
+
+    answers: tuple[ToolAnswer, ...]
+    """Exactly one answer per tool_call_id of the message, in the message's order."""
+    ended: bool
+    """True after a controlled stop, a hard budget or a cancellation: no further model call."""
+
+
 class HarnessToolInterceptor:
     """Validates, gates, executes and records tool requests for one run."""
 
@@ -79,10 +107,64 @@ class HarnessToolInterceptor:
         self._ctx = ctx
         self._tools = dict(tools)
 
+    def handle_turn(self, calls: Sequence[ToolCallRequest], turn: int) -> TurnResult:
+        """Process every call of one assistant message in order (one pending call at a time).
+
+        A call queued behind a call that became pending in this message is answered "not executed:
+        evaluate X first" (AWAITING_EVALUATION: no violation, no gain, no budget). When the loop must
+        end, the calls left in the message are answered too, so every tool_call_id gets exactly one
+        tool message and one trace record.
+        """
+        answers: list[ToolAnswer] = []
+        for i, call in enumerate(calls):
+            try:
+                handled = self.handle(call, turn)
+            except DiagnosisCollectionStopped as stop:
+                why = f"the Harness stopped the collection ({stop.stop_reason}); nothing more runs"
+                answers += self._unexecuted(calls[i:], RejectionReason.SATURATED, why, first_traced=True)
+                return TurnResult(tuple(answers), True)
+            except BudgetLimitReached as budget:
+                why = f"budget limit reached ({budget.budget}); nothing more runs"
+                answers += self._unexecuted(calls[i:], RejectionReason.BUDGET, why, first_traced=True)
+                return TurnResult(tuple(answers), True)
+            except RunCancelled:
+                answers += self._unexecuted(
+                    calls[i:], RejectionReason.CANCELLED, "the run was cancelled", first_traced=False
+                )
+                return TurnResult(tuple(answers), True)
+            answers.append(ToolAnswer(call.id, handled.observation))
+        return TurnResult(tuple(answers), False)
+
+    def answer_unexecuted(
+        self, calls: Sequence[ToolCallRequest], reason: RejectionReason, detail: str
+    ) -> list[ToolAnswer]:
+        """Answer and trace calls the loop will not run (e.g. the token budget ran out with the message)."""
+        return self._unexecuted(calls, reason, detail, first_traced=False)
+
+    def _unexecuted(
+        self, calls: Sequence[ToolCallRequest], reason: RejectionReason, detail: str, *, first_traced: bool
+    ) -> list[ToolAnswer]:
+        """Answer (and trace, unless already traced) calls left after the loop ended."""
+        cap = self._ctx.config.max_observation_bytes
+        out: list[ToolAnswer] = []
+        for j, call in enumerate(calls):
+            if j > 0 or not first_traced:
+                self._reject(call, None, reason, None)
+            out.append(ToolAnswer(call.id, obs.not_executed(call.id, reason, detail, cap)))
+        return out
+
     def handle(self, call: ToolCallRequest, turn: int) -> InterceptedCall:
-        """Process one tool request. Raises DiagnosisCollectionStopped or BudgetLimitReached."""
+        """Process one tool request. Raises DiagnosisCollectionStopped, BudgetLimitReached or RunCancelled."""
+        handled = self._handle(call, turn)
+        self._ctx.usage.observation_bytes += handled.observation.bytes
+        return handled
+
+    def _handle(self, call: ToolCallRequest, turn: int) -> InterceptedCall:
         ctx = self._ctx
         cfg = ctx.config
+        cap = cfg.max_observation_bytes
+        if ctx.cancellation.cancelled:
+            raise RunCancelled()
         envelope = parse_envelope(call.arguments, cfg.max_argument_bytes)
         structural = envelope.violation
         tool = self._tools.get(call.name)
@@ -121,13 +203,17 @@ class HarnessToolInterceptor:
         if kind is AdmissionKind.REJECT_VIOLATION:
             assert admission.violation is not None
             self._reject(call, scope, RejectionReason.PROTOCOL_VIOLATION, admission.violation)
-            return InterceptedCall(obs.violation(call.id, admission.violation, admission.expected_pending), None)
+            return InterceptedCall(obs.violation(call.id, admission.violation, admission.expected_pending, cap), None)
+        if kind is AdmissionKind.REJECT_AWAITING:
+            assert admission.expected_pending is not None
+            self._reject(call, scope, RejectionReason.AWAITING_EVALUATION, None)
+            return InterceptedCall(obs.awaiting(call.id, admission.expected_pending, cap), None)
         if kind is AdmissionKind.REJECT_DUPLICATE:
             self._reject(call, scope, RejectionReason.DUPLICATE_SCOPE, None)
-            return InterceptedCall(obs.duplicate(call.id, admission.duplicate_of or ""), None)
+            return InterceptedCall(obs.duplicate(call.id, admission.duplicate_of or "", cap), None)
         if kind is AdmissionKind.REJECT_SATURATED:
             self._reject(call, scope, RejectionReason.SATURATED, None)
-            return InterceptedCall(obs.saturated(call.id, admission.stop_reason), None)
+            return InterceptedCall(obs.saturated(call.id, admission.stop_reason, cap), None)
         # STOP_REQUIRED: the request itself is rejected (for the reason that saturated the run).
         return self._stop_required(call, scope, admission)
 
@@ -146,6 +232,7 @@ class HarnessToolInterceptor:
         if exhausted is not None:
             self._reject(call, scope, RejectionReason.BUDGET, None)
             ctx.tracker.stop_for_budget()
+            ctx.usage.budget_hit = exhausted
             ctx.trace.emit(
                 EventKind.BUDGET_EXHAUSTED,
                 tool_call_id=call.id,
@@ -153,16 +240,19 @@ class HarnessToolInterceptor:
                 stop_reason=StopReason.BUDGET_LIMIT_REACHED,
             )
             raise BudgetLimitReached(exhausted)
-        ctx.usage.tool_invocations += 1
         clock = ctx.store.clock
         started = clock()
         t0 = time.perf_counter()
         # The backend runs on a worker thread so that a hanging tool cannot hold the loop past the
         # deadline: the call is abandoned, recorded as failed, and the run is stopped and released.
-        timeout = max(min(ctx.config.tool_timeout_seconds, ctx.remaining_seconds()), 0.001)
+        # Inline tools bound their own latency (~1.5 s at most), so near the deadline they go through
+        # the worker too.
+        remaining = ctx.remaining_seconds()
+        timeout = max(min(ctx.config.tool_timeout_seconds, remaining), 0.001)
+        inline = tool.runs_inline and remaining > _INLINE_BOUND_SECONDS
         future: Future[ToolResult] | None = None
         try:
-            if tool.runs_inline:  # bounded by the tool itself: skip the ~25 µs worker hand-off
+            if inline:  # bounded by the tool itself: skip the worker hand-off
                 result = tool.run(parsed)
             else:
                 future = _tool_pool().submit(tool.run, parsed)
@@ -170,6 +260,11 @@ class HarnessToolInterceptor:
             if not isinstance(result, ToolResult) or not isinstance(result.records, tuple):
                 raise ToolExecutionError(f"malformed tool payload: {type(result).__name__} is not a ToolResult")
         except Exception as exc:
+            if ctx.cancellation.cancelled:
+                # Interrupted by Ctrl-C/SIGTERM (DuckDB turns the signal into "Query interrupted"):
+                # the run is cancelled, the tool did not fail.
+                raise RunCancelled() from exc
+            ctx.usage.tool_invocations += 1
             # (the tool may raise TimeoutError itself, which *is* FutureTimeout since 3.11)
             timed_out = future is not None and isinstance(exc, FutureTimeout) and not future.done()
             if timed_out and future is not None:
@@ -180,7 +275,7 @@ class HarnessToolInterceptor:
                 status=InvocationStatus.FAILED, result=None, error=message, started_at=started,
             )  # fmt: skip
             ctx.tracker.complete(call.id, call.name, scope, None, turn=turn)
-            observation = obs.failed(call.id, call.name, message)
+            observation = obs.failed(call.id, call.name, message, ctx.config.max_observation_bytes)
             ctx.trace.emit(
                 EventKind.TOOL_INVOCATION, tool_call_id=call.id, tool=call.name, scope=scope,
                 invocation_status=InvocationStatus.FAILED, observation_bytes=observation.bytes,
@@ -188,10 +283,12 @@ class HarnessToolInterceptor:
             )  # fmt: skip
             if timed_out and ctx.remaining_seconds() <= 0.05:
                 ctx.tracker.stop_for_budget()
+                ctx.usage.budget_hit = BudgetKind.DEADLINE
                 ctx.trace.emit(EventKind.BUDGET_EXHAUSTED, tool_call_id=call.id, budget=BudgetKind.DEADLINE,
                                stop_reason=StopReason.BUDGET_LIMIT_REACHED)  # fmt: skip
                 raise BudgetLimitReached(BudgetKind.DEADLINE) from None
             return InterceptedCall(observation, None)
+        ctx.usage.tool_invocations += 1
         latency = round((time.perf_counter() - t0) * 1000, 3)
         ctx.store.put(
             tool_call_id=call.id,
@@ -208,7 +305,7 @@ class HarnessToolInterceptor:
             call.id,
             call.name,
             result,
-            ctx.config.max_observation_bytes,
+            ctx.result_observation_cap(),
             evaluation_required=done.pending,
             stop_reason=done.stop_reason,
         )
@@ -243,7 +340,10 @@ class HarnessToolInterceptor:
         else:
             self._reject(call, scope, RejectionReason.SATURATED, None)
         ctx.trace.emit(EventKind.STOP_REQUIRED_DELIVERED, tool_call_id=call.id, stop_reason=reason)
-        return InterceptedCall(obs.stop_required(call.id, reason, admission.violation), ControlSignal.STOP_REQUIRED)
+        return InterceptedCall(
+            obs.stop_required(call.id, reason, admission.violation, ctx.config.max_observation_bytes),
+            ControlSignal.STOP_REQUIRED,
+        )
 
     def _reject(
         self, call: ToolCallRequest, scope: str | None, reason: RejectionReason, violation: Violation | None

@@ -2,7 +2,8 @@
 
 The observation is what the model reads. It is never a source of truth: guards and the snapshot
 read the canonical store. Control messages (corrections, STOP_REQUIRED) are built here too so
-that every model-facing text has one home.
+that every model-facing text has one home. Every observation, header included, fits its byte cap:
+records are dropped first, then the longest strings (a long scope included) are cut with a marker.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.contracts import ControlSignal, JsonObject, JsonValue, StopReason
+from harness.contracts import ControlSignal, JsonObject, JsonValue, RejectionReason, StopReason, ViolationKind
 from harness.envelope import GAIN_VALUES
 from harness.progress import Violation
 from harness.tools.base import ToolResult
@@ -19,6 +20,29 @@ _STOP_TEXT = (
     "Stop calling tools. Write your final Draft now as JSON. If the evidence does not support a root "
     "cause, set conclusion to null and list what is missing and the next steps."
 )
+_CUT = "…[cut]"
+_MIN_STRING = 24  # strings are never cut below this many characters before the last-resort fallback
+_ID_CHARS = 64  # a model-chosen call id is echoed at most this long when space runs out
+
+# What to change, per violation kind. Each text names the fix; the template shown next to it is
+# built from the same pending state, so it can never contradict the text.
+_FIX: dict[ViolationKind, str] = {
+    ViolationKind.MISSING_PREVIOUS_OBSERVATION: (
+        "Add previous_observation with tool_call_id {pending} and your evaluation of that observation "
+        "(GAINED or NO_GAIN), then the input."
+    ),
+    ViolationKind.WRONG_TOOL_CALL_ID: (
+        "Set previous_observation.tool_call_id to {pending}: it is the only observation waiting for evaluation."
+    ),
+    ViolationKind.UNEXPECTED_PREVIOUS_OBSERVATION: (
+        "Remove previous_observation: no observation is waiting for evaluation. Send only the input."
+    ),
+    ViolationKind.INVALID_GAIN_VALUE: "Set previous_observation.information_gain to exactly GAINED or NO_GAIN.",
+    ViolationKind.MALFORMED_ENVELOPE: "Send the arguments as one JSON object shaped like the template.",
+    ViolationKind.UNKNOWN_TOOL: "Call one of the available tools named in the message.",
+    ViolationKind.INVALID_INPUT: "Fix the input fields named in the message; keep the rest of the envelope.",
+    ViolationKind.REUSED_TOOL_CALL_ID: "Give every tool call a new id.",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,16 +54,69 @@ class Observation:
     bytes: int
     """UTF-8 size of `text`."""
     truncated: bool
-    """Whether records were cut to fit the byte cap (or the backend truncated)."""
+    """Whether records or strings were cut to fit the byte cap (or the backend truncated)."""
 
 
-def _dump(obj: JsonObject) -> str:
+def _dump(obj: JsonValue) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _finish(obj: JsonObject, truncated: bool) -> Observation:
+def _size(obj: JsonValue) -> int:
+    return len(_dump(obj).encode("utf-8"))
+
+
+def _longest_string(obj: JsonValue) -> tuple[JsonObject | list[JsonValue], str | int, int] | None:
+    """(container, key, length) of the longest string value anywhere in `obj` (keys never count)."""
+    best: tuple[JsonObject | list[JsonValue], str | int, int] | None = None
+
+    def walk(node: JsonValue) -> None:
+        nonlocal best
+        items: list[tuple[str | int, JsonValue]]
+        if isinstance(node, dict):
+            items = list(node.items())
+        elif isinstance(node, list):
+            items = list(enumerate(node))
+        else:
+            return
+        for key, value in items:
+            if isinstance(value, str):
+                if best is None or len(value) > best[2]:
+                    best = (node, key, len(value))
+            else:
+                walk(value)
+
+    walk(obj)
+    return best
+
+
+def _fit(obj: JsonObject, max_bytes: int, truncated: bool) -> Observation:
+    """Dump `obj` within `max_bytes`, cutting the longest strings (with a marker) until it fits."""
     text = _dump(obj)
-    return Observation(text, len(text.encode("utf-8")), truncated)
+    size = len(text.encode("utf-8"))
+    if size <= max_bytes:
+        return Observation(text, size, truncated)
+    obj["truncated"] = True
+    while _size(obj) > max_bytes:
+        found = _longest_string(obj)
+        if found is None or found[2] <= _MIN_STRING:
+            break
+        container, key, length = found
+        over = _size(obj) - max_bytes
+        keep = max(_MIN_STRING - len(_CUT), length - over - len(_CUT))  # cut just enough (bytes >= chars)
+        value = container[key]  # type: ignore[index]
+        assert isinstance(value, str)
+        container[key] = value[:keep] + _CUT  # type: ignore[index]
+    if _size(obj) > max_bytes:
+        # Last resort (tiny caps, a huge model-chosen id): only what the model needs to continue.
+        call_id = obj.get("tool_call_id")
+        obj = {
+            "tool_call_id": call_id[:_ID_CHARS] if isinstance(call_id, str) else None,
+            "status": obj.get("status"),
+            "truncated": True,
+            "message": "The observation did not fit its size limit and was cut.",
+        }
+    text = _dump(obj)
+    return Observation(text, len(text.encode("utf-8")), True)
 
 
 def project_result(
@@ -77,68 +154,100 @@ def project_result(
             item["relevance"] = result.relevance[i].value
         records.append(item)
     head["records"] = records
-    obs = _finish(head, result.truncated)
-    if obs.bytes <= max_bytes:
-        return obs
-    # Drop records from the end until it fits; then cut long strings of what is left.
+    if _size(head) <= max_bytes:
+        return _fit(head, max_bytes, result.truncated)
     head["truncated"] = True
-    while records and len(_dump(head).encode("utf-8")) > max_bytes:
+    # A scope is metadata: it may use at most a quarter of the cap before records are dropped.
+    scope_budget = max_bytes // 4
+    while _size(head["scope"]) > scope_budget:
+        found = _longest_string(head["scope"])
+        if found is None or found[2] <= _MIN_STRING:
+            break
+        container, key, length = found
+        value = container[key]  # type: ignore[index]
+        assert isinstance(value, str)
+        container[key] = value[: max(_MIN_STRING - len(_CUT), length // 2)] + _CUT  # type: ignore[index]
+    # Drop records from the end while it does not fit; keep the first one to be cut if need be.
+    while len(records) > 1 and _size(head) > max_bytes:
         records.pop()
-    if not records and result.records:
-        first: JsonObject = dict(result.records[0])
-        budget = max(32, max_bytes // 4)
-        records.append(
-            {k: (v[:budget] + "…" if isinstance(v, str) and len(v) > budget else v) for k, v in first.items()}
-        )
-        if len(_dump(head).encode("utf-8")) > max_bytes:
-            records.clear()
     head["records_shown"] = len(records)
-    return _finish(head, True)
+    return _fit(head, max_bytes, True)
 
 
-def failed(call_id: str, tool: str, message: str) -> Observation:
+def failed(call_id: str, tool: str, message: str, max_bytes: int) -> Observation:
     """Observation of a backend failure (technical path, no gain)."""
-    return _finish({"tool_call_id": call_id, "tool": tool, "status": "FAILED", "error": message[:500]}, False)
+    return _fit({"tool_call_id": call_id, "tool": tool, "status": "FAILED", "error": message[:500]}, max_bytes, False)
 
 
-def violation(call_id: str, v: Violation, expected_pending: str | None) -> Observation:
-    """Corrective observation: type, missing field, expected pending id, allowed values."""
-    return _finish(
+def _template(pending: str | None) -> JsonObject:
+    """The envelope the next call must have, for the current pending state."""
+    if pending is None:
+        return {"input": {"...": "the tool's parameters"}}
+    return {
+        "previous_observation": {"tool_call_id": pending, "information_gain": "GAINED or NO_GAIN"},
+        "input": {"...": "the tool's parameters"},
+    }
+
+
+def violation(call_id: str, v: Violation, expected_pending: str | None, max_bytes: int) -> Observation:
+    """Corrective observation: type, what to change, missing field, expected pending id, a consistent template."""
+    obj: JsonObject = {
+        "tool_call_id": call_id,
+        "status": "REJECTED",
+        "reason": RejectionReason.PROTOCOL_VIOLATION.value,
+        "violation": v.kind.value,
+        "message": v.message,
+        "fix": _FIX[v.kind].format(pending=expected_pending),
+        "missing_field": v.missing_field,
+        "expected_previous_tool_call_id": expected_pending,
+        "envelope_template": _template(expected_pending),
+        "backend_called": False,
+    }
+    if expected_pending is not None or v.kind is ViolationKind.INVALID_GAIN_VALUE:
+        obj["allowed_information_gain"] = list(GAIN_VALUES)
+    return _fit(obj, max_bytes, False)
+
+
+def awaiting(call_id: str, pending: str, max_bytes: int) -> Observation:
+    """A call queued in the same message behind a call whose result now awaits evaluation."""
+    return _fit(
         {
             "tool_call_id": call_id,
             "status": "REJECTED",
-            "reason": "PROTOCOL_VIOLATION",
-            "violation": v.kind.value,
-            "message": v.message,
-            "missing_field": v.missing_field,
-            "expected_previous_tool_call_id": expected_pending,
-            "allowed_information_gain": list(GAIN_VALUES),
-            "envelope": '{"previous_observation": {"tool_call_id": "...", "information_gain": "GAINED|NO_GAIN"}, '
-            '"input": {...}}',
+            "reason": RejectionReason.AWAITING_EVALUATION.value,
+            "evaluate_first": pending,
+            "message": (
+                f"Not executed: evaluate {pending} first. Read its observation, then send this request again "
+                f"with previous_observation {{tool_call_id: {pending}, information_gain: GAINED or NO_GAIN}}. "
+                "Make one tool call per message."
+            ),
             "backend_called": False,
+            "protocol_violation": False,
         },
+        max_bytes,
         False,
     )
 
 
-def duplicate(call_id: str, duplicate_of: str) -> Observation:
+def duplicate(call_id: str, duplicate_of: str, max_bytes: int) -> Observation:
     """Observation for a duplicate scope: NO_GAIN applied, backend not called."""
-    return _finish(
+    return _fit(
         {
             "tool_call_id": call_id,
             "status": "REJECTED",
-            "reason": "DUPLICATE_SCOPE",
+            "reason": RejectionReason.DUPLICATE_SCOPE.value,
             "duplicate_of": duplicate_of,
             "information_gain": "NO_GAIN",
             "message": f"The same query was already executed as {duplicate_of}; it was not run again.",
             "backend_called": False,
             "evaluation_required": False,
         },
+        max_bytes,
         False,
     )
 
 
-def stop_required(call_id: str, reason: StopReason, v: Violation | None = None) -> Observation:
+def stop_required(call_id: str, reason: StopReason, v: Violation | None, max_bytes: int) -> Observation:
     """The one STOP_REQUIRED instruction."""
     obj: JsonObject = {
         "tool_call_id": call_id,
@@ -150,19 +259,30 @@ def stop_required(call_id: str, reason: StopReason, v: Violation | None = None) 
     }
     if v is not None:
         obj["violation"] = v.kind.value
-    return _finish(obj, False)
+    return _fit(obj, max_bytes, False)
 
 
-def saturated(call_id: str, reason: StopReason | None) -> Observation:
+def saturated(call_id: str, reason: StopReason | None, max_bytes: int) -> Observation:
     """A request in the same turn as STOP_REQUIRED: rejected, nothing runs."""
-    return _finish(
+    return _fit(
         {
             "tool_call_id": call_id,
             "status": "REJECTED",
-            "reason": "SATURATED",
+            "reason": RejectionReason.SATURATED.value,
             "stop_reason": reason.value if reason else None,
             "message": _STOP_TEXT,
             "backend_called": False,
         },
+        max_bytes,
         False,
     )
+
+
+def not_executed(call_id: str, reason: RejectionReason, detail: str, max_bytes: int) -> Observation:
+    """A request left in a message after the loop ended (controlled stop or budget): never run."""
+    return _fit(
+        {"tool_call_id": call_id, "status": "REJECTED", "reason": reason.value, "message": detail,
+         "backend_called": False},
+        max_bytes,
+        False,
+    )  # fmt: skip

@@ -28,6 +28,7 @@ class AdmissionKind(_StrEnum):
     REJECT_VIOLATION = "REJECT_VIOLATION"
     REJECT_DUPLICATE = "REJECT_DUPLICATE"
     REJECT_SATURATED = "REJECT_SATURATED"
+    REJECT_AWAITING = "REJECT_AWAITING"
     STOP_REQUIRED = "STOP_REQUIRED"
     STOPPED = "STOPPED"
 
@@ -106,6 +107,8 @@ class _State:
     completed_ids: set[str] = field(default_factory=set)
     seen_ids: set[str] = field(default_factory=set)
     pending: str | None = None
+    pending_turn: int | None = None
+    evaluated_in_turn: dict[str, int] = field(default_factory=dict)
     consecutive_no_gain: int = 0
     consecutive_violations: int = 0
     state: CollectionState = CollectionState.COLLECTING
@@ -180,13 +183,15 @@ class DiagnosisProgressTracker:
         *,
         structural: Violation | None = None,
         input_problem: Violation | None = None,
-        turn: int = 0,
+        turn: int,
     ) -> Admission:
         """Decide one tool request: reject, stop, or allow the backend call.
 
-        `structural` is a violation found while parsing the envelope (malformed, unknown tool,
-        bad gain value); `input_problem` one found validating the business input. Both are
-        checked in the seed's order around the pending-evaluation check.
+        `turn` numbers the assistant message the request came in (required: a STOP_REQUIRED only
+        turns into a controlled stop in a *later* turn, so a caller that never advanced it would
+        be rejected forever). `structural` is a violation found while parsing the envelope
+        (malformed, unknown tool, bad gain value); `input_problem` one found validating the
+        business input. Both are checked in the seed's order around the pending-evaluation check.
         """
         with self._lock:
             s = self._s
@@ -197,6 +202,16 @@ class DiagnosisProgressTracker:
                 if not s.stop_required_delivered:
                     return self._deliver(turn, AdmissionKind.STOP_REQUIRED, ())
                 return Admission(AdmissionKind.REJECT_SATURATED, stop_reason=s.stop_reason)
+
+            if s.pending is not None and s.pending_turn == turn:
+                # Queued in the same assistant message behind a call whose result is now pending:
+                # the model cannot have evaluated what it has not seen. Not a violation, no gain.
+                s.seen_ids.add(call_id)
+                return Admission(AdmissionKind.REJECT_AWAITING, expected_pending=s.pending)
+            if previous is not None and s.evaluated_in_turn.get(previous.tool_call_id) == turn:
+                # A later call of the same message repeating the evaluation an earlier one already
+                # gave (parallel calls copy the envelope): applied once, the echo is ignored.
+                previous = None
 
             violation = self._find_violation(call_id, previous, structural, input_problem)
             s.seen_ids.add(call_id)
@@ -219,6 +234,7 @@ class DiagnosisProgressTracker:
             if previous is not None:
                 gains.append(AppliedGain(previous.tool_call_id, previous.information_gain, GainProducer.AGENT))
                 s.pending = None
+                s.evaluated_in_turn[previous.tool_call_id] = turn
                 if self._apply(previous.information_gain):
                     return self._deliver(turn, None, tuple(gains))
 
@@ -239,7 +255,7 @@ class DiagnosisProgressTracker:
             return Admission(AdmissionKind.EXECUTE, gains=tuple(gains))
 
     def complete(
-        self, call_id: str, tool: str, scope: str, evidence: EvidenceStatus | None, *, turn: int = 0
+        self, call_id: str, tool: str, scope: str, evidence: EvidenceStatus | None, *, turn: int
     ) -> Completion:
         """Record a backend call's end. `evidence` None means the call failed (no gain at all)."""
         with self._lock:
@@ -250,6 +266,7 @@ class DiagnosisProgressTracker:
             s.completed_ids.add(call_id)
             if evidence is EvidenceStatus.EVIDENCE:
                 s.pending = call_id
+                s.pending_turn = turn
                 return Completion(None, True, False)
             gain = AppliedGain(call_id, InformationGain.NO_GAIN, GainProducer.HARNESS)
             if self._apply(InformationGain.NO_GAIN):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from harness.context import RunContext
 from harness.contracts import ModelErrorKind, ModelPurpose
@@ -23,6 +24,10 @@ class ModelCallFailed(Exception):
         self.attempts = attempts
 
 
+class DeadlineReached(ModelCallFailed):
+    """The run's deadline, not the model, ended the call: a budget stop (BUDGET_LIMIT_REACHED / DEADLINE)."""
+
+
 def call_model(
     ctx: RunContext,
     model: ChatModel,
@@ -39,7 +44,14 @@ def call_model(
     cfg = ctx.config
     attempt = 0
     while True:
+        # Every attempt gets what is left of the run's deadline at most: the deadline is a deadline.
+        remaining = ctx.remaining_seconds()
+        if remaining <= 0:
+            raise DeadlineReached(ModelCallError(ModelErrorKind.TIMEOUT, "the run's deadline passed"), attempt)
         attempt += 1
+        allowed = min(cfg.model_timeout_seconds, request.timeout_seconds)
+        cut_by_deadline = remaining < allowed
+        request = replace(request, timeout_seconds=min(allowed, remaining))
         if request.purpose is ModelPurpose.DIAGNOSIS:
             ctx.usage.model_calls += 1
         else:
@@ -56,6 +68,8 @@ def call_model(
                 error_kind=err.kind,
                 detail=str(err)[:300],
             )
+            if err.kind is ModelErrorKind.TIMEOUT and cut_by_deadline:
+                raise DeadlineReached(err, attempt) from err
             if not err.kind.retryable or attempt >= cfg.max_model_attempts:
                 raise ModelCallFailed(err, attempt) from err
             if budget_check is not None and not budget_check():
@@ -63,7 +77,7 @@ def call_model(
             wait = err.retry_after if err.retry_after is not None else cfg.retry_backoff_seconds * 2 ** (attempt - 1)
             wait = min(max(wait, 0.0), cfg.max_retry_wait_seconds, max(ctx.remaining_seconds(), 0.0))
             if ctx.remaining_seconds() <= wait:
-                raise ModelCallFailed(
+                raise DeadlineReached(
                     ModelCallError(ModelErrorKind.TIMEOUT, f"deadline before retry: {err}"), attempt
                 ) from err
             sleep(wait)

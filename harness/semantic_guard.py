@@ -81,10 +81,19 @@ def parse_verdict(text: str | None) -> SemanticGuardResult:
 def review(
     ctx: RunContext, model: ChatModel, question: str, draft: Draft, evidence: tuple[VerifiedEvidence, ...]
 ) -> SemanticGuardResult:
-    """Ask the guard once (Harness retries on transient errors); failures fail closed."""
+    """Ask the guard once (Harness retries on transient errors); failures fail closed.
+
+    The call counts against the run's model-call and token budgets and its deadline: with none left,
+    the conclusion cannot be verified and fails closed.
+    """
+    exhausted = ctx.guard_budget_exhausted()
+    if exhausted is not None:
+        return SemanticGuardResult(
+            SemanticVerdict.UNSUPPORTED, f"no {exhausted.value} budget left for the SemanticGuard call (fail closed)"
+        )
     request = build_guard_request(question, draft, evidence, ctx.config.model_timeout_seconds)
     try:
-        response = call_model(ctx, model, request)
+        response = call_model(ctx, model, request, budget_check=lambda: ctx.guard_budget_exhausted() is None)
     except ModelCallFailed as exc:
         return SemanticGuardResult(
             SemanticVerdict.UNSUPPORTED, f"guard call failed: {exc.last.kind.value} (fail closed)"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -11,6 +12,7 @@ from pydantic import BaseModel
 from harness.agent import RunResult, run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import (
+    BudgetKind,
     GainProducer,
     InformationGain,
     InvocationStatus,
@@ -25,7 +27,7 @@ from harness.tools.db_query import DatabaseQuery
 from harness.tools.kb_search import KnowledgeBaseSearch
 from harness.tools.log_search import LogSearch
 from harness.trace import EventKind
-from runners.evalset import EvalCase, ExpectedStop, FaultKind, ToolFault
+from runners.evalset import EvalCase, ExactCounts, ExpectedStop, FaultKind, ToolFault
 
 
 class _FaultyTool(BusinessTool[BaseModel]):
@@ -99,6 +101,16 @@ class CaseMetrics:
     """GAINED applications."""
     stop_required_delivered: bool
     """Whether STOP_REQUIRED went out."""
+    stop_required_deliveries: int
+    """How many STOP_REQUIRED observations went out (the contract allows one)."""
+    rejections: dict[RejectionReason, int]
+    """Rejections before the backend, by reason (reasons with none are absent)."""
+    awaiting_rejections: int
+    """Calls queued in a message behind a same-message pending call (not violations)."""
+    observation_bytes: int
+    """Observation bytes handed to the model over the run."""
+    budget_hit: BudgetKind | None
+    """The hard budget that stopped the run, if one did."""
     distinct_scopes_executed: int
     """Distinct tool+scope pairs that reached the backend."""
     wasted_invocations: int
@@ -127,6 +139,11 @@ def metrics_of(result: RunResult) -> CaseMetrics:
         no_gain_count=sum(e.gain is InformationGain.NO_GAIN for e in gains),
         gained_count=sum(e.gain is InformationGain.GAINED and e.producer is GainProducer.AGENT for e in gains),
         stop_required_delivered=any(e.kind is EventKind.STOP_REQUIRED_DELIVERED for e in result.events),
+        stop_required_deliveries=sum(e.kind is EventKind.STOP_REQUIRED_DELIVERED for e in result.events),
+        rejections=dict(Counter(e.rejection for e in rej if e.rejection is not None)),
+        awaiting_rejections=sum(e.rejection is RejectionReason.AWAITING_EVALUATION for e in rej),
+        observation_bytes=result.usage.observation_bytes,
+        budget_hit=result.usage.budget_hit,
         distinct_scopes_executed=len({(e.tool, e.scope) for e in inv}),
         wasted_invocations=wasted,
         input_tokens=result.usage.input_tokens,
@@ -165,6 +182,26 @@ def check_expectations(case: EvalCase, result: RunResult, metrics: CaseMetrics) 
         out.append(f"protocol violations {metrics.protocol_violations} < {exp.min_protocol_violations}")
     if exp.stop_required_delivered is not None and metrics.stop_required_delivered != exp.stop_required_delivered:
         out.append(f"stop_required_delivered {metrics.stop_required_delivered} != {exp.stop_required_delivered}")
+    if exp.exact is not None:
+        out.extend(_check_exact(exp.exact, metrics))
+    return out
+
+
+def _check_exact(want: ExactCounts, m: CaseMetrics) -> list[str]:
+    got_pairs = (
+        ("backend_calls", want.backend_calls, m.tool_invocations),
+        ("model_calls", want.model_calls, m.model_calls),
+        ("stop_required_deliveries", want.stop_required_deliveries, m.stop_required_deliveries),
+        ("no_gain", want.no_gain, m.no_gain_count),
+        ("gained", want.gained, m.gained_count),
+    )
+    out = [f"exact {name} {got} != expected {expected}" for name, expected, got in got_pairs
+           if expected is not None and got != expected]  # fmt: skip
+    if want.rejections is not None:
+        for reason in RejectionReason:
+            expected, got = want.rejections.get(reason, 0), m.rejections.get(reason, 0)
+            if got != expected:
+                out.append(f"exact rejections[{reason.value}] {got} != expected {expected}")
     return out
 
 

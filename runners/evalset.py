@@ -17,7 +17,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.contracts import FallbackKind, ReleaseOutcome
+from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
 from harness.models.scripted import Mistake, Trajectory
 from harness.tools.db_query import TableFixture
 from harness.tools.kb_search import KbDocument
@@ -42,6 +42,7 @@ class Family(StrEnum):
     UNSUPPORTED_CONCLUSIONS = "unsupported_conclusions"
     BUDGET_EXHAUSTION = "budget_exhaustion"
     TOOL_FAILURES = "tool_failures"
+    MULTI_CALL_TURNS = "multi_call_turns"
 
 
 class _Strict(BaseModel):
@@ -103,6 +104,23 @@ class ExpectedStop(StrEnum):
     PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
 
 
+class ExactCounts(_Strict):
+    """Exact counts a run must produce: the stop contract made checkable (omitted = not checked)."""
+
+    backend_calls: int | None = Field(default=None, ge=0)
+    """Tool invocations that reached a backend (completed or failed)."""
+    model_calls: int | None = Field(default=None, ge=0)
+    """Diagnosis model call attempts (SemanticGuard excluded)."""
+    stop_required_deliveries: int | None = Field(default=None, ge=0, le=1)
+    """STOP_REQUIRED observations handed to the model (the contract allows at most one)."""
+    rejections: dict[RejectionReason, int] | None = None
+    """Rejections before the backend, by reason; every reason not listed must be 0."""
+    no_gain: int | None = Field(default=None, ge=0)
+    """NO_GAIN applications (Harness and Agent)."""
+    gained: int | None = Field(default=None, ge=0)
+    """GAINED evaluations by the Agent."""
+
+
 class Expectations(_Strict):
     """What a correct run of this case looks like at the default config."""
 
@@ -126,6 +144,8 @@ class Expectations(_Strict):
     """At least this many protocol-violation rejections."""
     stop_required_delivered: bool | None = None
     """Whether STOP_REQUIRED must (true) or must not (false) be delivered."""
+    exact: ExactCounts | None = None
+    """Exact counts (backend calls, rejections by reason, STOP_REQUIRED deliveries, gains)."""
 
     @model_validator(mode="after")
     def _coherent(self) -> Expectations:

@@ -65,8 +65,19 @@ def test_full_run_with_429_then_success(monkeypatch: pytest.MonkeyPatch) -> None
     assert assistant["content"] == "" and assistant["tool_calls"][0]["id"] == "call_a"
     tool_msg = next(m for m in second_diag["messages"] if m["role"] == "tool")
     assert json.loads(tool_msg["content"])["evaluation_required"] is True
+    # adaptive envelope schema: nothing pending -> no previous_observation at all; call_a pending ->
+    # previous_observation required, its id pinned to call_a, gain restricted to the two values
     schema = ep.requests[0]["tools"][0]["function"]["parameters"]
-    assert set(schema["properties"]) == {"previous_observation", "input"}
+    assert set(schema["properties"]) == {"input"} and schema["additionalProperties"] is False
+    pending_schema = ep.requests[2]["tools"][0]["function"]["parameters"]
+    assert pending_schema["required"] == ["previous_observation", "input"]
+    prev = pending_schema["properties"]["previous_observation"]["properties"]
+    assert prev["tool_call_id"]["enum"] == ["call_a"]
+    assert prev["information_gain"]["enum"] == ["GAINED", "NO_GAIN"]
+    # tool_choice is always sent with tools (auto included), one call per message is asked for
+    assert [(r.get("tool_choice"), r.get("parallel_tool_calls")) for r in ep.requests[:3]] == [
+        ("auto", False), ("auto", False), ("auto", False)
+    ]
     guard = ep.requests[3]
     assert "tools" not in guard and len(guard["messages"]) == 2
     assert ep.headers[0]["authorization"] == "Bearer sk-test-canary-not-real"

@@ -94,10 +94,10 @@ def test_duplicate_scope_is_harness_no_gain_and_never_executes() -> None:
 
 def test_failed_call_produces_no_gain_and_allows_retry_of_the_scope() -> None:
     tr = DiagnosisProgressTracker(2, 2)
-    assert tr.admit("c1", "logs", "s", None).kind is AdmissionKind.EXECUTE
-    done = tr.complete("c1", "logs", "s", None)
+    assert tr.admit("c1", "logs", "s", None, turn=1).kind is AdmissionKind.EXECUTE
+    done = tr.complete("c1", "logs", "s", None, turn=1)
     assert done.gain is None and tr.consecutive_no_gain == 0 and tr.pending is None
-    assert tr.admit("c2", "logs", "s", None).kind is AdmissionKind.EXECUTE
+    assert tr.admit("c2", "logs", "s", None, turn=2).kind is AdmissionKind.EXECUTE
 
 
 @pytest.mark.parametrize("bad", [0, -1])
@@ -134,15 +134,15 @@ def test_concurrent_completions_deliver_stop_required_exactly_once() -> None:
 
 def test_concurrent_duplicate_admissions_execute_one_scope_once() -> None:
     tr = DiagnosisProgressTracker(100, 100)
-    assert tr.admit("c0", "logs", "dup", None).kind is AdmissionKind.EXECUTE
-    tr.complete("c0", "logs", "dup", EvidenceStatus.NO_EVIDENCE)
+    assert tr.admit("c0", "logs", "dup", None, turn=1).kind is AdmissionKind.EXECUTE
+    tr.complete("c0", "logs", "dup", EvidenceStatus.NO_EVIDENCE, turn=1)
     kinds: list[AdmissionKind] = []
     lock = threading.Lock()
     barrier = threading.Barrier(12)
 
     def worker(i: int) -> None:
         barrier.wait()
-        adm = tr.admit(f"c{i + 1}", "logs", "dup", None)
+        adm = tr.admit(f"c{i + 1}", "logs", "dup", None, turn=2)
         with lock:
             kinds.append(adm.kind)
 
@@ -153,3 +153,62 @@ def test_concurrent_duplicate_admissions_execute_one_scope_once() -> None:
         t.join()
     assert kinds == [AdmissionKind.REJECT_DUPLICATE] * 12
     assert tr.consecutive_no_gain == 13
+
+
+def test_turn_is_required_so_a_caller_cannot_spin_after_stop_required() -> None:
+    """Issue 12 item 4: with `turn` defaulted to 0 a caller was rejected forever, never stopped."""
+    tr = DiagnosisProgressTracker(1, 1)
+    with pytest.raises(TypeError, match="turn"):
+        tr.admit("c1", "logs", "s1", None)  # type: ignore[call-arg]
+    assert tr.admit("c1", "logs", "s1", None, turn=1).kind is AdmissionKind.EXECUTE
+    assert tr.complete("c1", "logs", "s1", EvidenceStatus.NO_EVIDENCE, turn=1).stop_required
+    assert tr.admit("c2", "logs", "s2", None, turn=1).kind is AdmissionKind.REJECT_SATURATED
+    assert not tr.stopped
+    assert tr.admit("c3", "logs", "s3", None, turn=2).kind is AdmissionKind.STOPPED
+    assert tr.stopped
+
+
+def test_a_call_queued_behind_a_same_turn_pending_call_awaits_without_any_count() -> None:
+    tr = DiagnosisProgressTracker(2, 1)
+    assert tr.admit("c1", "logs", "s1", None, turn=1).kind is AdmissionKind.EXECUTE
+    assert tr.complete("c1", "logs", "s1", EvidenceStatus.EVIDENCE, turn=1).pending
+    # the model could not have seen c1's result: even a "correct-looking" evaluation is not applied
+    for i, prev in enumerate((None, PreviousObservation("c1", GAINED), PreviousObservation("x", NO_GAIN)), 2):
+        adm = tr.admit(f"c{i}", "logs", f"s{i}", prev, turn=1)
+        assert adm.kind is AdmissionKind.REJECT_AWAITING and adm.expected_pending == "c1"
+        assert adm.gains == () and adm.violation is None
+    assert (tr.pending, tr.consecutive_violations, tr.consecutive_no_gain) == ("c1", 0, 0)
+    assert tr.state is CollectionState.COLLECTING
+    # the next turn must evaluate c1 as usual; a missing evaluation is now a real violation
+    assert tr.admit("c5", "logs", "s5", None, turn=2).kind is AdmissionKind.STOP_REQUIRED  # threshold 1
+    assert tr.stop_reason is StopReason.PROGRESS_PROTOCOL_VIOLATED
+
+
+def test_an_awaiting_call_reissued_next_turn_with_the_evaluation_executes() -> None:
+    tr = DiagnosisProgressTracker(2, 2)
+    tr.admit("c1", "logs", "s1", None, turn=1)
+    tr.complete("c1", "logs", "s1", EvidenceStatus.EVIDENCE, turn=1)
+    assert tr.admit("c2", "logs", "s2", None, turn=1).kind is AdmissionKind.REJECT_AWAITING
+    adm = tr.admit("c3", "logs", "s2", PreviousObservation("c1", GAINED), turn=2)
+    assert adm.kind is AdmissionKind.EXECUTE and [g.gain for g in adm.gains] == [GAINED]
+    # the queued call's id was answered: reusing it is a violation
+    tr.complete("c3", "logs", "s2", EvidenceStatus.NO_EVIDENCE, turn=2)
+    reused = tr.admit("c2", "logs", "s9", None, turn=3)
+    assert reused.kind is AdmissionKind.REJECT_VIOLATION
+    assert reused.violation is not None and reused.violation.kind is ViolationKind.REUSED_TOOL_CALL_ID
+
+
+def test_an_evaluation_echoed_by_later_calls_of_the_same_message_is_applied_once() -> None:
+    tr = DiagnosisProgressTracker(5, 1)
+    tr.admit("c1", "logs", "s1", None, turn=1)
+    tr.complete("c1", "logs", "s1", EvidenceStatus.EVIDENCE, turn=1)
+    first = tr.admit("c2", "logs", "s2", PreviousObservation("c1", NO_GAIN), turn=2)
+    assert first.kind is AdmissionKind.EXECUTE and len(first.gains) == 1
+    tr.complete("c2", "logs", "s2", EvidenceStatus.NO_EVIDENCE, turn=2)
+    echo = tr.admit("c3", "logs", "s3", PreviousObservation("c1", NO_GAIN), turn=2)
+    assert echo.kind is AdmissionKind.EXECUTE and echo.gains == ()
+    assert tr.consecutive_no_gain == 2 and tr.consecutive_violations == 0
+    # the same echo in a later message is what it is: an unexpected evaluation
+    tr.complete("c3", "logs", "s3", EvidenceStatus.NO_EVIDENCE, turn=2)
+    late = tr.admit("c4", "logs", "s4", PreviousObservation("c1", NO_GAIN), turn=3)
+    assert late.violation is not None and late.violation.kind is ViolationKind.UNEXPECTED_PREVIOUS_OBSERVATION

@@ -71,6 +71,9 @@ class ScriptStep(BaseModel):
     """A deliberate protocol mistake made on this call."""
     on_rejection: RejectionReaction | None = None
     """Overrides the trajectory's reaction to a rejection of this step."""
+    same_turn: bool = False
+    """Sent in the same assistant message as the previous step (parallel tool calls); such calls echo
+    the evaluation the message's first call carries, as parallel-calling models do."""
     note: str | None = None
     """Why the step is there (documentation only)."""
 
@@ -109,11 +112,11 @@ def _observation(content: str) -> JsonObject:
 class _Position:
     """Where the policy is, re-derived from the conversation."""
 
-    __slots__ = ("calls", "corrected", "last_completed", "pending", "step", "step_ids", "stop_seen")
+    __slots__ = ("calls", "corrected", "done", "last_completed", "pending", "step_ids", "stop_seen")
 
     def __init__(self) -> None:
-        self.step = 0
         self.calls = 0
+        self.done: set[int] = set()
         self.pending: str | None = None
         self.stop_seen = False
         self.step_ids: dict[int, str] = {}
@@ -121,29 +124,49 @@ class _Position:
         self.last_completed: str | None = None
 
 
+def _group(traj: Trajectory, pos: _Position) -> list[int]:
+    """The steps the next assistant message carries: the first one not done, plus the not-done steps
+    sent in the same message with it (`same_turn`)."""
+    first = next((i for i in range(len(traj.steps)) if i not in pos.done), None)
+    if first is None:
+        return []
+    group = [first]
+    for i in range(first + 1, len(traj.steps)):
+        if not traj.steps[i].same_turn:
+            break
+        if i not in pos.done:
+            group.append(i)
+    return group
+
+
 def _replay(traj: Trajectory, messages: Sequence[ChatMessage]) -> _Position:
     pos = _Position()
     results = {m.tool_call_id: m.content for m in messages if isinstance(m, ToolMessage)}
     for m in messages:
-        if not isinstance(m, AssistantMessage):
+        if not isinstance(m, AssistantMessage) or not m.tool_calls:
             continue
-        for call in m.tool_calls:
+        group = _group(traj, pos)  # what this policy sent in that message, call by call
+        for n, call in enumerate(m.tool_calls):
             pos.calls += 1
             obs = _observation(results.get(call.id, ""))
             if obs.get("control") == "STOP_REQUIRED" or obs.get("reason") == "SATURATED":
                 pos.stop_seen = True
+            if n >= len(group):
+                continue
+            idx = group[n]
             status = obs.get("status")
+            if status == "REJECTED" and obs.get("reason") == "AWAITING_EVALUATION":
+                continue  # not executed: sent again in the next message, with the evaluation
             if status == "REJECTED" and (obs.get("reason") == "PROTOCOL_VIOLATION" or obs.get("violation")):
-                step = traj.steps[pos.step] if pos.step < len(traj.steps) else None
-                reaction = (step.on_rejection if step else None) or traj.on_rejection
+                reaction = traj.steps[idx].on_rejection or traj.on_rejection
                 if reaction is RejectionReaction.CORRECT:
-                    pos.corrected.add(pos.step)
+                    pos.corrected.add(idx)
                 elif reaction is RejectionReaction.SKIP:
-                    pos.step += 1
+                    pos.done.add(idx)
                 continue
             # executed, failed, duplicate or saturated: this step is done
-            pos.step_ids[pos.step + 1] = call.id
-            pos.step += 1
+            pos.done.add(idx)
+            pos.step_ids[idx + 1] = call.id
             if status == "COMPLETED":
                 pos.last_completed = call.id
             pos.pending = call.id if obs.get("evaluation_required") is True else None
@@ -166,18 +189,20 @@ def _resolve(value: JsonValue, ids: dict[int, str]) -> JsonValue:
 def next_turn(traj: Trajectory, messages: Sequence[ChatMessage]) -> AssistantMessage:
     """The scripted model's next assistant turn for this conversation."""
     pos = _replay(traj, messages)
-    if (pos.stop_seen and traj.on_stop_required is StopReaction.DRAFT) or pos.step >= len(traj.steps):
+    group = _group(traj, pos)
+    if (pos.stop_seen and traj.on_stop_required is StopReaction.DRAFT) or not group:
         return AssistantMessage(render_draft(traj, pos.step_ids))
-    step = traj.steps[pos.step]
-    call_id = f"call_{pos.calls + 1}"
-    mistake = None if pos.step in pos.corrected else step.mistake
+    return AssistantMessage("", tuple(_call(traj, pos, idx, pos.calls + 1 + n) for n, idx in enumerate(group)))
+
+
+def _call(traj: Trajectory, pos: _Position, idx: int, number: int) -> ToolCallRequest:
+    """One tool call of step `idx` with its envelope (and its deliberate mistake, if any)."""
+    step = traj.steps[idx]
+    mistake = None if idx in pos.corrected else step.mistake
     name = "search_everything" if mistake is Mistake.UNKNOWN_TOOL else step.tool
     envelope: JsonObject = {}
     if mistake is Mistake.WRONG_TOOL_CALL_ID:
-        envelope["previous_observation"] = {
-            "tool_call_id": f"call_{pos.calls + 100}",
-            "information_gain": step.gain.value,
-        }
+        envelope["previous_observation"] = {"tool_call_id": f"call_{number + 99}", "information_gain": step.gain.value}
     elif mistake is Mistake.UNEXPECTED_PREVIOUS_OBSERVATION:
         envelope["previous_observation"] = {
             "tool_call_id": pos.last_completed or "call_0",
@@ -192,7 +217,7 @@ def next_turn(traj: Trajectory, messages: Sequence[ChatMessage]) -> AssistantMes
     arguments = json.dumps(envelope, ensure_ascii=False)
     if mistake is Mistake.MALFORMED_JSON:
         arguments = arguments[: max(1, len(arguments) // 2)]
-    return AssistantMessage("", (ToolCallRequest(call_id, name, arguments),))
+    return ToolCallRequest(f"call_{number}", name, arguments)
 
 
 def render_draft(traj: Trajectory, step_ids: dict[int, str]) -> str:
