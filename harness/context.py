@@ -122,8 +122,8 @@ class RunContext:
     def model_budget_exhausted(self) -> BudgetKind | None:
         """Which budget forbids another diagnosis model call, if any."""
         exhausted = self.guard_budget_exhausted()
-        if exhausted is None and self.usage.observation_bytes >= self.config.max_run_observation_bytes:
-            return BudgetKind.OBSERVATION_BYTES
+        if exhausted is None and self.usage.observation_bytes > self.config.max_run_observation_bytes:
+            return BudgetKind.OBSERVATION_BYTES  # (rejection answers of the last message pushed it over)
         return exhausted
 
     def tool_budget_exhausted(self) -> BudgetKind | None:
@@ -132,12 +132,12 @@ class RunContext:
             return BudgetKind.DEADLINE
         if self.usage.tool_invocations >= self.config.max_tool_invocations:
             return BudgetKind.TOOL_INVOCATIONS
-        if self.usage.observation_bytes >= self.config.max_run_observation_bytes:
+        if self.config.max_run_observation_bytes - self.usage.observation_bytes < MIN_OBSERVATION_BYTES:
             return BudgetKind.OBSERVATION_BYTES
         return None
 
     def result_observation_cap(self) -> int:
         """Byte cap of the next tool result: the per-observation cap, or what is left of the run's
-        observation budget (never below the 256-byte floor every observation fits in)."""
+        observation budget (at least the 256-byte floor: with less left, no backend call starts)."""
         left = self.config.max_run_observation_bytes - self.usage.observation_bytes
         return max(MIN_OBSERVATION_BYTES, min(self.config.max_observation_bytes, left))

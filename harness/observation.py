@@ -23,6 +23,11 @@ _STOP_TEXT = (
 _CUT = "…[cut]"
 _MIN_STRING = 24  # strings are never cut below this many characters before the last-resort fallback
 _ID_CHARS = 64  # a model-chosen call id is echoed at most this long when space runs out
+# What survives when nothing else fits: enough for the model to follow the protocol.
+_ESSENTIAL = (
+    "tool_call_id", "status", "reason", "evidence_status", "count", "evaluation_required", "control",
+    "stop_reason", "evaluate_first", "violation",
+)  # fmt: skip
 
 # What to change, per violation kind. Each text names the fix; the template shown next to it is
 # built from the same pending state, so it can never contradict the text.
@@ -106,15 +111,18 @@ def _fit(obj: JsonObject, max_bytes: int, truncated: bool) -> Observation:
         value = container[key]  # type: ignore[index]
         assert isinstance(value, str)
         container[key] = value[:keep] + _CUT  # type: ignore[index]
+    records = obj.get("records")
+    if isinstance(records, list):
+        while records and _size(obj) > max_bytes:
+            records.pop()
+            obj["records_shown"] = len(records)
     if _size(obj) > max_bytes:
-        # Last resort (tiny caps, a huge model-chosen id): only what the model needs to continue.
-        call_id = obj.get("tool_call_id")
-        obj = {
-            "tool_call_id": call_id[:_ID_CHARS] if isinstance(call_id, str) else None,
-            "status": obj.get("status"),
-            "truncated": True,
-            "message": "The observation did not fit its size limit and was cut.",
-        }
+        # Last resort (tiny caps, a huge model-chosen id): only the control facts the model needs.
+        kept: JsonObject = {k: obj[k] for k in _ESSENTIAL if k in obj}
+        call_id = kept.get("tool_call_id")
+        kept["tool_call_id"] = call_id[:_ID_CHARS] if isinstance(call_id, str) else None
+        kept["truncated"] = True
+        obj = kept
     text = _dump(obj)
     return Observation(text, len(text.encode("utf-8")), True)
 

@@ -13,6 +13,8 @@ profile is played identically in-process and by `serve-sim`:
   `p`, often on generic REFERENCE text (SemanticGuard rejects the over-interpretation).
 - `fabricator` (`p`=0.5, `seed`) — corrupts each citation with probability `p` (an id that never
   ran, or an excerpt that is not in the record).
+- `parallel` (`p`=0.5, `seed`) — a parallel-calling model (OpenAI's default): each step is sent in
+  the same message as the one before it with probability `p`, copying that message's evaluation.
 
 Select one with `--model scripted:<profile>[?seed=N&k=K&p=P]`; over HTTP, send the same string as
 the request's `model` (`openai:scripted:rewriter?k=3` through serve-sim). To know which
@@ -33,13 +35,14 @@ from harness.contracts import EvidenceStatus, InformationGain, JsonValue, Semant
 from harness.models.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
 from runners.evalset import EvalCase
 
-PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator")
+PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel")
 _DEFAULTS: dict[str, dict[str, float]] = {
     "reference": {},
     "rewriter": {"k": 2},
     "sloppy": {"p": 0.35},
     "eager": {"p": 0.6},
     "fabricator": {"p": 0.5},
+    "parallel": {"p": 0.5},
 }
 
 
@@ -216,11 +219,23 @@ def _fabricator(case: EvalCase, params: dict[str, float], rng: random.Random) ->
     return traj.model_copy(update={"draft": draft})
 
 
+def _parallel(case: EvalCase, params: dict[str, float], rng: random.Random) -> Trajectory:
+    traj = case.trajectory
+    steps = [
+        step.model_copy(update={"same_turn": True})
+        if i > 0 and step.mistake is None and traj.steps[i - 1].mistake is None and rng.random() < params["p"]
+        else step
+        for i, step in enumerate(traj.steps)
+    ]
+    return traj.model_copy(update={"steps": steps})
+
+
 _TRANSFORMS: dict[str, Callable[[EvalCase, dict[str, float], random.Random], Trajectory]] = {
     "rewriter": _rewriter,
     "sloppy": _sloppy,
     "eager": _eager,
     "fabricator": _fabricator,
+    "parallel": _parallel,
 }
 
 

@@ -45,6 +45,8 @@ class InterceptorMachine(RuleBasedStateMachine):
         calls_before = self.tool.calls
         inv_before = self.ctx.usage.tool_invocations
         no_gain_before = self.ctx.tracker.consecutive_no_gain
+        violations_before = self.ctx.tracker.consecutive_violations
+        pending_before = self.ctx.tracker.pending
         n_events = len(self.ctx.trace)
         was_saturated = self.ctx.tracker.state is CollectionState.SATURATED
         try:
@@ -62,6 +64,11 @@ class InterceptorMachine(RuleBasedStateMachine):
             (rej,) = rejected
             if rej.rejection is RejectionReason.PROTOCOL_VIOLATION:
                 assert self.ctx.tracker.consecutive_no_gain == no_gain_before, "a violation counted as NO_GAIN"
+            if rej.rejection is RejectionReason.AWAITING_EVALUATION:
+                # queued behind a same-message pending call: no violation, no gain, nothing changes
+                assert self.ctx.tracker.consecutive_no_gain == no_gain_before
+                assert self.ctx.tracker.consecutive_violations == violations_before
+                assert self.ctx.tracker.pending == pending_before is not None
             if rej.rejection is RejectionReason.DUPLICATE_SCOPE:
                 harness_gains = [e for e in new if e.kind is EventKind.GAIN_APPLIED and e.tool_call_id == req.id]
                 assert len(harness_gains) == 1
@@ -106,6 +113,40 @@ class InterceptorMachine(RuleBasedStateMachine):
         self.n += 1
         self.turn += 1
         self._send(ToolCallRequest(f"c{self.n}", "nope" if unknown else "lookup", raw))
+
+    @precondition(lambda self: not self.ended)
+    @rule(
+        queries=st.lists(st.sampled_from(QUERIES), min_size=2, max_size=4),
+        prev=st.sampled_from(PREV),
+        gain=st.sampled_from(["GAINED", "NO_GAIN"]),
+    )
+    def multi_call_message(self, queries: list[str], prev: str, gain: str) -> None:
+        """Parallel tool calls: one message, each call echoing the same evaluation."""
+        self.turn += 1
+        p = self._prev(prev, gain)
+        calls = []
+        for q in queries:
+            self.n += 1
+            envelope: dict[str, object] = {"input": {"query": q}}
+            if p is not None:
+                envelope["previous_observation"] = p
+            calls.append(ToolCallRequest(f"c{self.n}", "lookup", json.dumps(envelope)))
+        calls_before, n_events = self.tool.calls, len(self.ctx.trace)
+        result = self.icp.handle_turn(calls, self.turn)
+        self.ended = self.ended or result.ended
+        assert [a.tool_call_id for a in result.answers] == [c.id for c in calls], "one answer per call, in order"
+        new = self.ctx.trace.events[n_events:]
+        fates = [e.tool_call_id for e in new if e.kind in (EventKind.TOOL_INVOCATION, EventKind.TOOL_REQUEST_REJECTED)]
+        assert sorted(fates) == sorted(c.id for c in calls), "every call is traced exactly once"
+        executed = [e for e in new if e.kind is EventKind.TOOL_INVOCATION]
+        assert self.tool.calls - calls_before == len(executed)
+        # one pending window at a time: nothing runs after a call of this message became pending
+        pending_at = next(
+            (i for i, e in enumerate(new) if e.kind is EventKind.TOOL_INVOCATION and e.evidence_status
+             and e.evidence_status.value == "EVIDENCE"), None,
+        )  # fmt: skip
+        if pending_at is not None:
+            assert not [e for e in new[pending_at + 1 :] if e.kind is EventKind.TOOL_INVOCATION]
 
     @precondition(lambda self: self.ended)
     @rule(q=st.sampled_from(QUERIES))
