@@ -9,7 +9,8 @@ The excerpt rule (an allow-list of what counts as quoting evidence):
 - Only string values of the result records count, each value on its own. Keys, JSON punctuation,
   numbers, booleans and nulls never match, and neither does text that spans two fields or two
   records: `message`, `{"line":` or `"tenant": "t1"` quote the record's shape, not its content.
-- Comparison ignores case and collapses whitespace runs (a model re-wraps lines when quoting).
+- Comparison ignores case and collapses whitespace runs (a model re-wraps lines when quoting); a
+  value's JSON-escaped form (`\"`, `\n`, as the observation showed it) counts as the same value.
 - An excerpt has at least `min_excerpt_chars` characters and at least one letter: digits and
   punctuation alone (`3000`, `14:03`, `-0`) are in almost every record and prove nothing.
 - A whole value passes (an id such as `R-217`, a status such as `FAILED`, a timestamp cell): a
@@ -22,6 +23,7 @@ latency or id digit, so a claim about a number quotes the text around it or the 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
@@ -63,12 +65,19 @@ class EvidenceVerdict:
 
 
 def string_values(records: tuple[JsonObject, ...]) -> tuple[str, ...]:
-    """Every string value in the records (nested ones included), normalised; keys and non-strings left out."""
+    """Every string value in the records (nested ones included), normalised; keys and non-strings left out.
+
+    A value holding quotes, backslashes or control characters is also listed in its JSON-escaped form,
+    the way the model saw it in the observation, so a quote copied with its escapes still verifies.
+    """
     out: list[str] = []
 
     def walk(value: object) -> None:
         if isinstance(value, str):
             out.append(_norm(value))
+            escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+            if escaped != value:
+                out.append(_norm(escaped))
         elif isinstance(value, dict):
             for item in value.values():
                 walk(item)

@@ -27,6 +27,8 @@ LOGS = [
              message="POST /v2/payments took 3000ms", trace_id=None),
     LogEvent(ts="2026-07-01T14:04:00Z", tenant="t1", service="settlement", level="ERROR",
              message="结算批次失败：数据库连接池耗尽", trace_id=None),
+    LogEvent(ts="2026-07-01T14:05:00Z", tenant="t1", service="notification", level="WARN",
+             message='webhook got HTTP 401 (body: "invalid signature")', trace_id=None),
 ]  # fmt: skip
 KB = [
     KbDocument(
@@ -93,6 +95,8 @@ VERIFIED = [
     ("log", "2026-07-01T14:03:40Z", "a whole timestamp value"),
     ("log", "tr-9f2", "a whole id value"),
     ("log", "数据库连接池耗尽", "a substring of a Chinese message"),
+    ("log", 'HTTP 401 (body: "invalid signature")', "a quote with its quotation marks"),
+    ("log", 'HTTP 401 (body: \\"invalid signature\\")', "the same quote JSON-escaped, as the observation shows it"),
     ("kb", "the gateway's database pool is exhausted, requests queue", "KB text across a line break"),
     ("kb", "Gateway connection pool runbook", "the KB title"),
     ("db", "rerun of job run 7781", "a fragment of a DB string cell"),
@@ -121,6 +125,7 @@ REJECTED = [
     # text spanning two fields or two records
     ("log", 'gateway", "level": "ERROR', "not found", "two fields in JSON form"),
     ("log", "gateway ERROR", "not found", "two adjacent values"),
+    ("log", 'signature\\")", "trace_id', "not found", "an escaped value running into the next key"),
     ("db", "FAILED 3000", "not found", "a string cell and the next number cell"),
     ("log", "waiting=212) 2026-07-01T14:03:41Z", "not found", "the end of one record and the next"),
     # numbers and other non-string values
