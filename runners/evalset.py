@@ -1,7 +1,10 @@
 """Evaluation sets: YAML files of cases, validated by pydantic (issue 3).
 
 A file holds `cases: [...]`. Every problem is reported with the file, the case id and the field,
-all problems at once, and nothing is half-loaded.
+all problems at once, and nothing is half-loaded. Beyond the shapes, a case is checked the way a run
+would use it: the context's window is two ISO-8601 instants in order, and every trajectory step's
+input validates against its tool's input model (db_query's bound to the case's tables), unless the
+step is marked `mistake: invalid_input`.
 """
 
 from __future__ import annotations
@@ -10,18 +13,20 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
-from harness.models.scripted import Mistake, Trajectory
-from harness.tools.db_query import TableFixture
-from harness.tools.kb_search import KbDocument
-from harness.tools.log_search import LogEvent
+from harness.models.scripted import Mistake, RejectionReaction, Trajectory
+from harness.scope import normalize_timestamp
+from harness.tools.db_query import TableFixture, case_input_model
+from harness.tools.kb_search import KbDocument, KbSearchInput
+from harness.tools.log_search import LogEvent, LogSearchInput
 
 # libyaml's C loader parses the built-in set ~10x faster than the pure-Python one.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -59,7 +64,27 @@ class CaseContext(_Strict):
     time_start: str | None = None
     """Window start (ISO 8601)."""
     time_end: str | None = None
-    """Window end (ISO 8601)."""
+    """Window end (ISO 8601), not before the start."""
+
+    @field_validator("time_start", "time_end")
+    @classmethod
+    def _timestamp(cls, value: str | None) -> str | None:
+        # Checked, not rewritten: the operator's notation is what the agent is shown.
+        if value is not None and normalize_timestamp(value) is None:
+            raise ValueError(f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-07-01T14:00:00Z)")
+        return value
+
+    @model_validator(mode="after")
+    def _window_in_order(self) -> CaseContext:
+        start, end = _instant(self.time_start), _instant(self.time_end)
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"time_end: {self.time_end} is before time_start {self.time_start}")
+        return self
+
+
+def _instant(text: str | None) -> datetime | None:
+    stamp = normalize_timestamp(text) if text is not None else None
+    return datetime.fromisoformat(stamp.removesuffix("Z") + "+00:00") if stamp is not None else None
 
 
 class FaultKind(StrEnum):
@@ -180,12 +205,49 @@ class EvalCase(_Strict):
 
     @model_validator(mode="after")
     def _tools_exist(self) -> EvalCase:
-        for i, step in enumerate(self.trajectory.steps, 1):
+        for i, step in enumerate(self.trajectory.steps):
             if step.tool not in TOOL_NAMES and step.mistake is not Mistake.UNKNOWN_TOOL:
                 raise ValueError(
                     f"trajectory.steps[{i}].tool: {step.tool!r} does not exist; tools are {list(TOOL_NAMES)}"
                 )
         return self
+
+
+def step_input_problems(case: EvalCase) -> list[tuple[str, str]]:
+    """(field, message) for every trajectory step whose input its tool would reject.
+
+    The protocol mistakes break the envelope, not the business input, and the corrected retry sends the
+    step's input as written, so it must validate; only `mistake: invalid_input` sends it invalid on
+    purpose, and then it must really be invalid and cannot be "corrected" (there is no valid input).
+    """
+    models: dict[str, type[BaseModel]] = {
+        "kb_search": KbSearchInput,
+        "log_search": LogSearchInput,
+        "db_query": case_input_model(tuple((t.name, t.columns) for t in case.fixtures.tables)),
+    }
+    out: list[tuple[str, str]] = []
+    for i, step in enumerate(case.trajectory.steps):
+        model = models.get(step.tool)
+        if model is None:  # an unknown tool, legal only with mistake: unknown_tool (checked above)
+            continue
+        where = f"trajectory.steps[{i}]"
+        try:
+            model.model_validate(step.input)
+        except ValidationError as exc:
+            if step.mistake is not Mistake.INVALID_INPUT:
+                for err in exc.errors():
+                    field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
+                    out.append((f"{where}.input{field}", err["msg"].removeprefix("Value error, ")))
+        else:
+            if step.mistake is Mistake.INVALID_INPUT:
+                out.append((f"{where}.mistake", f"invalid_input, but the input is valid for {step.tool}"))
+        reaction = step.on_rejection or case.trajectory.on_rejection
+        if step.mistake is Mistake.INVALID_INPUT and reaction is RejectionReaction.CORRECT:
+            out.append(
+                (f"{where}.on_rejection", "a step with mistake invalid_input has no valid input to correct to; "
+                 "set on_rejection: skip or repeat")
+            )  # fmt: skip
+    return out
 
 
 class EvalSetError(ValueError):
@@ -245,15 +307,22 @@ def _parse_file_uncached(path: Path, problems: list[str]) -> list[EvalCase]:
         case_id = raw.get("id") if isinstance(raw, dict) else None
         label = f"case {case_id!r}" if case_id else f"case #{i + 1}"
         try:
-            cases.append(EvalCase.model_validate(raw))
+            case = EvalCase.model_validate(raw)
         except ValidationError as exc:
             for err in exc.errors():
                 msg = err["msg"].removeprefix("Value error, ")
                 where = _loc(err["loc"])
                 named = re.match(r"^([\w.\[\]]+): (.*)$", msg, re.DOTALL)
-                if where == "<case>" and named:  # a model-level check that names its own field
-                    where, msg = named.group(1), named.group(2)
+                if named and (where == "<case>" or err["loc"] == ("context",)):
+                    # a model-level check that names its own field, relative to the model it checks
+                    where = named.group(1) if where == "<case>" else f"{where}.{named.group(1)}"
+                    msg = named.group(2)
                 problems.append(f"{path}: {label}: field {where}: {msg}")
+            continue
+        step_problems = step_input_problems(case)
+        problems.extend(f"{path}: {label}: field {where}: {msg}" for where, msg in step_problems)
+        if not step_problems:
+            cases.append(case)
     return cases
 
 

@@ -5,9 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.contracts import ViolationKind
+from harness.tools import _duck
+from harness.trace import EventKind
+from runners.case_runner import run_case
 from runners.cli import main
 from runners.evalset import EvalSetError, Family, load_cases
 
@@ -47,6 +52,12 @@ def test_family_selection(tmp_path: Path) -> None:
     assert {c.id for c in both} == {"tiny_case_one"} | {c.id for c in only}
 
 
+def _steps(*steps: str) -> str:
+    """GOOD with a `payments(id, tenant)` table and these flow-style trajectory steps."""
+    table = "    fixtures: {tables: [{name: payments, columns: [id, tenant], rows: [[1, t1]]}]}\n    expect:"
+    return GOOD.replace("    expect:", table).replace("steps: []", f"steps: [{', '.join(steps)}]")
+
+
 BAD = [
     ("bad_yaml", "cases:\n  - id: x\n    family: [unclosed\n", [r"bad_yaml\.yaml: line \d+, column \d+: invalid YAML"]),
     ("unknown_family", GOOD.replace("family: empty_logs", "family: flaky_logs"),
@@ -63,6 +74,37 @@ BAD = [
     ("two_problems", GOOD.replace("family: empty_logs", "family: nope").replace("outcome: FALLBACK", "outcome: MAYBE"),
      [r"field family", r"field expect\.outcome"]),
     ("not_a_list", "cases: {a: 1}\n", [r"top level must be a mapping with a 'cases' list"]),
+    # context: two ISO-8601 instants, in order
+    ("bad_timestamp", GOOD.replace('time_start: "2026-07-01T13:00:00Z"', "time_start: yesterday"),
+     [r"case 'tiny_case_one': field context\.time_start: 'yesterday' is not an ISO-8601 timestamp"]),
+    ("reversed_window", GOOD.replace('"2026-07-01T13:00:00Z"', '"2026-07-01T16:00:00Z"'),
+     [r"case 'tiny_case_one': field context\.time_end: 2026-07-01T15:00:00Z is before time_start "
+      r"2026-07-01T16:00:00Z$"]),
+    ("reversed_across_offsets", GOOD.replace('"2026-07-01T15:00:00Z"', '"2026-07-01T20:00:00+08:00"'),
+     [r"field context\.time_end: 2026-07-01T20:00:00\+08:00 is before time_start"]),
+    # trajectory steps: each input validates against its tool, as the corrected retry would send it
+    ("bad_sql_function", _steps("{tool: db_query, input: {sql: \"select current_setting('home_directory')\"}}"),
+     [r"case 'tiny_case_one': field trajectory\.steps\[0\]\.input\.sql: function current_setting is not allowed"]),
+    ("unknown_table", _steps("{tool: db_query, input: {sql: select * from refunds}}"),
+     [r"field trajectory\.steps\[0\]\.input\.sql: unknown table\(s\) refunds; available tables: payments$"]),
+    ("log_search_missing_start", _steps('{tool: log_search, input: {end: "2026-07-01T15:00:00Z"}}'),
+     [r"field trajectory\.steps\[0\]\.input\.start: Field required"]),
+    ("log_search_bad_end", _steps('{tool: log_search, input: {start: "2026-07-01T13:00:00Z", end: later}}'),
+     [r"field trajectory\.steps\[0\]\.input\.end: 'later' is not an ISO-8601 timestamp"]),
+    ("kb_search_extra_field", _steps("{tool: kb_search, input: {query: pool, k: 3}}"),
+     [r"field trajectory\.steps\[0\]\.input\.k: Extra inputs are not permitted"]),
+    ("protocol_mistake_keeps_input_checked",
+     _steps("{tool: kb_search, input: {query: pool, top_k: 99}, mistake: missing_input}"),
+     [r"field trajectory\.steps\[0\]\.input\.top_k: Input should be less than or equal to 10"]),
+    ("two_bad_steps", _steps("{tool: kb_search, input: {}}", "{tool: db_query, input: {sql: drop table x}}"),
+     [r"field trajectory\.steps\[0\]\.input\.query: Field required",
+      r"field trajectory\.steps\[1\]\.input\.sql: only a SELECT query is allowed, got DROP"]),
+    ("invalid_input_that_is_valid",
+     _steps("{tool: kb_search, input: {query: pool}, mistake: invalid_input, on_rejection: skip}"),
+     [r"field trajectory\.steps\[0\]\.mistake: invalid_input, but the input is valid for kb_search"]),
+    ("invalid_input_corrected",
+     _steps("{tool: kb_search, input: {query: pool, top_k: 0}, mistake: invalid_input}"),
+     [r"field trajectory\.steps\[0\]\.on_rejection: a step with mistake invalid_input has no valid input"]),
 ]  # fmt: skip
 
 
@@ -99,3 +141,51 @@ def test_cli_prints_every_problem_and_exits_2(tmp_path: Path, capsys: pytest.Cap
     assert main(["cases", "--evalset", str(path)]) == 2
     err = capsys.readouterr().err
     assert "2 problem(s)" in err and "field family" in err and "field expect.outcome" in err
+
+
+def test_a_window_in_order_in_any_notation_loads(tmp_path: Path) -> None:
+    path = tmp_path / "offsets.yaml"
+    # 15:00+08:00 is 07:00Z, before 07:30Z; and a fractional second after a whole one is later.
+    path.write_text(
+        GOOD.replace('"2026-07-01T13:00:00Z"', '"2026-07-01T15:00:00+08:00"').replace(
+            '"2026-07-01T15:00:00Z"', '"2026-07-01 07:30:00.5"'
+        )
+    )
+    (case,) = load_cases([str(path)])
+    assert case.context.time_start == "2026-07-01T15:00:00+08:00"  # kept as written: the agent sees it
+
+
+def test_a_deliberately_invalid_step_loads_and_is_rejected_before_the_backend(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "invalid_input.yaml"
+    path.write_text(
+        _steps(
+            "{tool: db_query, input: {sql: \"select current_setting('home_directory')\"}, "
+            "mistake: invalid_input, on_rejection: skip}",
+            "{tool: db_query, input: {sql: select count(*) as n from payments}}",
+        ).replace("family: empty_logs", "family: protocol_violations")
+    )
+    (case,) = load_cases([str(path)])
+
+    sent: list[str] = []
+    real_cursor = _duck.cursor
+
+    class Recording:
+        def __init__(self) -> None:
+            self.inner = real_cursor()
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            sent.append(sql)
+            return self.inner.execute(sql, *args)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.inner, name)
+
+    monkeypatch.setattr(_duck, "cursor", Recording)
+    run = run_case(case)
+    rejected = [e for e in run.result.events if e.kind is EventKind.TOOL_REQUEST_REJECTED]
+    assert [e.violation for e in rejected] == [ViolationKind.INVALID_INPUT]
+    assert run.metrics.tool_invocations == 1 and run.metrics.protocol_violations == 1
+    assert not any("current_setting" in s.lower() for s in sent)  # DuckDB never saw the rejected call
+    assert any("count(*)" in s.lower() for s in sent)  # ...and did see the valid one

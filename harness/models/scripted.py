@@ -34,6 +34,7 @@ class Mistake(_StrEnum):
     MALFORMED_JSON = "malformed_json"
     MISSING_INPUT = "missing_input"
     UNKNOWN_TOOL = "unknown_tool"
+    INVALID_INPUT = "invalid_input"  # the step's input is deliberately invalid for its tool (INVALID_INPUT)
 
 
 class RejectionReaction(_StrEnum):

@@ -3,6 +3,11 @@
 The statement DuckDB executes is the sqlglot-regenerated form of the validated syntax tree, never
 the model's raw text, so a parser disagreement between sqlglot and DuckDB (comments, quoting) cannot
 smuggle anything past validation; the same text is the call's scope.
+
+Functions are allow-listed (`ALLOWED_FUNCTIONS`): what a diagnosis query needs — aggregates, window
+functions, string, math, date/time and conditional functions, casts. Everything else is rejected
+before DuckDB, whether sqlglot knows it (`version()` is `exp.CurrentVersion`, `random()` is
+`exp.Rand`) or not (`current_setting(..)`, `getenv(..)` are `exp.Anonymous`).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import sqlglot
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
-from sqlglot.errors import ParseError, SqlglotError
+from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from harness.contracts import EvidenceStatus, JsonScalar, JsonValue
@@ -104,6 +109,88 @@ class SqlAnalysis:
     """Lower-cased names of the real tables it reads (CTE names excluded)."""
 
 
+# The allow-list, by category: the name a model writes -> the sqlglot class it parses to, or None when
+# sqlglot has no class for it (an `exp.Anonymous`, checked by name). A node passes when its exact class
+# is listed (so any spelling sqlglot maps to that class passes too: `len` is `exp.Length`), or when it
+# is an Anonymous call with a listed name. A sqlglot upgrade that gives a listed anonymous name its own
+# class makes that function fail closed until it is listed here (tests/tools/test_db_query.py says so).
+# Left out on purpose: anything reading the session, settings, catalog, environment or files
+# (current_setting, current_schemas, version, getenv, duckdb_*, pragma_*, read_*), anything that
+# changes session state (setseed, nextval), and anything whose answer is not a function of the case's
+# data — the clock (now, current_date, age) and randomness (random, uuid): a scope must mean the same
+# rows every time it runs, or duplicate-scope rejection and replay would lie. Hashes (md5, sha256)
+# and list/struct/JSON helpers are harmless but no diagnosis needs them; listing one is a one-line change.
+ALLOWED_FUNCTIONS: dict[str, dict[str, type[exp.Func] | None]] = {
+    "aggregate": {
+        "count": exp.Count, "count_if": exp.CountIf, "sum": exp.Sum, "avg": exp.Avg, "min": exp.Min,
+        "max": exp.Max, "any_value": exp.AnyValue, "arg_min": exp.ArgMin, "arg_max": exp.ArgMax,
+        "first": exp.First, "last": exp.Last, "list": exp.ArrayAgg, "array_agg": exp.ArrayAgg,
+        "string_agg": exp.GroupConcat, "bool_and": exp.LogicalAnd, "bool_or": exp.LogicalOr,
+        "median": exp.Median, "quantile_cont": exp.PercentileCont, "quantile_disc": exp.PercentileDisc,
+        "mode": exp.Mode, "stddev": exp.Stddev, "stddev_samp": exp.StddevSamp, "stddev_pop": exp.StddevPop,
+        "variance": exp.Variance, "var_pop": exp.VariancePop, "grouping": exp.Grouping,
+    },
+    "window (with OVER)": {
+        "row_number": exp.RowNumber, "rank": exp.Rank, "dense_rank": exp.DenseRank,
+        "percent_rank": exp.PercentRank, "cume_dist": exp.CumeDist, "ntile": exp.Ntile, "lag": exp.Lag,
+        "lead": exp.Lead, "first_value": exp.FirstValue, "last_value": exp.LastValue, "nth_value": exp.NthValue,
+    },
+    "string": {
+        "lower": exp.Lower, "upper": exp.Upper, "length": exp.Length, "trim": exp.Trim, "ltrim": exp.Trim,
+        "rtrim": exp.Trim, "substr": exp.Substring, "substring": exp.Substring, "left": exp.Left,
+        "right": exp.Right, "concat": exp.Concat, "concat_ws": exp.ConcatWs, "replace": exp.Replace,
+        "split_part": exp.SplitPart, "strpos": exp.StrPosition, "position": exp.StrPosition,
+        "starts_with": exp.StartsWith, "ends_with": exp.EndsWith, "contains": exp.Contains,
+        "regexp_matches": exp.RegexpLike, "regexp_extract": exp.RegexpExtract, "regexp_replace": exp.RegexpReplace,
+    },
+    "math": {
+        "abs": exp.Abs, "round": exp.Round, "ceil": exp.Ceil, "floor": exp.Floor, "trunc": exp.Trunc,
+        "greatest": exp.Greatest, "least": exp.Least, "sqrt": exp.Sqrt, "power": exp.Pow, "ln": exp.Ln,
+        "log": exp.Log, "exp": exp.Exp, "sign": exp.Sign,
+    },
+    "date/time": {
+        "date_trunc": exp.TimestampTrunc, "date_part": None, "datepart": None, "extract": exp.Extract,
+        "date_diff": exp.DateDiff, "datediff": exp.DateDiff, "date_add": exp.DateAdd, "strftime": exp.TimeToStr,
+        "strptime": exp.StrToTime, "epoch": exp.TimeToUnix, "epoch_ms": exp.UnixToTime,
+        "to_timestamp": exp.UnixToTime, "time_bucket": exp.DateBin, "year": exp.Year, "quarter": exp.Quarter,
+        "month": exp.Month, "week": exp.Week, "day": exp.Day, "dayofmonth": exp.DayOfMonth,
+        "dayofweek": exp.DayOfWeek, "isodow": exp.DayOfWeekIso, "dayofyear": exp.DayOfYear, "hour": exp.Hour,
+        "minute": exp.Minute, "second": exp.Second, "dayname": exp.Dayname, "monthname": exp.Monthname,
+        "make_date": exp.DateFromParts, "make_timestamp": exp.TimestampFromParts,
+    },
+    "conditional": {
+        "case": exp.Case, "if": exp.If, "coalesce": exp.Coalesce, "ifnull": exp.Coalesce, "nullif": exp.Nullif,
+    },
+    "cast": {"cast": exp.Cast, "try_cast": exp.TryCast},
+}  # fmt: skip
+
+# Function nodes that are syntax rather than a call: AND / OR, EXISTS (subquery), and date_trunc over an
+# explicit DATE cast, which sqlglot types as exp.DateTrunc. (INTERVAL, IN, BETWEEN, LIKE, IS and
+# arithmetic are not Func nodes; the WHEN branches of CASE are exp.If, listed above.)
+_SYNTAX_NODES: frozenset[type[exp.Func]] = frozenset({exp.And, exp.Or, exp.Exists, exp.DateTrunc})
+
+_ALLOWED_CLASSES: frozenset[type[exp.Func]] = _SYNTAX_NODES | frozenset(
+    cls for group in ALLOWED_FUNCTIONS.values() for cls in group.values() if cls is not None
+)
+_ALLOWED_ANONYMOUS: frozenset[str] = frozenset(
+    name for group in ALLOWED_FUNCTIONS.values() for name, cls in group.items() if cls is None
+)
+_ALLOWED_NAMES: frozenset[str] = frozenset(name for group in ALLOWED_FUNCTIONS.values() for name in group)
+_ALLOWED_TEXT = (
+    "allowed functions: "
+    + "; ".join(f"{category}: {', '.join(names)}" for category, names in ALLOWED_FUNCTIONS.items())
+    + "; also :: casts, INTERVAL literals, IN, BETWEEN, LIKE/ILIKE, EXISTS"
+)
+
+# Names DuckDB's binder turns into a call of a session or clock function when no column of that name is
+# in scope (GetSQLValueFunctionName), quoted or not, bare or qualified by the literal word `alias`.
+# sqlglot parses `user`, `current_role` and `current_schema` as plain columns, so they are checked here.
+_VALUE_KEYWORDS = frozenset({
+    "current_catalog", "current_date", "current_role", "current_schema", "current_time", "current_timestamp",
+    "current_user", "localtime", "localtimestamp", "session_user", "user",
+})  # fmt: skip
+
+
 def validate_sql(sql: str, allowed_tables: frozenset[str] | None) -> SqlAnalysis:
     """Check `sql` is one read-only SELECT over `allowed_tables` (None: skip the table check); ValueError if not."""
     analysis = analyse_sql(sql)
@@ -147,6 +234,15 @@ def _analyse(sql: str) -> SqlAnalysis:
             _check_table(node)
         elif isinstance(node, (exp.From, exp.Join)):
             _check_source(node.this)
+        elif isinstance(node, exp.Func):
+            _check_function(node)
+        elif isinstance(node, exp.Column):
+            _check_column(node)
+        elif isinstance(node, exp.TableSample):
+            raise ValueError(
+                "sampling (USING SAMPLE, TABLESAMPLE) is not allowed: it picks random rows, so the same query "
+                "would return different evidence; filter or aggregate instead"
+            )
     tables = _real_tables(root)
     return SqlAnalysis(sql=_normalise(root), tables=tables)
 
@@ -157,6 +253,41 @@ def _check_table(table: exp.Table) -> None:
         raise ValueError(f"table functions are not allowed in FROM: {_kind(table.this)}")
     if table.args.get("db") or table.args.get("catalog"):
         raise ValueError(f"qualified table names are not allowed, use the bare table name: {table.sql()}")
+
+
+def _check_function(node: exp.Func) -> None:
+    name = _function_name(node)
+    if isinstance(node.parent, exp.Dot):
+        # `x.lower()`, `main.lower(x)`: DuckDB's method and qualified forms (sqlglot leaves them Anonymous).
+        if name in _ALLOWED_NAMES:
+            raise ValueError(f"call functions by their bare name: {name}(x), not x.{name}() or schema.{name}(x)")
+    elif type(node) in _ALLOWED_CLASSES or (isinstance(node, exp.Anonymous) and name in _ALLOWED_ANONYMOUS):
+        return
+    raise ValueError(f"function {name} is not allowed; {_ALLOWED_TEXT}")
+
+
+def _check_column(column: exp.Column) -> None:
+    name = column.name.lower()
+    if name in _VALUE_KEYWORDS and column.table.lower() in ("", "alias"):
+        raise ValueError(
+            f"{name} without a table is DuckDB's built-in {name} (session or clock), which is not allowed; "
+            f"to read a column named {name}, qualify it with its table (t.{name})"
+        )
+
+
+def _function_name(node: exp.Func) -> str:
+    """The function as the model would write it: `current_setting`, `version`, `random`, `collate`."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.lower()
+    if not isinstance(node, exp.Binary):  # operator forms (COLLATE, ->) would start with their left operand
+        try:
+            text = node.sql(dialect=_DUCKDB, unsupported_level=ErrorLevel.IGNORE)
+        except SqlglotError:
+            text = ""
+        leading = re.match(r"[A-Za-z_][A-Za-z0-9_]*", text)
+        if leading:
+            return leading.group(0).lower()
+    return node.sql_name().lower()
 
 
 def _check_source(source: exp.Expr) -> None:

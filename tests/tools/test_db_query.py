@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from collections.abc import Mapping
 from decimal import Decimal
 from pathlib import Path
@@ -11,14 +12,17 @@ from typing import Any
 
 import duckdb
 import pytest
+import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from sqlglot import exp
 
 from harness.contracts import EvidenceStatus, JsonValue
+from harness.models.scripted import Mistake
 from harness.tools import _duck
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
-from harness.tools.db_query import DatabaseQuery, DbQueryInput, TableFixture
+from harness.tools.db_query import ALLOWED_FUNCTIONS, DatabaseQuery, DbQueryInput, TableFixture
 
 PAYMENTS = TableFixture(
     name="payments",
@@ -492,3 +496,268 @@ def test_fixture_values_that_do_not_fit_their_type_fail_cleanly() -> None:
 def test_bad_fixtures_are_refused(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         TableFixture(**kwargs)
+
+
+# --- the function allow-list ------------------------------------------------------------------------
+
+# Each is rejected by validation, so DuckDB never sees it. The second column is what the message must
+# say: the function's name as the model wrote it (or the construct), so the model can correct itself.
+REJECTED_FUNCTIONS = [
+    # settings, session, catalog, environment
+    ("select current_setting('home_directory')", "function current_setting is not allowed"),
+    ("select \"current_setting\"('home_directory')", "function current_setting is not allowed"),
+    ("select current_schemas(true)", "function current_schemas is not allowed"),
+    ("select version()", "function version is not allowed"),
+    ("select getenv('HOME')", "function getenv is not allowed"),
+    ("select getvariable('x')", "function getvariable is not allowed"),
+    ("select current_database()", "function current_database is not allowed"),
+    ("select current_schema()", "function current_schema is not allowed"),
+    ("select current_query()", "function current_query is not allowed"),
+    ("select in_search_path('memory', 'main')", "function in_search_path is not allowed"),
+    ("select txid_current()", "function txid_current is not allowed"),
+    ("select pragma_version()", "function pragma_version is not allowed"),
+    ("select duckdb_settings()", "function duckdb_settings is not allowed"),
+    ("select count(*) from payments where tenant = current_setting('user_agent')", "function current_setting"),
+    # SQL value keywords: DuckDB's binder calls a session or clock function for these names
+    ("select current_user", "function current_user is not allowed"),
+    ("select session_user", "function session_user is not allowed"),
+    ("select current_catalog", "function current_catalog is not allowed"),
+    ("select user", "user without a table is DuckDB's built-in user"),
+    ('select "USER" from payments', "user without a table"),
+    ("select current_role", "current_role without a table"),
+    ("select current_schema", "current_schema without a table"),
+    ("select alias.current_schema from payments", "current_schema without a table"),
+    ("select * from payments where tenant = user", "user without a table"),
+    # table functions, wherever they sit
+    ("select * from pragma_table_info('payments')", "table function"),
+    ("select * from pragma_version()", "table function"),
+    ("select * from duckdb_settings()", "table function"),
+    ("select * from payments p join duckdb_columns() c on true", "table function"),
+    ("select read_csv('/etc/passwd')", "function read_csv is not allowed"),
+    ("select read_parquet('/tmp/x.parquet')", "function read_parquet is not allowed"),
+    ("select glob('*')", "function glob is not allowed"),
+    ("select unnest([1, 2])", "is not allowed"),
+    # state changes and answers that are not a function of the case's data
+    ("select nextval('seq')", "function nextval is not allowed"),
+    ("select setseed(0.5)", "function setseed is not allowed"),
+    ("select random()", "function random is not allowed"),
+    ("select gen_random_uuid()", "is not allowed"),
+    ("select now()", "function now is not allowed"),
+    ("select current_date", "function current_date is not allowed"),
+    ("select current_timestamp", "function current_timestamp is not allowed"),
+    ("select today()", "function current_date is not allowed"),
+    ("select age(created_at) from payments", "function age is not allowed"),
+    ("select * from payments using sample 50%", "sampling"),
+    ("select * from payments tablesample bernoulli(50)", "sampling"),
+    # harmless but not needed by a diagnosis: outside the allow-list
+    ("select md5(tenant) from payments", "function md5 is not allowed"),
+    ("select hash(tenant) from payments", "function hash is not allowed"),
+    ("select tenant collate nocase from payments", "function collate is not allowed"),
+    ("select sleep_ms(2000)", "function sleep_ms is not allowed"),
+    # qualified and method-call spellings
+    ("select pg_catalog.version()", "function version is not allowed"),
+    ("select system.main.version()", "function version is not allowed"),
+    ("select tenant.lower() from payments", "bare name: lower"),
+    ("select main.lower(tenant) from payments", "bare name: lower"),
+    # every clause is checked, not just the select list
+    ("select tenant from payments where version() like 'v%'", "function version"),
+    ("select tenant from payments group by tenant having max(random()) > 0", "function random"),
+    ("select tenant from payments order by md5(tenant)", "function md5"),
+    ("with s as (select current_setting('threads') as t) select * from s", "function current_setting"),
+    ("select (select current_schemas(false)) as s", "function current_schemas"),
+    ("select p.tenant from payments p join orders o on o.order_id = p.order_id and getenv('X') is null", "getenv"),
+    ("select row_number() over (order by random()) from payments", "function random"),
+]
+
+
+@pytest.mark.parametrize(("sql", "message"), REJECTED_FUNCTIONS)
+def test_functions_outside_the_allow_list_are_rejected_before_duckdb(
+    recorded: tuple[DatabaseQuery, _RecordingCursor], sql: str, message: str
+) -> None:
+    tool, cursor = recorded
+    with pytest.raises(ToolInputError, match=re.escape(message)) as info:
+        call(tool, {"sql": sql})
+    assert str(info.value).startswith("invalid input for tool 'db_query': sql: ")
+    assert cursor.statements == []  # DuckDB never saw it
+
+
+def test_the_rejection_lists_what_is_allowed(tool: DatabaseQuery) -> None:
+    with pytest.raises(ToolInputError) as info:
+        tool.parse_input({"sql": "select current_setting('home_directory')"})
+    text = str(info.value)
+    for category in ALLOWED_FUNCTIONS:
+        assert f"{category}: " in text
+    assert "date_trunc" in text and "coalesce" in text and "row_number" in text
+
+
+# One working call per allowed name. Each runs through the tool on DuckDB, so a name sqlglot parses to
+# a different class, or regenerates into SQL DuckDB cannot run, fails here.
+ALLOWED_EXAMPLES = {
+    "count": "count(*)", "count_if": "count_if(amount > 50)", "sum": "sum(amount)", "avg": "avg(amount)",
+    "min": "min(amount)", "max": "max(created_at)", "any_value": "any_value(tenant)",
+    "arg_min": "arg_min(payment_id, amount)", "arg_max": "arg_max(payment_id, amount)", "first": "first(tenant)",
+    "last": "last(tenant)", "list": "list(tenant)", "array_agg": "array_agg(tenant)",
+    "string_agg": "string_agg(tenant, ',')", "bool_and": "bool_and(amount > 1)", "bool_or": "bool_or(amount > 1)",
+    "median": "median(amount)", "quantile_cont": "quantile_cont(amount, 0.9)",
+    "quantile_disc": "quantile_disc(amount, 0.9)", "mode": "mode(tenant)", "stddev": "stddev(amount)",
+    "stddev_samp": "stddev_samp(amount)", "stddev_pop": "stddev_pop(amount)", "variance": "variance(amount)",
+    "var_pop": "var_pop(amount)", "grouping": "grouping(tenant)",
+    "row_number": "row_number() over (order by payment_id)", "rank": "rank() over (order by amount)",
+    "dense_rank": "dense_rank() over (order by amount)", "percent_rank": "percent_rank() over (order by amount)",
+    "cume_dist": "cume_dist() over (order by amount)", "ntile": "ntile(2) over (order by amount)",
+    "lag": "lag(amount) over (order by created_at)", "lead": "lead(amount, 1, 0) over (order by created_at)",
+    "first_value": "first_value(amount) over (order by created_at)",
+    "last_value": "last_value(amount) over (order by created_at)",
+    "nth_value": "nth_value(amount, 2) over (order by created_at)",
+    "lower": "lower(status)", "upper": "upper(tenant)", "length": "length(tenant)", "trim": "trim(tenant)",
+    "ltrim": "ltrim(tenant)", "rtrim": "rtrim(tenant)", "substr": "substr(payment_id, 5, 3)",
+    "substring": "substring(payment_id, 5, 3)", "left": "left(payment_id, 3)", "right": "right(payment_id, 3)",
+    "concat": "concat(tenant, '/', currency)", "concat_ws": "concat_ws('/', tenant, currency)",
+    "replace": "replace(payment_id, 'pay_', '')", "split_part": "split_part(payment_id, '_', 2)",
+    "strpos": "strpos(payment_id, '_')", "position": "position('_' in payment_id)",
+    "starts_with": "starts_with(payment_id, 'pay')", "ends_with": "ends_with(payment_id, '1')",
+    "contains": "contains(tenant, 'cm')", "regexp_matches": "regexp_matches(error_code, '^GW_')",
+    "regexp_extract": "regexp_extract(payment_id, '[0-9]+')", "regexp_replace": "regexp_replace(tenant, 'a', 'A')",
+    "abs": "abs(amount - 100)", "round": "round(amount, 1)", "ceil": "ceil(amount)", "floor": "floor(amount)",
+    "trunc": "trunc(amount)", "greatest": "greatest(amount, 50)", "least": "least(amount, 50)",
+    "sqrt": "sqrt(amount)", "power": "power(amount, 2)", "ln": "ln(amount)", "log": "log(amount)",
+    "exp": "exp(1)", "sign": "sign(amount - 50)",
+    "date_trunc": "date_trunc('hour', created_at)", "date_part": "date_part('minute', created_at)",
+    "datepart": "datepart('minute', created_at)", "extract": "extract(hour from created_at)",
+    "date_diff": "date_diff('minute', created_at, created_at + interval 1 hour)",
+    "datediff": "datediff('second', created_at, created_at + interval 1 minute)",
+    "date_add": "date_add(created_at, interval 1 day)", "strftime": "strftime(created_at, '%H:%M')",
+    "strptime": "strptime('2026-07-01 14:00', '%Y-%m-%d %H:%M')", "epoch": "epoch(created_at)",
+    "epoch_ms": "epoch_ms(created_at)", "to_timestamp": "to_timestamp(1782914400)",
+    "time_bucket": "time_bucket(interval '5 minutes', created_at)", "year": "year(created_at)",
+    "quarter": "quarter(created_at)", "month": "month(created_at)", "week": "week(created_at)",
+    "day": "day(created_at)", "dayofmonth": "dayofmonth(created_at)", "dayofweek": "dayofweek(created_at)",
+    "isodow": "isodow(created_at)", "dayofyear": "dayofyear(created_at)", "hour": "hour(created_at)",
+    "minute": "minute(created_at)", "second": "second(created_at)", "dayname": "dayname(created_at)",
+    "monthname": "monthname(created_at)", "make_date": "make_date(2026, 7, 1)",
+    "make_timestamp": "make_timestamp(2026, 7, 1, 14, 0, 0)",
+    "case": "case when amount > 100 then 'big' else 'small' end", "if": "if(amount > 100, 'big', 'small')",
+    "coalesce": "coalesce(error_code, 'none')", "ifnull": "ifnull(error_code, 'none')",
+    "nullif": "nullif(status, 'SUCCEEDED')", "cast": "cast(amount as integer)",
+    "try_cast": "try_cast(payment_id as integer)",
+}  # fmt: skip
+
+
+def test_every_allowed_name_has_a_working_example() -> None:
+    assert set(ALLOWED_EXAMPLES) == {name for group in ALLOWED_FUNCTIONS.values() for name in group}
+
+
+@pytest.mark.parametrize("name", sorted(ALLOWED_EXAMPLES))
+def test_each_allowed_function_parses_to_its_listed_class_and_runs(tool: DatabaseQuery, name: str) -> None:
+    expression = ALLOWED_EXAMPLES[name]
+    listed = next(group[name] for group in ALLOWED_FUNCTIONS.values() if name in group)
+    tree = sqlglot.parse_one(f"select {expression}", read="duckdb")
+    if listed is None:  # an anonymous call to sqlglot: if it gains a class, list the class instead
+        assert any(isinstance(n, exp.Anonymous) and n.name.lower() == name for n in tree.walk()), repr(tree)
+    else:
+        assert any(type(n) is listed for n in tree.walk()), f"{name}: sqlglot no longer parses it as {listed}"
+    sql = f"select {expression} as v from payments"
+    if name == "grouping":
+        sql = f"select tenant, {expression} as v from payments group by rollup (tenant)"
+    result = call(tool, {"sql": sql})
+    assert result.count >= 1
+
+
+LEGITIMATE = [
+    # joins, group by, CTE
+    "select p.tenant, o.status, count(*) as n from payments p join orders o on o.order_id = p.order_id "
+    "group by p.tenant, o.status order by 1, 2",
+    "with failed as (select * from payments where status = 'FAILED') "
+    "select tenant, count(*) as n, sum(amount) as total from failed group by tenant having count(*) > 0 order by 1",
+    "select tenant from payments where exists (select 1 from orders o where o.order_id = payments.order_id "
+    "and o.status = 'PENDING') order by 1",
+    # window functions
+    "select payment_id, row_number() over (partition by tenant order by created_at) as rn from payments order by 1",
+    "select payment_id, amount - lag(amount) over (order by created_at) as delta from payments order by 1",
+    "select tenant, sum(amount) over (partition by tenant order by created_at rows between 1 preceding "
+    "and current row) as rolling from payments order by tenant, created_at",
+    # date/time
+    "select date_trunc('hour', created_at) as h, count(*) as n from payments group by 1 order by 1",
+    "select payment_id, strftime(created_at, '%Y-%m-%d %H:%M') as t, extract(minute from created_at) as m "
+    "from payments order by 1",
+    "select payment_id from payments where created_at between timestamp '2026-07-01 14:00:00' "
+    "and timestamp '2026-07-01 14:00:00' + interval 5 minute order by 1",
+    "select payment_id, epoch(created_at) - epoch(timestamp '2026-07-01 14:00:00') as s from payments order by 1",
+    "select o.order_id, date_diff('day', o.created_on, date '2026-07-03') as age_days from orders o order by 1",
+    "select date_trunc('month', cast(created_on as date)) as m, count(*) as n from orders group by 1 order by 1",
+    "select payment_id, created_at - interval '90 seconds' as earlier from payments order by 1",
+    # strings
+    "select payment_id from payments where lower(status) like 'fail%' and tenant ilike 'AC%' order by 1",
+    "select payment_id from payments where regexp_matches(coalesce(error_code, ''), '^(GW|RISK)_') order by 1",
+    "select concat(tenant, ':', substr(payment_id, 5)) as k, tenant || '/' || currency as t from payments order by 1",
+    "select distinct split_part(error_code, '_', 1) as family from payments where error_code is not null order by 1",
+    # conditionals and casts
+    "select tenant, sum(case when status = 'FAILED' then 1 else 0 end) as failed, "
+    "count(nullif(status, 'SUCCEEDED')) as not_ok from payments group by tenant order by tenant",
+    "select payment_id, coalesce(error_code, 'none') as code, amount::int as whole, cast(amount as varchar) as s, "
+    "try_cast(payment_id as integer) as n from payments order by 1",
+    "select tenant, count(*) filter (where status = 'FAILED') as failed, round(100.0 * count(*) filter "
+    "(where status = 'FAILED') / count(*), 1) as pct from payments group by all order by all",
+    "select payment_id, if(amount > 100, 'big', 'small') as size from payments where tenant in ('acme', 'globex') "
+    "and amount is not null and error_code is distinct from 'RISK_REJECT' order by 1",
+]
+
+
+@pytest.mark.parametrize("sql", LEGITIMATE)
+def test_legitimate_diagnosis_queries_run_and_match_duckdb(
+    tool: DatabaseQuery, reference: duckdb.DuckDBPyConnection, sql: str
+) -> None:
+    expected = [tuple(_as_json(v) for v in row) for row in reference.execute(sql).fetchall()]
+    got = [tuple(r.values()) for r in call(tool, {"sql": sql}).records]
+    assert got and got == expected
+
+
+def test_a_column_named_like_a_session_function_is_read_when_qualified() -> None:
+    audit = TableFixture(name="audit", columns=("user", "action"), rows=(("alice", "rerun"), ("bob", "approve")))
+    tool = DatabaseQuery([audit])
+    assert call(tool, {"sql": "select a.user from audit a order by 1"}).records == (
+        {"user": "alice"},
+        {"user": "bob"},
+    )
+    with pytest.raises(ToolInputError, match=r"qualify it with its table \(t\.user\)"):
+        tool.parse_input({"sql": "select user from audit"})
+
+
+def test_every_builtin_db_query_step_passes_the_validator_and_runs() -> None:
+    from runners.evalset import load_cases
+
+    checked = 0
+    for case in load_cases():
+        steps = [s for s in case.trajectory.steps if s.tool == "db_query" and s.mistake is not Mistake.INVALID_INPUT]
+        if not steps:
+            continue
+        tool = DatabaseQuery(case.fixtures.tables)
+        for step in steps:
+            try:
+                result = tool.run(tool.parse_input(step.input))
+            except ToolInputError as exc:  # pragma: no cover - the failure message is the point
+                pytest.fail(f"{case.id}: {exc}")
+            assert result.evidence_status in (EvidenceStatus.EVIDENCE, EvidenceStatus.NO_EVIDENCE)
+            checked += 1
+    assert checked >= 60  # the built-in set's db_query steps, not a vacuous pass
+
+
+# --- the locked configuration (defence in depth) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SET lock_configuration = false",
+        "SET enable_external_access = true",
+        "SET autoload_known_extensions = true",
+        "SET allow_community_extensions = true",
+        "SET max_execution_time = 0",
+        "SET memory_limit = '64GB'",
+        "SET threads = 8",
+    ],
+)
+def test_the_shared_configuration_is_locked(statement: str) -> None:
+    # Even a statement that slipped past validation could not undo the lock-down.
+    with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
+        _duck.cursor().execute(statement)
