@@ -73,7 +73,8 @@ class BusinessTool(ABC, Generic[InputT]):
             parsed = self.input_model.model_validate(dict(raw))
         except ValidationError as exc:
             problems = "; ".join(
-                f"{'.'.join(str(p) for p in err['loc']) or '<input>'}: {err['msg']}" for err in exc.errors()
+                f"{'.'.join(str(p) for p in err['loc']) or '<input>'}: {err['msg'].removeprefix('Value error, ')}"
+                for err in exc.errors()
             )
             raise ToolInputError(f"invalid input for tool {self.name!r}: {problems}") from None
         return parsed  # type: ignore[return-value]

@@ -392,8 +392,10 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
     name: ClassVar[str] = "db_query"
     description: ClassVar[str] = (
         "Run one read-only SQL SELECT (DuckDB dialect) over the payment platform's business tables for this "
-        "case (e.g. payments, orders, settlements, refunds). CTEs, joins, aggregates and UNION are allowed; "
-        "anything that writes, changes settings, reads files or calls table functions is rejected, as are "
+        "case (e.g. payments, orders, settlements, refunds). CTEs, joins, aggregates, window functions and UNION "
+        "are allowed, with aggregate, window, string, math, date/time, conditional and cast functions; any "
+        "other function, and anything that writes, changes settings, reads files or calls table functions, is "
+        "rejected, as are "
         "tables not listed for the case (use bare table names). Results are capped at the tool's row limit; "
         "truncated=true means more rows matched, so aggregate or filter instead of paging."
     )
