@@ -26,7 +26,15 @@ from runners.case_runner import CaseRun, run_case
 from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
 from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
-from runners.settings import ModelSettings, RunSettings, SettingsError, SettingValue, case_run_columns, declaration
+from runners.settings import (
+    ModelSettings,
+    RunSettings,
+    SettingsError,
+    SettingValue,
+    case_run_columns,
+    declaration,
+    legacy_settings,
+)
 
 
 class BenchInputError(ValueError):
@@ -258,13 +266,8 @@ def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[Ben
     try:
         if stored.get("settings_json"):
             restored = RunSettings.from_json(stored["settings_json"])
-        else:  # written before schema v3 by a read-only caller: rebuild from the legacy columns
-            known = set(RunSettings.of().config.model_fields)
-            cfg = {k: v for k, v in json.loads(stored["config_json"] or "{}").items() if k in known}
-            restored = RunSettings.of(
-                type(RunSettings.of().config).model_validate(cfg),
-                ModelSettings(model=stored["model"], base_url=stored["base_url"]),
-            )
+        else:  # written before schema v3 (a read-only look before the writer migrates it)
+            restored = legacy_settings(stored["config_json"], stored["model"], stored["base_url"])
         restored = restored.with_values(endpoint_overrides(opts.resume_overrides, f"--resume {opts.resume}"))
     except (SettingsError, ValueError) as exc:
         raise BenchInputError(f"--resume {opts.resume}: its stored settings are unusable ({exc})") from None

@@ -321,7 +321,7 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         if sweep is None:
             _fail(f"{args.db} holds no sweeps; run `harness-bench sweep` first")
         if sweep not in known:
-            _fail(f"--sweep {sweep!r}: no such sweep in {args.db}; known: {', '.join(known[:5]) or 'none'}")
+            _fail(f"--sweep: unknown sweep {sweep!r} in {args.db}; known: {', '.join(known[:5]) or 'none'}")
         stats = measure(con, sweep)
     finally:
         con.close()
@@ -375,12 +375,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     con = connect(args.db, read_only=True)
     try:
         if args.sweep and args.sweep not in sweep_ids(con):
-            _fail(f"--sweep {args.sweep!r}: no such sweep in {args.db}")
+            _fail(f"--sweep: unknown sweep {args.sweep!r} in {args.db}")
         if (
             args.bench_run
             and not con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [args.bench_run]).fetchone()
         ):
-            _fail(f"--bench-run {args.bench_run!r}: no such bench run in {args.db}")
+            _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {args.db}")
     finally:
         con.close()
     md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
@@ -505,9 +505,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _say("interrupted: finished case runs are kept; continue with --resume BENCH_RUN_ID", stderr=True)
         return EXIT_INTERRUPTED
     except EvalSetError as exc:
-        err.print(Text.assemble(("error: ", "red"), f"{len(exc.problems)} problem(s) in the evaluation set:"))
+        if len(exc.problems) == 1:
+            _error(exc.problems[0])
+            return EXIT_INPUT
+        err.print(Text.assemble(("error: ", "red"), f"{len(exc.problems)} problems in the evaluation set:"))
         for problem in exc.problems:
-            _say(f"  - {problem}", stderr=True)
+            err.print(Text(f"  - {problem}"), soft_wrap=True)
         return EXIT_INPUT
     except (UsageError, BenchInputError, MetricsDbError, ValueError) as exc:
         _error(str(exc))

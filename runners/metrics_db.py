@@ -328,16 +328,13 @@ def _backfill_settings(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchall()
     if not rows:
         return
-    known = set(settings.declaration().harness_class.model_fields)
     con.execute("BEGIN")
     try:
         for bench_run_id, config_json, model, base_url in rows:
-            config = {k: v for k, v in json.loads(config_json or "{}").items() if k in known}
             try:
-                harness = settings.declaration().harness_class.model_validate(config)
-                run = settings.RunSettings.of(harness, settings.ModelSettings(model=model, base_url=base_url))
-            except (ValueError, settings.SettingsError):
-                continue  # unreadable legacy row: left without settings, resume says so
+                run = settings.legacy_settings(config_json, model, base_url)
+            except ValueError:
+                continue  # unreadable legacy row: left without settings; resume says so
             store_settings(con, bench_run_id, run)
         con.execute("COMMIT")
     except BaseException:

@@ -60,7 +60,7 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     model: Annotated[str, BenchSetting(metavar="MODEL")] = Field(
-        default="scripted", min_length=1, examples=["scripted:rewriter"]
+        default="scripted", min_length=1, examples=["openai:scripted:reference"]
     )
     """'scripted', 'scripted:<profile>' or 'openai:<model-name>'."""
     base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
@@ -237,11 +237,21 @@ class Setting:
 
     def parse_axis(self, text: str) -> tuple[SettingValue, ...]:
         """A comma-separated sweep axis, each value checked, duplicates dropped."""
+        noun = {ValueKind.INT: "integers", ValueKind.FLOAT: "numbers"}.get(self.kind, "values")
+        hint = ",".join(self.choices) if self.choices else "1,2,3"
         parts = [p.strip() for p in text.split(",")]
-        if not all(parts):
-            hint = ",".join(self.choices) if self.choices else "1,2,3"
-            raise SettingsError(f"{self.flag} {text!r}: an empty value in the list; give values like {hint}")
-        return tuple(dict.fromkeys(self.parse(p) for p in parts))
+        if not any(parts):
+            raise SettingsError(f"{self.flag} {text!r}: the grid is empty; expected comma-separated {noun} like {hint}")
+        values = []
+        for part in parts:
+            try:
+                values.append(self.parse(part))
+            except SettingsError as exc:
+                reason = str(exc).removeprefix(self.flag).strip()
+                raise SettingsError(
+                    f"{self.flag} {text!r}: {reason or repr(part)}; expected comma-separated {noun} like {hint}"
+                ) from None
+        return tuple(dict.fromkeys(values))
 
     def cli_text(self, value: SettingValue) -> str:
         """How `value` is written on the command line."""
@@ -272,6 +282,8 @@ def _num(value: float | int) -> str:
 
 
 def _show(value: object) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _num(value)
     return repr(value) if isinstance(value, str) else str(value)
 
 
@@ -450,6 +462,15 @@ class RunSettings:
     def with_values(self, values: Mapping[str, SettingValue]) -> RunSettings:
         """A copy with some settings changed (validated)."""
         return RunSettings.from_values(values, base=self)
+
+
+def legacy_settings(config_json: str | None, model: str | None, base_url: str | None) -> RunSettings:
+    """The settings of a bench run written before schema v3 (config_json + model + base_url columns);
+    fields unknown today are dropped, settings unknown then take their defaults."""
+    harness_class = declaration().harness_class
+    config = {k: v for k, v in json.loads(config_json or "{}").items() if k in harness_class.model_fields}
+    harness = _validated(lambda: harness_class.model_validate(config), SettingOwner.HARNESS)
+    return RunSettings.of(harness).with_values({"model": model or "scripted", "base_url": base_url})
 
 
 def _validated(build: Any, owner: SettingOwner) -> Any:
