@@ -508,7 +508,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if len(exc.problems) == 1:
             _error(exc.problems[0])
             return EXIT_INPUT
-        err.print(Text.assemble(("error: ", "red"), f"{len(exc.problems)} problems in the evaluation set:"))
+        err.print(Text.assemble(("error: ", "red"), f"{len(exc.problems)} problem(s) in the evaluation set:"))
         for problem in exc.problems:
             err.print(Text(f"  - {problem}"), soft_wrap=True)
         return EXIT_INPUT

@@ -233,7 +233,11 @@ class Setting:
                 raise SettingsError(f"{self.flag} {text!r}: must be {self.allowed()}") from None
         else:
             value = text
-        return self.check(value)
+        try:
+            return self.check(value)
+        except SettingsError:
+            shown = text.strip() if isinstance(value, int | float) else repr(text)
+            raise SettingsError(f"{self.flag} {shown}: must be {self.allowed(value)}") from None
 
     def parse_axis(self, text: str) -> tuple[SettingValue, ...]:
         """A comma-separated sweep axis, each value checked, duplicates dropped."""
@@ -247,10 +251,11 @@ class Setting:
             try:
                 values.append(self.parse(part))
             except SettingsError as exc:
+                if len(parts) == 1:
+                    raise
                 reason = str(exc).removeprefix(self.flag).strip()
-                raise SettingsError(
-                    f"{self.flag} {text!r}: {reason or repr(part)}; expected comma-separated {noun} like {hint}"
-                ) from None
+                expected = f"expected comma-separated {noun} like {hint}"
+                raise SettingsError(f"{self.flag} {text!r}: {reason}; {expected}") from None
         return tuple(dict.fromkeys(values))
 
     def cli_text(self, value: SettingValue) -> str:
@@ -522,7 +527,7 @@ def add_arguments(parser: argparse.ArgumentParser, *, sweep: bool = False) -> No
             suffix = f" [grid axis: comma list, default {shown}]" if axis else f" (default {shown})"
             group.add_argument(
                 s.flag, dest=s.name, default=None, metavar=f"{s.metavar}[,…]" if axis else s.metavar,
-                type=_arg_type(s, axis), help=(s.help + suffix).replace("%", "%%"),
+                type=_arg_type(s, axis), help=(s.help.rstrip(".") + suffix).replace("%", "%%"),
             )  # fmt: skip
 
 
