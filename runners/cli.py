@@ -374,7 +374,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     _check_output_file("--out", args.out / "report.md")
     con = connect(args.db, read_only=True)
     try:
-        if args.sweep and args.sweep not in sweep_ids(con):
+        known = sweep_ids(con)
+        if args.sweep == "latest":
+            if not known:
+                _fail(f"--sweep latest: {args.db} holds no sweeps")
+            args.sweep = known[0]
+        if args.sweep and args.sweep not in known:
             _fail(f"--sweep: unknown sweep {args.sweep!r} in {args.db}")
         if (
             args.bench_run
@@ -467,7 +472,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="report on one sweep (adds the sweep figures)")
+    p.add_argument("--sweep", default=None, metavar="SWEEP_ID",
+                   help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
     p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
     p.add_argument(
