@@ -181,6 +181,18 @@ def abbreviation(name: str) -> str:
     return "".join(part[0] for part in name.split("_") if part)
 
 
+def interval(iv: Any, *, pct: bool = False) -> Text:
+    """`40% [25–58]` or `2.2 [2.1–2.4]` (an interval of one point shows the point alone)."""
+    if not getattr(iv, "n", 0):
+        return Text("n/a")
+    value, low, high = iv.value, iv.low, iv.high
+    if pct:
+        point, lo, hi = f"{value:.0%}", f"{low * 100:.0f}", f"{high * 100:.0f}"
+    else:
+        point, lo, hi = f"{value:.1f}", f"{low:.1f}", f"{high:.1f}"
+    return Text(point if lo == hi == point.rstrip("%") else f"{point} [{lo}–{hi}]")
+
+
 def stats_table(
     title: str, columns: Sequence[str], all_columns: Sequence[str], stats: Sequence[Any], chosen: Any, front: Any
 ) -> RenderableType:
@@ -197,9 +209,9 @@ def stats_table(
     for s in stats:
         mark = "★" if s is chosen else ("◆" if s in front else "")
         table.add_row(
-            mark, *(Text(str(s.config[i])) for i in index), Text(s.recall.fmt(pct=True)),
-            Text(s.honest_fallback.fmt(pct=True)), Text(s.wasted.fmt()), f"{s.tokens.value:.0f}",
-            Text(s.model_calls.fmt()), f"{s.pass_rate:.0%}",
+            mark, *(Text(str(s.config[i])) for i in index), interval(s.recall, pct=True),
+            interval(s.honest_fallback, pct=True), interval(s.wasted), f"{s.tokens.value:.0f}",
+            interval(s.model_calls), f"{s.pass_rate:.0%}",
         )  # fmt: skip
     notes = (
         " · ".join(f"{a} = {c}" for a, c in zip(short, columns, strict=True))
