@@ -312,13 +312,24 @@ def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SC
 
 def ensure_settings_columns(con: duckdb.DuckDBPyConnection) -> None:
     """Idempotent: a column per declared setting (bench_runs) and per sweepable one (case_runs), legacy
-    bench runs given their settings, and the views recreated over the swept settings."""
+    bench runs given their settings, and the views recreated when they lack a swept setting."""
+    existing: dict[str, set[str]] = {}
+    rows = con.execute(  # duckdb_columns() costs a third of information_schema.columns
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN (SELECT unnest(?))",
+        [["bench_runs", "case_runs", *VIEWS]],
+    ).fetchall()
+    for table, column in rows:
+        existing.setdefault(table, set()).add(column)
     for table, columns in (("bench_runs", settings.bench_run_columns()), ("case_runs", settings.case_run_columns())):
         for name, sql_type in columns:
-            con.execute(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {sql_type}')
+            if name not in existing.get(table, set()):
+                con.execute(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {sql_type}')
     _backfill_settings(con)
-    for statement in _views(settings.swept_names()):
-        con.execute(statement)
+    swept = settings.swept_names()
+    keys = {"bench_run_id", "sweep_id", *swept}
+    if any(not keys <= existing.get(view, set()) for view in VIEWS):
+        for statement in _views(swept):
+            con.execute(statement)
 
 
 def _backfill_settings(con: duckdb.DuckDBPyConnection) -> None:
@@ -356,6 +367,9 @@ def stored_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> settin
     """The settings a bench run was made with (None: no such run or none stored)."""
     row = con.execute("SELECT settings_json FROM bench_runs WHERE bench_run_id = ?", [bench_run_id]).fetchone()
     return settings.RunSettings.from_json(row[0]) if row and row[0] else None
+
+
+VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")
 
 
 def _views(swept: list[str]) -> list[str]:

@@ -204,7 +204,7 @@ def test_a_new_setting_appears_in_help(new_setting: None, capsys: pytest.Capture
         with pytest.raises(SystemExit):
             main([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
-        assert metavar in text and "Probe calls allowed, a setting declared only by this test." in text
+        assert metavar in text and "Probe calls allowed, a setting declared only by this test" in text
     assert main(["run", "--probe-budget", "51"]) == 2
     assert "--probe-budget 51: must be an integer ≥ 1 and ≤ 50" in capsys.readouterr().err
 
