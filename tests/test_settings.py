@@ -22,6 +22,7 @@ from runners.metrics_db import connect, migrate
 from runners.profiles import trajectory_for_model
 from runners.settings import RunSettings, SettingsError, declaration
 from runners.simulator import SimulatorServer
+from tests._fake_endpoint import completion, serve
 
 ONE = "empty_logs_gateway_timeout_t1"
 LEGACY_PUBLIC_NAMES = {
@@ -145,18 +146,23 @@ def test_every_setting_round_trips_cli_duckdb_resume(name: str, tmp_path: Path, 
         assert {r[0] for r in _q(db, f'SELECT "{name}" FROM case_runs')} == {value}
 
 
-def test_resume_of_a_forced_tool_choice_run_still_forces_the_tool(tmp_path: Path) -> None:
-    seen: list[str] = []
-    with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, log=seen.append) as server:
-        db = tmp_path / "tc.duckdb"
-        argv = ["--model", "openai:scripted", "--base-url", server.base_url, "--tool-choice", "kb_search"]
+def test_resume_sends_the_stored_model_settings_on_the_wire(tmp_path: Path) -> None:
+    db = tmp_path / "tc.duckdb"
+    wire = {"tool_choice": {"type": "function", "function": {"name": "kb_search"}}, "parallel_tool_calls": True,
+            "temperature": 0.7}  # fmt: skip
+    with serve() as ep:
+        for _ in range(3):  # one model call per case run: a text answer is an invalid Draft
+            ep.push(200, completion("no idea"))
+        argv = ["--model", "openai:m", "--base-url", ep.base_url, "--tool-choice", "kb_search",
+                "--parallel-tool-calls", "true", "--temperature", "0.7"]  # fmt: skip
         assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", *argv]) == 0
         ((bench_run_id,),) = _q(db, "SELECT bench_run_id FROM bench_runs")
         _drop_epoch(db, str(bench_run_id), 2)
-        seen.clear()
+        assert len(ep.requests) == 2
         assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
-    assert seen, "the resumed case run reached the endpoint"
-    assert _q(db, "SELECT tool_choice FROM bench_runs") == [("kb_search",)]
+    assert len(ep.requests) == 3, "the resumed case run reached the endpoint"
+    for body in ep.requests:  # the resumed request too: tool_choice is not lost on resume
+        assert {k: body.get(k) for k in wire} == wire
 
 
 def test_resume_refuses_settings_it_would_ignore_but_takes_a_new_endpoint(
@@ -285,3 +291,32 @@ def test_the_printed_rerecord_command_records_what_the_replay_needs(
     counts = "SELECT error, outcome, stop_reason, model_calls, tool_invocations, tool_rejections FROM case_runs"
     replayed = _q(tmp_path / "replay.duckdb", counts)
     assert replayed == _q(tmp_path / "record.duckdb", counts) and replayed[0][0] is None
+
+
+def test_sweep_resume_restores_every_setting(tmp_path: Path, sim: SimulatorServer) -> None:
+    db = tmp_path / "sw.duckdb"
+    argv: list[str] = []
+    for s in declaration().settings:  # every setting away from its default at once
+        if s.name != "no_gain_threshold":
+            argv += [s.flag, s.cli_text(_example(s, sim))]
+    argv += ["--no-gain-threshold", "1,2"]
+    assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", *argv]) == 0
+    before = dict(_q(db, "SELECT no_gain_threshold, settings_json FROM bench_runs"))
+    assert sorted(before) == [1, 2]
+    for ng, stored in before.items():
+        expected = {s.name: _example(s, sim) for s in declaration().settings} | {"no_gain_threshold": ng}
+        assert json.loads(str(stored)) == expected
+    # point 1 half done (resumed from its own bench run), point 2 never started (rebuilt from the sweep)
+    ((first,),) = _q(db, "SELECT bench_run_id FROM bench_runs WHERE no_gain_threshold = 1")
+    _drop_epoch(db, str(first), 2)
+    con = duckdb.connect(str(db))
+    for table in ("events", "tool_calls", "case_runs", "bench_runs"):
+        con.execute(f"DELETE FROM {table} WHERE bench_run_id IN (SELECT bench_run_id FROM bench_runs"
+                    " WHERE no_gain_threshold = 2)")  # fmt: skip
+    con.execute("UPDATE sweeps SET status = 'interrupted'")
+    con.close()
+    ((sweep_id,),) = _q(db, "SELECT sweep_id FROM sweeps")
+    assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
+    assert dict(_q(db, "SELECT no_gain_threshold, settings_json FROM bench_runs")) == before
+    assert _q(db, "SELECT count(*), min(status) FROM bench_runs") == [(2, "completed")]
+    assert _q(db, "SELECT count(*) FROM case_runs") == [(4,)]
