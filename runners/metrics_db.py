@@ -363,12 +363,6 @@ def store_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str, run: setti
     )
 
 
-def stored_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> settings.RunSettings | None:
-    """The settings a bench run was made with (None: no such run or none stored)."""
-    row = con.execute("SELECT settings_json FROM bench_runs WHERE bench_run_id = ?", [bench_run_id]).fetchone()
-    return settings.RunSettings.from_json(row[0]) if row and row[0] else None
-
-
 VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")
 
 
