@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
-from dataclasses import dataclass, field, replace
+from dataclasses import InitVar, asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,16 @@ from runners import profiles
 from runners.case_runner import CaseRun, run_case
 from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
-from runners.metrics_db import MetricsWriter, RunConfigRow, case_run_rows, connect
+from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
+from runners.settings import (
+    ModelSettings,
+    RunSettings,
+    SettingsError,
+    SettingValue,
+    case_run_columns,
+    declaration,
+    legacy_settings,
+)
 
 
 class BenchInputError(ValueError):
@@ -66,8 +75,6 @@ class BenchOptions:
     """Files, folders or family names (empty = all built-in cases)."""
     case_ids: list[str] = field(default_factory=list)
     """Only these case ids (empty = all)."""
-    model: str = "scripted"
-    """Model spec."""
     db: Path = Path("bench.duckdb")
     """DuckDB file."""
     label: str | None = None
@@ -78,22 +85,39 @@ class BenchOptions:
     """Case runs in flight."""
     config: HarnessConfig = field(default_factory=HarnessConfig)
     """Thresholds and budgets."""
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+    """The model under test and how it is asked (model, base URL, tool_choice, ...)."""
     cassettes: Path | None = None
     """Cassette folder (openai models only)."""
     record_mode: str = "none"
     """vcrpy record mode."""
-    base_url: str | None = None
-    """OpenAI-compatible base URL."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """Environment variable holding the API key."""
-    tool_choice: str = "auto"
-    """OpenAI `tool_choice`: auto (not sent), none, required, or a tool name to force."""
     sweep_id: str | None = None
     """Set when the run is one point of a sweep."""
     resume: str | None = None
     """Bench run id to finish."""
+    resume_overrides: dict[str, SettingValue] = field(default_factory=dict)
+    """On resume: endpoint settings (base URL, key variable) that replace the stored ones."""
     keep_runs: bool = True
     """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
+    # Keywords kept for existing callers; each sets the model setting of the same name (read them
+    # from `model_settings`).
+    model: InitVar[str | None] = None
+    base_url: InitVar[str | None] = None
+    api_key_env: InitVar[str | None] = None
+    tool_choice: InitVar[str | None] = None
+
+    def __post_init__(
+        self, model: str | None, base_url: str | None, api_key_env: str | None, tool_choice: str | None
+    ) -> None:
+        legacy = {"model": model, "base_url": base_url, "api_key_env": api_key_env, "tool_choice": tool_choice}
+        given = {k: v for k, v in legacy.items() if v is not None}
+        if given:
+            self.model_settings = RunSettings.of(None, self.model_settings).with_values(given).model_settings
+
+    @property
+    def settings(self) -> RunSettings:
+        """Every setting of the run."""
+        return RunSettings.of(self.config, self.model_settings)
 
 
 @dataclass
@@ -122,6 +146,8 @@ class BenchSummary:
     """Case runs that missed their expectations."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """(case id, error) of case runs that hit a loop-level error (first 50)."""
+    settings: RunSettings | None = None
+    """The settings the case runs were made with (restored ones on resume)."""
 
 
 def git_commit() -> str | None:
@@ -133,30 +159,6 @@ def git_commit() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return out.stdout.strip() or None
-
-
-def config_row(cfg: HarnessConfig) -> RunConfigRow:
-    """The config columns of case_runs."""
-    return RunConfigRow(
-        cfg.no_gain_threshold,
-        cfg.protocol_violation_threshold,
-        cfg.max_tool_invocations,
-        cfg.max_model_calls,
-        cfg.max_total_tokens,
-    )
-
-
-def config_flags(cfg: HarnessConfig) -> str:
-    """The CLI flags that reproduce `cfg` where it differs from the defaults."""
-    d = HarnessConfig()
-    flags = [
-        ("--no-gain-threshold", cfg.no_gain_threshold, d.no_gain_threshold),
-        ("--protocol-violation-threshold", cfg.protocol_violation_threshold, d.protocol_violation_threshold),
-        ("--max-tool-calls", cfg.max_tool_invocations, d.max_tool_invocations),
-        ("--max-model-calls", cfg.max_model_calls, d.max_model_calls),
-        ("--max-tokens", cfg.max_total_tokens, d.max_total_tokens),
-    ]
-    return "".join(f" {flag} {value}" for flag, value, default in flags if value != default)
 
 
 def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
@@ -183,12 +185,15 @@ class _ModelFactory:
         self.opts = opts
         self._shared: ChatModel | None = None
         if spec.kind == "openai":
+            ms = opts.model_settings
             self._shared = OpenAIChatModel(
                 spec.name,
-                base_url=opts.base_url,
-                api_key_env=opts.api_key_env,
+                base_url=ms.base_url,
+                api_key_env=ms.api_key_env,
                 timeout_seconds=opts.config.model_timeout_seconds,
-                tool_choice=opts.tool_choice,
+                tool_choice=ms.tool_choice,
+                parallel_tool_calls=ms.parallel_tool_calls.wire,
+                temperature=ms.temperature,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -209,16 +214,14 @@ def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOpti
         with ctx:
             run = run_case(case, model, config=opts.config)
     except CassetteError as exc:
-        raise BenchInputError(
-            f"{exc}; delete it and re-record with: "
-            f"{rerecord_command(opts.cassettes or '', factory.spec.raw, case.id, opts.base_url)}"
-        ) from None
+        command = rerecord_command(opts.cassettes or "", case.id, epoch, opts.settings, evalsets=opts.evalsets,
+                                   record_mode=opts.record_mode, delete_first=True)  # fmt: skip
+        raise BenchInputError(f"{exc}; re-record with: {command}") from None
     if run.result.error and "cassette miss" in run.result.error and opts.cassettes is not None:
         path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
-        message = (
-            f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: "
-            f"{rerecord_command(opts.cassettes, factory.spec.raw, case.id, opts.base_url)}{config_flags(opts.config)}"
-        )
+        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
+                                   record_mode=opts.record_mode)  # fmt: skip
+        message = f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: {command}"
         run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
     return run
 
@@ -250,28 +253,59 @@ def run_bench(
         own.close()
 
 
-def _load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[str, BenchOptions, list[str]]:
-    row = con.execute(
-        "SELECT model, label, config_json, evalset_specs, case_ids_json, epochs, cassettes, record_mode, base_url,"
-        " sweep_id, status FROM bench_runs WHERE bench_run_id = ?",
-        [opts.resume],
-    ).fetchone()
+def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[BenchOptions, list[str]]:
+    """The options of the bench run `opts.resume` (every setting restored; endpoint settings given in
+    `opts` — base URL, key variable — replace the stored ones) and its finished case-run ids."""
+    cur = con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [opts.resume])
+    row = cur.fetchone()
     if row is None:
         raise BenchInputError(f"--resume {opts.resume}: no such bench run in {opts.db}")
-    model, label, cfg_json, specs_json, ids_json, epochs, cassettes, record_mode, base_url, sweep_id, status = row
-    if status == "completed":
+    stored: dict[str, Any] = dict(zip([d[0] for d in cur.description], row, strict=True))
+    if stored["status"] == "completed":
         raise BenchInputError(f"--resume {opts.resume}: that bench run is already completed")
+    try:
+        if stored.get("settings_json"):
+            restored = RunSettings.from_json(stored["settings_json"])
+        else:  # written before schema v3 (a read-only look before the writer migrates it)
+            restored = legacy_settings(stored["config_json"], stored["model"], stored["base_url"])
+        restored = restored.with_values(endpoint_overrides(opts.resume_overrides, f"--resume {opts.resume}"))
+    except (SettingsError, ValueError) as exc:
+        raise BenchInputError(f"--resume {opts.resume}: its stored settings are unusable ({exc})") from None
     resumed = BenchOptions(
-        evalsets=json.loads(specs_json), case_ids=json.loads(ids_json), model=model, db=opts.db, label=label,
-        epochs=epochs, concurrency=opts.concurrency, config=HarnessConfig.model_validate_json(cfg_json),
-        cassettes=Path(cassettes) if cassettes else None, record_mode=record_mode or "none",
-        base_url=base_url, api_key_env=opts.api_key_env, sweep_id=sweep_id, resume=opts.resume,
+        evalsets=json.loads(stored["evalset_specs"]), case_ids=json.loads(stored["case_ids_json"]), db=opts.db,
+        label=stored["label"], epochs=stored["epochs"], concurrency=opts.concurrency, config=restored.config,
+        model_settings=restored.model_settings, cassettes=Path(stored["cassettes"]) if stored["cassettes"] else None,
+        record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
         keep_runs=opts.keep_runs,
     )  # fmt: skip
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
     ]
-    return str(opts.resume), resumed, done
+    return resumed, done
+
+
+def endpoint_overrides(overrides: dict[str, SettingValue], what: str) -> dict[str, SettingValue]:
+    """`overrides` if they are all endpoint settings (where the model is reached, not what is measured)."""
+    decl = declaration()
+    bad = [n for n in overrides if n not in decl.names() or not decl[n].endpoint]
+    if bad:
+        raise BenchInputError(f"{what} restores every stored setting; only endpoint settings may change, not {bad}")
+    return overrides
+
+
+def check_options(opts: BenchOptions) -> list[EvalCase]:
+    """Everything that can be refused before a file is touched: model, cases, counts, API key. Returns the cases."""
+    return _checked(opts)[0]
+
+
+def _checked(opts: BenchOptions) -> tuple[list[EvalCase], _ModelFactory]:
+    spec = ModelSpec.parse(opts.model_settings.model)
+    cases = select_cases(opts.evalsets, opts.case_ids)
+    if opts.epochs < 1:
+        raise BenchInputError("--epochs must be >= 1")
+    if opts.concurrency < 1:
+        raise BenchInputError("--concurrency must be >= 1")
+    return cases, _ModelFactory(spec, opts)  # an openai model without its key variable fails here, naming it
 
 
 def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
@@ -284,40 +318,47 @@ def _run(
 ) -> BenchSummary:
     done: set[str] = set()
     if opts.resume:
-        bench_run_id, opts, done_ids = _load_resume(con, opts)
+        opts, done_ids = load_resume(con, opts)
+        bench_run_id = str(opts.resume)
         done = set(done_ids)
     else:
         bench_run_id = _new_id()
-    spec = ModelSpec.parse(opts.model)
-    cases = select_cases(opts.evalsets, opts.case_ids)
-    if opts.epochs < 1:
-        raise BenchInputError("--epochs must be >= 1")
-    if opts.concurrency < 1:
-        raise BenchInputError("--concurrency must be >= 1")
-    factory = _ModelFactory(spec, opts)
+    cases, factory = _checked(opts)
+    spec = factory.spec
+    run_settings = opts.settings
     concurrency = opts.concurrency
     if opts.cassettes is not None and spec.kind == "openai":
         concurrency = 1  # vcrpy patches the HTTP transport process-wide: one cassette at a time
-    cfg_row = config_row(opts.config)
+    values = run_settings.values()
+    swept = {name: values[name] for name, _ in case_run_columns()}
     planned = list(_planned(cases, opts.epochs))
-    if not opts.resume:
-        con.execute(
-            "INSERT INTO bench_runs VALUES (?, ?, now(), NULL, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)",
-            [
-                bench_run_id, opts.sweep_id, git_commit(), spec.raw, opts.label,
-                opts.config.model_dump_json(), content_hash(cases), json.dumps(opts.evalsets),
-                json.dumps(opts.case_ids), opts.epochs, len(planned), __version__,
-                str(opts.cassettes) if opts.cassettes else None, opts.record_mode if opts.cassettes else None,
-                opts.base_url,
-            ],
-        )  # fmt: skip
-    else:
-        con.execute(
-            "UPDATE bench_runs SET status = 'running', finished_at = NULL WHERE bench_run_id = ?", [bench_run_id]
-        )
+    con.execute("BEGIN")
+    try:
+        if not opts.resume:
+            con.execute(
+                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label, config_json,"
+                " evalset_hash, evalset_specs, case_ids_json, epochs, planned_case_runs, harness_bench_version,"
+                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    bench_run_id, opts.sweep_id, git_commit(), opts.label, opts.config.model_dump_json(),
+                    content_hash(cases), json.dumps(opts.evalsets), json.dumps(opts.case_ids), opts.epochs,
+                    len(planned), __version__, str(opts.cassettes) if opts.cassettes else None,
+                    opts.record_mode if opts.cassettes else None,
+                ],
+            )  # fmt: skip
+        else:
+            con.execute(
+                "UPDATE bench_runs SET status = 'running', finished_at = NULL WHERE bench_run_id = ?", [bench_run_id]
+            )
+        store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
     todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
     writer = MetricsWriter(con)
     summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
+    summary.settings = run_settings
     status = "failed"
     error: str | None = None
     try:
@@ -325,7 +366,7 @@ def _run(
             on_progress(summary.skipped, len(planned), None)
         for run, epoch in _iterate(todo, factory, opts, concurrency):
             writer.add(case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case.id, epoch), spec.raw,
-                                     opts.label, epoch, cfg_row, run))  # fmt: skip
+                                     opts.label, epoch, swept, run))  # fmt: skip
             summary.executed += 1
             summary.failed += not run.passed
             if run.result.error and len(summary.errors) < 50:
@@ -383,23 +424,52 @@ def _iterate(
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def family_table(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[dict[str, Any]]:
-    """Per-family summary of one bench run (the end-of-run table)."""
+@dataclass(frozen=True, slots=True)
+class FamilyRow:
+    """One family of one bench run (the end-of-run table)."""
+
+    family: str
+    """Family name."""
+    runs: int
+    """Case runs."""
+    pass_rate: float
+    """Share of case runs that met their expectations."""
+    outcomes: dict[str, int]
+    """Case runs per outcome (`FALLBACK/INSUFFICIENT_EVIDENCE` style)."""
+    stop_reasons: dict[str, int]
+    """Case runs per stop reason (`NONE`: the agent finished on its own)."""
+    mean_tools: float
+    """Mean tool invocations."""
+    mean_rejections: float
+    """Mean rejected tool requests."""
+    mean_wasted: float
+    """Mean wasted invocations."""
+
+
+def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[FamilyRow]:
+    """Per-family summary of one bench run, with counts per outcome and stop reason."""
     rows = con.execute(
         """
-        SELECT family,
-               count(*) AS runs,
-               avg(passed::INT) AS pass_rate,
-               array_to_string(
-                   list_sort(list(DISTINCT outcome || coalesce('/' || fallback_kind, ''))), ', '
-               ) AS outcomes,
-               array_to_string(list_sort(list(DISTINCT coalesce(stop_reason, 'NONE'))), ', ') AS stop_reasons,
-               avg(tool_invocations) AS mean_tools,
-               avg(tool_rejections) AS mean_rejections,
-               avg(wasted_invocations) AS mean_wasted
+        SELECT family, count(*), avg(passed::INT),
+               histogram(outcome || coalesce('/' || fallback_kind, '')),
+               histogram(coalesce(stop_reason, 'NONE')),
+               avg(tool_invocations), avg(tool_rejections), avg(wasted_invocations)
         FROM case_runs WHERE bench_run_id = ? GROUP BY family ORDER BY family
         """,
         [bench_run_id],
     ).fetchall()
-    cols = ["family", "runs", "pass_rate", "outcomes", "stop_reasons", "mean_tools", "mean_rejections", "mean_wasted"]
-    return [dict(zip(cols, r, strict=True)) for r in rows]
+    return [
+        FamilyRow(str(f), int(n), float(p), dict(o), dict(s), float(t), float(r), float(w))
+        for f, n, p, o, s, t, r, w in rows
+    ]
+
+
+def family_table(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[dict[str, Any]]:
+    """Per-family summary of one bench run as dicts (outcomes and stop reasons as comma lists)."""
+    rows = []
+    for r in family_rows(con, bench_run_id):
+        row: dict[str, Any] = asdict(r)
+        row["outcomes"] = ", ".join(sorted(r.outcomes))
+        row["stop_reasons"] = ", ".join(sorted(r.stop_reasons))
+        rows.append(row)
+    return rows

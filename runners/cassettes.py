@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +20,8 @@ from typing import Any
 import vcr
 from vcr.record_mode import RecordMode
 from vcr.request import Request
+
+from runners.settings import RunSettings, reproduce_flags
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",
@@ -123,7 +127,35 @@ def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[Any]:
     return cm
 
 
-def rerecord_command(cassettes: str | Path, model: str, case_id: str, base_url: str | None) -> str:
-    """The command that re-records a cassette."""
-    url = f" --base-url {base_url}" if base_url else ""
-    return f"harness-bench run --case {case_id} --model {model}{url} --cassettes {cassettes} --record-mode new_episodes"
+def rerecord_command(
+    cassettes: str | Path, case_id: str, epoch: int, run: RunSettings, *, evalsets: Sequence[str] = (),
+    record_mode: str = "none", delete_first: bool = False,
+) -> str:  # fmt: skip
+    """The command that re-records one case's cassette, reproducing the run: model, tool_choice, schema
+    mode and every other non-default setting. Record mode `all` replaces each recorded episode the new
+    run sends (vcrpy >= 8.4 replaces a matching recording instead of appending beside it) and keeps the
+    episodes of other thresholds that share the file. `delete_first` prefixes an `rm` of the cassette
+    (for a corrupted file, which vcrpy cannot load)."""
+    ms = run.model_settings
+    argv = ["harness-bench", "run", *(a for spec in evalsets for a in ("--evalset", spec)), "--case", case_id]
+    if epoch > 1:
+        argv += ["--epochs", str(epoch)]
+    argv += reproduce_flags(run, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
+    name = ms.model.partition(":")[2] or ms.model
+    if ms.base_url and record_mode != "none":
+        argv += ["--base-url", ms.base_url]
+        note = f"--base-url is the endpoint this run recorded from: it must be serving {name} live"
+    elif ms.base_url:
+        argv += ["--base-url", "LIVE_BASE_URL"]
+        note = (
+            f"LIVE_BASE_URL: a live OpenAI-compatible endpoint serving {name}; this run replayed offline, so its"
+            f" --base-url {ms.base_url} was never contacted"
+        )
+    else:
+        note = f"records from the OpenAI API with the key in ${ms.api_key_env}"
+    argv += ["--cassettes", str(cassettes), "--record-mode", "all"]
+    command = shlex.join(argv)
+    if delete_first:
+        path = cassette_path(cassettes, ms.model, case_id, epoch)
+        command = f"rm -- {shlex.quote(str(path))} && {command}"
+    return f"{command} ({note})"

@@ -7,24 +7,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from rich.text import Text
 
 from harness import __version__
-from harness.config import HarnessConfig
+from runners import settings, tables
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
-out = Console(width=None if sys.stdout.isatty() else 160)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
+out = tables.make_console()
+err = tables.make_console(stderr=True)
+
+MAX_EPOCHS = 10_000
+MAX_CONCURRENCY = 1_024
 
 
 class UsageError(Exception):
@@ -35,139 +37,150 @@ def _fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
+def _say(text: str, *, stderr: bool = False) -> None:
+    """Print plain text: never read as markup; wrapped between words at the console width."""
+    (err if stderr else out).print(Text(text))
+
+
+def _error(text: str) -> None:
+    """One line on stderr."""
+    err.print(Text.assemble(("error: ", "red"), " ".join(text.split())), soft_wrap=True)
+
+
+# -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be an integer from {lo} to {hi}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text}: must be an integer from {lo} to {hi}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+class _ArgumentError(Exception):
+    """A flag argparse refused: one line naming it, exit 2 (main prints it)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors reach `main` as one line (`--flag VALUE: what is allowed`), not a usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
+        if m:
+            flag = m.group(1).split("/")[-1]
+            message = f"{flag} {m.group(2)}"
+        raise _ArgumentError(f"{message} (see {self.prog} --help)")
+
+
 # -- shared options -----------------------------------------------------------------------------
 def _add_selection(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--evalset", action="append", default=[], metavar="PATH|FAMILY",
+        "--evalset", action="append", default=None, metavar="PATH|FAMILY",
         help="evaluation file, folder or family name (repeatable; default: every built-in case)",
     )  # fmt: skip
-    p.add_argument("--case", action="append", default=[], metavar="ID", help="only this case id (repeatable)")
+    p.add_argument("--case", action="append", default=None, metavar="ID", help="only this case id (repeatable)")
 
 
-def _add_config(p: argparse.ArgumentParser) -> None:
-    d = HarnessConfig()
-    g = p.add_argument_group("harness config (never shown to the model)")
-    g.add_argument(
-        "--no-gain-threshold",
-        type=int,
-        default=d.no_gain_threshold,
-        metavar="N",
-        help=f"consecutive NO_GAIN that saturate a run (default {d.no_gain_threshold})",
-    )
-    g.add_argument(
-        "--protocol-violation-threshold",
-        type=int,
-        default=d.protocol_violation_threshold,
-        metavar="N",
-        help=f"consecutive protocol violations that saturate a run (default {d.protocol_violation_threshold})",
-    )
-    g.add_argument(
-        "--max-tool-calls",
-        type=int,
-        default=d.max_tool_invocations,
-        metavar="N",
-        help=f"tool invocation budget (default {d.max_tool_invocations})",
-    )
-    g.add_argument(
-        "--max-model-calls",
-        type=int,
-        default=d.max_model_calls,
-        metavar="N",
-        help=f"model call budget (default {d.max_model_calls})",
-    )
-    g.add_argument(
-        "--max-tokens",
-        type=int,
-        default=d.max_total_tokens,
-        metavar="N",
-        help=f"token budget (default {d.max_total_tokens})",
-    )
-    g.add_argument("--deadline", type=float, default=d.deadline_seconds, metavar="SECONDS",
-                   help=f"wall-clock deadline per case run (default {d.deadline_seconds:g})")  # fmt: skip
+def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+    settings.add_arguments(p, sweep=sweep)
+    g = p.add_argument_group("cassettes")
+    g.add_argument("--cassettes", type=Path, default=None, metavar="DIR",
+                   help="record/replay the model's HTTP with vcrpy (openai:<model-name> only)")  # fmt: skip
+    g.add_argument("--record-mode", default=None, choices=["none", "once", "new_episodes", "all"],
+                   help="vcrpy record mode with --cassettes (default none: replay only, no network; all: re-record,"
+                        " replacing stale episodes)")  # fmt: skip
+    g = p.add_argument_group("bench")
+    g.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    g.add_argument("--label", default=None, help="label stored with every case run (the gate pairs labels)")
+    epochs = 3 if sweep else 1
+    g.add_argument("--epochs", type=_int_in(1, MAX_EPOCHS), default=None, metavar="K",
+                   help=f"repeat every case K times (default {epochs})")  # fmt: skip
+    g.add_argument("--concurrency", type=_int_in(1, MAX_CONCURRENCY), default=1, metavar="N",
+                   help="case runs in flight (default 1)")  # fmt: skip
+    what = "SWEEP_ID" if sweep else "BENCH_RUN_ID"
+    g.add_argument("--resume", default=None, metavar=what,
+                   help="finish an interrupted " + ("sweep" if sweep else "bench run") + " with its stored settings"
+                        " (only --db, --concurrency, --base-url and --api-key-env may be given with it)")  # fmt: skip
 
 
-def _add_model(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("model")
-    g.add_argument(
-        "--model",
-        default="scripted",
-        metavar="MODEL",
-        help="'scripted' (default), 'scripted:<profile>' or 'openai:<model-name>'",
-    )
-    g.add_argument("--base-url", default=None, help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, serve-sim)")
-    g.add_argument(
-        "--api-key-env",
-        default="OPENAI_API_KEY",
-        metavar="VAR",
-        help="environment variable holding the API key (default OPENAI_API_KEY)",
-    )
-    g.add_argument("--tool-choice", default="auto", metavar="auto|none|required|TOOL",
-                   help="OpenAI tool_choice (default auto: not sent); a tool name forces that tool")  # fmt: skip
-    g.add_argument("--cassettes", type=Path, default=None, metavar="DIR", help="record/replay model HTTP with vcrpy")
-    g.add_argument("--record-mode", default="none", choices=["none", "once", "new_episodes", "all"],
-                   help="vcrpy record mode with --cassettes (default none: replay only, no network)")  # fmt: skip
+# -- checks before any file is created ----------------------------------------------------------
+def _check_db(path: Path, *, must_exist: bool) -> None:
+    from runners.metrics_db import check_database_file
+
+    check_database_file(path, must_exist=must_exist)
 
 
-def _config_from(args: argparse.Namespace) -> HarnessConfig:
-    try:
-        return HarnessConfig(
-            no_gain_threshold=args.no_gain_threshold,
-            protocol_violation_threshold=args.protocol_violation_threshold,
-            max_tool_invocations=args.max_tool_calls,
-            max_model_calls=args.max_model_calls,
-            max_total_tokens=args.max_tokens,
-            deadline_seconds=args.deadline,
-        )
-    except ValidationError as exc:
-        names = {
-            "max_tool_invocations": "--max-tool-calls", "max_total_tokens": "--max-tokens",
-            "deadline_seconds": "--deadline",
-        }  # fmt: skip
-        problems = []
-        for e in exc.errors():
-            field = str(e["loc"][0])
-            flag = names.get(field, "--" + field.replace("_", "-"))
-            problems.append(f"{flag} {e.get('input')!r}: {e['msg']}")
-        _fail("; ".join(problems))
+def _check_output_file(flag: str, path: Path) -> None:
+    if path.is_dir():
+        _fail(f"{flag} {path} is a folder; give a file path")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            _fail(f"{flag} {path}: {parent} is a file, not a folder")
+
+
+def _check_cassette_flags(args: argparse.Namespace, model: str) -> None:
+    if args.record_mode is not None and args.cassettes is None:
+        _fail(f"--record-mode {args.record_mode} needs --cassettes DIR")
+    if args.cassettes is not None:
+        if not model.startswith("openai:"):
+            _fail(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
+        if args.cassettes.exists() and not args.cassettes.is_dir():
+            _fail(f"--cassettes {args.cassettes} is a file, not a folder")
+
+
+def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
+    """With --resume every setting is restored: refuse flags that would be ignored; return the endpoint
+    settings given (a new base URL or key variable may replace the stored one)."""
+    given = settings.given(args)
+    decl = settings.declaration()
+    refused = [decl[name].flag for name in given if not decl[name].endpoint]
+    refused += [
+        flag for flag, value in (
+            ("--evalset", args.evalset), ("--case", args.case), ("--label", args.label), ("--epochs", args.epochs),
+            ("--cassettes", args.cassettes), ("--record-mode", args.record_mode),
+        ) if value is not None
+    ]  # fmt: skip
+    if refused:
+        _fail(f"--resume {args.resume} restores the stored settings; remove {', '.join(refused)}")
+    return {k: v for k, v in given.items() if decl[k].endpoint}
+
+
+def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
+    from runners.bench import BenchOptions
+
+    run_settings = run_settings or settings.RunSettings.of()
+    return BenchOptions(
+        evalsets=args.evalset or [], case_ids=args.case or [], db=args.db, label=args.label,
+        epochs=args.epochs or epochs, concurrency=args.concurrency, config=run_settings.config,
+        model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
+        keep_runs=False,
+    )  # fmt: skip
 
 
 # -- commands -------------------------------------------------------------------------------------
 def cmd_cases(args: argparse.Namespace) -> int:
     from runners.bench import select_cases
 
-    cases = select_cases(args.evalset, args.case)
-    table = Table(title=f"{len(cases)} evaluation cases")
-    for col in ("id", "family", "expected outcome", "stop reason", "steps", "question"):
-        table.add_column(col, overflow="fold")
-    for c in cases:
-        e = c.expect
-        outcome = e.outcome.value + (f"/{e.fallback_kind.value}" if e.fallback_kind else "")
-        table.add_row(
-            c.id, c.family.value, outcome, e.stop_reason.value if e.stop_reason else "-",
-            str(len(c.trajectory.steps)), c.question[:70],
-        )  # fmt: skip
-    out.print(table)
+    cases = select_cases(args.evalset or [], args.case or [])
+    out.print(tables.cases_table(cases, out.width))
     return EXIT_OK
 
 
 def _print_family_table(db: Path, bench_run_id: str) -> None:
-    from runners.bench import family_table
+    from runners.bench import family_rows
     from runners.metrics_db import connect
 
     con = connect(db, read_only=True)
     try:
-        rows = family_table(con, bench_run_id)
+        rows = family_rows(con, bench_run_id)
     finally:
         con.close()
-    table = Table(title=f"bench run {bench_run_id}")
-    for col in ("family", "runs", "pass rate", "outcomes", "stop reasons", "tools", "rejections", "wasted"):
-        table.add_column(col, overflow="fold")
-    for r in rows:
-        table.add_row(
-            r["family"], str(r["runs"]), f"{r['pass_rate']:.0%}", r["outcomes"], r["stop_reasons"],
-            f"{r['mean_tools']:.1f}", f"{r['mean_rejections']:.1f}", f"{r['mean_wasted']:.1f}",
-        )  # fmt: skip
-    out.print(table)
+    out.print(tables.family_table(f"bench run {bench_run_id}", rows))
 
 
 def _progress() -> Progress:
@@ -187,19 +200,31 @@ def _claim(db: Path) -> None:
     finally:
         con.close()
     if n:
-        err.print(f"{n} bench run(s) left 'running' by a process that died are now 'interrupted' (use --resume)")
+        _say(f"{n} bench run(s) left 'running' by a process that died are now 'interrupted' (use --resume)",
+             stderr=True)  # fmt: skip
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runners.bench import BenchOptions, run_bench
+    from runners.bench import BenchOptions, check_options, load_resume, run_bench
+    from runners.metrics_db import connect
 
+    if args.resume:
+        overrides = _check_resume_flags(args)
+        _check_db(args.db, must_exist=True)
+        opts = BenchOptions(db=args.db, resume=args.resume, concurrency=args.concurrency, keep_runs=False,
+                            resume_overrides=overrides)  # fmt: skip
+        con = connect(args.db, read_only=True)
+        try:
+            check_options(load_resume(con, opts)[0])
+        finally:
+            con.close()
+    else:
+        run_settings = settings.settings_from_args(args)
+        _check_cassette_flags(args, run_settings.model_settings.model)
+        _check_db(args.db, must_exist=False)
+        opts = _bench_options(args, run_settings, epochs=1)
+        check_options(opts)
     _claim(args.db)
-    opts = BenchOptions(
-        evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
-        epochs=args.epochs, concurrency=args.concurrency, config=_config_from(args), cassettes=args.cassettes,
-        record_mode=args.record_mode, base_url=args.base_url, api_key_env=args.api_key_env, resume=args.resume,
-        keep_runs=False, tool_choice=args.tool_choice,
-    )  # fmt: skip
     passed = [0]
     with _progress() as progress:
         task = progress.add_task("cases", total=None, passed="")
@@ -213,18 +238,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_family_table(args.db, summary.bench_run_id)
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
-    out.print(
-        f"bench run [bold]{summary.bench_run_id}[/bold] {summary.status}: {summary.executed} case runs executed"
-        f" ({summary.skipped} already done) in {summary.wall_seconds:.2f}s — {rate:.1f} runs/s,"
+    _say(
+        f"bench run {summary.bench_run_id} {summary.status}: {summary.executed} case runs executed"
+        f" ({summary.skipped} already done) in {summary.wall_seconds:.2f}s, {rate:.1f} runs/s;"
         f" DuckDB writes {share:.1%} of wall time → {args.db}"
     )
     for case_id, error in summary.errors[:5]:
-        err.print(f"[yellow]{case_id}:[/yellow] {error}", highlight=False)
+        err.print(Text.assemble((f"{case_id}: ", "yellow"), error))
     if len(summary.errors) > 5:
-        err.print(f"… and more case runs with errors (see case_runs.error in {args.db})")
+        _say(f"… and more case runs with errors (see case_runs.error in {args.db})", stderr=True)
     failing = summary.failed
     if failing and args.strict:
-        err.print(f"{failing} case run(s) did not meet their expectations (--strict)")
+        _say(f"{failing} case run(s) did not meet their expectations (--strict)", stderr=True)
         return EXIT_REGRESSION
     return EXIT_OK
 
@@ -234,13 +259,13 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
     from runners.profiles import trajectory_for_model
     from runners.simulator import SimulatorServer
 
-    cases = select_cases(args.evalset, args.case)
+    cases = select_cases(args.evalset or [], args.case or [])
     try:
         server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
-                                 log=(lambda line: err.print(line)) if args.verbose else None)  # fmt: skip
+                                 log=(lambda line: _say(line, stderr=True)) if args.verbose else None)  # fmt: skip
     except OSError as exc:
         _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port (0 = any free)")
-    out.print(f"serve-sim: {len(cases)} cases on {server.base_url} (Ctrl-C to stop)", highlight=False)
+    _say(f"serve-sim: {len(cases)} cases on {server.base_url} (Ctrl-C to stop)")
     sys.stdout.flush()
     try:
         server.serve_forever()
@@ -252,63 +277,41 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions
-    from runners.sweep import SweepGrid, SweepOptions, parse_values, run_sweep
+    from runners.metrics_db import connect
+    from runners.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
 
+    if args.resume:
+        overrides = _check_resume_flags(args)
+        _check_db(args.db, must_exist=True)
+        base = BenchOptions(db=args.db, concurrency=args.concurrency, keep_runs=False, resume_overrides=overrides)
+        con = connect(args.db, read_only=True)
+        try:
+            check_sweep(*load_sweep(con, args.resume, base))
+        finally:
+            con.close()
+        grid = SweepGrid()
+    else:
+        base_settings = settings.settings_from_args(args)
+        _check_cassette_flags(args, base_settings.model_settings.model)
+        _check_db(args.db, must_exist=False)
+        base = _bench_options(args, base_settings, epochs=3)
+        grid = SweepGrid(settings.axes_from_args(args))
+        check_sweep(grid, base)
     _claim(args.db)
-    grid = SweepGrid(
-        no_gain_threshold=parse_values(args.no_gain_threshold, "--no-gain-threshold"),
-        protocol_violation_threshold=parse_values(args.protocol_violation_threshold, "--protocol-violation-threshold"),
-        max_tool_calls=parse_values(args.max_tool_calls, "--max-tool-calls"),
-        max_model_calls=parse_values(args.max_model_calls, "--max-model-calls"),
-        max_tokens=parse_values(args.max_tokens, "--max-tokens"),
-    )
-    base = BenchOptions(
-        evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
-        epochs=args.epochs, concurrency=args.concurrency, cassettes=args.cassettes, record_mode=args.record_mode,
-        base_url=args.base_url, api_key_env=args.api_key_env, keep_runs=False, tool_choice=args.tool_choice,
-    )  # fmt: skip
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")
         summary = run_sweep(
             SweepOptions(grid, base, args.resume),
             on_progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
-    out.print(
-        f"sweep [bold]{summary.sweep_id}[/bold] {summary.status}: {summary.points} grid points → {args.db}\n"
-        f"next: harness-bench recommend --db {args.db} --sweep {summary.sweep_id}"
-    )
+    _say(f"sweep {summary.sweep_id} {summary.status}: {summary.points} grid points → {args.db}")
+    _say(f"next: harness-bench recommend --db {args.db} --sweep {summary.sweep_id}")
     return EXIT_OK
-
-
-def _stats_table(title: str, stats: Any, chosen: Any, front: Any) -> Table:
-    table = Table(title=title)
-    for col in (
-        "",
-        "no_gain",
-        "proto",
-        "tools",
-        "model",
-        "tokens budget",
-        "recall",
-        "honest fallback",
-        "wasted (no-evidence)",
-        "tokens/run",
-        "model calls/run",
-        "pass",
-    ):
-        table.add_column(col, overflow="fold")  # fmt: skip
-    for s in stats:
-        mark = "★" if s is chosen else ("◆" if s in front else "")
-        table.add_row(
-            mark, *(str(v) for v in s.config), s.recall.fmt(pct=True), s.honest_fallback.fmt(pct=True),
-            s.wasted.fmt(), f"{s.tokens.value:.0f}", s.model_calls.fmt(), f"{s.pass_rate:.0%}",
-        )  # fmt: skip
-    return table
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     from runners.metrics_db import connect
-    from runners.recommend import Objective, measure, recommend
+    from runners.recommend import CONFIG_COLUMNS, Objective, measure, recommend, swept_columns
     from runners.sweep import sweep_ids
 
     con = connect(args.db, read_only=True)
@@ -318,16 +321,17 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         if sweep is None:
             _fail(f"{args.db} holds no sweeps; run `harness-bench sweep` first")
         if sweep not in known:
-            _fail(f"unknown sweep {sweep!r}; known: {', '.join(known[:5]) or 'none'}")
+            _fail(f"--sweep: unknown sweep {sweep!r} in {args.db}; known: {', '.join(known[:5]) or 'none'}")
         stats = measure(con, sweep)
     finally:
         con.close()
     if not stats:
         _fail(f"sweep {sweep} has no case runs yet")
     rec = recommend(stats, Objective(args.objective))
-    out.print(_stats_table(f"sweep {sweep} (★ recommended, ◆ Pareto front)", stats, rec.chosen, rec.front))
-    out.print(f"[bold]Recommendation:[/bold] {rec.chosen.label()}")
-    out.print(rec.reasoning, highlight=False)
+    title = f"sweep {sweep}: {len(stats)} configurations"
+    out.print(tables.stats_table(title, swept_columns(stats), CONFIG_COLUMNS, stats, rec.chosen, rec.front))
+    out.print(Text.assemble(("Recommendation: ", "bold"), rec.chosen.label()))
+    _say(rec.reasoning)
     return EXIT_OK
 
 
@@ -335,6 +339,8 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from runners.gate import GateInputError, evaluate, load_pairs, markdown, write_outputs
     from runners.metrics_db import connect
 
+    _check_output_file("--summary", args.summary)
+    _check_output_file("--junit", args.junit)
     con = connect(args.db, read_only=True)
     try:
         pairs = load_pairs(con, args.baseline, args.candidate)
@@ -350,18 +356,41 @@ def cmd_gate(args: argparse.Namespace) -> int:
     except GateInputError as exc:
         _fail(str(exc))
     write_outputs(result, args.summary, args.junit)
-    out.print(markdown(result), highlight=False, markup=False)
-    out.print(f"wrote {args.summary} and {args.junit}")
+    _say(markdown(result))
+    _say(f"wrote {args.summary} and {args.junit}")
     return EXIT_OK if result.passed else EXIT_REGRESSION
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from runners.metrics_db import connect
     from runners.recommend import Objective
     from runners.report import build_report
+    from runners.sweep import sweep_ids
 
+    if args.sweep and args.bench_run:
+        _fail("give --sweep or --bench-run, not both")
+    if args.out.exists() and not args.out.is_dir():
+        _fail(f"--out {args.out} is a file; give a folder (it will hold report.md, report.html and figures)")
+    _check_output_file("--out", args.out / "report.md")
+    con = connect(args.db, read_only=True)
+    try:
+        known = sweep_ids(con)
+        if args.sweep == "latest":
+            if not known:
+                _fail(f"--sweep latest: {args.db} holds no sweeps")
+            args.sweep = known[0]
+        if args.sweep and args.sweep not in known:
+            _fail(f"--sweep: unknown sweep {args.sweep!r} in {args.db}")
+        if (
+            args.bench_run
+            and not con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [args.bench_run]).fetchone()
+        ):
+            _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {args.db}")
+    finally:
+        con.close()
     md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
                             objective=Objective(args.objective))  # fmt: skip
-    out.print(f"wrote {md} and {page}")
+    _say(f"wrote {md} and {page}")
     return EXIT_OK
 
 
@@ -373,131 +402,98 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 # -- parser ---------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+def _sub(sub: Any, name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=summary.replace("%", "%%"), description=description or summary + "."
     )
+    return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = sub.add_parser("cases", help="list evaluation cases with family and expectations")
+    p = _sub(sub, "cases", "list evaluation cases with their family and expectations (and validate the files)")
     _add_selection(p)
     p.set_defaults(func=cmd_cases)
 
-    p = sub.add_parser(
-        "run", help="run cases through the harness and write metrics to DuckDB",
-        description="Run every selected case (default: all built-in cases, scripted model) into a DuckDB file.",
-    )  # fmt: skip
+    p = _sub(sub, "run", "run cases through the harness and write metrics to DuckDB",
+             "Run every selected case (default: all built-in cases, scripted model) into a DuckDB file.")  # fmt: skip
     _add_selection(p)
-    _add_model(p)
-    _add_config(p)
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
-    p.add_argument("--label", default=None, help="label for comparing runs (the gate pairs labels)")
-    p.add_argument("--epochs", type=int, default=1, metavar="K", help="repeat every case K times (default 1)")
-    p.add_argument("--concurrency", type=int, default=1, metavar="N", help="case runs in flight (default 1)")
-    p.add_argument("--resume", default=None, metavar="BENCH_RUN_ID", help="finish only the missing case runs")
+    _add_bench(p, sweep=False)
     p.add_argument("--strict", action="store_true", help="exit 1 when any case run misses its expectations")
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("serve-sim", help="serve an OpenAI-compatible simulator playing the cases' trajectories")
+    p = _sub(sub, "serve-sim", "serve an OpenAI-compatible simulator that plays the cases' trajectories over HTTP")
     _add_selection(p)
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
+    p.add_argument("--port", type=_int_in(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     p.set_defaults(func=cmd_serve_sim)
 
-    p = sub.add_parser(
-        "sweep", help="run the full grid of thresholds and budgets (each point a bench run)",
-        description="Each comma-separated list is one axis of the grid; every combination is one bench run.",
-    )  # fmt: skip
+    p = _sub(sub, "sweep", "run a grid of thresholds and budgets, each point a bench run tagged with one sweep id",
+             "Each comma list of a sweepable setting is one axis of the grid; every combination is one bench run."
+             " The other settings take one value shared by every point.")  # fmt: skip
     _add_selection(p)
-    _add_model(p)
-    d = HarnessConfig()
-    g = p.add_argument_group("grid (comma-separated values)")
-    g.add_argument("--no-gain-threshold", default="1,2,3,4", metavar="LIST", help="default 1,2,3,4")
-    g.add_argument(
-        "--protocol-violation-threshold",
-        default=str(d.protocol_violation_threshold),
-        metavar="LIST",
-        help=f"default {d.protocol_violation_threshold}",
-    )
-    g.add_argument(
-        "--max-tool-calls",
-        default=str(d.max_tool_invocations),
-        metavar="LIST",
-        help=f"default {d.max_tool_invocations}",
-    )
-    g.add_argument(
-        "--max-model-calls", default=str(d.max_model_calls), metavar="LIST", help=f"default {d.max_model_calls}"
-    )
-    g.add_argument(
-        "--max-tokens", default=str(d.max_total_tokens), metavar="LIST", help=f"default {d.max_total_tokens}"
-    )
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
-    p.add_argument("--label", default=None, help="label stored with every point")
-    p.add_argument("--epochs", type=int, default=3, metavar="K", help="repeat every case K times (default 3)")
-    p.add_argument("--concurrency", type=int, default=1, metavar="N", help="case runs in flight (default 1)")
-    p.add_argument("--resume", default=None, metavar="SWEEP_ID", help="finish an interrupted sweep")
-    p.set_defaults(func=cmd_sweep)  # fmt: skip
+    _add_bench(p, sweep=True)
+    p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("recommend", help="recommend thresholds and budgets from a sweep, with intervals")
+    p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
     p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
     p.add_argument(
-        "--objective",
-        default="tokens",
-        choices=["tokens", "tool_invocations", "model_calls", "wasted"],
+        "--objective", default="tokens", choices=["tokens", "tool_invocations", "model_calls", "wasted"],
         help="what 'cheapest' means (default tokens)",
-    )
-    p.set_defaults(func=cmd_recommend)  # fmt: skip
-
-    p = sub.add_parser(
-        "gate", help="compare a candidate label with a baseline label; exit 1 on regression",
-        description="Pairs the two labels on the same cases and epochs. Exit 0 pass, 1 regression, 2 unusable input.",
     )  # fmt: skip
+    p.set_defaults(func=cmd_recommend)
+
+    p = _sub(
+        sub,
+        "gate",
+        "compare a candidate label with a baseline label; exit 1 on regression",
+        "Pairs the two labels on the same cases and epochs. Exit 0 pass, 1 regression, 2 unusable input.",
+    )
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
     p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
     p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
     p.add_argument("--k", type=int, default=3, help="k of pass^k (default 3)")
     p.add_argument(
-        "--max-recall-drop",
-        type=float,
-        default=0.0,
-        metavar="RATE",
+        "--max-recall-drop", type=float, default=0.0, metavar="RATE",
         help="allowed per-family pass-rate drop before a significant drop fails (default 0.0)",
-    )
+    )  # fmt: skip
     p.add_argument(
-        "--max-cost-increase",
-        type=float,
-        default=0.25,
-        metavar="RATE",
+        "--max-cost-increase", type=float, default=0.25, metavar="RATE",
         help="allowed relative increase of mean tool calls, model calls or tokens (default 0.25)",
-    )
+    )  # fmt: skip
     p.add_argument("--summary", type=Path, default=Path("gate-summary.md"), help="Markdown summary path")
     p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"), help="JUnit XML path")
-    p.set_defaults(func=cmd_gate)  # fmt: skip
+    p.set_defaults(func=cmd_gate)
 
-    p = sub.add_parser("report", help="write a Markdown + HTML report with figures from DuckDB")
+    p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="report on one sweep (adds the sweep figures)")
+    p.add_argument("--sweep", default=None, metavar="SWEEP_ID",
+                   help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
     p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
     p.add_argument(
-        "--objective",
-        default="tokens",
-        choices=["tokens", "tool_invocations", "model_calls", "wasted"],
+        "--objective", default="tokens", choices=["tokens", "tool_invocations", "model_calls", "wasted"],
         help="what 'cheapest' means for the recommendation (default tokens)",
-    )
-    p.set_defaults(func=cmd_report)  # fmt: skip
+    )  # fmt: skip
+    p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("schema", help="print the JSON Schema of evaluation files")
+    p = _sub(sub, "schema", "print the JSON Schema of evaluation files")
     p.set_defaults(func=cmd_schema)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except _ArgumentError as exc:
+        _error(str(exc))
+        return EXIT_INPUT
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_OK
@@ -512,15 +508,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.func(args)
         return result
     except KeyboardInterrupt:
-        err.print("interrupted: finished case runs are kept; continue with --resume BENCH_RUN_ID")
+        _say("interrupted: finished case runs are kept; continue with --resume BENCH_RUN_ID", stderr=True)
         return EXIT_INTERRUPTED
     except EvalSetError as exc:
-        err.print(f"[red]error:[/red] {len(exc.problems)} problem(s) in the evaluation set:", highlight=False)
+        if len(exc.problems) == 1:
+            _error(exc.problems[0])
+            return EXIT_INPUT
+        err.print(Text.assemble(("error: ", "red"), f"{len(exc.problems)} problem(s) in the evaluation set:"))
         for problem in exc.problems:
-            err.print(f"  - {problem}", highlight=False, markup=False)
+            err.print(Text(f"  - {problem}"), soft_wrap=True)
         return EXIT_INPUT
     except (UsageError, BenchInputError, MetricsDbError, ValueError) as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        _error(str(exc))
         return EXIT_INPUT
 
 

@@ -1,5 +1,10 @@
 """Per-run metrics in DuckDB: schema, migrations, views, and a batched writer (issue 4).
 
+The settings columns of `bench_runs` (every declared setting) and `case_runs` (every sweepable one)
+and the analyst views come from `runners/settings.py`: at every writer connect, a column missing
+for a declared setting is added (`ADD COLUMN IF NOT EXISTS`) and the views are recreated, so a
+setting declared later appears without a migration.
+
 A case run's rows (case_runs + tool_calls + events) always land in the same transaction; the
 writer groups several finished case runs per transaction (measured: a DataFrame insert costs
 ~4 ms of fixed overhead per statement on this machine, so one transaction per case run would
@@ -11,8 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +25,10 @@ import pandas as pd
 
 from harness.agent import RunResult
 from harness.trace import EventKind, TraceEvent
+from runners import settings
 from runners.case_runner import CaseRun
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -171,6 +176,17 @@ _MIGRATIONS: dict[int, list[str]] = {
             FROM case_runs c JOIN bench_runs b USING (bench_run_id)
             WHERE b.sweep_id IS NOT NULL GROUP BY ALL""",
     ],
+    # v3: one declaration of run settings (runners/settings.py). Budgets are BIGINT (a budget above
+    # 2^31 overflowed INTEGER and left the run `running`); every setting of a run is kept as JSON
+    # (resume restores it) and as one column each (added at connect, see `ensure_settings_columns`).
+    3: [
+        *(
+            f"ALTER TABLE case_runs ALTER {col} TYPE BIGINT"
+            for col in ("no_gain_threshold", "protocol_violation_threshold", "max_tool_calls", "max_model_calls")
+        ),
+        "ALTER TABLE case_runs ALTER max_tokens TYPE BIGINT",
+        "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS settings_json VARCHAR",
+    ],
 }
 
 _EVENT_COLUMNS = [
@@ -185,11 +201,43 @@ class MetricsDbError(RuntimeError):
     """The database cannot be used (locked by another writer, not a DuckDB file, newer schema)."""
 
 
+_DUCKDB_MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_database_file(path: str | Path, *, must_exist: bool = False) -> None:
+    """Refuse, without opening it, a path that is not a DuckDB database (DuckDB would otherwise try to
+    download the sqlite extension for a SQLite file); a missing file is fine unless `must_exist`."""
+    p = Path(path)
+    if p.is_dir():
+        raise MetricsDbError(f"{p} is a folder, not a DuckDB database file")
+    if not p.exists():
+        if must_exist:
+            raise MetricsDbError(f"{p}: no such DuckDB file")
+        if not p.parent.is_dir():
+            raise MetricsDbError(f"{p}: folder {p.parent} does not exist")
+        return
+    try:
+        with p.open("rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        raise MetricsDbError(f"{p}: cannot read ({exc.strerror or exc})") from None
+    if head.startswith(_SQLITE_MAGIC):
+        raise MetricsDbError(f"{p} is a SQLite database, not a DuckDB file; use another --db")
+    if head[8:12] != _DUCKDB_MAGIC:
+        what = "an empty file" if not head else "not a DuckDB database file (unrecognised header)"
+        raise MetricsDbError(f"{p} is {what}; use another --db")
+
+
 def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
     """Open (and migrate) a metrics database with readable errors."""
     target = str(path)
+    check_database_file(path, must_exist=read_only)
     try:
         con = duckdb.connect(target, read_only=read_only)
+        # Nothing here needs an extension: never reach the network for one.
+        con.execute("SET autoinstall_known_extensions = false")
+        con.execute("SET autoload_known_extensions = false")
     except duckdb.IOException as exc:
         text = str(exc)
         if "lock" in text.lower():
@@ -200,10 +248,15 @@ def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
         raise MetricsDbError(f"{target}: cannot open as a DuckDB database ({text.splitlines()[0]})") from None
     except duckdb.Error as exc:
         raise MetricsDbError(f"{target}: not a usable DuckDB database ({str(exc).splitlines()[0]})") from None
-    if not read_only:
-        migrate(con, target)
-    else:
-        _check_version(con, target)
+    try:
+        if not read_only:
+            migrate(con, target)
+            ensure_settings_columns(con)
+        else:
+            _check_version(con, target)
+    except BaseException:
+        con.close()
+        raise
     return con
 
 
@@ -257,20 +310,83 @@ def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SC
     return upto
 
 
-@dataclass(frozen=True, slots=True)
-class RunConfigRow:
-    """The config columns every case_runs row carries."""
+def ensure_settings_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """Idempotent: a column per declared setting (bench_runs) and per sweepable one (case_runs), legacy
+    bench runs given their settings, and the views recreated when they lack a swept setting."""
+    existing: dict[str, set[str]] = {}
+    rows = con.execute(  # duckdb_columns() costs a third of information_schema.columns
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN (SELECT unnest(?))",
+        [["bench_runs", "case_runs", *VIEWS]],
+    ).fetchall()
+    for table, column in rows:
+        existing.setdefault(table, set()).add(column)
+    for table, columns in (("bench_runs", settings.bench_run_columns()), ("case_runs", settings.case_run_columns())):
+        for name, sql_type in columns:
+            if name not in existing.get(table, set()):
+                con.execute(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {sql_type}')
+    _backfill_settings(con)
+    swept = settings.swept_names()
+    keys = {"bench_run_id", "sweep_id", *swept}
+    if any(not keys <= existing.get(view, set()) for view in VIEWS):
+        for statement in _views(swept):
+            con.execute(statement)
 
-    no_gain_threshold: int
-    """Consecutive NO_GAIN threshold."""
-    protocol_violation_threshold: int
-    """Consecutive violation threshold."""
-    max_tool_calls: int
-    """Tool invocation budget."""
-    max_model_calls: int
-    """Model call budget."""
-    max_tokens: int
-    """Token budget."""
+
+def _backfill_settings(con: duckdb.DuckDBPyConnection) -> None:
+    """Bench runs written before schema v3 get their settings from config_json, model and base_url."""
+    rows = con.execute(
+        "SELECT bench_run_id, config_json, model, base_url FROM bench_runs WHERE settings_json IS NULL"
+    ).fetchall()
+    if not rows:
+        return
+    con.execute("BEGIN")
+    try:
+        for bench_run_id, config_json, model, base_url in rows:
+            try:
+                run = settings.legacy_settings(config_json, model, base_url)
+            except ValueError:
+                continue  # unreadable legacy row: left without settings; resume says so
+            store_settings(con, bench_run_id, run)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+
+
+def store_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str, run: settings.RunSettings) -> None:
+    """Write every setting of a bench run: one column each and the JSON that resume reads."""
+    values = run.values()
+    assignments = ", ".join(f'"{name}" = ?' for name in values)
+    con.execute(
+        f"UPDATE bench_runs SET settings_json = ?, {assignments} WHERE bench_run_id = ?",
+        [run.to_json(), *values.values(), bench_run_id],
+    )
+
+
+VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")
+
+
+def _views(swept: list[str]) -> list[str]:
+    """The analyst views: never merge two bench runs, sweeps, or points that differ in any swept setting."""
+    cols = "".join(f'c."{name}", ' for name in swept)
+    keys = f"c.bench_run_id, b.sweep_id, c.model, c.label, {cols}"
+    source = "FROM case_runs c JOIN bench_runs b USING (bench_run_id)"
+    return [
+        f"""CREATE OR REPLACE VIEW v_pass_rate AS
+            SELECT {keys}c.family, count(*) AS case_runs, avg(c.passed::INT) AS pass_rate
+            {source} GROUP BY ALL""",
+        f"""CREATE OR REPLACE VIEW v_wasted_calls AS
+            SELECT {keys}c.family, avg(c.wasted_invocations) AS mean_wasted_invocations,
+                   avg(c.tool_rejections) AS mean_rejections, avg(c.tool_invocations) AS mean_tool_invocations
+            {source} GROUP BY ALL""",
+        f"""CREATE OR REPLACE VIEW v_outcomes AS
+            SELECT {keys}c.family, c.outcome, c.fallback_kind, c.stop_reason, count(*) AS case_runs
+            {source} GROUP BY ALL""",
+        f"""CREATE OR REPLACE VIEW v_sweep_points AS
+            SELECT {keys}count(*) AS case_runs, avg(c.passed::INT) AS pass_rate,
+                   avg(c.tool_invocations) AS mean_tool_invocations, avg(c.wasted_invocations) AS mean_wasted
+            {source} WHERE b.sweep_id IS NOT NULL GROUP BY ALL""",
+    ]
 
 
 def _enum(v: Any) -> Any:
@@ -278,18 +394,17 @@ def _enum(v: Any) -> Any:
 
 
 def case_run_rows(
-    bench_run_id: str, case_run_id: str, model: str, label: str | None, epoch: int, cfg: RunConfigRow, run: CaseRun
-) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    """The case_runs row, tool_calls rows and events rows of one case run."""
+    bench_run_id: str, case_run_id: str, model: str, label: str | None, epoch: int,
+    swept: Mapping[str, settings.SettingValue], run: CaseRun,
+) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]:  # fmt: skip
+    """The case_runs row, tool_calls rows and events rows of one case run (`swept`: the sweepable settings)."""
     r: RunResult = run.result
     d = r.decision
     m = run.metrics
     exp = run.case.expect
     case_row = {
         "bench_run_id": bench_run_id, "case_run_id": case_run_id, "case_id": run.case.id,
-        "family": run.case.family.value, "model": model, "label": label, "epoch": epoch,
-        "no_gain_threshold": cfg.no_gain_threshold, "protocol_violation_threshold": cfg.protocol_violation_threshold,
-        "max_tool_calls": cfg.max_tool_calls, "max_model_calls": cfg.max_model_calls, "max_tokens": cfg.max_tokens,
+        "family": run.case.family.value, "model": model, "label": label, "epoch": epoch, **swept,
         "outcome": d.outcome.value, "fallback_kind": _enum(d.fallback_kind), "stop_reason": _enum(d.stop_reason),
         "expected_outcome": exp.outcome.value, "expected_fallback_kind": _enum(exp.fallback_kind),
         "expected_stop_reason": _enum(exp.stop_reason), "passed": run.passed,
@@ -371,7 +486,8 @@ class MetricsWriter:
             con.register("_hb_cases", cases)
             con.register("_hb_tools", tools)
             con.register("_hb_events", events)
-            con.execute(f"INSERT INTO case_runs ({', '.join(cases.columns)}) SELECT * FROM _hb_cases")
+            columns = ", ".join(f'"{c}"' for c in cases.columns)
+            con.execute(f"INSERT INTO case_runs ({columns}) SELECT * FROM _hb_cases")
             if len(tools):
                 con.execute(f"INSERT INTO tool_calls ({', '.join(_TOOL_COLUMNS)}) SELECT * FROM _hb_tools")
             if len(events):

@@ -1,7 +1,9 @@
-"""Sweeps: the full grid of thresholds and budgets, each point a bench run tagged with one sweep id.
+"""Sweeps: the full grid of sweepable settings, each point a bench run tagged with one sweep id.
 
-Resumable as a whole: `--resume SWEEP_ID` skips completed points, resumes interrupted ones and
-runs the missing ones, so an interrupted sweep loses nothing already written.
+The axes are the sweepable settings of the one declaration (`runners/settings.py`); a setting
+declared sweepable later is an axis with no edit here. Resumable as a whole: `--resume SWEEP_ID`
+skips completed points, resumes interrupted ones and runs the missing ones, so an interrupted sweep
+loses nothing already written.
 """
 
 from __future__ import annotations
@@ -9,59 +11,59 @@ from __future__ import annotations
 import itertools
 import json
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 
-from harness.config import HarnessConfig
-from runners.bench import BenchInputError, BenchOptions, BenchSummary, run_bench, select_cases
+from runners.bench import BenchInputError, BenchOptions, BenchSummary, check_options, endpoint_overrides, run_bench
 from runners.metrics_db import connect
+from runners.settings import RunSettings, SettingsError, SettingValue, declaration
 
 
-@dataclass(frozen=True)
 class SweepGrid:
-    """The values to sweep; every combination is one point."""
+    """The values to sweep, one axis per sweepable setting (public name -> values); every combination is
+    one point. Settings without an axis keep the base run's value."""
 
-    no_gain_threshold: tuple[int, ...] = (2,)
-    """NO_GAIN thresholds."""
-    protocol_violation_threshold: tuple[int, ...] = (2,)
-    """Protocol-violation thresholds."""
-    max_tool_calls: tuple[int, ...] = (10,)
-    """Tool invocation budgets."""
-    max_model_calls: tuple[int, ...] = (12,)
-    """Model call budgets."""
-    max_tokens: tuple[int, ...] = (200_000,)
-    """Token budgets."""
+    def __init__(self, axes: Mapping[str, Sequence[SettingValue]] | None = None, /, **by_name: Sequence[SettingValue]):
+        merged = {**(axes or {}), **by_name}
+        sweepable = {s.name: s for s in declaration().sweepable}
+        self.axes: dict[str, tuple[SettingValue, ...]] = {}
+        """Public name -> the values of that axis, in the given order."""
+        for name, values in merged.items():
+            s = sweepable.get(name)
+            if s is None:
+                raise BenchInputError(
+                    f"sweep grid: {name!r} is not a sweepable setting; sweepable: {', '.join(sweepable)}"
+                )
+            if isinstance(values, str) or not values:
+                raise BenchInputError(f"sweep grid: {s.flag} needs a list of values")
+            try:
+                self.axes[name] = tuple(dict.fromkeys(s.check(v) for v in values))
+            except SettingsError as exc:
+                raise BenchInputError(f"sweep grid: {exc}") from None
 
-    def points(self) -> list[HarnessConfig]:
-        """Every configuration of the grid (validated; a bad value names its field)."""
-        for name, values in asdict(self).items():
-            if not values:
-                raise BenchInputError(f"sweep grid: --{name.replace('_', '-')} has no values")
-        return [
-            HarnessConfig(
-                no_gain_threshold=ng, protocol_violation_threshold=pv, max_tool_invocations=tc,
-                max_model_calls=mc, max_total_tokens=tk,
-            )
-            for ng, pv, tc, mc, tk in itertools.product(
-                self.no_gain_threshold, self.protocol_violation_threshold, self.max_tool_calls,
-                self.max_model_calls, self.max_tokens,
-            )
-        ]  # fmt: skip
+    def points(self, base: RunSettings) -> list[RunSettings]:
+        """Every configuration of the grid over `base` (validated; a bad combination names its flags)."""
+        names = list(self.axes)
+        out = []
+        for combo in itertools.product(*self.axes.values()):
+            values = dict(zip(names, combo, strict=True))
+            try:
+                out.append(base.with_values(values))
+            except SettingsError as exc:
+                point = " ".join(f"{k}={v}" for k, v in values.items())
+                raise BenchInputError(f"sweep grid point {point}: {exc}") from None
+        return out
 
+    def to_json(self) -> str:
+        """The axes as stored in `sweeps.grid_json`."""
+        return json.dumps(self.axes)
 
-def parse_values(text: str, flag: str) -> tuple[int, ...]:
-    """`1,2,3` -> (1, 2, 3), naming the flag on a bad value."""
-    try:
-        values = tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise BenchInputError(f"{flag} {text!r}: expected comma-separated integers like 1,2,3") from None
-    if not values:
-        raise BenchInputError(f"{flag}: the grid is empty")
-    return values
+    def __repr__(self) -> str:
+        return f"SweepGrid({self.axes!r})"
 
 
 @dataclass
@@ -71,7 +73,7 @@ class SweepOptions:
     grid: SweepGrid
     """The grid."""
     base: BenchOptions = field(default_factory=BenchOptions)
-    """Options shared by every point (model, cases, epochs, cassettes, db)."""
+    """Options shared by every point (model settings, cases, epochs, cassettes, db, non-swept settings)."""
     resume: str | None = None
     """Sweep id to finish."""
 
@@ -93,17 +95,63 @@ class SweepSummary:
 SweepProgress = Callable[[int, int], None]
 
 
-def _find_point(con: duckdb.DuckDBPyConnection, sweep_id: str, cfg: HarnessConfig) -> tuple[str, str] | None:
+def _find_point(con: duckdb.DuckDBPyConnection, sweep_id: str, point: RunSettings) -> tuple[str, str] | None:
     row = con.execute(
-        "SELECT bench_run_id, status FROM bench_runs WHERE sweep_id = ? AND config_json = ? "
+        "SELECT bench_run_id, status FROM bench_runs WHERE sweep_id = ? AND settings_json = ? "
         "ORDER BY started_at DESC LIMIT 1",
-        [sweep_id, cfg.model_dump_json()],
+        [sweep_id, point.to_json()],
     ).fetchone()
     return (str(row[0]), str(row[1])) if row else None
 
 
+def _saved(base: BenchOptions) -> str:
+    """What every point shares, as stored in `sweeps.options_json`."""
+    return json.dumps({
+        "evalsets": base.evalsets, "case_ids": base.case_ids, "label": base.label, "epochs": base.epochs,
+        "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
+        "settings": base.settings.values(),
+        # read by older versions and by analysts
+        "model": base.model_settings.model, "base_url": base.model_settings.base_url,
+    })  # fmt: skip
+
+
+def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions) -> tuple[SweepGrid, BenchOptions]:
+    """The grid and shared options of a stored sweep (every setting restored; endpoint settings set in
+    `base` — base URL, key variable — replace the stored ones)."""
+    row = con.execute("SELECT grid_json, options_json FROM sweeps WHERE sweep_id = ?", [sweep_id]).fetchone()
+    if row is None:
+        raise BenchInputError(f"--resume {sweep_id}: no such sweep in {base.db}")
+    saved = json.loads(row[1])
+    try:
+        grid = SweepGrid({k: tuple(v) for k, v in json.loads(row[0]).items()})
+        if "settings" in saved:
+            restored = RunSettings.from_values(saved["settings"])
+        else:  # written before schema v3
+            restored = RunSettings.from_values({"model": saved["model"], "base_url": saved["base_url"]})
+        restored = restored.with_values(endpoint_overrides(base.resume_overrides, f"--resume {sweep_id}"))
+    except SettingsError as exc:
+        raise BenchInputError(f"--resume {sweep_id}: its stored settings are unusable ({exc})") from None
+    options = BenchOptions(
+        evalsets=saved["evalsets"], case_ids=saved["case_ids"], db=base.db, label=saved["label"],
+        epochs=saved["epochs"], concurrency=base.concurrency, config=restored.config,
+        model_settings=restored.model_settings, cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None,
+        record_mode=saved["record_mode"], resume_overrides=base.resume_overrides, keep_runs=base.keep_runs,
+    )  # fmt: skip
+    return grid, options
+
+
+def check_sweep(grid: SweepGrid, base: BenchOptions) -> tuple[list[RunSettings], int]:
+    """Everything refusable before a file is touched: the grid points and the shared options.
+    Returns the points and the number of cases."""
+    points = grid.points(base.settings)
+    n_cases = len(check_options(base))
+    return points, n_cases
+
+
 def run_sweep(opts: SweepOptions, *, on_progress: SweepProgress | None = None) -> SweepSummary:
     """Run (or resume) every grid point."""
+    if not opts.resume:
+        check_sweep(opts.grid, opts.base)  # before the database file is created
     con = connect(opts.base.db)
     try:
         return _sweep(con, opts, on_progress)
@@ -114,57 +162,42 @@ def run_sweep(opts: SweepOptions, *, on_progress: SweepProgress | None = None) -
 def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: SweepProgress | None) -> SweepSummary:
     base = opts.base
     if opts.resume:
-        row = con.execute(
-            "SELECT grid_json, options_json, status FROM sweeps WHERE sweep_id = ?", [opts.resume]
-        ).fetchone()
-        if row is None:
-            raise BenchInputError(f"--resume {opts.resume}: no such sweep in {base.db}")
-        grid = SweepGrid(**{k: tuple(v) for k, v in json.loads(row[0]).items()})
-        saved = json.loads(row[1])
-        base = BenchOptions(
-            evalsets=saved["evalsets"], case_ids=saved["case_ids"], model=saved["model"], db=base.db,
-            label=saved["label"], epochs=saved["epochs"], concurrency=base.concurrency,
-            cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None, record_mode=saved["record_mode"],
-            base_url=saved["base_url"], api_key_env=base.api_key_env, keep_runs=base.keep_runs,
-        )  # fmt: skip
+        grid, base = load_sweep(con, opts.resume, base)
         sweep_id = opts.resume
-        con.execute("UPDATE sweeps SET status = 'running', finished_at = NULL WHERE sweep_id = ?", [sweep_id])
     else:
         grid = opts.grid
         sweep_id = f"sw-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-        saved = {
-            "evalsets": base.evalsets, "case_ids": base.case_ids, "model": base.model, "label": base.label,
-            "epochs": base.epochs, "cassettes": str(base.cassettes) if base.cassettes else None,
-            "record_mode": base.record_mode, "base_url": base.base_url,
-        }  # fmt: skip
-    points = grid.points()
-    n_cases = len(select_cases(base.evalsets, base.case_ids))
-    if not opts.resume:
+    points, n_cases = check_sweep(grid, base)
+    if opts.resume:
+        con.execute("UPDATE sweeps SET status = 'running', finished_at = NULL WHERE sweep_id = ?", [sweep_id])
+    else:
         con.execute(
             "INSERT INTO sweeps VALUES (?, now(), NULL, 'running', ?, ?, ?, ?)",
-            [sweep_id, base.model, base.label, json.dumps(asdict(grid)), json.dumps(saved)],
+            [sweep_id, base.model_settings.model, base.label, grid.to_json(), _saved(base)],
         )
     total = len(points) * n_cases * base.epochs
     done_before = 0
     summaries: list[BenchSummary] = []
     status = "failed"
     try:
-        for cfg in points:
-            found = _find_point(con, sweep_id, cfg)
+        for point in points:
+            found = _find_point(con, sweep_id, point)
             if found and found[1] == "completed":
                 done_before += n_cases * base.epochs
                 if on_progress:
                     on_progress(done_before, total)
                 continue
-            point = BenchOptions(**{**base.__dict__, "config": cfg, "sweep_id": sweep_id, "keep_runs": False,
-                                    "resume": found[0] if found else None})  # fmt: skip
+            point_opts = replace(
+                base, config=point.config, model_settings=point.model_settings, sweep_id=sweep_id, keep_runs=False,
+                resume=found[0] if found else None,
+            )  # fmt: skip
             offset = done_before
 
             def hook(done: int, _total: int, _run: object, offset: int = offset) -> None:
                 if on_progress:
                     on_progress(offset + done, total)
 
-            summaries.append(run_bench(point, on_progress=hook, con=con))
+            summaries.append(run_bench(point_opts, on_progress=hook, con=con))
             done_before += n_cases * base.epochs
         status = "completed"
     except KeyboardInterrupt:

@@ -227,8 +227,11 @@ def test_cassette_miss_names_the_cassette_and_the_rerecord_command(
     assert not run.passed
     error = run.result.error or ""
     assert f"{cassettes}/openai_scripted/{ONE}/epoch1.json" in error
-    assert "re-record with: harness-bench run --case" in error and "--record-mode new_episodes" in error
-    assert "--no-gain-threshold 3" in error
+    assert f"re-record with: harness-bench run --case {ONE} --model openai:scripted" in error
+    assert "--tool-choice auto" in error and "--schema-mode adaptive" in error and "--api-key-env HB_SIM_KEY" in error
+    assert "--record-mode all" in error and "--no-gain-threshold 3" in error
+    # a replay never contacted its --base-url: the command asks for a live one instead of echoing it
+    assert "--base-url LIVE_BASE_URL" in error and "--base-url http://127.0.0.1:1/v1 was never contacted" in error
     stored = _q(tmp_path / "m.duckdb", "SELECT error, passed FROM case_runs")
     assert stored == [(error, False)]
 
@@ -263,4 +266,4 @@ def test_openai_model_without_key_or_base_url_is_exit_2(
     db = tmp_path / "k.duckdb"
     assert main(["run", "--db", str(db), "--model", "openai:gpt-4o-mini", "--case", ONE]) == 2
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
-    assert _q(db, "SELECT count(*) FROM bench_runs") == [(0,)], "nothing written half-way"
+    assert not db.exists(), "refused before the database file is created"

@@ -264,6 +264,8 @@ def test_bad_sweep_and_report_input(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert main(["sweep", "--db", str(db), "--no-gain-threshold", "1,x"]) == 2
     assert "comma-separated integers" in capsys.readouterr().err
     assert main(["sweep", "--db", str(db), "--no-gain-threshold", "0"]) == 2
+    assert not db.exists(), "refused before the database file is created"
+    connect(db).close()
     assert main(["recommend", "--db", str(db), "--sweep", "sw-nope"]) == 2
     assert "unknown sweep 'sw-nope'" in capsys.readouterr().err
     assert main(["report", "--db", str(db), "--sweep", "sw-nope", "--out", str(tmp_path / "r")]) == 2

@@ -1,0 +1,322 @@
+"""One declaration of run settings (issue 13 item 1): every declared setting round-trips
+CLI -> DuckDB -> resume, and a setting declared only here reaches --help, the sweep grid,
+bench_runs and resume with no other edit."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Annotated
+
+import duckdb
+import pytest
+from pydantic import Field
+
+from harness.config import BenchSetting, HarnessConfig
+from runners import settings
+from runners.cli import main
+from runners.evalset import load_cases
+from runners.metrics_db import connect, migrate
+from runners.profiles import trajectory_for_model
+from runners.settings import RunSettings, SettingsError, declaration
+from runners.simulator import SimulatorServer
+from tests._fake_endpoint import completion, serve
+
+ONE = "empty_logs_gateway_timeout_t1"
+LEGACY_PUBLIC_NAMES = {
+    "no_gain_threshold": "no_gain_threshold", "protocol_violation_threshold": "protocol_violation_threshold",
+    "max_tool_invocations": "max_tool_calls", "max_model_calls": "max_model_calls",
+    "max_total_tokens": "max_tokens", "deadline_seconds": "deadline",
+}  # fmt: skip
+
+
+def _q(db: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()
+
+
+def _drop_epoch(db: Path, bench_run_id: str, epoch: int) -> None:
+    """What a crash leaves: the run `interrupted`, one case run missing."""
+    con = duckdb.connect(str(db))
+    try:
+        ids = [r[0] for r in con.execute(
+            "SELECT case_run_id FROM case_runs WHERE bench_run_id = ? AND epoch = ?", [bench_run_id, epoch]
+        ).fetchall()]  # fmt: skip
+        assert ids
+        for table in ("case_runs", "tool_calls", "events"):
+            con.execute(f"DELETE FROM {table} WHERE case_run_id IN (SELECT unnest(?))", [ids])
+        con.execute("UPDATE bench_runs SET status = 'interrupted' WHERE bench_run_id = ?", [bench_run_id])
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def sim() -> Iterator[SimulatorServer]:
+    with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model) as server:
+        yield server
+
+
+# -- the declaration ----------------------------------------------------------------------------------
+def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring() -> None:
+    decl = declaration()
+    harness = {s.field: s for s in decl.settings if s.owner is settings.SettingOwner.HARNESS}
+    assert set(harness) == set(HarnessConfig.model_fields)
+    for field, public in LEGACY_PUBLIC_NAMES.items():
+        assert harness[field].name == public, "public names (CLI flags, DuckDB columns) are kept"
+    assert {s.name for s in decl.sweepable} >= {
+        "no_gain_threshold", "protocol_violation_threshold", "max_tool_calls", "max_model_calls", "max_tokens",
+    }  # fmt: skip
+    ng = harness["no_gain_threshold"]
+    assert ng.help == "Consecutive NO_GAIN observations that make the run SATURATED."
+    assert (ng.default, ng.lower, ng.lower_strict) == (2, 1, False)
+    assert harness["deadline_seconds"].upper == 86_400 and harness["deadline_seconds"].lower_strict
+    assert harness["schema_mode"].choices == ("adaptive", "static")
+    model = {s.name for s in decl.settings if s.owner is settings.SettingOwner.MODEL}
+    assert model == {"model", "base_url", "api_key_env", "tool_choice", "parallel_tool_calls", "temperature"}
+
+
+@pytest.mark.parametrize(
+    ("values", "needle"),
+    [
+        ({"max_tool_calls": 0}, "--max-tool-calls 0: must be an integer ≥ 1"),
+        ({"max_tokens": 2**63}, "≤ 9223372036854775807"),
+        ({"deadline": 86_401.0}, "--deadline 86401: must be a finite number > 0 and ≤ 86400"),
+        ({"schema_mode": "dynamic"}, "--schema-mode 'dynamic': must be one of adaptive, static"),
+        ({"model": "openai:x", "tool_choice": "sql_search"}, "--tool-choice 'sql_search'"),
+        ({"tool_choice": "kb_search"}, "--tool-choice applies to openai:<model-name> only"),
+        ({"model": "openai:x", "api_key_env": "MY KEY"}, "--api-key-env 'MY KEY'"),
+    ],
+)
+def test_bad_values_name_the_flag_and_the_allowed_range(values: dict[str, object], needle: str) -> None:
+    with pytest.raises(SettingsError) as exc:
+        RunSettings.from_values(values)  # type: ignore[arg-type]
+    assert needle in str(exc.value)
+
+
+def test_parallel_tool_calls_maps_to_the_client_argument() -> None:
+    wire = {v.value: v.wire for v in settings.ParallelToolCalls}
+    assert wire == {"true": True, "false": False, "omit": None}
+
+
+def test_reproduce_flags_are_the_non_default_settings_and_parse_back() -> None:
+    run = RunSettings.from_values(
+        {"model": "openai:m", "tool_choice": "db_query", "max_tokens": 3_000_000_000, "deadline": 12.5}
+    )
+    flags = settings.reproduce_flags(run)
+    assert flags == [
+        "--model", "openai:m", "--tool-choice", "db_query", "--max-tokens", "3000000000", "--deadline", "12.5",
+    ]  # fmt: skip
+    parsed = {declaration()[f[2:].replace("-", "_")].name: declaration()[f[2:].replace("-", "_")].parse(v)
+              for f, v in zip(flags[::2], flags[1::2], strict=True)}  # fmt: skip
+    assert RunSettings.from_values(parsed) == run
+
+
+# -- every declared setting: CLI -> DuckDB -> resume ---------------------------------------------------
+def _example(s: settings.Setting, sim: SimulatorServer) -> settings.SettingValue:
+    # the base URL must be a live endpoint for the run to work: the simulator's (not the default None)
+    return sim.base_url if s.name == "base_url" else s.example()
+
+
+@pytest.mark.parametrize("name", declaration().names())
+def test_every_setting_round_trips_cli_duckdb_resume(name: str, tmp_path: Path, sim: SimulatorServer) -> None:
+    s = declaration()[name]
+    value = _example(s, sim)
+    assert value != s.default
+    db = tmp_path / "rt.duckdb"
+    argv = {"--model": "openai:scripted", "--base-url": sim.base_url, s.flag: s.cli_text(value)}
+    flat = [a for kv in argv.items() for a in kv]
+    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", *flat]) == 0
+    ((bench_run_id, column, stored_json),) = _q(db, f'SELECT bench_run_id, "{name}", settings_json FROM bench_runs')
+    assert column == value and json.loads(str(stored_json))[name] == value
+    if s.sweepable:
+        assert {r[0] for r in _q(db, f'SELECT "{name}" FROM case_runs')} == {value}
+
+    _drop_epoch(db, str(bench_run_id), 2)
+    assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
+    # resume rewrites the settings it ran with: a lost setting would show up as its default here
+    ((column_after, json_after, status),) = _q(db, f'SELECT "{name}", settings_json, status FROM bench_runs')
+    assert (column_after, json_after, status) == (value, stored_json, "completed")
+    assert _q(db, "SELECT count(*) FROM case_runs WHERE epoch = 2") == [(1,)]
+    if s.sweepable:
+        assert {r[0] for r in _q(db, f'SELECT "{name}" FROM case_runs')} == {value}
+
+
+def test_resume_sends_the_stored_model_settings_on_the_wire(tmp_path: Path) -> None:
+    db = tmp_path / "tc.duckdb"
+    wire = {"tool_choice": {"type": "function", "function": {"name": "kb_search"}}, "parallel_tool_calls": True,
+            "temperature": 0.7}  # fmt: skip
+    with serve() as ep:
+        for _ in range(3):  # one model call per case run: a text answer is an invalid Draft
+            ep.push(200, completion("no idea"))
+        argv = ["--model", "openai:m", "--base-url", ep.base_url, "--tool-choice", "kb_search",
+                "--parallel-tool-calls", "true", "--temperature", "0.7"]  # fmt: skip
+        assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", *argv]) == 0
+        ((bench_run_id,),) = _q(db, "SELECT bench_run_id FROM bench_runs")
+        _drop_epoch(db, str(bench_run_id), 2)
+        assert len(ep.requests) == 2
+        assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
+    assert len(ep.requests) == 3, "the resumed case run reached the endpoint"
+    for body in ep.requests:  # the resumed request too: tool_choice is not lost on resume
+        assert {k: body.get(k) for k in wire} == wire
+
+
+def test_resume_refuses_settings_it_would_ignore_but_takes_a_new_endpoint(
+    tmp_path: Path, sim: SimulatorServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "r.duckdb"
+    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--model", "openai:scripted",
+                 "--base-url", "http://127.0.0.1:9/v1", "--max-model-attempts", "1"]) == 0  # fmt: skip
+    ((bench_run_id,),) = _q(db, "SELECT bench_run_id FROM bench_runs")
+    _drop_epoch(db, str(bench_run_id), 2)
+    capsys.readouterr()
+    assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--max-tool-calls", "3"]) == 2
+    assert "remove --max-tool-calls" in capsys.readouterr().err
+    assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--base-url", sim.base_url]) == 0
+    assert _q(db, "SELECT base_url, max_model_attempts, status FROM bench_runs") == [(sim.base_url, 1, "completed")]
+    # the resumed epoch reached the live endpoint: it passed, the first one (port 9) did not
+    assert _q(db, "SELECT epoch, passed FROM case_runs ORDER BY epoch") == [(1, False), (2, True)]
+
+
+def test_huge_budgets_are_stored_exactly(tmp_path: Path) -> None:
+    db = tmp_path / "big.duckdb"
+    argv = ["--max-tool-calls", "1000000000000", "--max-tokens", "3000000000", "--max-model-calls", str(2**40)]
+    assert main(["run", "--db", str(db), "--case", ONE, *argv]) == 0
+    assert _q(db, "SELECT max_tool_calls, max_tokens, max_model_calls, passed FROM case_runs") == [
+        (1_000_000_000_000, 3_000_000_000, 2**40, True)
+    ]
+    assert _q(db, "SELECT status FROM bench_runs") == [("completed",)]
+
+
+# -- a setting declared later: one edit ----------------------------------------------------------------
+class ConfigWithProbe(HarnessConfig):
+    """HarnessConfig plus one field, as if it had been added to HarnessConfig itself."""
+
+    probe_budget: Annotated[int, BenchSetting(sweepable=True)] = Field(default=3, ge=1, le=50)
+    """Probe calls allowed, a setting declared only by this test."""
+
+
+@pytest.fixture
+def new_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(settings, "HARNESS_CONFIG", ConfigWithProbe)
+
+
+def test_a_new_setting_appears_in_help(new_setting: None, capsys: pytest.CaptureFixture[str]) -> None:
+    for command, metavar in (("run", "--probe-budget N"), ("sweep", "--probe-budget N[,…]")):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert metavar in text and "Probe calls allowed, a setting declared only by this test" in text
+    assert main(["run", "--probe-budget", "51"]) == 2
+    assert "--probe-budget 51: must be an integer ≥ 1 and ≤ 50" in capsys.readouterr().err
+
+
+def test_a_new_setting_is_a_sweep_axis_a_column_and_resumes(new_setting: None, tmp_path: Path) -> None:
+    db = tmp_path / "new.duckdb"
+    connect(db).close()  # a database made before the setting existed: the column is added at connect
+    assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2",
+                 "--probe-budget", "2,7"]) == 0  # fmt: skip
+    assert sorted(_q(db, "SELECT probe_budget, status FROM bench_runs")) == [(2, "completed"), (7, "completed")]
+    assert sorted(_q(db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1")) == [(2, 2), (7, 2)]
+    assert sorted(_q(db, "SELECT probe_budget, case_runs FROM v_sweep_points")) == [(2, 2), (7, 2)]
+    ((sweep_id, grid),) = _q(db, "SELECT sweep_id, grid_json FROM sweeps")
+    assert json.loads(str(grid))["probe_budget"] == [2, 7]
+
+    # crash in the second point: resume the sweep, which restores the axis and the point's value
+    ((point,),) = _q(db, "SELECT bench_run_id FROM bench_runs WHERE probe_budget = 7")
+    _drop_epoch(db, str(point), 2)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE sweeps SET status = 'interrupted'")
+    con.close()
+    assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
+    assert sorted(_q(db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1")) == [(2, 2), (7, 2)]
+    assert _q(db, "SELECT count(*), min(status) FROM bench_runs") == [(2, "completed")], "no duplicate point"
+    assert _q(db, "SELECT status FROM sweeps") == [("completed",)]
+
+
+def test_a_new_setting_resumes_a_run(new_setting: None, tmp_path: Path) -> None:
+    db = tmp_path / "run.duckdb"
+    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--probe-budget", "9"]) == 0
+    ((bench_run_id, stored),) = _q(db, "SELECT bench_run_id, settings_json FROM bench_runs")
+    assert json.loads(str(stored))["probe_budget"] == 9
+    _drop_epoch(db, str(bench_run_id), 2)
+    assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
+    assert _q(db, "SELECT epoch, probe_budget FROM case_runs ORDER BY epoch") == [(1, 9), (2, 9)]
+
+
+# -- schema v2 -> v3 --------------------------------------------------------------------------------
+def test_a_v2_database_is_migrated_and_its_interrupted_run_resumes(tmp_path: Path) -> None:
+    db = tmp_path / "v2.duckdb"
+    con = duckdb.connect(str(db))
+    migrate(con, str(db), upto=2)
+    cfg = HarnessConfig(no_gain_threshold=3, max_total_tokens=150_000)
+    con.execute(
+        "INSERT INTO bench_runs VALUES ('br-old', NULL, now(), NULL, 'interrupted', NULL, 'scripted', 'old', ?, 'h',"
+        " '[]', ?, 1, 1, '0.1.0', NULL, NULL, NULL, NULL)",
+        [cfg.model_dump_json(exclude={"schema_mode", "max_run_observation_bytes"}), json.dumps([ONE])],
+    )
+    con.close()
+    assert main(["run", "--db", str(db), "--resume", "br-old"]) == 0
+    assert _q(db, "SELECT max(version) FROM schema_version") == [(3,)]
+    types = dict(_q(db, "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'case_runs'"))
+    assert types["max_tokens"] == types["max_tool_calls"] == "BIGINT"
+    row = _q(db, "SELECT no_gain_threshold, max_tokens, schema_mode, model, status FROM bench_runs")
+    assert row == [(3, 150_000, "adaptive", "scripted", "completed")]
+    assert _q(db, "SELECT case_id, no_gain_threshold, max_tokens FROM case_runs") == [(ONE, 3, 150_000)]
+
+
+# -- the re-record command reproduces the run ---------------------------------------------------------
+def test_the_printed_rerecord_command_records_what_the_replay_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sim: SimulatorServer
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    cassettes = tmp_path / "cassettes"
+    replay = ["--model", "openai:scripted", "--base-url", "http://127.0.0.1:9/v1", "--tool-choice", "log_search",
+              "--schema-mode", "static", "--no-gain-threshold", "3", "--cassettes", str(cassettes)]  # fmt: skip
+    assert main(["run", "--db", "miss.duckdb", "--case", ONE, *replay, "--record-mode", "none"]) == 0
+    ((error,),) = _q(tmp_path / "miss.duckdb", "SELECT error FROM case_runs")
+    command = str(error).split("re-record with: ", 1)[1].rsplit(" (", 1)[0]
+    argv = shlex.split(command)
+    assert argv[:2] == ["harness-bench", "run"] and "LIVE_BASE_URL" in argv
+    for flag, value in (("--tool-choice", "log_search"), ("--schema-mode", "static"), ("--no-gain-threshold", "3"),
+                        ("--record-mode", "all")):  # fmt: skip
+        assert argv[argv.index(flag) + 1] == value
+    argv[argv.index("LIVE_BASE_URL")] = sim.base_url
+    assert main([*argv[1:], "--db", "record.duckdb"]) == 0
+    assert main(["run", "--db", "replay.duckdb", "--case", ONE, *replay, "--record-mode", "none"]) == 0
+    counts = "SELECT error, outcome, stop_reason, model_calls, tool_invocations, tool_rejections FROM case_runs"
+    replayed = _q(tmp_path / "replay.duckdb", counts)
+    assert replayed == _q(tmp_path / "record.duckdb", counts) and replayed[0][0] is None
+
+
+def test_sweep_resume_restores_every_setting(tmp_path: Path, sim: SimulatorServer) -> None:
+    db = tmp_path / "sw.duckdb"
+    argv: list[str] = []
+    for s in declaration().settings:  # every setting away from its default at once
+        if s.name != "no_gain_threshold":
+            argv += [s.flag, s.cli_text(_example(s, sim))]
+    argv += ["--no-gain-threshold", "1,2"]
+    assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", *argv]) == 0
+    before = dict(_q(db, "SELECT no_gain_threshold, settings_json FROM bench_runs"))
+    assert sorted(before) == [1, 2]
+    for ng, stored in before.items():
+        expected = {s.name: _example(s, sim) for s in declaration().settings} | {"no_gain_threshold": ng}
+        assert json.loads(str(stored)) == expected
+    # point 1 half done (resumed from its own bench run), point 2 never started (rebuilt from the sweep)
+    ((first,),) = _q(db, "SELECT bench_run_id FROM bench_runs WHERE no_gain_threshold = 1")
+    _drop_epoch(db, str(first), 2)
+    con = duckdb.connect(str(db))
+    for table in ("events", "tool_calls", "case_runs", "bench_runs"):
+        con.execute(f"DELETE FROM {table} WHERE bench_run_id IN (SELECT bench_run_id FROM bench_runs"
+                    " WHERE no_gain_threshold = 2)")  # fmt: skip
+    con.execute("UPDATE sweeps SET status = 'interrupted'")
+    con.close()
+    ((sweep_id,),) = _q(db, "SELECT sweep_id FROM sweeps")
+    assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
+    assert dict(_q(db, "SELECT no_gain_threshold, settings_json FROM bench_runs")) == before
+    assert _q(db, "SELECT count(*), min(status) FROM bench_runs") == [(2, "completed")]
+    assert _q(db, "SELECT count(*) FROM case_runs") == [(4,)]
