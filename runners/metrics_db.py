@@ -186,6 +186,11 @@ _MIGRATIONS: dict[int, list[str]] = {
         ),
         "ALTER TABLE case_runs ALTER max_tokens TYPE BIGINT",
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS settings_json VARCHAR",
+        # multi-call turns, exact STOP_REQUIRED counts, the run-wide observation budget (issues 10, 12)
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS awaiting_rejections INTEGER",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS stop_required_deliveries INTEGER",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS observation_bytes BIGINT",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS budget_hit VARCHAR",
     ],
 }
 
@@ -414,6 +419,8 @@ def case_run_rows(
         "duplicate_scope_rejections": m.duplicate_scope_rejections, "protocol_violations": m.protocol_violations,
         "no_gain_count": m.no_gain_count, "gained_count": m.gained_count,
         "stop_required_delivered": m.stop_required_delivered, "wasted_invocations": m.wasted_invocations,
+        "awaiting_rejections": m.awaiting_rejections, "stop_required_deliveries": m.stop_required_deliveries,
+        "observation_bytes": m.observation_bytes, "budget_hit": _enum(m.budget_hit),
         "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "wall_ms": r.wall_ms,
         "reason": d.reason[:500], "conclusion": (d.draft.conclusion if d.draft else None),
         "error": r.error, "finished_at": pd.Timestamp.now(tz="UTC").tz_localize(None),
