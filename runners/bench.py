@@ -23,9 +23,10 @@ from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel
 from runners import profiles
 from runners.case_runner import CaseRun, run_case
-from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
+from runners.cassettes import CassetteError, CassetteTransport, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
 from runners.metrics_db import MetricsWriter, RunConfigRow, case_run_rows, connect
+from runners.preflight import infrastructure_error, preflight
 
 
 class BenchInputError(ValueError):
@@ -76,6 +77,8 @@ class BenchOptions:
     """Repetitions of every case."""
     concurrency: int = 1
     """Case runs in flight."""
+    max_in_flight: int | None = None
+    """Model requests in flight per endpoint (base URL), over all runs (None = `concurrency`)."""
     config: HarnessConfig = field(default_factory=HarnessConfig)
     """Thresholds and budgets."""
     cassettes: Path | None = None
@@ -122,6 +125,8 @@ class BenchSummary:
     """Case runs that missed their expectations."""
     errors: list[tuple[str, str]] = field(default_factory=list)
     """(case id, error) of case runs that hit a loop-level error (first 50)."""
+    infra_errors: int = 0
+    """Case runs that ended on an endpoint or cassette error (not a model verdict)."""
 
 
 def git_commit() -> str | None:
@@ -183,12 +188,17 @@ class _ModelFactory:
         self.opts = opts
         self._shared: ChatModel | None = None
         if spec.kind == "openai":
+            replay_only = opts.cassettes is not None and opts.record_mode == "none"
             self._shared = OpenAIChatModel(
                 spec.name,
                 base_url=opts.base_url,
                 api_key_env=opts.api_key_env,
                 timeout_seconds=opts.config.model_timeout_seconds,
                 tool_choice=opts.tool_choice,
+                max_in_flight=opts.max_in_flight or opts.concurrency,
+                # Each case run binds its own cassette to its thread (runners/cassettes.py).
+                transport=CassetteTransport if opts.cassettes is not None else None,
+                offline=replay_only,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -241,6 +251,8 @@ def run_bench(
 ) -> BenchSummary:
     """Run (or resume) a bench run. KeyboardInterrupt keeps finished case runs and marks it interrupted."""
     t0 = time.perf_counter()
+    if not opts.resume:
+        preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
     if con is not None:
         return _run(con, opts, t0, on_progress)
     own = connect(opts.db)
@@ -286,6 +298,7 @@ def _run(
     if opts.resume:
         bench_run_id, opts, done_ids = _load_resume(con, opts)
         done = set(done_ids)
+        preflight(opts)
     else:
         bench_run_id = _new_id()
     spec = ModelSpec.parse(opts.model)
@@ -296,8 +309,6 @@ def _run(
         raise BenchInputError("--concurrency must be >= 1")
     factory = _ModelFactory(spec, opts)
     concurrency = opts.concurrency
-    if opts.cassettes is not None and spec.kind == "openai":
-        concurrency = 1  # vcrpy patches the HTTP transport process-wide: one cassette at a time
     cfg_row = config_row(opts.config)
     planned = list(_planned(cases, opts.epochs))
     if not opts.resume:
@@ -328,6 +339,7 @@ def _run(
                                      opts.label, epoch, cfg_row, run))  # fmt: skip
             summary.executed += 1
             summary.failed += not run.passed
+            summary.infra_errors += infrastructure_error(run.result.error)
             if run.result.error and len(summary.errors) < 50:
                 summary.errors.append((run.case.id, run.result.error))
             if opts.keep_runs:

@@ -131,6 +131,25 @@ def _config_from(args: argparse.Namespace) -> HarnessConfig:
         _fail("; ".join(problems))
 
 
+def _non_negative(text: str) -> float:
+    value = float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 1")
+    return value
+
+
+def _add_max_in_flight(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--max-in-flight", type=_positive_int, default=None, metavar="N",
+                   help="model requests in flight per endpoint over all runs (default: --concurrency)")  # fmt: skip
+
+
 # -- commands -------------------------------------------------------------------------------------
 def cmd_cases(args: argparse.Namespace) -> int:
     from runners.bench import select_cases
@@ -181,6 +200,8 @@ def _claim(db: Path) -> None:
     """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
     from runners.metrics_db import connect, mark_stale_runs
 
+    if not db.exists():
+        return  # nothing to claim; not creating it here lets a failed preflight leave no file behind
     con = connect(db)
     try:
         n = mark_stale_runs(con)
@@ -198,7 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, config=_config_from(args), cassettes=args.cassettes,
         record_mode=args.record_mode, base_url=args.base_url, api_key_env=args.api_key_env, resume=args.resume,
-        keep_runs=False, tool_choice=args.tool_choice,
+        keep_runs=False, tool_choice=args.tool_choice, max_in_flight=args.max_in_flight,
     )  # fmt: skip
     passed = [0]
     with _progress() as progress:
@@ -222,6 +243,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         err.print(f"[yellow]{case_id}:[/yellow] {error}", highlight=False)
     if len(summary.errors) > 5:
         err.print(f"… and more case runs with errors (see case_runs.error in {args.db})")
+    if summary.infra_errors:
+        # An endpoint or cassette failure is not a model verdict: never let it pass as a bad model.
+        err.print(
+            f"[red]{summary.infra_errors} of {summary.executed} case run(s) ended on an endpoint or cassette error"
+            f" (rate limit, 5xx, timeout, connection, 4xx, cassette miss), not on the model's answer; see"
+            f" case_runs.error in {args.db}[/red]",
+            highlight=False,
+        )
+        if summary.infra_errors == summary.executed:
+            err.print("[red]error:[/red] the endpoint was unusable for every case run (exit 2)", highlight=False)
+            return EXIT_INPUT
     failing = summary.failed
     if failing and args.strict:
         err.print(f"{failing} case run(s) did not meet their expectations (--strict)")
@@ -237,10 +269,12 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
     cases = select_cases(args.evalset, args.case)
     try:
         server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
-                                 log=(lambda line: err.print(line)) if args.verbose else None)  # fmt: skip
+                                 log=(lambda line: err.print(line)) if args.verbose else None,
+                                 latency_ms=args.latency_ms, jitter_ms=args.jitter_ms)  # fmt: skip
     except OSError as exc:
         _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port (0 = any free)")
-    out.print(f"serve-sim: {len(cases)} cases on {server.base_url} (Ctrl-C to stop)", highlight=False)
+    delay = f", latency {args.latency_ms:g}±{args.jitter_ms:g} ms" if args.latency_ms or args.jitter_ms else ""
+    out.print(f"serve-sim: {len(cases)} cases on {server.base_url}{delay} (Ctrl-C to stop)", highlight=False)
     sys.stdout.flush()
     try:
         server.serve_forever()
@@ -252,6 +286,7 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions
+    from runners.preflight import preflight
     from runners.sweep import SweepGrid, SweepOptions, parse_values, run_sweep
 
     _claim(args.db)
@@ -266,7 +301,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         evalsets=args.evalset, case_ids=args.case, model=args.model, db=args.db, label=args.label,
         epochs=args.epochs, concurrency=args.concurrency, cassettes=args.cassettes, record_mode=args.record_mode,
         base_url=args.base_url, api_key_env=args.api_key_env, keep_runs=False, tool_choice=args.tool_choice,
+        max_in_flight=args.max_in_flight,
     )  # fmt: skip
+    if not args.resume:
+        preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")
         summary = run_sweep(
@@ -395,6 +433,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", default=None, help="label for comparing runs (the gate pairs labels)")
     p.add_argument("--epochs", type=int, default=1, metavar="K", help="repeat every case K times (default 1)")
     p.add_argument("--concurrency", type=int, default=1, metavar="N", help="case runs in flight (default 1)")
+    _add_max_in_flight(p)
     p.add_argument("--resume", default=None, metavar="BENCH_RUN_ID", help="finish only the missing case runs")
     p.add_argument("--strict", action="store_true", help="exit 1 when any case run misses its expectations")
     p.set_defaults(func=cmd_run)
@@ -404,6 +443,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument("--verbose", action="store_true", help="log every request")
+    p.add_argument("--latency-ms", type=_non_negative, default=0.0, metavar="MS",
+                   help="added to every chat answer, like a hosted endpoint (default 0)")  # fmt: skip
+    p.add_argument("--jitter-ms", type=_non_negative, default=0.0, metavar="MS",
+                   help="latency varies uniformly by ± this much (default 0)")  # fmt: skip
     p.set_defaults(func=cmd_serve_sim)
 
     p = sub.add_parser(
@@ -437,6 +480,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--label", default=None, help="label stored with every point")
     p.add_argument("--epochs", type=int, default=3, metavar="K", help="repeat every case K times (default 3)")
     p.add_argument("--concurrency", type=int, default=1, metavar="N", help="case runs in flight (default 1)")
+    _add_max_in_flight(p)
     p.add_argument("--resume", default=None, metavar="SWEEP_ID", help="finish an interrupted sweep")
     p.set_defaults(func=cmd_sweep)  # fmt: skip
 

@@ -263,4 +263,4 @@ def test_openai_model_without_key_or_base_url_is_exit_2(
     db = tmp_path / "k.duckdb"
     assert main(["run", "--db", str(db), "--model", "openai:gpt-4o-mini", "--case", ONE]) == 2
     assert "OPENAI_API_KEY is not set" in capsys.readouterr().err
-    assert _q(db, "SELECT count(*) FROM bench_runs") == [(0,)], "nothing written half-way"
+    assert not db.exists(), "nothing written, not even the database file"
