@@ -108,13 +108,43 @@ class CaseIndex:
         return case, False
 
 
-def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor = _reference) -> dict[str, Any]:
-    """One chat.completions answer as the OpenAI JSON body."""
+GUARD_TURN = -1
+"""The `turn` of a SemanticGuard request in fault plans and the request log."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """A parsed chat request."""
+
+    messages: list[ChatMessage]
+    """Its messages."""
+    case: EvalCase
+    """The case it belongs to."""
+    is_guard: bool
+    """A SemanticGuard request."""
+
+    @property
+    def turn(self) -> int:
+        """Assistant turns so far, or GUARD_TURN."""
+        return GUARD_TURN if self.is_guard else sum(isinstance(m, AssistantMessage) for m in self.messages)
+
+
+def _parse(index: CaseIndex, body: dict[str, Any]) -> _Conversation:
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise SimulatorError("'messages' must be a non-empty list")
     messages = wire_to_messages(raw)
     case, is_guard = index.for_messages(messages)
+    return _Conversation(messages, case, is_guard)
+
+
+def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor = _reference) -> dict[str, Any]:
+    """One chat.completions answer as the OpenAI JSON body."""
+    return _answer(_parse(index, body), body, trajectory_for)
+
+
+def _answer(conv: _Conversation, body: dict[str, Any], trajectory_for: TrajectoryFor) -> dict[str, Any]:
+    messages, case, is_guard = conv.messages, conv.case, conv.is_guard
     model = str(body.get("model") or "scripted")
     traj = trajectory_for(case, model)
     reply = AssistantMessage(guard_answer(traj)) if is_guard else next_turn(traj, messages)
@@ -137,10 +167,6 @@ def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor
             "total_tokens": usage.input_tokens + usage.output_tokens,
         },
     }
-
-
-GUARD_TURN = -1
-"""The `turn` of a SemanticGuard request in fault plans and the request log."""
 
 
 class InjectedFaultKind(StrEnum):
@@ -221,6 +247,9 @@ class SimulatorServer:
         self._rng = random.Random(seed)
         self._faults = {(f.case_id, f.turn): f for f in faults}
         self._seen: dict[tuple[str, int], int] = {}
+        self._in_flight = 0
+        self.peak_in_flight = 0
+        """The most chat requests this server was answering at one time."""
 
         server_self = self
 
@@ -256,18 +285,22 @@ class SimulatorServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
+                server_self._enter()
                 try:
                     body = json.loads(raw or b"{}")
                     if not isinstance(body, dict):
                         raise SimulatorError("the request body must be a JSON object")
-                    fault = server_self._arrived(index, body)
+                    conv = _parse(index, body)
+                    fault = server_self._arrived(conv)
                     server_self._sleep_latency()
                     if fault is not None:
                         self._inject(fault)
                         return
-                    self._send(200, answer(index, body, trajectory_for))
+                    self._send(200, _answer(conv, body, trajectory_for))
                 except (ValueError, SimulatorError) as exc:
                     self._send(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+                finally:
+                    server_self._leave()
 
             def _inject(self, fault: InjectedFault) -> None:
                 if fault.kind is InjectedFaultKind.SERVER_ERROR:
@@ -285,21 +318,24 @@ class SimulatorServer:
         self._latency = latency_ms / 1000.0
         self._jitter = jitter_ms / 1000.0
 
-    def _arrived(self, index: CaseIndex, body: dict[str, Any]) -> InjectedFault | None:
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _arrived(self, conv: _Conversation) -> InjectedFault | None:
         """Log a chat request; the fault to inject instead of its answer, if the plan has one left."""
-        messages = body.get("messages")
-        case_id, turn = "?", 0
-        if isinstance(messages, list) and messages:
-            parsed = wire_to_messages(messages)
-            case, is_guard = index.for_messages(parsed)
-            case_id = case.id
-            turn = GUARD_TURN if is_guard else sum(isinstance(m, AssistantMessage) for m in parsed)
+        key = (conv.case.id, conv.turn)
         with self._lock:
             self.requests += 1
-            planned = self._faults.get((case_id, turn))
-            seen = self._seen[case_id, turn] = self._seen.get((case_id, turn), 0) + 1
+            planned = self._faults.get(key)
+            seen = self._seen[key] = self._seen.get(key, 0) + 1
             fault = planned if planned is not None and seen <= planned.times else None
-            self.log.append(SimRequest(time.monotonic(), case_id, turn, fault.kind if fault else None))
+            self.log.append(SimRequest(time.monotonic(), *key, fault.kind if fault else None))
         return fault
 
     def _sleep_latency(self) -> None:
