@@ -11,6 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -197,7 +198,7 @@ class _ModelFactory:
                 tool_choice=opts.tool_choice,
                 max_in_flight=opts.max_in_flight or opts.concurrency,
                 # Each case run binds its own cassette to its thread (runners/cassettes.py).
-                transport=CassetteTransport if opts.cassettes is not None else None,
+                transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
                 offline=replay_only,
             )
 

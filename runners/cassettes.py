@@ -282,18 +282,29 @@ _PATH_LOCKS: dict[Path, threading.Lock] = {}
 _PATH_LOCKS_GUARD = threading.Lock()
 
 
-class CassetteTransport(httpx2.BaseTransport):
-    """Serves requests from the cassette bound to the current thread; passes through when none is."""
+class CassetteNotBound(RuntimeError):
+    """A model request of a cassette run was made on a thread with no cassette bound (a bug)."""
 
-    def __init__(self, inner: httpx2.BaseTransport) -> None:
+
+class CassetteTransport(httpx2.BaseTransport):
+    """Serves requests from the cassette bound to the current thread.
+
+    With `require_binding` (the bench's cassette runs) a request on a thread with no cassette bound
+    is refused rather than sent unrecorded; without it, such a request passes through.
+    """
+
+    def __init__(self, inner: httpx2.BaseTransport, *, require_binding: bool = False) -> None:
         self._inner = inner
+        self._require_binding = require_binding
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
-        """Replay or record through the bound session, else send."""
+        """Replay or record through the bound session, else send (or refuse)."""
         session = _BOUND.get()
-        if session is None:
-            return self._inner.handle_request(request)
-        return session.handle(request, self._inner)
+        if session is not None:
+            return session.handle(request, self._inner)
+        if self._require_binding:
+            raise CassetteNotBound(f"{request.method} {request.url.path}: no cassette is bound to this thread")
+        return self._inner.handle_request(request)
 
     def close(self) -> None:
         """Close the transport underneath."""

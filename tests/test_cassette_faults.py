@@ -163,3 +163,35 @@ def test_a_retry_while_recording_reaches_the_endpoint_again(tmp_path: Path, monk
     assert turns[:2] == [(0, InjectedFaultKind.SERVER_ERROR), (0, None)]
     (run,) = summary.runs
     assert run.result.error is None and run.metrics.model_calls == 4
+
+
+def test_a_cassette_run_never_sends_a_request_no_cassette_is_bound_to(tmp_path: Path) -> None:
+    """Bench cassette runs refuse a request made on a thread without a bound cassette (it would go
+    out unrecorded, or reach the network in a replay); the binding is per thread."""
+    import threading
+
+    import httpx2
+
+    from runners.cassettes import CassetteNotBound, CassetteTransport, use_cassette
+
+    sent: list[str] = []
+    inner = httpx2.MockTransport(lambda r: (sent.append(str(r.url)), httpx2.Response(200, json={"ok": 1}))[1])
+    client = httpx2.Client(transport=CassetteTransport(inner, require_binding=True))
+    with pytest.raises(CassetteNotBound):
+        client.post("http://model-endpoint/v1/chat/completions", json={"a": 1})
+    path = tmp_path / "c.json"
+    with use_cassette(path, "once"):
+        assert client.post("http://model-endpoint/v1/chat/completions", json={"a": 1}).json() == {"ok": 1}
+        other: list[BaseException] = []
+
+        def elsewhere() -> None:
+            try:
+                client.post("http://model-endpoint/v1/chat/completions", json={"a": 1})
+            except BaseException as exc:
+                other.append(exc)
+
+        t = threading.Thread(target=elsewhere)
+        t.start()
+        t.join()
+        assert [type(e) for e in other] == [CassetteNotBound], "another thread does not see this binding"
+    assert len(sent) == 1 and len(json.loads(path.read_text())["interactions"]) == 1
