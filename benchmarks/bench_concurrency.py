@@ -24,6 +24,7 @@ import argparse
 import math
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -59,14 +60,19 @@ class Sample:
     """Model HTTP requests per case run (diagnosis calls + guard calls)."""
     errors: int
     """Case runs with a loop error (should be 0)."""
+    cpu: float
+    """CPU seconds of the CLI process (user + system)."""
 
 
 def run_cli(args: list[str], db: Path) -> Sample:
     """Run the CLI in a fresh process and read its DuckDB rows."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.run([str(BIN), "run", *args, "--db", str(db)], capture_output=True, text=True, check=False)
     match = RATE.search(proc.stdout.replace("\n", " "))
     if proc.returncode != 0 or match is None:
         raise SystemExit(f"harness-bench run failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     con = duckdb.connect(str(db), read_only=True)
     try:
         runs, calls, errors, first, last = con.execute(
@@ -75,7 +81,16 @@ def run_cli(args: list[str], db: Path) -> Sample:
         ).fetchone()  # type: ignore[misc]
     finally:
         con.close()
-    return Sample(runs, float(match.group(1)), (last - first) / 1000.0, calls / runs, errors)
+    return Sample(runs, float(match.group(1)), (last - first) / 1000.0, calls / runs, errors, cpu)
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds of a running process (Linux /proc; 0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _med(values: list[float]) -> str:
@@ -102,17 +117,19 @@ def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: 
     lat = latency_ms / 1000.0
     print(f"serve-sim at {url}, latency {latency_ms:g}±{jitter_ms:g} ms")
     print("| N | epochs | case runs | model requests / run | ideal runs/s | wall runs/s (CLI) | % of ideal |"
-          " steady runs/s | % of ideal | load before |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          " steady runs/s | % of ideal | CPU ms / case run: client, serve-sim | load before |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     try:
         for n in ns:
             epochs = 1 if n == 1 else max(2, math.ceil(n * 12 / N_CASES))
-            samples, loads = [], []
+            samples, loads, sim_cpu = [], [], []
             for r in range(repeats):
                 loads.append(_load())
                 db = tmp / f"live-n{n}-r{r}.duckdb"
+                c0 = _proc_cpu(sim.pid)
                 samples.append(run_cli(["--model", "openai:scripted", "--base-url", url, "--concurrency", str(n),
                                         "--epochs", str(epochs)], db))  # fmt: skip
+                sim_cpu.append((_proc_cpu(sim.pid) - c0) / samples[-1].runs)
             per_run = statistics.median(s.requests_per_run for s in samples)
             ideal = n / (lat * per_run)
             wall = [s.runs / s.wall for s in samples]
@@ -121,6 +138,8 @@ def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: 
             print(
                 f"| {n} | {epochs} | {samples[0].runs} | {per_run:.2f} | {ideal:.1f} | {_med(wall)} |"
                 f" {statistics.median(wall) / ideal:.0%} | {_med(steady)} | {statistics.median(steady) / ideal:.0%} |"
+                f" {statistics.median(s.cpu / s.runs for s in samples) * 1000:.0f},"
+                f" {statistics.median(sim_cpu) * 1000:.1f} |"
                 f" {loads[0]}{f' ({errors} case runs with errors!)' if errors else ''} |",
                 flush=True,
             )
@@ -130,17 +149,19 @@ def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: 
 
 
 def replay(repeats: int, tmp: Path) -> None:
-    print("\n| replay (committed cassettes, record mode none) | case runs | runs/s (CLI) | load before |")
-    print("|---|---|---|---|")
+    print("\n| replay (committed cassettes, record mode none) | case runs | runs/s (CLI) | CPU ms / case run |"
+          " load before |")  # fmt: skip
+    print("|---|---|---|---|---|")
     base = {}
     for n in (1, 2):
-        rates, load = [], _load()
+        rates, cpus, load = [], [], _load()
         for r in range(repeats):
             s = run_cli(["--model", "openai:scripted", "--cassettes", str(ROOT / "cassettes"), "--record-mode", "none",
                          "--concurrency", str(n), "--epochs", "2"], tmp / f"replay-n{n}-r{r}.duckdb")  # fmt: skip
             rates.append(s.runs / s.wall)
+            cpus.append(s.cpu / s.runs * 1000)
         base[n] = statistics.median(rates)
-        print(f"| --concurrency {n} | {s.runs} | {_med(rates)} | {load} |", flush=True)
+        print(f"| --concurrency {n} | {s.runs} | {_med(rates)} | {statistics.median(cpus):.0f} | {load} |", flush=True)
     print(f"\nreplay concurrency 2 / 1: {base[2] / base[1]:.2f}×")
 
 

@@ -282,6 +282,7 @@ class SimulatorServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                arrived = time.monotonic()
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
@@ -292,11 +293,13 @@ class SimulatorServer:
                         raise SimulatorError("the request body must be a JSON object")
                     conv = _parse(index, body)
                     fault = server_self._arrived(conv)
-                    server_self._sleep_latency()
                     if fault is not None:
+                        server_self._sleep_latency(arrived)
                         self._inject(fault)
                         return
-                    self._send(200, _answer(conv, body, trajectory_for))
+                    reply = _answer(conv, body, trajectory_for)
+                    server_self._sleep_latency(arrived)
+                    self._send(200, reply)
                 except (ValueError, SimulatorError) as exc:
                     self._send(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
                 finally:
@@ -338,13 +341,14 @@ class SimulatorServer:
             self.log.append(SimRequest(time.monotonic(), *key, fault.kind if fault else None))
         return fault
 
-    def _sleep_latency(self) -> None:
-        """The simulated endpoint latency, slept in this request's thread only."""
+    def _sleep_latency(self, arrived: float) -> None:
+        """Hold the answer until `latency` (± jitter) after the request arrived — the time spent
+        computing the answer included, so L is what the client sees — in this request's thread only."""
         if self._latency <= 0 and self._jitter <= 0:
             return
         with self._lock:
             delay = self._latency + self._rng.uniform(-self._jitter, self._jitter)
-        self._stopping.wait(max(0.0, delay))
+        self._stopping.wait(max(0.0, arrived + delay - time.monotonic()))
 
     @property
     def base_url(self) -> str:
