@@ -156,8 +156,8 @@ FAULT_STATUS = 599
 def _fault_text(text: str, request: httpx2.Request) -> str:
     """An exception text with the endpoint's host and the API key removed (cassettes hold no address)."""
     host = request.url.host
-    if host:
-        text = text.replace(host, "model-endpoint")
+    if host:  # as a whole name only: a short host must not eat letters of the message
+        text = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", "model-endpoint", text)
     auth = request.headers.get("authorization", "")
     token = auth.partition(" ")[2]
     if len(token) >= 8:

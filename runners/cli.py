@@ -252,7 +252,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             highlight=False,
         )
         if summary.infra_errors == summary.executed:
-            err.print("[red]error:[/red] the endpoint was unusable for every case run (exit 2)", highlight=False)
+            err.print("[red]error:[/red] the endpoint (or the cassettes) served no case run (exit 2)", highlight=False)
             return EXIT_INPUT
     failing = summary.failed
     if failing and args.strict:

@@ -123,7 +123,7 @@ def test_mid_run_outage_is_classified_and_loud(tmp_path: Path, capsys: pytest.Ca
                      "--case", cases[0], "--case", cases[1]]) == 2  # fmt: skip
     err = capsys.readouterr().err.replace("\n", "")
     assert "2 of 2 case run(s) ended on an endpoint or cassette error" in err
-    assert "unusable for every case run" in err
+    assert "served no case run" in err
     con = duckdb.connect(str(db), read_only=True)
     errors = [r[0] for r in con.execute("SELECT error FROM case_runs ORDER BY case_id").fetchall()]
     con.close()
