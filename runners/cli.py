@@ -444,7 +444,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument("--verbose", action="store_true", help="log every request")
     p.add_argument("--latency-ms", type=_non_negative, default=0.0, metavar="MS",
-                   help="added to every chat answer, like a hosted endpoint (default 0)")  # fmt: skip
+                   help="each chat answer arrives this long after its request (default 0)")  # fmt: skip
     p.add_argument("--jitter-ms", type=_non_negative, default=0.0, metavar="MS",
                    help="latency varies uniformly by ± this much (default 0)")  # fmt: skip
     p.set_defaults(func=cmd_serve_sim)
