@@ -15,12 +15,17 @@ def main() -> int:
     print(f"# harness-bench benchmarks — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
     print(f"# machine: {platform.machine()}, {platform.processor() or 'cpu'}, Python {platform.python_version()}")
     status = 0
-    for script in ("bench_interceptor.py", "bench_throughput.py", "bench_scaling.py", "peers/run_peers.py"):
+    scripts: list[tuple[str, list[str]]] = [
+        ("bench_interceptor.py", []), ("bench_throughput.py", []), ("bench_scaling.py", []),
+        ("peers/run_peers.py", []),
+        ("bench_concurrency.py", ["--repeats", "1"]),  # ~4 min; the README's table uses 3 repeats
+    ]  # fmt: skip
+    for script, args in scripts:
         path = HERE / script
         if not path.exists():
             continue
         print(f"\n## {script}", flush=True)
-        rc = subprocess.call([sys.executable, str(path)])
+        rc = subprocess.call([sys.executable, str(path), *args])
         if rc:
             print(f"({script} exited {rc})")
             status = status or rc

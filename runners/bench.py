@@ -11,6 +11,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import nullcontext
 from dataclasses import InitVar, asdict, dataclass, field, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +24,10 @@ from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel
 from runners import profiles
 from runners.case_runner import CaseRun, run_case
-from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
+from runners.cassettes import CassetteError, CassetteTransport, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
 from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
+from runners.preflight import infrastructure_error, preflight
 from runners.settings import (
     ModelSettings,
     RunSettings,
@@ -83,6 +85,8 @@ class BenchOptions:
     """Repetitions of every case."""
     concurrency: int = 1
     """Case runs in flight."""
+    max_in_flight: int | None = None
+    """Model requests in flight per endpoint (base URL), over all runs (None = `concurrency`)."""
     config: HarnessConfig = field(default_factory=HarnessConfig)
     """Thresholds and budgets."""
     model_settings: ModelSettings = field(default_factory=ModelSettings)
@@ -148,6 +152,8 @@ class BenchSummary:
     """(case id, error) of case runs that hit a loop-level error (first 50)."""
     settings: RunSettings | None = None
     """The settings the case runs were made with (restored ones on resume)."""
+    infra_errors: int = 0
+    """Case runs that ended on an endpoint or cassette error (not a model verdict)."""
 
 
 def git_commit() -> str | None:
@@ -186,6 +192,7 @@ class _ModelFactory:
         self._shared: ChatModel | None = None
         if spec.kind == "openai":
             ms = opts.model_settings
+            replay_only = opts.cassettes is not None and opts.record_mode == "none"
             self._shared = OpenAIChatModel(
                 spec.name,
                 base_url=ms.base_url,
@@ -194,6 +201,10 @@ class _ModelFactory:
                 tool_choice=ms.tool_choice,
                 parallel_tool_calls=ms.parallel_tool_calls.wire,
                 temperature=ms.temperature,
+                max_in_flight=opts.max_in_flight or opts.concurrency,
+                # Each case run binds its own cassette to its thread (runners/cassettes.py).
+                transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
+                offline=replay_only,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -244,6 +255,8 @@ def run_bench(
 ) -> BenchSummary:
     """Run (or resume) a bench run. KeyboardInterrupt keeps finished case runs and marks it interrupted."""
     t0 = time.perf_counter()
+    if not opts.resume:
+        preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
     if con is not None:
         return _run(con, opts, t0, on_progress)
     own = connect(opts.db)
@@ -321,14 +334,13 @@ def _run(
         opts, done_ids = load_resume(con, opts)
         bench_run_id = str(opts.resume)
         done = set(done_ids)
+        preflight(opts)
     else:
         bench_run_id = _new_id()
     cases, factory = _checked(opts)
     spec = factory.spec
     run_settings = opts.settings
     concurrency = opts.concurrency
-    if opts.cassettes is not None and spec.kind == "openai":
-        concurrency = 1  # vcrpy patches the HTTP transport process-wide: one cassette at a time
     values = run_settings.values()
     swept = {name: values[name] for name, _ in case_run_columns()}
     planned = list(_planned(cases, opts.epochs))
@@ -369,6 +381,7 @@ def _run(
                                      opts.label, epoch, swept, run))  # fmt: skip
             summary.executed += 1
             summary.failed += not run.passed
+            summary.infra_errors += infrastructure_error(run.result.error)
             if run.result.error and len(summary.errors) < 50:
                 summary.errors.append((run.case.id, run.result.error))
             if opts.keep_runs:

@@ -1,9 +1,24 @@
-"""vcrpy cassettes: a live model's answers made replayable offline (issue 4).
+"""Cassettes: a live model's answers made replayable offline (issues 4, 10, 13).
 
-One cassette per (case, model, epoch). Requests match on method, path and JSON body — not on
-host or port, so a cassette recorded against one local server replays against another — and
-repeated requests replay, so runs at different thresholds share their common prefix. Secrets
-are scrubbed from request and response headers before anything is written.
+One cassette per (case, model, epoch), in vcrpy's JSON format. Requests match on method, path and
+JSON body — not on host or port, so a cassette recorded against one local server replays against
+another — and secrets are scrubbed from request and response headers before anything is written.
+
+Per-run binding instead of vcrpy's process-wide patch: the SDK client's transport
+(`CassetteTransport`) serves each request from, or records it to, the cassette bound to the
+current thread by `use_cassette`. Case runs on other threads use their own cassettes at the same
+time, so replay (and recording) runs concurrently. vcrpy still loads, matches and saves.
+
+Replay reproduces live runs attempt by attempt:
+
+- a request that recurs within one run (the Harness retrying it) replays the recorded answers in
+  recorded order: a 500 or a 429 (status, body and Retry-After as recorded), then the success;
+- an attempt that got no HTTP response at all (timeout, refused or dropped connection) is recorded
+  as a synthetic interaction marked `x-harness-bench-fault: timeout|connection` (status 599, the
+  httpx2 exception and its innermost cause in the body) and replay raises that same httpx2
+  exception, so the SDK and `classify` produce the same ModelCallError as live;
+- a request recurring more often than recorded repeats its last answer (vcrpy's playback
+  repeats), and runs at other thresholds share the common prefix, as before.
 """
 
 from __future__ import annotations
@@ -11,16 +26,25 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
+from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import vcr
+from vcr.cassette import Cassette
+from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.record_mode import RecordMode
 from vcr.request import Request
+from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
+from harness.models.openai_model import ReplayedCause, innermost_cause
 from runners.settings import RunSettings, reproduce_flags
 
 SCRUB_REQUEST_HEADERS = (
@@ -79,14 +103,14 @@ def _scrub_request(request: Request) -> Request:
 class _VCR(vcr.VCR):  # type: ignore[misc]
     """vcrpy deep-copies every request (several times per request, body included) before its filters;
     our only filter already returns a fresh, scrubbed Request, so the deep copy is skipped (measured:
-    ~20% of a replay)."""
+    ~20% of a replay). Only its cassette configuration is used: nothing is patched."""
 
     def _build_before_record_request(self, options: dict[str, Any]) -> Any:
         return _scrub_request
 
 
 def make_vcr(record_mode: str) -> vcr.VCR:
-    """A VCR configured for model endpoints."""
+    """A VCR configured for model endpoints (its cassette settings: matchers, scrubbing, JSON)."""
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
     v = _VCR(
@@ -95,9 +119,6 @@ def make_vcr(record_mode: str) -> vcr.VCR:
         match_on=("method", "path", "json_body"),
         before_record_response=_scrub_response,
         decode_compressed_response=True,
-        # The openai SDK sends through httpx2 only; patching every other HTTP library on each
-        # cassette entry cost ~4.5 ms per case run.
-        skip_patchers=("httplib", "requests", "boto3", "urllib3", "httplib2", "tornado", "aiohttp", "httpx"),
     )
     v.register_matcher("json_body", _json_body)
     return v
@@ -119,12 +140,206 @@ def check_cassette(path: Path) -> None:
         raise CassetteError(f"cassette {path} is not a vcrpy cassette (no 'interactions' list)")
 
 
-def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[Any]:
-    """Context manager that records or replays one cassette file."""
+class FaultKind(StrEnum):
+    """An attempt that got no HTTP response, as recorded in a cassette."""
+
+    TIMEOUT = "timeout"
+    """The request timed out (connect, read, write or waiting for a connection slot)."""
+    CONNECTION = "connection"
+    """The connection was refused, reset or closed before a response arrived."""
+
+
+FAULT_HEADER = "x-harness-bench-fault"
+"""Response header marking a synthetic interaction: the attempt failed without a response."""
+FAULT_STATUS = 599
+"""Status of a synthetic fault interaction (never a real response; vcrpy needs a status)."""
+
+
+def _fault_text(text: str, request: httpx2.Request) -> str:
+    """An exception text with the endpoint's host and the API key removed (cassettes hold no address)."""
+    host = request.url.host
+    if host:  # as a whole name only: a short host must not eat letters of the message
+        text = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", "model-endpoint", text)
+    auth = request.headers.get("authorization", "")
+    token = auth.partition(" ")[2]
+    if len(token) >= 8:
+        text = text.replace(token, "[REDACTED]")
+    return text
+
+
+def _fault_response(exc: Exception, request: httpx2.Request, elapsed: float) -> dict[str, Any]:
+    """The synthetic interaction recorded for an attempt that failed without a response."""
+    kind = FaultKind.TIMEOUT if isinstance(exc, httpx2.TimeoutException) else FaultKind.CONNECTION
+    cause = innermost_cause(exc)
+    cause_type = cause.type_name if isinstance(cause, ReplayedCause) else type(cause).__name__
+    body = {
+        "fault": kind.value,
+        "exception": type(exc).__name__,
+        "message": _fault_text(str(exc), request),
+        "cause": {"type": cause_type, "message": _fault_text(str(cause), request)},
+        "elapsed_ms": round(elapsed * 1000),
+    }
+    return {
+        "status": {"code": FAULT_STATUS, "message": "Harness-Bench Recorded Fault"},
+        "headers": {FAULT_HEADER: [kind.value], "content-type": ["application/json"]},
+        "body": {"string": json.dumps(body)},
+    }
+
+
+def fault_of(response: dict[str, Any]) -> FaultKind | None:
+    """The fault a recorded response stands for, if it is a synthetic fault interaction."""
+    for name, values in (response.get("headers") or {}).items():
+        if name.lower() == FAULT_HEADER:
+            return FaultKind(values[0] if isinstance(values, list) else values)
+    return None
+
+
+def _raise_fault(response: dict[str, Any], kind: FaultKind, request: httpx2.Request) -> None:
+    """Raise the recorded httpx2 exception, its recorded innermost cause chained under it."""
+    raw = response["body"]["string"]
+    data = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+    cls = getattr(httpx2, str(data.get("exception", "")), None)
+    if not (isinstance(cls, type) and issubclass(cls, httpx2.TransportError)):
+        cls = httpx2.ReadTimeout if kind is FaultKind.TIMEOUT else httpx2.ConnectError
+    cause = data.get("cause") or {}
+    raise cls(str(data.get("message", "")), request=request) from ReplayedCause(
+        str(cause.get("type", "Exception")), str(cause.get("message", ""))
+    )
+
+
+class CassetteSession:
+    """One cassette file bound to one case run: replays in recorded order, records what is new."""
+
+    def __init__(self, path: Path, record_mode: str) -> None:
+        cfg = make_vcr(record_mode).get_merged_config(path=str(path), allow_playback_repeats=True)
+        for key in ("path_transformer", "func_path_generator", "record_on_exception"):
+            cfg.pop(key, None)
+        self.path = path
+        self.cassette = Cassette.load(**cfg)
+        self._mode = RecordMode(record_mode)
+        self._loaded = len(self.cassette.data)
+        self._played: set[int] = set()
+
+    def _next_recorded(self, request: Request) -> int | None:
+        """The recorded interaction that answers this occurrence of `request`, if any.
+
+        The first unplayed match in recorded order (a retried request gets the fault, then the
+        success); once every match has played, the last one again in replay-only modes. Answers
+        recorded during this very session are never replayed: a retry must reach the endpoint.
+        """
+        if self._mode is RecordMode.ALL:
+            return None
+        matches: list[int] = [i for i, _ in self.cassette._responses(request) if i < self._loaded]
+        for index in matches:
+            if index not in self._played:
+                return index
+        if matches and self.cassette.write_protected:
+            return matches[-1]
+        return None
+
+    def handle(self, request: httpx2.Request, inner: httpx2.BaseTransport) -> httpx2.Response:
+        """Answer from the cassette, or send through `inner` and record the answer or the fault."""
+        body = request.read()
+        vcr_request = Request(request.method, str(request.url), body, request.headers)
+        index = self._next_recorded(vcr_request)
+        if index is not None:
+            self._played.add(index)
+            self.cassette.play_counts[index] += 1
+            recorded = self.cassette.data[index][1]
+            kind = fault_of(recorded)
+            if kind is not None:
+                _raise_fault(recorded, kind, request)
+            response: httpx2.Response = _deserialize_response(recorded, httpx2)
+            return response
+        if self.cassette.write_protected:
+            raise CannotOverwriteExistingCassetteException(cassette=self.cassette, failed_request=vcr_request)
+        t0 = time.perf_counter()
+        try:
+            response = inner.handle_request(request)
+            stream = response.stream
+            assert isinstance(stream, httpx2.SyncByteStream)
+            try:
+                content = b"".join(stream)
+            finally:
+                stream.close()
+        except (httpx2.TransportError, OSError) as exc:
+            self._record(vcr_request, _fault_response(exc, request, time.perf_counter() - t0))
+            raise
+        self._record(vcr_request, _serialize_response(response, content))
+        response.stream = httpx2.ByteStream(content)
+        return response
+
+    def _record(self, request: Request, response: dict[str, Any]) -> None:
+        before = len(self.cassette.data)
+        self.cassette.append(request, response)
+        self._played.update(range(before, len(self.cassette.data)))
+
+    def save(self) -> None:
+        """Write the cassette if anything was recorded (vcrpy's rules per record mode)."""
+        self.cassette._save()
+
+
+_BOUND: ContextVar[CassetteSession | None] = ContextVar("harness_bench_cassette", default=None)
+_PATH_LOCKS: dict[Path, threading.Lock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+class CassetteNotBound(RuntimeError):
+    """A model request of a cassette run was made on a thread with no cassette bound (a bug)."""
+
+
+class CassetteTransport(httpx2.BaseTransport):
+    """Serves requests from the cassette bound to the current thread.
+
+    With `require_binding` (the bench's cassette runs) a request on a thread with no cassette bound
+    is refused rather than sent unrecorded; without it, such a request passes through.
+    """
+
+    def __init__(self, inner: httpx2.BaseTransport, *, require_binding: bool = False) -> None:
+        self._inner = inner
+        self._require_binding = require_binding
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Replay or record through the bound session, else send (or refuse)."""
+        session = _BOUND.get()
+        if session is not None:
+            return session.handle(request, self._inner)
+        if self._require_binding:
+            raise CassetteNotBound(f"{request.method} {request.url.path}: no cassette is bound to this thread")
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        """Close the transport underneath."""
+        self._inner.close()
+
+
+def _path_lock(path: Path) -> threading.Lock:
+    key = path.resolve()
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(key, threading.Lock())
+
+
+@contextmanager
+def _bound(path: Path, record_mode: str) -> Iterator[CassetteSession]:
+    # One session per file at a time: two runs recording into one file would overwrite each other.
+    with _path_lock(path):
+        session = CassetteSession(path, record_mode)
+        token = _BOUND.set(session)
+        try:
+            yield session
+        finally:
+            _BOUND.reset(token)
+            session.save()
+
+
+def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[CassetteSession]:
+    """Bind one cassette file to the current thread: model requests through a `CassetteTransport`
+    replay from it or record to it (`record_mode` as vcrpy's). Other threads are unaffected."""
+    if record_mode not in RECORD_MODES:
+        raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
     check_cassette(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    cm: AbstractContextManager[Any] = make_vcr(record_mode).use_cassette(str(path), allow_playback_repeats=True)
-    return cm
+    return _bound(path, record_mode)
 
 
 def rerecord_command(

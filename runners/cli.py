@@ -62,6 +62,20 @@ def _int_in(lo: int, hi: int) -> Callable[[str], int]:
     return parse
 
 
+def _float_in(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a number from {lo:g} to {hi:g}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text}: must be a number from {lo:g} to {hi:g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
 class _ArgumentError(Exception):
     """A flag argparse refused: one line naming it, exit 2 (main prints it)."""
 
@@ -102,6 +116,8 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    help=f"repeat every case K times (default {epochs})")  # fmt: skip
     g.add_argument("--concurrency", type=_int_in(1, MAX_CONCURRENCY), default=1, metavar="N",
                    help="case runs in flight (default 1)")  # fmt: skip
+    g.add_argument("--max-in-flight", type=_int_in(1, MAX_CONCURRENCY), default=None, metavar="N",
+                   help="model requests in flight per endpoint over all runs (default: --concurrency)")  # fmt: skip
     what = "SWEEP_ID" if sweep else "BENCH_RUN_ID"
     g.add_argument("--resume", default=None, metavar=what,
                    help="finish an interrupted " + ("sweep" if sweep else "bench run") + " with its stored settings"
@@ -156,7 +172,8 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
     run_settings = run_settings or settings.RunSettings.of()
     return BenchOptions(
         evalsets=args.evalset or [], case_ids=args.case or [], db=args.db, label=args.label,
-        epochs=args.epochs or epochs, concurrency=args.concurrency, config=run_settings.config,
+        epochs=args.epochs or epochs, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
+        config=run_settings.config,
         model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
         keep_runs=False,
     )  # fmt: skip
@@ -194,6 +211,8 @@ def _claim(db: Path) -> None:
     """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
     from runners.metrics_db import connect, mark_stale_runs
 
+    if not db.exists():
+        return  # nothing to claim; not creating it here lets a failed preflight leave no file behind
     con = connect(db)
     try:
         n = mark_stale_runs(con)
@@ -212,7 +231,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         overrides = _check_resume_flags(args)
         _check_db(args.db, must_exist=True)
         opts = BenchOptions(db=args.db, resume=args.resume, concurrency=args.concurrency, keep_runs=False,
-                            resume_overrides=overrides)  # fmt: skip
+                            max_in_flight=args.max_in_flight, resume_overrides=overrides)  # fmt: skip
         con = connect(args.db, read_only=True)
         try:
             check_options(load_resume(con, opts)[0])
@@ -247,6 +266,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         err.print(Text.assemble((f"{case_id}: ", "yellow"), error))
     if len(summary.errors) > 5:
         _say(f"… and more case runs with errors (see case_runs.error in {args.db})", stderr=True)
+    if summary.infra_errors:
+        # An endpoint or cassette failure is not a model verdict: never let it pass as a bad model.
+        err.print(Text(
+            f"{summary.infra_errors} of {summary.executed} case run(s) ended on an endpoint or cassette error"
+            f" (rate limit, 5xx, timeout, connection, 4xx, cassette miss), not on the model's answer; see"
+            f" case_runs.error in {args.db}", style="red",
+        ))  # fmt: skip
+        if summary.infra_errors == summary.executed:
+            _error("the endpoint (or the cassettes) served no case run (exit 2)")
+            return EXIT_INPUT
     failing = summary.failed
     if failing and args.strict:
         _say(f"{failing} case run(s) did not meet their expectations (--strict)", stderr=True)
@@ -262,10 +291,12 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
     cases = select_cases(args.evalset or [], args.case or [])
     try:
         server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
-                                 log=(lambda line: _say(line, stderr=True)) if args.verbose else None)  # fmt: skip
+                                 log=(lambda line: _say(line, stderr=True)) if args.verbose else None,
+                                 latency_ms=args.latency_ms, jitter_ms=args.jitter_ms)  # fmt: skip
     except OSError as exc:
         _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port (0 = any free)")
-    _say(f"serve-sim: {len(cases)} cases on {server.base_url} (Ctrl-C to stop)")
+    delay = f", latency {args.latency_ms:g}±{args.jitter_ms:g} ms" if args.latency_ms or args.jitter_ms else ""
+    _say(f"serve-sim: {len(cases)} cases on {server.base_url}{delay} (Ctrl-C to stop)")
     sys.stdout.flush()
     try:
         server.serve_forever()
@@ -278,12 +309,14 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 def cmd_sweep(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions
     from runners.metrics_db import connect
+    from runners.preflight import preflight
     from runners.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
 
     if args.resume:
         overrides = _check_resume_flags(args)
         _check_db(args.db, must_exist=True)
-        base = BenchOptions(db=args.db, concurrency=args.concurrency, keep_runs=False, resume_overrides=overrides)
+        base = BenchOptions(db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
+                            keep_runs=False, resume_overrides=overrides)  # fmt: skip
         con = connect(args.db, read_only=True)
         try:
             check_sweep(*load_sweep(con, args.resume, base))
@@ -297,6 +330,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base = _bench_options(args, base_settings, epochs=3)
         grid = SweepGrid(settings.axes_from_args(args))
         check_sweep(grid, base)
+        preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
     _claim(args.db)
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")
@@ -430,6 +464,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=_int_in(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument("--verbose", action="store_true", help="log every request")
+    p.add_argument("--latency-ms", type=_float_in(0, 600_000), default=0.0, metavar="MS",
+                   help="each chat answer arrives this long after its request (default 0)")  # fmt: skip
+    p.add_argument("--jitter-ms", type=_float_in(0, 600_000), default=0.0, metavar="MS",
+                   help="latency varies uniformly by ± this much (default 0)")  # fmt: skip
     p.set_defaults(func=cmd_serve_sim)
 
     p = _sub(sub, "sweep", "run a grid of thresholds and budgets, each point a bench run tagged with one sweep id",

@@ -4,14 +4,21 @@ It uses the very policy code of the in-process ScriptedChatModel (`next_turn`, `
 so a run through the openai SDK over HTTP reaches the same outcome as the in-process run. The
 case is chosen from the conversation: the user's question (for the guard, the question in its
 payload). The request's `model` field selects the behaviour profile (`scripted` = reference).
+
+To stand in for a hosted endpoint it can add latency (`latency_ms` ± `jitter_ms`, slept in the
+request's own thread: other requests are not held up) and inject faults per (case, turn): a held
+request the client times out on, a dropped connection, a 500, a 429 with Retry-After.
 """
 
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -101,13 +108,43 @@ class CaseIndex:
         return case, False
 
 
-def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor = _reference) -> dict[str, Any]:
-    """One chat.completions answer as the OpenAI JSON body."""
+GUARD_TURN = -1
+"""The `turn` of a SemanticGuard request in fault plans and the request log."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Conversation:
+    """A parsed chat request."""
+
+    messages: list[ChatMessage]
+    """Its messages."""
+    case: EvalCase
+    """The case it belongs to."""
+    is_guard: bool
+    """A SemanticGuard request."""
+
+    @property
+    def turn(self) -> int:
+        """Assistant turns so far, or GUARD_TURN."""
+        return GUARD_TURN if self.is_guard else sum(isinstance(m, AssistantMessage) for m in self.messages)
+
+
+def _parse(index: CaseIndex, body: dict[str, Any]) -> _Conversation:
     raw = body.get("messages")
     if not isinstance(raw, list) or not raw:
         raise SimulatorError("'messages' must be a non-empty list")
     messages = wire_to_messages(raw)
     case, is_guard = index.for_messages(messages)
+    return _Conversation(messages, case, is_guard)
+
+
+def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor = _reference) -> dict[str, Any]:
+    """One chat.completions answer as the OpenAI JSON body."""
+    return _answer(_parse(index, body), body, trajectory_for)
+
+
+def _answer(conv: _Conversation, body: dict[str, Any], trajectory_for: TrajectoryFor) -> dict[str, Any]:
+    messages, case, is_guard = conv.messages, conv.case, conv.is_guard
     model = str(body.get("model") or "scripted")
     traj = trajectory_for(case, model)
     reply = AssistantMessage(guard_answer(traj)) if is_guard else next_turn(traj, messages)
@@ -132,6 +169,58 @@ def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor
     }
 
 
+class InjectedFaultKind(StrEnum):
+    """What the simulator does instead of answering."""
+
+    TIMEOUT = "timeout"
+    """Hold the request (the client times out), then drop the connection without an answer."""
+    DISCONNECT = "disconnect"
+    """Drop the connection at once, without an answer."""
+    SERVER_ERROR = "server_error"
+    """Answer 500."""
+    RATE_LIMIT = "rate_limit"
+    """Answer 429 with Retry-After."""
+
+
+@dataclass(frozen=True, slots=True)
+class InjectedFault:
+    """The first `times` requests of one case at one turn fail this way."""
+
+    case_id: str
+    """The case whose conversation is hit."""
+    turn: int
+    """Diagnosis turn (assistant messages so far: 0 = first request), or GUARD_TURN."""
+    kind: InjectedFaultKind
+    """What happens instead of the answer."""
+    times: int = 1
+    """How many requests at that (case, turn) fail before it answers normally."""
+    retry_after: float | None = None
+    """RATE_LIMIT: the Retry-After header in seconds (none sent when None)."""
+    hold_seconds: float = 5.0
+    """TIMEOUT: how long the request is held before the connection is dropped."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimRequest:
+    """One chat request the simulator saw (tests read the order of events from these)."""
+
+    at: float
+    """time.monotonic() when it arrived."""
+    case_id: str
+    """The case it belongs to."""
+    turn: int
+    """Its turn (GUARD_TURN for the guard)."""
+    fault: InjectedFaultKind | None
+    """The fault injected instead of the answer, if any."""
+
+
+class _Server(ThreadingHTTPServer):
+    # socketserver's default accept backlog of 5 drops SYNs when dozens of clients connect at once
+    # (each drop is a 1 s retransmit on the client).
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class SimulatorServer:
     """A threaded HTTP server on host:port (port 0 picks a free one)."""
 
@@ -142,9 +231,25 @@ class SimulatorServer:
         port: int = 0,
         trajectory_for: TrajectoryFor = _reference,
         log: Callable[[str], None] | None = None,
+        latency_ms: float = 0.0,
+        jitter_ms: float = 0.0,
+        faults: Sequence[InjectedFault] = (),
+        seed: int = 0,
     ) -> None:
+        if latency_ms < 0 or jitter_ms < 0:
+            raise ValueError("latency and jitter must be >= 0 ms")
         index = CaseIndex(cases)
         self.requests = 0
+        self.log: list[SimRequest] = []
+        """Every chat request, in arrival order."""
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._rng = random.Random(seed)
+        self._faults = {(f.case_id, f.turn): f for f in faults}
+        self._seen: dict[tuple[str, int], int] = {}
+        self._in_flight = 0
+        self.peak_in_flight = 0
+        """The most chat requests this server was answering at one time."""
 
         server_self = self
 
@@ -156,11 +261,13 @@ class SimulatorServer:
                 if log is not None:
                     log(format % args)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(payload, ensure_ascii=False).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)
 
@@ -175,21 +282,73 @@ class SimulatorServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                arrived = time.monotonic()
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
                     return
-                server_self.requests += 1
+                server_self._enter()
                 try:
                     body = json.loads(raw or b"{}")
                     if not isinstance(body, dict):
                         raise SimulatorError("the request body must be a JSON object")
-                    self._send(200, answer(index, body, trajectory_for))
+                    conv = _parse(index, body)
+                    fault = server_self._arrived(conv)
+                    if fault is not None:
+                        server_self._sleep_latency(arrived)
+                        self._inject(fault)
+                        return
+                    reply = _answer(conv, body, trajectory_for)
+                    server_self._sleep_latency(arrived)
+                    self._send(200, reply)
                 except (ValueError, SimulatorError) as exc:
                     self._send(400, {"error": {"message": str(exc), "type": "invalid_request_error"}})
+                finally:
+                    server_self._leave()
 
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
+            def _inject(self, fault: InjectedFault) -> None:
+                if fault.kind is InjectedFaultKind.SERVER_ERROR:
+                    self._send(500, {"error": {"message": "injected server error", "type": "server_error"}})
+                elif fault.kind is InjectedFaultKind.RATE_LIMIT:
+                    headers = {} if fault.retry_after is None else {"retry-after": f"{fault.retry_after:g}"}
+                    self._send(429, {"error": {"message": "injected rate limit", "type": "rate_limit"}}, headers)
+                else:
+                    if fault.kind is InjectedFaultKind.TIMEOUT:
+                        server_self._stopping.wait(fault.hold_seconds)
+                    self.close_connection = True  # no answer at all: the client sees a timeout / a drop
+
+        self._server = _Server((host, port), Handler)
         self._thread: threading.Thread | None = None
+        self._latency = latency_ms / 1000.0
+        self._jitter = jitter_ms / 1000.0
+
+    def _enter(self) -> None:
+        with self._lock:
+            self._in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self._in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self._in_flight -= 1
+
+    def _arrived(self, conv: _Conversation) -> InjectedFault | None:
+        """Log a chat request; the fault to inject instead of its answer, if the plan has one left."""
+        key = (conv.case.id, conv.turn)
+        with self._lock:
+            self.requests += 1
+            planned = self._faults.get(key)
+            seen = self._seen[key] = self._seen.get(key, 0) + 1
+            fault = planned if planned is not None and seen <= planned.times else None
+            self.log.append(SimRequest(time.monotonic(), *key, fault.kind if fault else None))
+        return fault
+
+    def _sleep_latency(self, arrived: float) -> None:
+        """Hold the answer until `latency` (± jitter) after the request arrived — the time spent
+        computing the answer included, so L is what the client sees — in this request's thread only."""
+        if self._latency <= 0 and self._jitter <= 0:
+            return
+        with self._lock:
+            delay = self._latency + self._rng.uniform(-self._jitter, self._jitter)
+        self._stopping.wait(max(0.0, arrived + delay - time.monotonic()))
 
     @property
     def base_url(self) -> str:
@@ -209,6 +368,7 @@ class SimulatorServer:
 
     def stop(self) -> None:
         """Shut down and release the port."""
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         if self._thread is not None:

@@ -30,12 +30,17 @@ def completion(
     return body
 
 
+_MODELS = {"object": "list", "data": [{"id": "m", "object": "model", "created": 0, "owned_by": "test"}]}
+
+
 class Endpoint:
     """Replies are (status, headers, body-bytes); requests are kept as parsed JSON."""
 
     def __init__(self) -> None:
         self.replies: list[tuple[int, dict[str, str], bytes]] = []
         self.faults: dict[int, tuple[str, float]] = {}  # reply index -> ("sleep", s) | ("reset", 0)
+        self.get_replies: list[tuple[int, dict[str, Any]]] = []  # GET /models (preflight); default 200
+        self.gets: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.lock = threading.Lock()
@@ -64,6 +69,17 @@ def serve() -> Iterator[Endpoint]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: Any) -> None:
             pass
+
+        def do_GET(self) -> None:
+            with ep.lock:
+                ep.gets.append(self.path)
+                status, payload = ep.get_replies.pop(0) if ep.get_replies else (200, _MODELS)
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length", "0"))

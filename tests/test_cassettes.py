@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runners.bench import BenchOptions, run_bench
+from runners.case_runner import CaseRun
 from runners.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
 from runners.evalset import load_cases
 
@@ -32,10 +33,15 @@ def test_every_builtin_case_has_a_committed_cassette() -> None:
     assert not missing, f"re-record with `make cassettes`: {missing}"
 
 
+def _verdict(r: CaseRun) -> tuple[object, ...]:
+    d, m = r.result.decision, r.metrics
+    return (d.outcome, d.fallback_kind, d.stop_reason, m.tool_invocations, m.tool_rejections, m.model_calls,
+            m.guard_calls)  # fmt: skip
+
+
 def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     inproc = run_bench(BenchOptions(db=tmp_path / "in.duckdb"))
-    expected = {r.case.id: (r.result.decision.outcome, r.result.decision.fallback_kind, r.result.decision.stop_reason,
-                            r.metrics.tool_invocations, r.metrics.tool_rejections) for r in inproc.runs}  # fmt: skip
+    expected = {r.case.id: _verdict(r) for r in inproc.runs}
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError("network blocked during replay")
@@ -45,10 +51,9 @@ def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
     replay = run_bench(BenchOptions(
         db=tmp_path / "replay.duckdb", model="openai:scripted", base_url="http://127.0.0.1:9/v1",
-        api_key_env="HB_REPLAY_KEY", cassettes=CASSETTES, record_mode="none",
-    ))  # fmt: skip
-    got = {r.case.id: (r.result.decision.outcome, r.result.decision.fallback_kind, r.result.decision.stop_reason,
-                       r.metrics.tool_invocations, r.metrics.tool_rejections) for r in replay.runs}  # fmt: skip
+        api_key_env="HB_REPLAY_KEY", cassettes=CASSETTES, record_mode="none", concurrency=3,
+    ))  # fmt: skip  # each case run replays its own cassette on its own thread
+    got = {r.case.id: _verdict(r) for r in replay.runs}
     assert [r.case.id for r in replay.runs if r.result.error] == []
     assert got == expected
 

@@ -243,8 +243,12 @@ def test_canary_key_never_lands_anywhere(tmp_path: Path, monkeypatch: pytest.Mon
     with serve() as ep:  # an endpoint that echoes the key back in its errors
         for _ in range(3):
             ep.push(401, {"error": {"message": f"Incorrect API key provided: {canary}"}})
+        # the preflight passes (GET /models answers); every chat request then fails: exit 2, rows kept
         assert main(["run", "--db", str(db), "--model", "openai:x", "--base-url", ep.base_url,
-                     "--case", cases[0], "--label", "echo"]) == 0  # fmt: skip
+                     "--case", cases[0], "--label", "echo"]) == 2  # fmt: skip
+        ep.get_replies.append((401, {"error": {"message": f"Incorrect API key provided: {canary}"}}))
+        assert main(["run", "--db", str(db), "--model", "openai:x", "--base-url", ep.base_url,
+                     "--case", cases[0], "--label", "preflight"]) == 2  # fmt: skip
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "report")]) == 0
     logs = capsys.readouterr()
     haystack = [logs.out, logs.err]

@@ -16,6 +16,7 @@ from pydantic import Field
 
 from harness.config import BenchSetting, HarnessConfig
 from runners import settings
+from runners.bench import select_cases
 from runners.cli import main
 from runners.evalset import load_cases
 from runners.metrics_db import connect, migrate
@@ -169,17 +170,21 @@ def test_resume_refuses_settings_it_would_ignore_but_takes_a_new_endpoint(
     tmp_path: Path, sim: SimulatorServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = tmp_path / "r.duckdb"
-    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--model", "openai:scripted",
-                 "--base-url", "http://127.0.0.1:9/v1", "--max-model-attempts", "1"]) == 0  # fmt: skip
+    with SimulatorServer(select_cases([], [ONE])) as first:
+        assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--model", "openai:scripted",
+                     "--base-url", first.base_url, "--max-model-attempts", "1"]) == 0  # fmt: skip
+        first_requests = first.requests
     ((bench_run_id,),) = _q(db, "SELECT bench_run_id FROM bench_runs")
     _drop_epoch(db, str(bench_run_id), 2)
     capsys.readouterr()
     assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--max-tool-calls", "3"]) == 2
     assert "remove --max-tool-calls" in capsys.readouterr().err
+    before = sim.requests
     assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--base-url", sim.base_url]) == 0
     assert _q(db, "SELECT base_url, max_model_attempts, status FROM bench_runs") == [(sim.base_url, 1, "completed")]
-    # the resumed epoch reached the live endpoint: it passed, the first one (port 9) did not
-    assert _q(db, "SELECT epoch, passed FROM case_runs ORDER BY epoch") == [(1, False), (2, True)]
+    # the resumed epoch reached the new endpoint (the first one is gone), with the stored settings
+    assert sim.requests - before > 0 and first_requests > 0
+    assert _q(db, "SELECT epoch, passed FROM case_runs ORDER BY epoch") == [(1, True), (2, True)]
 
 
 def test_huge_budgets_are_stored_exactly(tmp_path: Path) -> None:
@@ -277,7 +282,8 @@ def test_the_printed_rerecord_command_records_what_the_replay_needs(
     cassettes = tmp_path / "cassettes"
     replay = ["--model", "openai:scripted", "--base-url", "http://127.0.0.1:9/v1", "--tool-choice", "log_search",
               "--schema-mode", "static", "--no-gain-threshold", "3", "--cassettes", str(cassettes)]  # fmt: skip
-    assert main(["run", "--db", "miss.duckdb", "--case", ONE, *replay, "--record-mode", "none"]) == 0
+    # every case run missed its cassette: nothing was measured, so exit 2 (the rows keep the command)
+    assert main(["run", "--db", "miss.duckdb", "--case", ONE, *replay, "--record-mode", "none"]) == 2
     ((error,),) = _q(tmp_path / "miss.duckdb", "SELECT error FROM case_runs")
     command = str(error).split("re-record with: ", 1)[1].rsplit(" (", 1)[0]
     argv = shlex.split(command)

@@ -3,15 +3,22 @@
 The SDK's hidden retries are off (`max_retries=0`); the Harness retries on a stable
 classification (harness/retry.py). Assistant `content` is sent as "" rather than null when it
 carries tool calls (llama.cpp's server answers 500 to null), and missing usage is tolerated.
+
+Transport stack of the SDK client, outermost first: an optional wrapper (the bench's cassette
+transport), the per-endpoint in-flight cap (one semaphore per base URL, shared by every model
+against it), httpx2's connection pool (keep-alive sized to the cap, so connections are reused
+rather than churned).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import httpx2
 import openai
 
 from harness.contracts import ModelErrorKind, ToolChoiceMode
@@ -31,6 +38,84 @@ class ModelConfigError(ValueError):
     """The model cannot be configured (e.g. the API key variable is not set)."""
 
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OFFLINE_KEY = "offline-replay-no-key"
+"""Sent (and scrubbed) when replaying cassettes: replay must not need a real key."""
+
+TransportWrapper = Callable[[httpx2.BaseTransport], httpx2.BaseTransport]
+"""Wraps the SDK's HTTP transport (the bench's per-run cassette binding)."""
+
+
+class ReplayedCause(Exception):
+    """The innermost cause of a transport failure as a cassette recorded it: replay raises it as the
+    cause of the recorded httpx2 error, so classification gives the live text word for word."""
+
+    def __init__(self, type_name: str, message: str) -> None:
+        super().__init__(message)
+        self.type_name = type_name
+
+
+class _EndpointSlots:
+    """At most `limit` requests in flight to one endpoint, over every model and run that uses it."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.semaphore = threading.BoundedSemaphore(limit)
+
+
+_SLOTS: dict[str, _EndpointSlots] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def endpoint_key(base_url: str | None) -> str:
+    """The endpoint a base URL names, as the SDK resolves it (OPENAI_BASE_URL when none is given)."""
+    return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemaphore:
+    """The in-flight semaphore of one endpoint (a new limit replaces the old one for later requests)."""
+    key = endpoint_key(base_url)
+    with _SLOTS_LOCK:
+        slots = _SLOTS.get(key)
+        if slots is None or slots.limit != limit:
+            slots = _SLOTS[key] = _EndpointSlots(limit)
+        return slots.semaphore
+
+
+class CappedTransport(httpx2.BaseTransport):
+    """Holds one endpoint slot from sending a request until its body is fully read.
+
+    A run waiting in Harness backoff (429 Retry-After, 5xx) holds no slot, so it never stalls the
+    other runs. Waiting longer than the request's pool timeout is httpx2's own PoolTimeout.
+    """
+
+    def __init__(self, inner: httpx2.BaseTransport, slots: threading.BoundedSemaphore) -> None:
+        self._inner = inner
+        self._slots = slots
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        """Send under a slot; the body is read before the slot is released (responses are small)."""
+        timeout = (request.extensions.get("timeout") or {}).get("pool")
+        if not self._slots.acquire(timeout=timeout):
+            raise httpx2.PoolTimeout("no free in-flight slot for this endpoint within the timeout", request=request)
+        try:
+            response = self._inner.handle_request(request)
+            stream = response.stream
+            assert isinstance(stream, httpx2.SyncByteStream)
+            try:
+                content = b"".join(stream)
+            finally:
+                stream.close()
+        finally:
+            self._slots.release()
+        response.stream = httpx2.ByteStream(content)
+        return response
+
+    def close(self) -> None:
+        """Close the pool underneath."""
+        self._inner.close()
+
+
 def _retry_after(exc: openai.APIStatusError) -> float | None:
     headers = getattr(exc.response, "headers", None)
     if headers is None:
@@ -48,7 +133,7 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+def exception_chain(exc: BaseException) -> Iterator[BaseException]:
     """`exc` and its causes/contexts, outermost first, each once."""
     seen: set[int] = set()
     cur: BaseException | None = exc
@@ -58,15 +143,22 @@ def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
         cur = cur.__cause__ or cur.__context__
 
 
+def innermost_cause(exc: BaseException) -> BaseException:
+    """The last exception of `exc`'s cause/context chain (`exc` itself when it has none)."""
+    *_, last = exception_chain(exc)
+    return last
+
+
 def explain_connection_error(exc: BaseException) -> str:
     """The innermost cause of a connection error, as one readable line."""
-    *_, last = _exception_chain(exc)
-    return f"{type(last).__name__}: {last}"
+    last = innermost_cause(exc)
+    name = last.type_name if isinstance(last, ReplayedCause) else type(last).__name__
+    return f"{name}: {last}"
 
 
 def _cassette_miss(exc: BaseException) -> str | None:
     """vcrpy's CannotOverwriteExistingCassetteException, raw or inside the SDK's connection error."""
-    for cur in _exception_chain(exc):
+    for cur in exception_chain(exc):
         if type(cur).__name__ == "CannotOverwriteExistingCassetteException":
             return str(cur).splitlines()[0]
     return None
@@ -164,14 +256,22 @@ class OpenAIChatModel:
         max_output_tokens: int | None = None,
         tool_choice: str = "auto",
         parallel_tool_calls: bool | None = False,
+        max_in_flight: int | None = None,
+        transport: TransportWrapper | None = None,
+        offline: bool = False,
     ) -> None:
         key = os.environ.get(api_key_env)
         if not key:
-            if base_url is None:
+            if offline:
+                key = OFFLINE_KEY  # cassette replay never reaches an endpoint
+            elif base_url is None:
                 raise ModelConfigError(
                     f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME"
                 )
-            key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
+            else:
+                key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) ignore the key
+        if max_in_flight is not None and max_in_flight < 1:
+            raise ModelConfigError(f"max_in_flight must be >= 1, got {max_in_flight}")
         self._model = model
         self._key = key
         # Sent explicitly whenever tools are present, "auto" included: some servers (llama-cpp-python's
@@ -183,7 +283,36 @@ class OpenAIChatModel:
         self._parallel_tool_calls = parallel_tool_calls
         self._temperature = temperature
         self._max_output_tokens = max_output_tokens
-        self._client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds)
+        self._base_url = endpoint_key(base_url)
+        # Keep-alive as large as the cap: above httpx2's 20 idle connections each extra request in
+        # flight would open (and later close) a fresh TCP connection.
+        keepalive = 100 if max_in_flight is None else max_in_flight
+        http_client = openai.DefaultHttpxClient(
+            timeout=timeout_seconds, limits=httpx2.Limits(max_connections=None, max_keepalive_connections=keepalive)
+        )
+        slots = endpoint_slots(base_url, max_in_flight) if max_in_flight is not None else None
+
+        def stack(inner: httpx2.BaseTransport) -> httpx2.BaseTransport:
+            capped = CappedTransport(inner, slots) if slots is not None else inner
+            return transport(capped) if transport is not None else capped
+
+        # Wrap the pool httpx2 chose and any proxy it mounted from the environment (passing our own
+        # `transport=` would silently drop HTTPS_PROXY/NO_PROXY handling).
+        http_client._transport = stack(http_client._transport)
+        http_client._mounts = {p: None if t is None else stack(t) for p, t in http_client._mounts.items()}
+        self._client = openai.OpenAI(
+            api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds, http_client=http_client
+        )
+
+    @property
+    def client(self) -> openai.OpenAI:
+        """The SDK client (the endpoint preflight probes through it: same URL, key and transport)."""
+        return self._client
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint's base URL as resolved (OPENAI_BASE_URL or the official API when none given)."""
+        return self._base_url
 
     @property
     def name(self) -> str:
@@ -240,12 +369,15 @@ class OpenAIChatModel:
             return self._tool_choice
         return {"type": "function", "function": {"name": self._tool_choice}}
 
+    def redact(self, text: str) -> str:
+        """`text` without the API key (endpoints echo it back in error messages)."""
+        return text.replace(self._key, "[REDACTED]") if len(self._key) >= 8 else text
+
     def _redacted(self, err: ModelCallError) -> ModelCallError:
         """An endpoint may echo the key back in its error text; it never reaches a trace or a log."""
         text = str(err)
-        if len(self._key) >= 8 and self._key in text:
-            return ModelCallError(err.kind, text.replace(self._key, "[REDACTED]"), err.retry_after)
-        return err
+        redacted = self.redact(text)
+        return err if redacted == text else ModelCallError(err.kind, redacted, err.retry_after)
 
     def close(self) -> None:
         """Close the HTTP client."""
