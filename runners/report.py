@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import html
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -421,12 +422,17 @@ h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid 
 p{margin:.6rem 0}
 table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0;max-width:100%}
 td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right;vertical-align:top}
-td{white-space:nowrap}
+th{overflow-wrap:anywhere}
 th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}
 dl{font-size:.85rem}dt{font-weight:600;display:inline}dd{display:inline;margin:0}dd::after{content:"";display:block}
 img{max-width:100%;height:auto}figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#555}
 code{overflow-wrap:anywhere}
 """
+
+
+def _cell(text: str) -> str:
+    """Escaped; an interval `[a, b]` never breaks inside, so a narrow column wraps before it."""
+    return re.sub(r"\[([^\]]*?), ([^\]]*?)\]", "[\\1,&nbsp;\\2]", html.escape(text))
 
 
 def _html(title: str, db: str, sections: list[Section]) -> str:
@@ -436,7 +442,7 @@ def _html(title: str, db: str, sections: list[Section]) -> str:
         parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
         for t in s.tables:
             head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
-            body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+            body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         if s.definitions:
             items = "".join(
