@@ -246,18 +246,23 @@ def test_older_schema_is_migrated(tmp_path: Path) -> None:
 
 
 # -- notebook -------------------------------------------------------------------------------------------
-def test_notebook_executes_on_the_project_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_notebook_saves_its_copy_and_figure_and_removes_its_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from runners.run_notebook import execute
 
-    monkeypatch.setenv("HARNESS_BENCH_NOTEBOOK_DB", str(tmp_path / "nb.duckdb"))
+    monkeypatch.delenv("HARNESS_BENCH_NOTEBOOK_DB", raising=False)
+    monkeypatch.setenv("HARNESS_BENCH_NOTEBOOK_OUT", str(tmp_path / "out"))
     monkeypatch.chdir(ROOT)
-    out = tmp_path / "executed.ipynb"
-    execute(ROOT / "notebooks" / "threshold_sweep.ipynb", out)
+    out = execute(ROOT / "notebooks" / "threshold_sweep.ipynb", tmp_path / "out" / "executed.ipynb")
     nb = json.loads(out.read_text())
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]
     assert not [o for o in outputs if o.get("output_type") == "error"]
     assert any("image/png" in o.get("data", {}) for o in outputs), "the curves were drawn"
-    assert (tmp_path / "nb.duckdb").exists()
+    assert (tmp_path / "out" / "recall_wasted_vs_threshold.png").stat().st_size > 10_000
+    text = "".join("".join(o.get("text", "")) for o in outputs)
+    db = Path(re.search(r"metrics database: (\S+)", text).group(1))  # type: ignore[union-attr]
+    assert db.name == "sweep.duckdb" and not db.parent.exists(), "the temporary database is removed"
 
 
 def test_missing_notebook_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
