@@ -160,7 +160,7 @@ def _family_block(df: pd.DataFrame) -> TableBlock:
 
 
 def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 1.9 + 0.32 * len(df)), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
     idx = df.set_index("family")
     idx[["success", "fallback", "failed"]].plot.barh(
         stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
@@ -171,7 +171,7 @@ def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
     axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
     for ax in axes:
         ax.invert_yaxis()
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=4, frameon=False)
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
     return Figure(name, f"Outcome and stop reason per family — {what}", _png(fig))
 
 
