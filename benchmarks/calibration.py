@@ -204,36 +204,49 @@ def figure(results: dict[str, Any], path: Path) -> None:
     gate = results["gate"]
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     names = list(STOCHASTIC)
-    fa = [gate["profiles"][p]["false_alarms"] for p in names]
-    axes[0].bar(
-        names,
-        [f["rate"] for f in fa],
-        color="tab:gray",
-        yerr=[[f["rate"] - f["low"] for f in fa], [f["high"] - f["rate"] for f in fa]],
-        capsize=4,
-    )
+    gates = [("gate", gate)] + [(k, results[k]) for k in sorted(results) if k.startswith("gate_")]
+    width = 0.8 / len(gates)
+    for gi, (_, g) in enumerate(gates):
+        fa = [g["profiles"][p]["false_alarms"] for p in names]
+        axes[0].bar(
+            [x + (gi - (len(gates) - 1) / 2) * width for x in range(len(names))],
+            [f["rate"] for f in fa],
+            width=width,
+            color=["tab:gray", "silver"][gi % 2],
+            yerr=[[f["rate"] - f["low"] for f in fa], [f["high"] - f["rate"] for f in fa]],
+            capsize=4,
+            label=f"{g['epochs']} epochs, {g['pairs_per_profile']} pairs",
+        )
+    axes[0].set_xticks(range(len(names)), names)
     axes[0].axhline(0.05, color="tab:red", ls="--", label="α = 0.05")
     axes[0].set(
         ylim=(0, 0.2),
         ylabel="false-alarm rate (gate fails)",
         xlabel="profile (same profile, two seeds)",
-        title=f"False alarms, {gate['pairs_per_profile']} seed pairs each",
+        title="False alarms: same profile, two seeds",
     )
-    axes[0].legend()
-    for p in [*names, "reference"]:
-        det = gate["profiles"][p]["detection"]
-        xs = [int(d) for d in det]
-        ys = [det[d]["rate"] for d in det]
-        err = [[det[d]["rate"] - det[d]["low"] for d in det], [det[d]["high"] - det[d]["rate"] for d in det]]
-        label = "reference (noise-free)" if p == "reference" else p
-        axes[1].errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=label)
-    axes[1].axhline(0.9, color="tab:red", ls="--", lw=1, label="90%")
+    axes[0].legend(fontsize=8)
+    colors = {"sloppy": "tab:blue", "eager": "tab:orange", "fabricator": "tab:green", "reference": "tab:purple"}
+    runs = [(gate, "-", "")] + [
+        (results[k], "--", f", {results[k]['epochs']} epochs") for k in sorted(results) if k.startswith("gate_")
+    ]
+    for g, style, suffix in runs:
+        for p in [*names, "reference"]:
+            if p not in g["profiles"]:
+                continue
+            det = g["profiles"][p]["detection"]
+            xs = [int(d) for d in det]
+            ys = [det[d]["rate"] for d in det]
+            err = [[det[d]["rate"] - det[d]["low"] for d in det], [det[d]["high"] - det[d]["rate"] for d in det]]
+            label = ("reference (noise-free)" if p == "reference" else p) + suffix
+            axes[1].errorbar(xs, ys, yerr=err, marker="o", capsize=3, ls=style, color=colors[p], label=label)
+    axes[1].axhline(0.9, color="black", ls=":", lw=1, label="90%")
     axes[1].set(
         xticks=list(DROPS),
         ylim=(-0.02, 1.02),
         xlabel="injected pass-rate drop (points)",
         ylabel="detection rate (gate fails)",
-        title=f"Detection, {gate['epochs']} epochs × all cases",
+        title=f"Detection, all cases (solid: {gate['epochs']} epochs)",
     )
     axes[1].legend(fontsize=8)
     fig.tight_layout()

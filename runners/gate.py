@@ -464,8 +464,10 @@ def markdown(result: GateResult) -> str:
         verdict_line(result),
         "",
         f"Unit: the case ({result.overall.cases} cases × {result.overall.pairs // result.overall.cases} epochs). "
-        f"p: one-sided sign-flip permutation test on per-case differences; adj. p: Holm's weighted step-down "
-        f"over all {len(result.tests)} tests (overall pass rate {OVERALL_WEIGHT:.0%} of α), so the whole gate's "
+        f"p: one-sided sign-flip permutation test on per-case differences (exact up to 13 differing cases, else "
+        f"{PERMUTATION_RESAMPLES:,} resamples: floor {1 / (PERMUTATION_RESAMPLES + 1):.4f}); "
+        f"adj. p: Holm's weighted step-down over all {len(result.tests)} tests "
+        f"(overall pass rate {OVERALL_WEIGHT:.0%} of α), so the whole gate's "
         f"false-alarm rate is ≤ α = {result.alpha:g}. pass^{result.k}: tau-bench, mean over cases of "
         f"C(passes, {result.k}) / C(epochs, {result.k}).",
         "",

@@ -208,3 +208,13 @@ def test_bad_flags_are_refused(kwargs: dict[str, float], needle: str) -> None:
 def test_per_case_means() -> None:
     cases = per_case(pairs_from({"a": ("f", [True, False, True], [False, False, True])}))
     assert cases[0].base_passes == 2 and cases[0].cand_passes == 1 and cases[0].pass_diff == pytest.approx(-1 / 3)
+
+
+def test_calibration_injects_exactly_the_requested_drop() -> None:
+    from benchmarks.calibration import inject_drop
+
+    pairs = uniform(9, 9, 3)  # 243 passing case runs
+    dropped, flips = inject_drop(pairs, 5, seed=1)
+    assert flips == 12 and sum(p.cand_pass for p in dropped) == 243 - 12
+    assert all(p.base_pass == q.base_pass and p.cand_cost == q.cand_cost for p, q in zip(pairs, dropped, strict=True))
+    assert inject_drop(pairs, 5, seed=1)[0] == dropped and inject_drop(pairs, 5, seed=2)[0] != dropped
