@@ -202,7 +202,7 @@ def figure(results: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     gate = results["gate"]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 3.8))
     names = list(STOCHASTIC)
     gates = [("gate", gate)] + [(k, results[k]) for k in sorted(results) if k.startswith("gate_")]
     width = 0.8 / len(gates)
@@ -248,7 +248,7 @@ def figure(results: dict[str, Any], path: Path) -> None:
         ylabel="detection rate (gate fails)",
         title=f"Detection, all cases (solid: {gate['epochs']} epochs)",
     )
-    axes[1].legend(fontsize=8)
+    axes[1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=100)
