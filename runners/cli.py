@@ -345,9 +345,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_recommend(args: argparse.Namespace) -> int:
     from runners.metrics_db import connect
-    from runners.recommend import CONFIG_COLUMNS, Objective, measure, recommend, swept_columns
+    from runners.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
     from runners.sweep import sweep_ids
 
+    if not 0.0 <= args.margin <= 1.0:
+        _fail(f"--margin {args.margin:g}: a rate margin must be within [0, 1] (0.02 = 2 points)")
     con = connect(args.db, read_only=True)
     try:
         known = sweep_ids(con)
@@ -361,20 +363,26 @@ def cmd_recommend(args: argparse.Namespace) -> int:
         con.close()
     if not stats:
         _fail(f"sweep {sweep} has no case runs yet")
-    rec = recommend(stats, Objective(args.objective))
-    title = f"sweep {sweep}: {len(stats)} configurations"
-    out.print(tables.stats_table(title, swept_columns(stats), CONFIG_COLUMNS, stats, rec.chosen, rec.front))
-    out.print(Text.assemble(("Recommendation: ", "bold"), rec.chosen.label()))
+    rec = recommend(stats, Objective(args.objective), rule=Rule(args.rule), margin=args.margin)
+    out.print(Text.assemble(("Recommendation: ", "bold"), rec.chosen.label(rec.columns)))
     _say(rec.reasoning)
+    out.print(tables.stats_table(f"sweep {sweep}: {len(stats)} configurations", rec, stats))
+    for name, definition in METRIC_DEFINITIONS.items():
+        _say(f"  {name}: {definition.split(' — ')[-1]}")
     return EXIT_OK
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from runners.gate import GateInputError, evaluate, load_pairs, markdown, write_outputs
+    from runners.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
     from runners.metrics_db import connect
 
     _check_output_file("--summary", args.summary)
     _check_output_file("--junit", args.junit)
+    try:  # a bad flag is refused before the database is opened
+        validate_flags(k=args.k, max_recall_drop=args.max_recall_drop, max_cost_increase=args.max_cost_increase,
+                       alpha=args.alpha)  # fmt: skip
+    except GateInputError as exc:
+        _fail(str(exc))
     con = connect(args.db, read_only=True)
     try:
         pairs = load_pairs(con, args.baseline, args.candidate)
@@ -385,7 +393,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     try:
         result = evaluate(
             pairs, args.baseline, args.candidate, k=args.k, max_recall_drop=args.max_recall_drop,
-            max_cost_increase=args.max_cost_increase,
+            max_cost_increase=args.max_cost_increase, alpha=args.alpha,
         )  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
@@ -397,10 +405,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from runners.metrics_db import connect
-    from runners.recommend import Objective
+    from runners.recommend import Objective, Rule
     from runners.report import build_report
     from runners.sweep import sweep_ids
 
+    if not 0.0 <= args.margin <= 1.0:
+        _fail(f"--margin {args.margin:g}: a rate margin must be within [0, 1] (0.02 = 2 points)")
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
@@ -423,7 +433,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     finally:
         con.close()
     md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
-                            objective=Objective(args.objective))  # fmt: skip
+                            objective=Objective(args.objective), rule=Rule(args.rule), margin=args.margin)  # fmt: skip
     _say(f"wrote {md} and {page}")
     return EXIT_OK
 
@@ -484,6 +494,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--objective", default="tokens", choices=["tokens", "tool_invocations", "model_calls", "wasted"],
         help="what 'cheapest' means (default tokens)",
     )  # fmt: skip
+    p.add_argument(
+        "--rule", default="non-inferiority", choices=["non-inferiority", "max-recall"],
+        help="non-inferiority: the cheapest configuration shown within --margin of the best recall and honest "
+        "fallback (default); max-recall: the highest recall first",
+    )  # fmt: skip
+    p.add_argument("--margin", type=float, default=0.02, metavar="RATE",
+                   help="non-inferiority margin in [0, 1] (default 0.02 = 2 points)")  # fmt: skip
     p.set_defaults(func=cmd_recommend)
 
     p = _sub(
@@ -495,14 +512,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
     p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
     p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
-    p.add_argument("--k", type=int, default=3, help="k of pass^k (default 3)")
+    p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
     p.add_argument(
         "--max-recall-drop", type=float, default=0.0, metavar="RATE",
-        help="allowed per-family pass-rate drop before a significant drop fails (default 0.0)",
+        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0)",
     )  # fmt: skip
     p.add_argument(
         "--max-cost-increase", type=float, default=0.25, metavar="RATE",
-        help="allowed relative increase of mean tool calls, model calls or tokens (default 0.25)",
+        help="relative increase (>= 0) of mean tool calls, model calls or tokens tolerated (default 0.25)",
+    )  # fmt: skip
+    p.add_argument(
+        "--alpha", type=float, default=0.05, metavar="A",
+        help="false-alarm rate of the whole gate, Holm-corrected over all tests (default 0.05)",
     )  # fmt: skip
     p.add_argument("--summary", type=Path, default=Path("gate-summary.md"), help="Markdown summary path")
     p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"), help="JUnit XML path")
@@ -518,6 +539,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--objective", default="tokens", choices=["tokens", "tool_invocations", "model_calls", "wasted"],
         help="what 'cheapest' means for the recommendation (default tokens)",
     )  # fmt: skip
+    p.add_argument("--rule", default="non-inferiority", choices=["non-inferiority", "max-recall"],
+                   help="decision rule of the recommendation (see `recommend --help`)")  # fmt: skip
+    p.add_argument("--margin", type=float, default=0.02, metavar="RATE",
+                   help="non-inferiority margin in [0, 1] (default 0.02 = 2 points)")  # fmt: skip
     p.set_defaults(func=cmd_report)
 
     p = _sub(sub, "schema", "print the JSON Schema of evaluation files")

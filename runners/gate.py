@@ -1,25 +1,69 @@
 """The model-upgrade gate: a candidate label against a baseline label on the same cases and epochs.
 
-Per family: pass rate, pass^k (tau-bench: mean over cases of C(c, k) / C(n, k)), an exact one-sided
-McNemar test on paired case runs, and cost deltas. A family regresses when its pass rate drops by
-more than `max_recall_drop` *and* the drop is significant; cost regresses when a mean rises by more
-than `max_cost_increase`. Exit 0 pass, 1 regression, 2 unusable input.
+Statistical design (README "The model-upgrade gate"):
+
+- **The case is the unit.** A case's epochs are repeated measurements of one case, so each label's
+  case runs are first averaged per case (pass rate, tool invocations, model calls, tokens); every
+  test works on the per-case differences `candidate − baseline`. Copying epochs changes nothing.
+- **One paired test for everything: the sign-flip permutation test** on the mean per-case
+  difference (`scipy.stats.permutation_test`, `permutation_type="samples"`). Under "the candidate
+  behaves like the baseline" a case's two sets of runs are exchangeable, so flipping the sign of
+  each case's difference is exactly the null distribution — no normal approximation, no assumption
+  that epochs are independent. Exact when at most 13 cases differ, else 9,999 seeded resamples.
+  Unlike a sign test it weighs a case lost in 3 of 3 epochs more than one lost in 1 of 3.
+- **Family-wise error control.** The hypotheses — overall pass rate, each family's pass rate, each
+  cost metric — are adjusted together with Holm's weighted step-down procedure: the overall pass
+  rate carries half of α (it is the most powerful test against a model that is a little worse
+  everywhere), the families and cost metrics share the other half. Holm controls the probability
+  of *any* false alarm at α whatever the true state, so the whole gate's false-alarm rate is ≤ α.
+- A test fails when its adjusted p ≤ α **and** the observed change exceeds the allowed margin
+  (`--max-recall-drop` points of pass rate, `--max-cost-increase` relative cost); the margin only
+  removes failures, so it cannot raise the false-alarm rate.
+
+Exit code, Markdown verdict line and JUnit failures all come from `GateResult.failures`.
+Exit 0 pass, 1 regression, 2 unusable input.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from xml.sax.saxutils import escape
 
 import duckdb
+import numpy as np
+import scipy.stats
 
 ALPHA = 0.05
+OVERALL_WEIGHT = 0.8
+"""Share of α carried by the overall pass-rate test; the rest is split over families and costs."""
+PERMUTATION_RESAMPLES = 9_999
+PERMUTATION_SEED = 20_261_130
+COST_METRICS = ("tool_invocations", "model_calls", "tokens")
+ALL = "(all)"
 
 
 class GateInputError(ValueError):
-    """The two labels cannot be compared (exit 2)."""
+    """The two labels cannot be compared, or a flag is out of range (exit 2)."""
+
+
+class Measure(StrEnum):
+    """What a gate test measures."""
+
+    OVERALL = "overall pass rate"
+    FAMILY = "family pass rate"
+    COST = "cost"
+
+
+class RowVerdict(StrEnum):
+    """How a row of the summary reads."""
+
+    REGRESSED = "❌ regressed"
+    NOT_SIGNIFICANT = "worse, not significant"
+    WITHIN_MARGIN = "worse, within margin"
+    OK = "ok"
 
 
 @dataclass(frozen=True)
@@ -42,31 +86,165 @@ class Pair:
     """Candidate (tool invocations, model calls, tokens)."""
 
 
+@dataclass(frozen=True)
+class CaseMeans:
+    """One case, its epochs averaged: the unit every test works on."""
+
+    case_id: str
+    """Case."""
+    family: str
+    """Family."""
+    epochs: int
+    """Paired epochs of this case."""
+    base_passes: int
+    """Baseline epochs that passed."""
+    cand_passes: int
+    """Candidate epochs that passed."""
+    base_cost: tuple[float, float, float]
+    """Baseline mean (tool invocations, model calls, tokens) over the epochs."""
+    cand_cost: tuple[float, float, float]
+    """Candidate mean (tool invocations, model calls, tokens) over the epochs."""
+
+    @property
+    def pass_diff(self) -> float:
+        """Candidate minus baseline pass rate of this case."""
+        return (self.cand_passes - self.base_passes) / self.epochs
+
+
+def per_case(pairs: list[Pair]) -> list[CaseMeans]:
+    """Average each case's paired epochs (sorted by case id)."""
+    groups: dict[str, list[Pair]] = {}
+    for p in pairs:
+        groups.setdefault(p.case_id, []).append(p)
+    out = []
+    for cid, ps in sorted(groups.items()):
+        n = len(ps)
+        out.append(
+            CaseMeans(
+                cid,
+                ps[0].family,
+                n,
+                sum(p.base_pass for p in ps),
+                sum(p.cand_pass for p in ps),
+                tuple(sum(p.base_cost[i] for p in ps) / n for i in range(3)),  # type: ignore[arg-type]
+                tuple(sum(p.cand_cost[i] for p in ps) / n for i in range(3)),  # type: ignore[arg-type]
+            )
+        )
+    return out
+
+
 def pass_hat_k(passes_per_case: dict[str, tuple[int, int]], k: int) -> float:
-    """tau-bench pass^k: mean over cases of C(c, k) / C(n, k); k is capped at each case's n."""
-    vals = []
-    for c, n in passes_per_case.values():
-        kk = min(k, n)
-        vals.append(math.comb(c, kk) / math.comb(n, kk) if n else 0.0)
+    """tau-bench pass^k: mean over cases of C(c, k) / C(n, k) (k ≤ every case's n; the CLI refuses more)."""
+    vals = [math.comb(c, k) / math.comb(n, k) for c, n in passes_per_case.values() if n >= k]
     return float(sum(vals) / len(vals)) if vals else float("nan")
 
 
-def mcnemar_regression_p(b: int, c: int) -> float:
-    """Exact one-sided McNemar: P(X >= b) for X ~ Binomial(b + c, 1/2); b = base pass & cand fail."""
-    n = b + c
-    if n == 0:
+def paired_p_value(diffs: list[int], *, worse: str) -> float:
+    """One-sided sign-flip permutation p for "the candidate is worse" on per-case differences.
+
+    `diffs` are integers (per-case differences scaled by a common denominator, see `_scale`) so that
+    tied sums in the permutation distribution compare exactly — with floats, 1/3 + 1/3 ≠ 2/3 and
+    ties would be missed, making p too small. `worse="less"` for pass rates, `"greater"` for costs.
+    Cases with no difference carry no sign information and are dropped.
+    """
+    d = np.asarray([x for x in diffs if x != 0], dtype=np.int64)
+    if d.size == 0:
         return 1.0
-    return float(sum(math.comb(n, i) for i in range(b, n + 1)) / 2**n)
+    if d.size == 1:  # two equally likely signs; scipy needs two observations
+        return 0.5 if (d[0] < 0) == (worse == "less") else 1.0
+    res = scipy.stats.permutation_test(
+        (d,),
+        lambda x, axis: np.sum(x, axis=axis),
+        vectorized=True,
+        permutation_type="samples",
+        alternative=worse,
+        n_resamples=PERMUTATION_RESAMPLES,
+        rng=np.random.default_rng(PERMUTATION_SEED),
+    )
+    return float(res.pvalue)
+
+
+def _scale(cases: list[CaseMeans]) -> int:
+    """A common denominator of the per-case means: the lcm of the epoch counts."""
+    return math.lcm(*(c.epochs for c in cases))
+
+
+def holm_weighted(p_values: list[float], weights: list[float]) -> list[float]:
+    """Holm's weighted step-down adjusted p-values (Holm 1979); reject where adjusted ≤ α.
+
+    Order by p/w; the j-th adjusted p is the running max of (p/w) × (sum of the weights not yet
+    rejected). With equal weights this is the ordinary Holm procedure.
+    """
+    total = sum(weights)
+    w = [x / total for x in weights]
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i] / w[i])
+    remaining = 1.0
+    running = 0.0
+    adjusted = [1.0] * len(p_values)
+    for i in order:
+        running = max(running, min(1.0, p_values[i] / w[i] * remaining))
+        adjusted[i] = running
+        remaining -= w[i]
+    return adjusted
+
+
+@dataclass
+class Hypothesis:
+    """One hypothesis of the gate: its raw and Holm-adjusted p-value and its verdict."""
+
+    name: str
+    """`(all)`, a family name or a cost metric."""
+    kind: Measure
+    """What it measures."""
+    cases: int
+    """Cases (the unit of analysis)."""
+    change: float
+    """Observed change: pass-rate points (cand − base) or relative cost increase."""
+    material: bool
+    """The change is worse than the allowed margin."""
+    p_value: float
+    """One-sided sign-flip permutation p on per-case differences."""
+    weight: float = 0.0
+    """Share of α given to this test by weighted Holm."""
+    p_adjusted: float = 1.0
+    """Holm-adjusted p."""
+    alpha: float = ALPHA
+    """Family-wise α of the gate."""
+
+    @property
+    def failed(self) -> bool:
+        """Significant after Holm and beyond the margin."""
+        return self.material and self.p_adjusted <= self.alpha
+
+    @property
+    def verdict(self) -> RowVerdict:
+        """How the row reads."""
+        worse = self.change < 0 if self.kind is not Measure.COST else self.change > 0
+        if self.failed:
+            return RowVerdict.REGRESSED
+        if not worse:
+            return RowVerdict.OK
+        return RowVerdict.NOT_SIGNIFICANT if self.material else RowVerdict.WITHIN_MARGIN
+
+    def describe(self) -> str:
+        """One line: what changed and how sure we are."""
+        if self.kind is Measure.COST:
+            what = f"{self.name} {self.change:+.0%} per case run"
+        else:
+            what = f"{'pass rate' if self.kind is Measure.OVERALL else self.name} {self.change * 100:+.1f} points"
+        return f"{what} over {self.cases} cases, p = {self.p_value:.2g}, Holm-adjusted p = {self.p_adjusted:.2g}"
 
 
 @dataclass
 class FamilyResult:
-    """The gate's verdict on one family."""
+    """Pass rates of one family (or of all cases) under both labels, and its test."""
 
     family: str
-    """Family."""
+    """Family, or `(all)`."""
+    cases: int
+    """Cases."""
     pairs: int
-    """Paired case runs."""
+    """Paired case runs (cases × epochs)."""
     base_rate: float
     """Baseline pass rate."""
     cand_rate: float
@@ -75,14 +253,17 @@ class FamilyResult:
     """Baseline pass^k."""
     cand_pass_k: float
     """Candidate pass^k."""
-    regressed_pairs: int
-    """Pairs that passed on baseline and failed on candidate."""
-    improved_pairs: int
-    """Pairs that failed on baseline and passed on candidate."""
-    p_value: float
-    """One-sided exact McNemar p for a regression."""
-    regressed: bool
-    """The family's verdict."""
+    cases_worse: int
+    """Cases whose candidate pass rate is below the baseline's."""
+    cases_better: int
+    """Cases whose candidate pass rate is above the baseline's."""
+    test: Hypothesis
+    """Its hypothesis test."""
+
+    @property
+    def regressed(self) -> bool:
+        """The family's verdict."""
+        return self.test.failed
 
 
 @dataclass
@@ -95,14 +276,26 @@ class GateResult:
     """Candidate label."""
     k: int
     """k of pass^k."""
+    alpha: float
+    """Family-wise error rate of the whole gate."""
     families: list[FamilyResult]
-    """Per-family verdicts."""
+    """Per-family results."""
     overall: FamilyResult
-    """All pairs together."""
+    """All cases together."""
     cost: dict[str, tuple[float, float, float]] = field(default_factory=dict)
-    """metric -> (baseline mean, candidate mean, relative change)."""
-    cost_regressions: list[str] = field(default_factory=list)
-    """Cost metrics over the allowed increase."""
+    """metric -> (baseline mean, candidate mean, relative change) per case run."""
+    cost_tests: list[Hypothesis] = field(default_factory=list)
+    """One test per cost metric."""
+
+    @property
+    def tests(self) -> list[Hypothesis]:
+        """Every hypothesis, in report order: overall, families, costs."""
+        return [self.overall.test, *(f.test for f in self.families), *self.cost_tests]
+
+    @property
+    def failures(self) -> list[Hypothesis]:
+        """The failed tests: the single source of the exit code, the verdict line and JUnit."""
+        return [t for t in self.tests if t.failed]
 
     @property
     def regressed_families(self) -> list[str]:
@@ -110,9 +303,14 @@ class GateResult:
         return [f.family for f in self.families if f.regressed]
 
     @property
+    def cost_regressions(self) -> list[str]:
+        """Cost metrics that regressed."""
+        return [t.name for t in self.cost_tests if t.failed]
+
+    @property
     def passed(self) -> bool:
-        """No family and no cost metric regressed."""
-        return not self.regressed_families and not self.cost_regressions and not self.overall.regressed
+        """No test failed."""
+        return not self.failures
 
 
 def load_pairs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) -> list[Pair]:
@@ -159,98 +357,156 @@ def load_pairs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) ->
     ]
 
 
-def _family(name: str, pairs: list[Pair], k: int, max_drop: float) -> FamilyResult:
-    n = len(pairs)
-    base_rate = sum(p.base_pass for p in pairs) / n
-    cand_rate = sum(p.cand_pass for p in pairs) / n
-    b = sum(p.base_pass and not p.cand_pass for p in pairs)
-    c = sum(p.cand_pass and not p.base_pass for p in pairs)
-    per_case_b: dict[str, tuple[int, int]] = {}
-    per_case_c: dict[str, tuple[int, int]] = {}
-    for p in pairs:
-        pb, nb = per_case_b.get(p.case_id, (0, 0))
-        per_case_b[p.case_id] = (pb + p.base_pass, nb + 1)
-        pc, nc = per_case_c.get(p.case_id, (0, 0))
-        per_case_c[p.case_id] = (pc + p.cand_pass, nc + 1)
-    p_value = mcnemar_regression_p(b, c)
-    regressed = (base_rate - cand_rate) > max_drop and p_value < ALPHA
+def _pass_rates(name: str, kind: Measure, cases: list[CaseMeans], k: int, max_drop: float) -> FamilyResult:
+    runs = sum(c.epochs for c in cases)
+    base_rate = sum(c.base_passes for c in cases) / runs
+    cand_rate = sum(c.cand_passes for c in cases) / runs
+    # the change is the mean of per-case rate differences (= the pooled change when epochs are equal)
+    change = float(np.mean([c.pass_diff for c in cases]))
+    scale = _scale(cases)
+    diffs = [(c.cand_passes - c.base_passes) * (scale // c.epochs) for c in cases]
+    test = Hypothesis(name, kind, len(cases), change, -change > max_drop, paired_p_value(diffs, worse="less"))
     return FamilyResult(
-        name, n, base_rate, cand_rate, pass_hat_k(per_case_b, k), pass_hat_k(per_case_c, k), b, c, p_value, regressed
+        name,
+        len(cases),
+        runs,
+        base_rate,
+        cand_rate,
+        pass_hat_k({c.case_id: (c.base_passes, c.epochs) for c in cases}, k),
+        pass_hat_k({c.case_id: (c.cand_passes, c.epochs) for c in cases}, k),
+        sum(c.pass_diff < 0 for c in cases),
+        sum(c.pass_diff > 0 for c in cases),
+        test,
     )
 
 
-def evaluate(
-    pairs: list[Pair], baseline: str, candidate: str, *, k: int = 3, max_recall_drop: float = 0.0,
-    max_cost_increase: float = 0.25,
-) -> GateResult:  # fmt: skip
-    """Compute the gate verdict from paired case runs."""
-    if not pairs:
-        raise GateInputError("no paired case runs")
+def validate_flags(*, k: int, max_recall_drop: float, max_cost_increase: float, alpha: float) -> None:
+    """Refuse out-of-range flags before anything is computed or written (exit 2)."""
     if k < 1:
         raise GateInputError(f"--k {k}: must be >= 1")
-    by_family: dict[str, list[Pair]] = {}
-    for p in pairs:
-        by_family.setdefault(p.family, []).append(p)
-    families = [_family(f, ps, k, max_recall_drop) for f, ps in sorted(by_family.items())]
-    overall = _family("(all)", pairs, k, max_recall_drop)
-    result = GateResult(baseline, candidate, k, families, overall)
-    for i, metric in enumerate(("tool_invocations", "model_calls", "tokens")):
-        b = sum(p.base_cost[i] for p in pairs) / len(pairs)
-        c = sum(p.cand_cost[i] for p in pairs) / len(pairs)
-        rel = (c - b) / b if b else (0.0 if c == 0 else float("inf"))
-        result.cost[metric] = (b, c, rel)
-        if rel > max_cost_increase:
-            result.cost_regressions.append(metric)
+    if not 0.0 <= max_recall_drop <= 1.0:
+        raise GateInputError(f"--max-recall-drop {max_recall_drop:g}: a pass-rate drop must be within [0, 1]")
+    if not max_cost_increase >= 0.0:
+        raise GateInputError(f"--max-cost-increase {max_cost_increase:g}: a relative increase must be >= 0")
+    if not 0.0 < alpha < 1.0:
+        raise GateInputError(f"--alpha {alpha:g}: must be within (0, 1)")
+
+
+def evaluate(
+    pairs: list[Pair],
+    baseline: str,
+    candidate: str,
+    *,
+    k: int = 3,
+    max_recall_drop: float = 0.0,
+    max_cost_increase: float = 0.25,
+    alpha: float = ALPHA,
+) -> GateResult:
+    """Compute the gate verdict from paired case runs."""
+    validate_flags(k=k, max_recall_drop=max_recall_drop, max_cost_increase=max_cost_increase, alpha=alpha)
+    if not pairs:
+        raise GateInputError("no paired case runs")
+    cases = per_case(pairs)
+    epochs = min(c.epochs for c in cases)
+    if k > epochs:
+        raise GateInputError(
+            f"--k {k}: the cases have only {epochs} epoch(s) each; pass^k needs k <= epochs "
+            f"(use --k {epochs} or run both labels with --epochs {k})"
+        )
+    by_family: dict[str, list[CaseMeans]] = {}
+    for c in cases:
+        by_family.setdefault(c.family, []).append(c)
+    families = [_pass_rates(f, Measure.FAMILY, cs, k, max_recall_drop) for f, cs in sorted(by_family.items())]
+    overall = _pass_rates(ALL, Measure.OVERALL, cases, k, max_recall_drop)
+    result = GateResult(baseline, candidate, k, alpha, families, overall)
+    for i, metric in enumerate(COST_METRICS):
+        b = sum(c.base_cost[i] * c.epochs for c in cases) / overall.pairs
+        c_ = sum(c.cand_cost[i] * c.epochs for c in cases) / overall.pairs
+        rel = (c_ - b) / b if b else (0.0 if c_ == 0 else float("inf"))
+        result.cost[metric] = (b, c_, rel)
+        diffs = [round((c.cand_cost[i] - c.base_cost[i]) * _scale(cases)) for c in cases]  # means of integers
+        result.cost_tests.append(
+            Hypothesis(
+                metric, Measure.COST, len(cases), rel, rel > max_cost_increase, paired_p_value(diffs, worse="greater")
+            )
+        )
+    tests = result.tests
+    share = (1.0 - OVERALL_WEIGHT) / (len(tests) - 1)
+    weights = [OVERALL_WEIGHT, *([share] * (len(tests) - 1))]
+    for t, w, adj in zip(tests, weights, holm_weighted([t.p_value for t in tests], weights), strict=True):
+        t.weight, t.p_adjusted, t.alpha = w, adj, alpha
     return result
+
+
+def verdict_line(result: GateResult) -> str:
+    """The one-line verdict: which tests regressed, with their p-values (or why it passed)."""
+    if result.failures:
+        line = "❌ **REGRESSION** — " + "; ".join(t.describe() for t in result.failures) + f" (α = {result.alpha:g})."
+        if result.overall.regressed and not result.regressed_families:
+            worst = min(result.families, key=lambda f: f.test.change)
+            line += (
+                f" Largest family drop: {worst.family} {worst.test.change * 100:+.1f} points "
+                f"({worst.cases_worse} of {worst.cases} cases worse; not significant on its own)."
+            )
+        return line
+    best = min(result.tests, key=lambda t: t.p_adjusted)
+    return (
+        f"✅ **PASS** — no test is significant after Holm's correction at α = {result.alpha:g} "
+        f"(smallest adjusted p = {best.p_adjusted:.2g}, {best.name})."
+    )
 
 
 def markdown(result: GateResult) -> str:
     """A summary fit for a pull-request comment."""
-    verdict = "✅ **PASS**" if result.passed else "❌ **REGRESSION**"
     lines = [
-        f"## Model gate: `{result.candidate}` vs `{result.baseline}` — {verdict}",
+        f"## Model gate: {result.candidate} vs {result.baseline}",
         "",
-        f"Paired case runs: {result.overall.pairs}. pass^{result.k} per tau-bench; p = exact one-sided McNemar.",
+        verdict_line(result),
         "",
-        f"| family | pairs | pass rate (base → cand) | pass^{result.k} (base → cand) | lost / won | p | verdict |",
+        f"Unit: the case ({result.overall.cases} cases × {result.overall.pairs // result.overall.cases} epochs). "
+        f"p: one-sided sign-flip permutation test on per-case differences (exact up to 13 differing cases, else "
+        f"{PERMUTATION_RESAMPLES:,} resamples: floor {1 / (PERMUTATION_RESAMPLES + 1):.4f}); "
+        f"adj. p: Holm's weighted step-down over all {len(result.tests)} tests "
+        f"(overall pass rate {OVERALL_WEIGHT:.0%} of α), so the whole gate's "
+        f"false-alarm rate is ≤ α = {result.alpha:g}. pass^{result.k}: tau-bench, mean over cases of "
+        f"C(passes, {result.k}) / C(epochs, {result.k}).",
+        "",
+        f"| family | cases | pass rate (base → cand) | change | pass^{result.k} (base → cand) | cases worse / better "
+        "| p | adj. p | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for f in [result.overall, *result.families]:
+        t = f.test
+        lines.append(
+            f"| {f.family} | {f.cases} | {f.base_rate:.0%} → {f.cand_rate:.0%} | {t.change * 100:+.1f} pts | "
+            f"{f.base_pass_k:.2f} → {f.cand_pass_k:.2f} | {f.cases_worse} / {f.cases_better} | {t.p_value:.2g} | "
+            f"{t.p_adjusted:.2g} | {t.verdict.value} |"
+        )
+    lines += [
+        "",
+        "| cost per case run | baseline | candidate | change | p | adj. p | verdict |",
         "|---|---|---|---|---|---|---|",
     ]
-    for f in [*result.families, result.overall]:
+    for t in result.cost_tests:
+        b, c, rel = result.cost[t.name]
         lines.append(
-            f"| {f.family} | {f.pairs} | {f.base_rate:.0%} → {f.cand_rate:.0%} | {f.base_pass_k:.2f} → "
-            f"{f.cand_pass_k:.2f} | {f.regressed_pairs} / {f.improved_pairs} | {f.p_value:.3f} | "
-            f"{'❌ regressed' if f.regressed else 'ok'} |"
+            f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | {t.verdict.value} |"
         )
-    lines += ["", "| cost per case run | baseline | candidate | change |", "|---|---|---|---|"]
-    for metric, (b, c, rel) in result.cost.items():
-        flag = " ❌" if metric in result.cost_regressions else ""
-        lines.append(f"| {metric} | {b:.1f} | {c:.1f} | {rel:+.0%}{flag} |")
-    if result.regressed_families:
-        lines += ["", f"Regressed families: {', '.join(result.regressed_families)}."]
-    if result.cost_regressions:
-        lines += ["", f"Cost regressions: {', '.join(result.cost_regressions)}."]
     return "\n".join(lines) + "\n"
 
 
 def junit(result: GateResult) -> str:
-    """JUnit XML: one test case per family plus one per cost metric."""
+    """JUnit XML: one test case for the whole set, one per family, one per cost metric."""
     cases = []
-    for f in result.families:
-        body = ""
-        if f.regressed:
-            msg = f"pass rate {f.base_rate:.0%} -> {f.cand_rate:.0%} (lost {f.regressed_pairs}, p={f.p_value:.3f})"
-            body = f'<failure message="{escape(msg, {chr(34): "&quot;"})}"/>'
-        cases.append(f'<testcase classname="gate.family" name="{escape(f.family)}">{body}</testcase>')
-    for metric, (b, c, rel) in result.cost.items():
-        body = ""
-        if metric in result.cost_regressions:
-            body = f'<failure message="{escape(f"{metric} {b:.1f} -> {c:.1f} ({rel:+.0%})")}"/>'
-        cases.append(f'<testcase classname="gate.cost" name="{metric}">{body}</testcase>')
-    failures = len(result.regressed_families) + len(result.cost_regressions)
+    for t in result.tests:
+        classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
+        body = f'<failure message="{escape(t.describe(), {chr(34): "&quot;"})}"/>' if t.failed else ""
+        name = "all cases" if t.kind is Measure.OVERALL else t.name
+        cases.append(f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}</testcase>')
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         f'<testsuite name="harness-bench gate {escape(result.candidate)} vs {escape(result.baseline)}" '
-        f'tests="{len(cases)}" failures="{failures}">\n  ' + "\n  ".join(cases) + "\n</testsuite>\n"
+        f'tests="{len(cases)}" failures="{len(result.failures)}">\n  ' + "\n  ".join(cases) + "\n</testsuite>\n"
     )
 
 

@@ -2,6 +2,9 @@
 
     .venv/bin/python -m runners.run_notebook notebooks/threshold_sweep.ipynb [--out executed.ipynb]
 
+The executed copy goes to `reports/notebook/<name>.executed.ipynb` unless `--out` says otherwise; the
+notebook saves its figures next to it (the kernel gets the folder as HARNESS_BENCH_NOTEBOOK_OUT).
+
 Exit 0 ok, 1 a cell failed, 2 unusable input (missing notebook, no ipykernel in this environment).
 """
 
@@ -38,45 +41,60 @@ def project_kernel_dir(root: Path) -> Path:
     return root
 
 
-def execute(path: Path, out: Path | None = None, timeout: int = 600) -> None:
-    """Run every cell; raises nbclient's CellExecutionError on the first failing cell."""
+DEFAULT_OUT_DIR = Path("reports/notebook")
+
+
+def execute(path: Path, out: Path | None = None, timeout: int = 600) -> Path:
+    """Run every cell and save the executed copy (default `reports/notebook/<name>.executed.ipynb`).
+
+    Raises nbclient's CellExecutionError on the first failing cell; the executed copy is still
+    written, so the failing cell's traceback can be read there.
+    """
     import nbformat
     from nbclient import NotebookClient
 
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such notebook")
+    out = out or DEFAULT_OUT_DIR / f"{path.stem}.executed.ipynb"
+    out.parent.mkdir(parents=True, exist_ok=True)
     nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
+    saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "HARNESS_BENCH_NOTEBOOK_OUT")}
     with tempfile.TemporaryDirectory() as tmp:
-        previous = os.environ.get("JUPYTER_PATH")
-        os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(project_kernel_dir(Path(tmp))), previous]))
+        os.environ["JUPYTER_PATH"] = os.pathsep.join(
+            filter(None, [str(project_kernel_dir(Path(tmp))), saved["JUPYTER_PATH"]])
+        )
+        os.environ.setdefault("HARNESS_BENCH_NOTEBOOK_OUT", str(out.parent.resolve()))
         try:
             client = NotebookClient(
                 nb, timeout=timeout, kernel_name="harness-bench", resources={"metadata": {"path": str(Path.cwd())}}
             )
             client.execute()
         finally:
-            if previous is None:
-                os.environ.pop("JUPYTER_PATH", None)
-            else:
-                os.environ["JUPYTER_PATH"] = previous
-    if out is not None:
-        nbformat.write(nb, out)  # type: ignore[no-untyped-call]
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            nbformat.write(nb, out)  # type: ignore[no-untyped-call]
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", type=Path)
-    parser.add_argument("--out", type=Path, default=None, help="write the executed notebook here")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="executed copy (default reports/notebook/<name>.executed.ipynb)"
+    )
     args = parser.parse_args(argv)
     try:
-        execute(args.notebook, args.out)
+        written = execute(args.notebook, args.out)
     except (NotebookKernelError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
         print(f"notebook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    print(f"executed {args.notebook}")
+    print(f"executed {args.notebook} -> {written} (figures beside it)")
     return 0
 
 

@@ -193,30 +193,34 @@ def interval(iv: Any, *, pct: bool = False) -> Text:
     return Text(point if lo == hi == point.rstrip("%") else f"{point} [{lo}–{hi}]")
 
 
-def stats_table(
-    title: str, columns: Sequence[str], all_columns: Sequence[str], stats: Sequence[Any], chosen: Any, front: Any
-) -> RenderableType:
-    """`recommend`'s table: one row per configuration (stats: `runners.recommend.ConfigStats`), the
-    swept setting `columns` abbreviated with a legend, intervals wrapping only between words."""
+def stats_table(title: str, rec: Any, stats: Sequence[Any]) -> RenderableType:
+    """`recommend`'s table: one row per configuration (`rec`: a `runners.recommend.Recommendation`, stats its
+    `ConfigStats`), the swept settings abbreviated with a legend, intervals wrapping only between words."""
     table = _table(title)
     table.add_column("", no_wrap=True)
+    columns = list(rec.columns)
     short = [abbreviation(c) for c in columns]
     for h in short:
         table.add_column(h, justify="right", no_wrap=True)
     for h in ("recall", "honest fb", "wasted", "tokens", "calls", "pass"):
         table.add_column(h, justify="right", no_wrap=h in ("tokens", "pass"))
-    index = [list(all_columns).index(c) for c in columns]
-    for s in stats:
-        mark = "★" if s is chosen else ("◆" if s in front else "")
-        table.add_row(
-            mark, *(Text(str(s.config[i])) for i in index), interval(s.recall, pct=True),
+    if rec.checks:
+        table.add_column("deficit", justify="right")
+    for s in sorted(stats, key=lambda s: s.config):
+        mark = "★" if s is rec.chosen else ("◆" if s in rec.front else "")
+        row: list[RenderableType] = [
+            mark, *(Text(str(s.setting(c))) for c in columns), interval(s.recall, pct=True),
             interval(s.honest_fallback, pct=True), interval(s.wasted), f"{s.tokens.value:.0f}",
             interval(s.model_calls), f"{s.pass_rate:.0%}",
-        )  # fmt: skip
+        ]  # fmt: skip
+        if rec.checks:
+            ch = rec.checks[s.config]
+            row.append(f"{ch.recall_deficit * 100:.1f}/{ch.honest_deficit * 100:.1f}{' ✓' if ch.eligible else ''}")
+        table.add_row(*row)
     notes = (
         " · ".join(f"{a} = {c}" for a, c in zip(short, columns, strict=True))
-        + "\n★ recommended · ◆ Pareto front · recall: expected-SUCCESS runs that succeed · honest fb: no-evidence"
-        " runs that fall back as expected · wasted: tool invocations per no-evidence run · tokens, calls: per"
-        " case run · pass: runs meeting every expectation; intervals are 95%"
-    )
+        + "\n★ recommended · ◆ Pareto front · intervals are 95% over cases"
+        + (" · deficit: one-sided 95% upper bound (points) of recall / honest-fallback below the best; ✓ within"
+           " the margin" if rec.checks else "")
+    )  # fmt: skip
     return Group(table, Text(notes, style="dim"))

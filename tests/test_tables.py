@@ -18,7 +18,7 @@ from runners import tables
 from runners.bench import BenchOptions, family_rows, run_bench
 from runners.evalset import Family, load_cases
 from runners.metrics_db import connect
-from runners.recommend import CONFIG_COLUMNS, measure, recommend, swept_columns
+from runners.recommend import measure, recommend
 from runners.sweep import SweepGrid, SweepOptions, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,8 +100,8 @@ def test_recommend_table_headers_do_not_fold(db: tuple[Path, str, str], width: i
     finally:
         con.close()
     rec = recommend(stats)
-    columns = swept_columns(stats)
-    lines = _render(tables.stats_table("sweep", columns, CONFIG_COLUMNS, stats, rec.chosen, rec.front), width)
+    columns = rec.columns
+    lines = _render(tables.stats_table("sweep", rec, stats), width)
     _assert_fits(lines, width)
     header = next(line for line in lines if "recall" in line)
     for col in columns:
