@@ -180,7 +180,7 @@ def ensure_llama_server(folder: Path) -> Path:
     binary.parent.mkdir(exist_ok=True)
     shutil.copy2(built, binary)
     peak = _du(work)
-    shutil.rmtree(work, ignore_errors=True)  # sources and objects: ~1 GB, never needed again
+    shutil.rmtree(work, ignore_errors=True)  # sdist, sources and objects (~340 MB): never needed again
     for old in folder.glob(".built-*"):
         old.unlink()
     took = time.perf_counter() - t0
