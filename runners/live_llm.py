@@ -781,7 +781,10 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     _log("rendered prompt around STOP_REQUIRED (full text in live-prompt.txt):\n" + excerpt(shown, "STOP_REQUIRED"))
 
     # 2. Which tool_choice values does the server take, and how long does one call take?
-    first = next(r.body for r in reference if not any(m.get("role") == "tool" for m in r.body["messages"]))
+    # A first turn (tools, no observation yet): the same prompt every live run starts from.
+    first = next(
+        r.body for r in reference if r.body.get("tools") and not any(m["role"] == "tool" for m in r.body["messages"])
+    )
     accepted = probe_tool_choice(server, first)
     _log("tool_choice with --jinja: " + ", ".join(f"{k} -> {v}" for k, v in accepted.items()))
     per_call = warm_up(server, first)
