@@ -46,8 +46,8 @@ LIVE_CMD ?= $(BIN)/python -m runners.live_llm
 live: $(STAMP)
 	@$(LIVE_CMD); rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
-	  echo "WARNING: make live: the local model server could not be set up (see .llama-server/*.log and" \
-	       "live-server.log): live check SKIPPED, not passed" >&2; \
+	  echo "WARNING: make live: the local model server could not be set up (the error above names its log):" \
+	       "live check SKIPPED, not passed" >&2; \
 	  exit 0; \
 	fi; \
 	exit $$rc
