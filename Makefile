@@ -39,9 +39,18 @@ perf: $(STAMP)
 notebook: $(STAMP)
 	$(BIN)/python -m runners.run_notebook notebooks/threshold_sweep.ipynb
 
-## A real local LLM (llama.cpp + Gemma 3 270M) live on 127.0.0.1: structure checks (CI runs it after `test`).
+## A real local LLM (llama.cpp's llama-server --jinja + Gemma 3 270M) on 127.0.0.1 (CI runs it after `test`).
+## The script exits 1 on a structural or rendered-prompt violation: make fails. It exits 2 when the server
+## could not be set up: a loud WARNING, and make succeeds (make would turn both into 2 otherwise).
+LIVE_CMD ?= $(BIN)/python -m runners.live_llm
 live: $(STAMP)
-	$(BIN)/python -m runners.live_llm
+	@$(LIVE_CMD); rc=$$?; \
+	if [ $$rc -eq 2 ]; then \
+	  echo "WARNING: make live: the local model server could not be set up (the error above names its log):" \
+	       "live check SKIPPED, not passed" >&2; \
+	  exit 0; \
+	fi; \
+	exit $$rc
 
 ## Re-record the committed cassettes through serve-sim (run after changing cases or prompts).
 cassettes: $(STAMP)
