@@ -173,7 +173,7 @@ def ensure_llama_server(folder: Path) -> Path:
     _step(["cmake", "-S", str(sources), "-B", str(build), *generator, *CMAKE_FLAGS], "cmake configure", log,
           timeout=600)  # fmt: skip
     _step(["cmake", "--build", str(build), "--target", "llama-server", "--parallel", "2"],
-          "cmake build of llama-server", log, timeout=5400)  # fmt: skip
+          "cmake build of llama-server", log, timeout=2700)  # fmt: skip
     built = build / "bin" / "llama-server"
     if not built.exists():
         raise SetupError(f"the build finished without {built}; see {log}")

@@ -76,7 +76,9 @@ def test_full_run_with_429_then_success(monkeypatch: pytest.MonkeyPatch) -> None
     assert prev["information_gain"]["enum"] == ["GAINED", "NO_GAIN"]
     # tool_choice is always sent with tools (auto included), one call per message is asked for
     assert [(r.get("tool_choice"), r.get("parallel_tool_calls")) for r in ep.requests[:3]] == [
-        ("auto", False), ("auto", False), ("auto", False)
+        ("auto", False),
+        ("auto", False),
+        ("auto", False),
     ]
     guard = ep.requests[3]
     assert "tools" not in guard and len(guard["messages"]) == 2
@@ -155,3 +157,18 @@ def test_missing_key_for_the_official_api_names_the_variable(monkeypatch: pytest
     monkeypatch.delenv("HB_NOPE_KEY", raising=False)
     with pytest.raises(ModelConfigError, match="HB_NOPE_KEY"):
         OpenAIChatModel("gpt-x", api_key_env="HB_NOPE_KEY")
+
+
+def test_unparseable_arguments_are_echoed_as_a_json_string(monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp's server answers 500 to a history holding invalid JSON arguments: they go back as a string."""
+    broken = '{"input": {"query": "pool"'
+    with serve() as ep:
+        call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": broken}}
+        ep.push(200, completion(None, [call]))
+        ep.push(200, completion(json.dumps({"conclusion": None, "missing_info": ["x"]})))
+        run_diagnosis(DiagnosisTask("why?"), [LookupTool(LINES)], _model(ep.base_url, monkeypatch))
+    assistant = next(m for m in ep.requests[1]["messages"] if m["role"] == "assistant")
+    sent = assistant["tool_calls"][0]["function"]["arguments"]
+    assert json.loads(sent) == broken, "valid JSON on the wire, the model's text preserved"
+    tool = next(m for m in ep.requests[1]["messages"] if m["role"] == "tool")
+    assert json.loads(tool["content"])["violation"] == "MALFORMED_ENVELOPE"

@@ -188,6 +188,17 @@ def classify(exc: Exception) -> ModelCallError:
     return ModelCallError(ModelErrorKind.BAD_RESPONSE, f"{type(exc).__name__}: {exc}"[:500])
 
 
+def _wire_arguments(call: ToolCallRequest) -> str:
+    """The call's arguments as echoed in the history: verbatim when they are JSON; otherwise as one JSON
+    string (llama.cpp's server answers HTTP 500 to a history holding unparseable arguments, and the
+    rejection already told the model what was wrong)."""
+    try:
+        json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        return json.dumps(call.arguments, ensure_ascii=False)
+    return call.arguments
+
+
 def to_openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]]:
     """Harness messages -> OpenAI wire format."""
     out: list[dict[str, Any]] = []
@@ -196,7 +207,7 @@ def to_openai_messages(messages: tuple[ChatMessage, ...]) -> list[dict[str, Any]
             item: dict[str, Any] = {"role": "assistant", "content": m.content or ""}
             if m.tool_calls:
                 item["tool_calls"] = [
-                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                    {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": _wire_arguments(c)}}
                     for c in m.tool_calls
                 ]
             out.append(item)
