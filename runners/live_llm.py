@@ -367,11 +367,14 @@ class RecordingProxy:
                         parsed = payload.decode(errors="replace")
                     with lock:
                         owner.records.append(Recorded(owner.label, json.loads(data), result["status"], parsed))
-                self.send_response(result["status"])
-                self.send_header("content-type", result["type"])
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
+                try:
+                    self.send_response(result["status"])
+                    self.send_header("content-type", result["type"])
+                    self.send_header("content-length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client gave up (its deadline) while the answer was on its way
 
             def do_GET(self) -> None:
                 self._forward("GET")
@@ -732,6 +735,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=len(DEFAULT_CASES), help="built-in cases per mode (default 8)")
     parser.add_argument("--modes", default=",".join(MODES), help="tool_choice values to run (default auto,required)")
     parser.add_argument("--max-live-seconds", type=float, default=600.0, help="ceiling of the live phase (600)")
+    parser.add_argument("--schema-mode", choices=("adaptive", "static"), default="adaptive",
+                        help="agent-facing envelope schema of the live runs (default adaptive)")  # fmt: skip
     parser.add_argument("--db", type=Path, default=ROOT / "live.duckdb", help="DuckDB file (default live.duckdb)")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
@@ -753,10 +758,11 @@ def main(argv: list[str] | None = None) -> int:
 
 def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     from harness.config import HarnessConfig
+    from harness.contracts import SchemaMode
     from runners.bench import BenchOptions, run_bench
 
     os.environ.setdefault("HARNESS_BENCH_LIVE_KEY", "not-needed")
-    cfg = HarnessConfig()
+    cfg = HarnessConfig(schema_mode=SchemaMode(args.schema_mode))
     modes = [m.strip() for m in str(args.modes).split(",") if m.strip()]
     case_ids = list(DEFAULT_CASES[: max(1, args.cases)])
     problems: list[str] = []
