@@ -127,7 +127,12 @@ def test_reference_conversations_are_the_wire_bodies(reference: list[Recorded]) 
             calls += run.metrics.model_calls + run.metrics.guard_calls
     assert len(reference) == calls
     with_tools = [r.body for r in reference if r.body.get("tools")]
-    assert with_tools and all(b["tool_choice"] == "auto" and b["parallel_tool_calls"] is False for b in with_tools)
+    assert with_tools and all(b["parallel_tool_calls"] is False for b in with_tools)
+    # tool_choice is sent with the tools: "auto", and "none" exactly once STOP_REQUIRED has been delivered
+    for b in with_tools:
+        stopped = any(m["role"] == "tool" and "STOP_REQUIRED" in m["content"] for m in b["messages"])
+        assert b["tool_choice"] == ("none" if stopped else "auto")
+    assert any(b["tool_choice"] == "none" for b in with_tools), "a reference case delivers STOP_REQUIRED"
     assert all(r.status == 200 and r.label == "reference" for r in reference)
 
 
