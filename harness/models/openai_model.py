@@ -343,24 +343,24 @@ class OpenAIChatModel:
                 }
                 for t in request.tools
             ]
-        kwargs: dict[str, Any] = {
-            "model": self._model,
-            "messages": [],
-            "timeout": request.timeout_seconds,
-            "extra_body": body,
-        }
         if request.tools:
-            kwargs["tool_choice"] = self._wire_tool_choice(request.tool_choice)
+            body["tool_choice"] = self._wire_tool_choice(request.tool_choice)
             if self._parallel_tool_calls is not None:
-                kwargs["parallel_tool_calls"] = self._parallel_tool_calls
+                body["parallel_tool_calls"] = self._parallel_tool_calls
         if self._temperature is not None:
-            kwargs["temperature"] = self._temperature
+            body["temperature"] = self._temperature
         if self._max_output_tokens is not None:
-            kwargs["max_tokens"] = self._max_output_tokens
+            body["max_tokens"] = self._max_output_tokens
+        # The body is plain JSON built here, posted through the SDK's own client (auth, headers, errors,
+        # timeouts): `chat.completions.create` would run its recursive TypedDict transform over the same
+        # body first (measured ~0.9 ms per request, the largest client-side cost at high concurrency).
+        payload: dict[str, Any] = {"model": self._model, **body}
         try:
             # The raw response skips building the SDK's pydantic models; the JSON body is parsed here.
-            raw = self._client.chat.completions.with_raw_response.create(**kwargs)
-            completion = raw.http_response.json()
+            response = self._client.post(
+                "/chat/completions", cast_to=httpx2.Response, body=payload, options={"timeout": request.timeout_seconds}
+            )
+            completion = response.json()
         except ModelCallError:
             raise
         except Exception as exc:
