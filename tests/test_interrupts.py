@@ -636,3 +636,38 @@ def test_stale_runs_are_named_with_their_resume_commands(tmp_path: Path, capsys:
     assert shlex.split(f"harness-bench run --db {quoted} --resume {run_id}")[3] == str(db)
     assert main(["run", "--db", str(db), "--resume", run_id]) == 0
     assert main(["sweep", "--db", str(db), "--resume", sweep_id]) == 0
+
+
+def test_run_interrupted_names_its_bench_run_and_resume_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`harness-bench run` (in-process): SIGTERM lands while the third case run is being handed back."""
+    import runners.bench as bench
+
+    real, calls = bench._execute, [0]
+
+    def execute(*args: Any) -> Any:
+        run = real(*args)
+        calls[0] += 1
+        if calls[0] == 3:
+            os.kill(os.getpid(), signal.SIGTERM)  # the handler runs in this (main) thread, right here
+        return run
+
+    monkeypatch.setattr(bench, "_execute", execute)
+    db = tmp_path / "r.duckdb"
+    cases = [a for c in CASES[:3] for a in ("--case", c)]
+    assert main(["run", "--db", str(db), *cases, "--epochs", "2"]) == 143
+    err = " ".join(capsys.readouterr().err.split())
+    con = duckdb.connect(str(db), read_only=True)
+    ((run_id, status),) = con.execute("SELECT bench_run_id, status FROM bench_runs").fetchall()
+    assert con.execute("SELECT count(*) FROM case_runs").fetchone() == (2,), "the case run in flight is discarded"
+    con.close()
+    assert status == "interrupted"
+    command = f"harness-bench run --db {shlex.quote(str(db))} --resume {run_id}"
+    assert f"bench run {run_id} interrupted by SIGTERM: 2 of 6 case runs stored" in err and command in err, err
+    monkeypatch.setattr(bench, "_execute", real)
+    assert main(shlex.split(command)[1:]) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*), count(DISTINCT case_run_id) FROM case_runs").fetchone() == (6, 6)
+    assert con.execute("SELECT status FROM bench_runs").fetchone() == ("completed",)
+    con.close()
