@@ -3,7 +3,6 @@ per-run tracker, canonical store and trace — passed explicitly, never held in 
 
 from __future__ import annotations
 
-import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -44,21 +43,25 @@ class BudgetUsage:
 
 
 class CancellationToken:
-    """Cooperative cancellation for one run."""
+    """Cooperative cancellation, for one run or shared by every run of a process (Ctrl-C, SIGTERM).
 
-    __slots__ = ("_event",)
+    A plain flag, not a lock-based Event: a signal handler sets it in the main thread at any bytecode
+    boundary, so `cancel` must never wait for a lock the interrupted code may hold.
+    """
+
+    __slots__ = ("_cancelled",)
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
 
     def cancel(self) -> None:
-        """Ask the run to stop at the next checkpoint."""
-        self._event.set()
+        """Ask the run(s) to stop at the next checkpoint."""
+        self._cancelled = True  # one atomic store: safe from a signal handler and from any thread
 
     @property
     def cancelled(self) -> bool:
         """Whether cancel() was called."""
-        return self._event.is_set()
+        return self._cancelled
 
 
 @dataclass
@@ -91,8 +94,10 @@ class RunContext:
         *,
         run_id: str | None = None,
         clock: Clock = time.monotonic,
+        cancellation: CancellationToken | None = None,
     ) -> RunContext:
-        """A fresh context with its own tracker, store and trace."""
+        """A fresh context with its own tracker, store and trace (`cancellation`: a token shared with
+        the caller, e.g. the bench's one flag for Ctrl-C/SIGTERM; default: the run's own)."""
         cfg = config or HarnessConfig()
         now = time.monotonic()
         return cls(
@@ -103,6 +108,7 @@ class RunContext:
             tracker=DiagnosisProgressTracker(cfg.no_gain_threshold, cfg.protocol_violation_threshold),
             store=CanonicalStore(cfg.record_ttl_seconds, clock),
             trace=Trace(),
+            cancellation=cancellation or CancellationToken(),
         )
 
     def remaining_seconds(self) -> float:

@@ -74,6 +74,8 @@ def call_model(
                 raise ModelCallFailed(err, attempt) from err
             if budget_check is not None and not budget_check():
                 raise ModelCallFailed(err, attempt) from err
+            if ctx.cancellation.cancelled:  # Ctrl-C/SIGTERM: no backoff wait, no new attempt
+                raise ModelCallFailed(err, attempt) from err
             wait = err.retry_after if err.retry_after is not None else cfg.retry_backoff_seconds * 2 ** (attempt - 1)
             wait = min(max(wait, 0.0), cfg.max_retry_wait_seconds, max(ctx.remaining_seconds(), 0.0))
             if ctx.remaining_seconds() <= wait:

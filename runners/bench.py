@@ -19,6 +19,7 @@ import duckdb
 
 from harness import __version__
 from harness.config import HarnessConfig
+from harness.context import CancellationToken
 from harness.models.base import ChatModel
 from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel
@@ -103,6 +104,9 @@ class BenchOptions:
     """On resume: endpoint settings (base URL, key variable) that replace the stored ones."""
     keep_runs: bool = True
     """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
+    cancellation: CancellationToken = field(default_factory=CancellationToken)
+    """Shared by every case run (the CLI's one Ctrl-C/SIGTERM flag, runners/interrupts.py): once set, no
+    case run starts, the ones in flight are discarded, the bench run ends `interrupted`."""
     # Keywords kept for existing callers; each sets the model setting of the same name (read them
     # from `model_settings`).
     model: InitVar[str | None] = None
@@ -223,7 +227,7 @@ def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOpti
             else nullcontext()
         )
         with ctx:
-            run = run_case(case, model, config=opts.config)
+            run = run_case(case, model, config=opts.config, cancellation=opts.cancellation)
     except CassetteError as exc:
         command = rerecord_command(opts.cassettes or "", case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode, delete_first=True)  # fmt: skip
@@ -248,20 +252,24 @@ def _planned(cases: Sequence[EvalCase], epochs: int) -> Iterator[tuple[EvalCase,
 
 
 ProgressHook = Callable[[int, int, CaseRun | None], None]
+StartHook = Callable[[str], None]
+"""Called with the bench run (or sweep) id once its row is committed (the CLI names it if killed)."""
 
 
 def run_bench(
-    opts: BenchOptions, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None
-) -> BenchSummary:
-    """Run (or resume) a bench run. KeyboardInterrupt keeps finished case runs and marks it interrupted."""
+    opts: BenchOptions, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None,
+    on_start: StartHook | None = None,
+) -> BenchSummary:  # fmt: skip
+    """Run (or resume) a bench run. Once `opts.cancellation` is set (or on KeyboardInterrupt), finished case
+    runs are kept, the ones in flight discarded, and the bench run is marked interrupted."""
     t0 = time.perf_counter()
     if not opts.resume:
         preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
     if con is not None:
-        return _run(con, opts, t0, on_progress)
+        return _run(con, opts, t0, on_progress, on_start)
     own = connect(opts.db)
     try:
-        return _run(own, opts, t0, on_progress)
+        return _run(own, opts, t0, on_progress, on_start)
     finally:
         own.close()
 
@@ -289,7 +297,7 @@ def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[Ben
         label=stored["label"], epochs=stored["epochs"], concurrency=opts.concurrency, config=restored.config,
         model_settings=restored.model_settings, cassettes=Path(stored["cassettes"]) if stored["cassettes"] else None,
         record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
-        keep_runs=opts.keep_runs,
+        keep_runs=opts.keep_runs, cancellation=opts.cancellation,
     )  # fmt: skip
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
@@ -327,8 +335,9 @@ def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection, opts: BenchOptions, t0: float, on_progress: ProgressHook | None
-) -> BenchSummary:
+    con: duckdb.DuckDBPyConnection, opts: BenchOptions, t0: float, on_progress: ProgressHook | None,
+    on_start: StartHook | None = None,
+) -> BenchSummary:  # fmt: skip
     done: set[str] = set()
     if opts.resume:
         opts, done_ids = load_resume(con, opts)
@@ -367,6 +376,8 @@ def _run(
     except BaseException:
         con.execute("ROLLBACK")
         raise
+    if on_start:
+        on_start(bench_run_id)
     todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
     writer = MetricsWriter(con)
     summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
@@ -377,6 +388,10 @@ def _run(
         if on_progress:
             on_progress(summary.skipped, len(planned), None)
         for run, epoch in _iterate(todo, factory, opts, concurrency):
+            if opts.cancellation.cancelled:
+                # In flight when Ctrl-C/SIGTERM came: discarded, never a row shaped by the interrupt
+                # (CANCELLED, or a backend cut short); --resume re-runs it under the same id.
+                continue
             writer.add(case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case.id, epoch), spec.raw,
                                      opts.label, epoch, swept, run))  # fmt: skip
             summary.executed += 1
@@ -388,7 +403,7 @@ def _run(
                 summary.runs.append(run)
             if on_progress:
                 on_progress(summary.skipped + summary.executed, len(planned), run)
-        status = "completed"
+        status = "completed" if summary.executed == len(todo) else "interrupted"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -411,8 +426,11 @@ def _run(
 def _iterate(
     todo: Sequence[tuple[EvalCase, int]], factory: _ModelFactory, opts: BenchOptions, concurrency: int
 ) -> Iterator[tuple[CaseRun, int]]:
+    cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
     if concurrency == 1:
         for case, epoch in todo:
+            if cancellation.cancelled:
+                return
             yield _execute(case, epoch, factory, opts), epoch
         return
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
@@ -420,6 +438,8 @@ def _iterate(
     it = iter(todo)
     try:
         for case, epoch in it:
+            if cancellation.cancelled:
+                break
             pending[pool.submit(_execute, case, epoch, factory, opts)] = epoch
             if len(pending) >= concurrency * 2:
                 break
@@ -428,7 +448,7 @@ def _iterate(
             for fut in finished:
                 epoch = pending.pop(fut)
                 yield fut.result(), epoch
-                nxt = next(it, None)
+                nxt = None if cancellation.cancelled else next(it, None)
                 if nxt is not None:
                     pending[pool.submit(_execute, nxt[0], nxt[1], factory, opts)] = nxt[1]
     finally:

@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from harness.agent import RunResult, run_diagnosis
 from harness.config import HarnessConfig
+from harness.context import CancellationToken, RunContext
 from harness.contracts import (
     BudgetKind,
     GainProducer,
@@ -231,11 +232,13 @@ def run_case(
     config: HarnessConfig | None = None,
     guard_model: ChatModel | None = None,
     tools: Sequence[BusinessTool[Any]] | None = None,
+    cancellation: CancellationToken | None = None,
 ) -> CaseRun:
-    """Run a case (scripted reference model by default) and judge it."""
+    """Run a case (scripted reference model by default) and judge it. `cancellation`: a token shared
+    with the caller (the bench's one Ctrl-C/SIGTERM flag); once set, the run ends CANCELLED."""
     chat = model or ScriptedChatModel(case.trajectory)
-    result = run_diagnosis(
-        task_of(case), tools if tools is not None else build_tools(case), chat, config=config, guard_model=guard_model
-    )
+    backends = tools if tools is not None else build_tools(case)
+    ctx = RunContext.create(config, cancellation=cancellation)  # the deadline starts here, as before
+    result = run_diagnosis(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model)
     metrics = metrics_of(result)
     return CaseRun(case, result, metrics, tuple(check_expectations(case, result, metrics)))

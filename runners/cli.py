@@ -1,14 +1,14 @@
 """harness-bench: run diagnosis-agent evaluation cases through the Harness and record metrics.
 
-Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2 unusable input · 130 interrupted.
+Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2 unusable input · 130 interrupted
+(Ctrl-C) · 143 terminated (SIGTERM); interrupted runs and sweeps continue with --resume.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import re
-import signal
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -18,7 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from harness import __version__
-from runners import settings, tables
+from runners import interrupts, settings, tables
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -207,20 +207,55 @@ def _progress() -> Progress:
     )  # fmt: skip
 
 
+def _resume_command(command: str, db: Path, run_id: str) -> str:
+    """The exact command that continues a bench run (`run`) or sweep (`sweep`), shell-quoted."""
+    return f"harness-bench {command} --db {shlex.quote(str(db))} --resume {shlex.quote(run_id)}"
+
+
+def _say_resume(commands: Sequence[str]) -> None:
+    """Each resume command on a line of its own, never wrapped (it is copied into a shell) nor read as markup."""
+    for command in commands:
+        err.print(Text(f"  {command}"), soft_wrap=True)
+
+
 def _claim(db: Path) -> None:
     """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
-    from runners.metrics_db import connect, mark_stale_runs
+    from runners.metrics_db import connect, mark_stale_runs, stale_runs
 
     if not db.exists():
         return  # nothing to claim; not creating it here lets a failed preflight leave no file behind
     con = connect(db)
     try:
-        n = mark_stale_runs(con)
+        stale = stale_runs(con)
+        mark_stale_runs(con)
     finally:
         con.close()
-    if n:
-        _say(f"{n} bench run(s) left 'running' by a process that died are now 'interrupted' (use --resume)",
-             stderr=True)  # fmt: skip
+    if not stale.bench_runs and not stale.sweeps:
+        return
+    alone = [b for b, sweep in stale.bench_runs if sweep is None]
+    named = [f"{b} (sweep {sweep})" if sweep else b for b, sweep in stale.bench_runs]
+    named += [f"sweep {s}" for s in stale.sweeps if all(s != sweep for _, sweep in stale.bench_runs)]
+    count = f"{len(stale.bench_runs)} bench run(s)" if stale.bench_runs else f"{len(stale.sweeps)} sweep(s)"
+    _say(f"{count} left 'running' by a process that died are now 'interrupted': {', '.join(named)};"
+         " continue with:", stderr=True)  # fmt: skip
+    _say_resume([_resume_command("sweep", db, s) for s in stale.sweeps]
+                + [_resume_command("run", db, b) for b in alone])  # fmt: skip
+
+
+def _interrupted(intr: interrupts.Interrupts, what: str, command: str, db: Path, run_id: str | None,
+                 status: str, stored: int, planned: int) -> int:  # fmt: skip
+    """Say what an interrupt left (the id, the case runs stored, the exact resume command); its exit code."""
+    sig = intr.received.name if intr.received else "interrupt"
+    if run_id is None:
+        _say(f"{sig}: stopped before anything was written", stderr=True)
+    elif status == "completed":
+        _say(f"{what} {run_id} completed before {sig} took effect ({stored} of {planned} case runs stored);"
+             " nothing to resume", stderr=True)  # fmt: skip
+    else:
+        _say(f"{what} {run_id} interrupted by {sig}: {stored} of {planned} case runs stored, the ones in flight"
+             " discarded; continue with:", stderr=True)  # fmt: skip
+        _say_resume([_resume_command(command, db, run_id)])
+    return intr.exit_code or EXIT_INTERRUPTED
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -243,6 +278,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         _check_db(args.db, must_exist=False)
         opts = _bench_options(args, run_settings, epochs=1)
         check_options(opts)
+    intr = _interrupts(args)
+    if intr.received:
+        return _interrupted(intr, "bench run", "run", args.db, None, "", 0, 0)
+    opts.cancellation = intr.token
     _claim(args.db)
     passed = [0]
     with _progress() as progress:
@@ -253,7 +292,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 passed[0] += 1
             progress.update(task, completed=done, total=total, passed=f"{passed[0]} passed")
 
-        summary = run_bench(opts, on_progress=hook)
+        summary = run_bench(opts, on_progress=hook, on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))
+    if intr.received:
+        return _interrupted(intr, "bench run", "run", args.db, summary.bench_run_id, summary.status,
+                            summary.skipped + summary.executed, summary.planned)  # fmt: skip
     _print_family_table(args.db, summary.bench_run_id)
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
@@ -281,6 +323,22 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"{failing} case run(s) did not meet their expectations (--strict)", stderr=True)
         return EXIT_REGRESSION
     return EXIT_OK
+
+
+def _interrupts(args: argparse.Namespace) -> interrupts.Interrupts:
+    """The handlers `main` installed for a writing command (a state that never fires when called directly)."""
+    intr: interrupts.Interrupts = getattr(args, "interrupts", None) or interrupts.Interrupts()
+    intr.exit_note = "nothing had started yet"
+    return intr
+
+
+def _name_run(intr: interrupts.Interrupts, command: str, db: Path, run_id: str) -> None:
+    """Once the bench run or sweep exists, a second signal names it and how to continue."""
+    what = "sweep" if command == "sweep" else "bench run"
+    intr.exit_note = (
+        f"{what} {run_id} stays 'running' until the next writer marks it 'interrupted'; continue with:\n"
+        f"  {_resume_command(command, db, run_id)}"
+    )
 
 
 def cmd_serve_sim(args: argparse.Namespace) -> int:
@@ -331,13 +389,23 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = SweepGrid(settings.axes_from_args(args))
         check_sweep(grid, base)
         preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
+    intr = _interrupts(args)
+    if intr.received:
+        return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)
+    base.cancellation = intr.token
     _claim(args.db)
+    counts = [0, 0]  # case runs stored, planned (the progress callback's view)
+
+    def on_progress(done: int, total: int) -> None:
+        counts[:] = [done, total]
+        progress.update(task, completed=done, total=total)
+
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")
-        summary = run_sweep(
-            SweepOptions(grid, base, args.resume),
-            on_progress=lambda done, total: progress.update(task, completed=done, total=total),
-        )
+        summary = run_sweep(SweepOptions(grid, base, args.resume), on_progress=on_progress,
+                            on_start=lambda sweep_id: _name_run(intr, "sweep", args.db, sweep_id))  # fmt: skip
+    if intr.received:
+        return _interrupted(intr, "sweep", "sweep", args.db, summary.sweep_id, summary.status, *counts)
     _say(f"sweep {summary.sweep_id} {summary.status}: {summary.points} grid points → {args.db}")
     _say(f"next: harness-bench recommend --db {args.db} --sweep {summary.sweep_id}")
     return EXIT_OK
@@ -560,9 +628,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_OK
-    # SIGTERM behaves like Ctrl-C: finished case runs are kept, the bench run is marked interrupted.
-    if hasattr(signal, "SIGTERM") and os.getpid() > 0:
-        signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    if args.command in ("run", "sweep"):
+        # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/interrupts.py); the
+        # command stops, keeps finished case runs and exits 130 or 143 with the resume command.
+        with interrupts.installed() as args.interrupts:
+            return _dispatch(args)
+    return _dispatch(args)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; unusable input is one line and exit 2."""
     from runners.bench import BenchInputError
     from runners.evalset import EvalSetError
     from runners.metrics_db import MetricsDbError
@@ -571,7 +646,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         result: int = args.func(args)
         return result
     except KeyboardInterrupt:
-        _say("interrupted: finished case runs are kept; continue with --resume BENCH_RUN_ID", stderr=True)
+        _say("interrupted", stderr=True)
         return EXIT_INTERRUPTED
     except EvalSetError as exc:
         if len(exc.problems) == 1:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,28 @@ def mark_stale_runs(con: duckdb.DuckDBPyConnection) -> int:
     con.execute("UPDATE bench_runs SET status = 'interrupted' WHERE status = 'running'")
     con.execute("UPDATE sweeps SET status = 'interrupted' WHERE status = 'running'")
     return int(stale[0]) if stale else 0
+
+
+@dataclass(frozen=True, slots=True)
+class StaleRuns:
+    """Bench runs and sweeps left `running` by a process that died (what `mark_stale_runs` will mark)."""
+
+    bench_runs: tuple[tuple[str, str | None], ...]
+    """(bench run id, its sweep id or None), oldest first."""
+    sweeps: tuple[str, ...]
+    """Sweep ids left `running` and the sweeps of the bench runs above, oldest first."""
+
+
+def stale_runs(con: duckdb.DuckDBPyConnection) -> StaleRuns:
+    """The bench runs and sweeps still marked `running` (call before `mark_stale_runs` to name them)."""
+    runs = con.execute(
+        "SELECT bench_run_id, sweep_id FROM bench_runs WHERE status = 'running' ORDER BY started_at, bench_run_id"
+    ).fetchall()
+    sweeps = con.execute(
+        "SELECT sweep_id FROM sweeps WHERE status = 'running' ORDER BY started_at, sweep_id"
+    ).fetchall()
+    ids = dict.fromkeys([str(r[0]) for r in sweeps] + [str(s) for _, s in runs if s is not None])
+    return StaleRuns(tuple((str(b), None if s is None else str(s)) for b, s in runs), tuple(ids))
 
 
 def _current_version(con: duckdb.DuckDBPyConnection) -> int | None:

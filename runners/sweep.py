@@ -18,7 +18,15 @@ from pathlib import Path
 
 import duckdb
 
-from runners.bench import BenchInputError, BenchOptions, BenchSummary, check_options, endpoint_overrides, run_bench
+from runners.bench import (
+    BenchInputError,
+    BenchOptions,
+    BenchSummary,
+    StartHook,
+    check_options,
+    endpoint_overrides,
+    run_bench,
+)
 from runners.metrics_db import connect
 from runners.settings import RunSettings, SettingsError, SettingValue, declaration
 
@@ -136,6 +144,7 @@ def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions
         epochs=saved["epochs"], concurrency=base.concurrency, config=restored.config,
         model_settings=restored.model_settings, cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None,
         record_mode=saved["record_mode"], resume_overrides=base.resume_overrides, keep_runs=base.keep_runs,
+        cancellation=base.cancellation,
     )  # fmt: skip
     return grid, options
 
@@ -148,18 +157,24 @@ def check_sweep(grid: SweepGrid, base: BenchOptions) -> tuple[list[RunSettings],
     return points, n_cases
 
 
-def run_sweep(opts: SweepOptions, *, on_progress: SweepProgress | None = None) -> SweepSummary:
-    """Run (or resume) every grid point."""
+def run_sweep(
+    opts: SweepOptions, *, on_progress: SweepProgress | None = None, on_start: StartHook | None = None
+) -> SweepSummary:
+    """Run (or resume) every grid point. Once `opts.base.cancellation` is set, no new point starts and the
+    sweep ends `interrupted` (unless every point had already completed)."""
     if not opts.resume:
         check_sweep(opts.grid, opts.base)  # before the database file is created
     con = connect(opts.base.db)
     try:
-        return _sweep(con, opts, on_progress)
+        return _sweep(con, opts, on_progress, on_start)
     finally:
         con.close()
 
 
-def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: SweepProgress | None) -> SweepSummary:
+def _sweep(
+    con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: SweepProgress | None,
+    on_start: StartHook | None = None,
+) -> SweepSummary:  # fmt: skip
     base = opts.base
     if opts.resume:
         grid, base = load_sweep(con, opts.resume, base)
@@ -175,12 +190,20 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
             "INSERT INTO sweeps VALUES (?, now(), NULL, 'running', ?, ?, ?, ?)",
             [sweep_id, base.model_settings.model, base.label, grid.to_json(), _saved(base)],
         )
+    if on_start:
+        on_start(sweep_id)
     total = len(points) * n_cases * base.epochs
+    if on_progress:
+        on_progress(0, total)
     done_before = 0
     summaries: list[BenchSummary] = []
     status = "failed"
+    stopped = False  # Ctrl-C/SIGTERM (base.cancellation): no new point starts
     try:
         for point in points:
+            if base.cancellation.cancelled:
+                stopped = True
+                break
             found = _find_point(con, sweep_id, point)
             if found and found[1] == "completed":
                 done_before += n_cases * base.epochs
@@ -198,8 +221,11 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
                     on_progress(offset + done, total)
 
             summaries.append(run_bench(point_opts, on_progress=hook, con=con))
+            if summaries[-1].status != "completed":
+                stopped = True
+                break
             done_before += n_cases * base.epochs
-        status = "completed"
+        status = "interrupted" if stopped else "completed"
     except KeyboardInterrupt:
         status = "interrupted"
         raise
