@@ -18,7 +18,16 @@ from pathlib import Path
 
 import duckdb
 
-from runners.bench import BenchInputError, BenchOptions, BenchSummary, check_options, endpoint_overrides, run_bench
+from runners import shard
+from runners.bench import (
+    BenchInputError,
+    BenchOptions,
+    BenchSummary,
+    check_options,
+    endpoint_overrides,
+    run_bench,
+    select_cases,
+)
 from runners.metrics_db import connect
 from runners.settings import RunSettings, SettingsError, SettingValue, declaration
 
@@ -109,7 +118,7 @@ def _saved(base: BenchOptions) -> str:
     return json.dumps({
         "evalsets": base.evalsets, "case_ids": base.case_ids, "label": base.label, "epochs": base.epochs,
         "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
-        "settings": base.settings.values(),
+        "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
         # read by older versions and by analysts
         "model": base.model_settings.model, "base_url": base.model_settings.base_url,
     })  # fmt: skip
@@ -136,6 +145,8 @@ def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions
         epochs=saved["epochs"], concurrency=base.concurrency, config=restored.config,
         model_settings=restored.model_settings, cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None,
         record_mode=saved["record_mode"], resume_overrides=base.resume_overrides, keep_runs=base.keep_runs,
+        shard=shard.ShardSpec.parse(saved["shard"]) if saved.get("shard") else None, run_id=saved.get("run_id"),
+        executor=base.executor, ray_address=base.ray_address,
     )  # fmt: skip
     return grid, options
 
@@ -164,10 +175,22 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
     if opts.resume:
         grid, base = load_sweep(con, opts.resume, base)
         sweep_id = opts.resume
+    elif base.run_id:
+        grid = opts.grid
+        sweep_id = shard.sweep_id(base.run_id)
+        shard.refuse_existing(con, "sweeps", "sweep_id", [sweep_id], base.db)
     else:
         grid = opts.grid
         sweep_id = f"sw-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     points, n_cases = check_sweep(grid, base)
+    cases = select_cases(base.evalsets, base.case_ids) if base.shard else []
+
+    def size(point: RunSettings) -> int:
+        # this shard's share of the point (progress only): every (case, epoch) when unsharded
+        if base.shard is None:
+            return n_cases * base.epochs
+        return len(shard.select(base.shard, point, ((c, e) for e in range(1, base.epochs + 1) for c in cases)))
+
     if opts.resume:
         con.execute("UPDATE sweeps SET status = 'running', finished_at = NULL WHERE sweep_id = ?", [sweep_id])
     else:
@@ -175,7 +198,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
             "INSERT INTO sweeps VALUES (?, now(), NULL, 'running', ?, ?, ?, ?)",
             [sweep_id, base.model_settings.model, base.label, grid.to_json(), _saved(base)],
         )
-    total = len(points) * n_cases * base.epochs
+    total = sum(size(p) for p in points)
     done_before = 0
     summaries: list[BenchSummary] = []
     status = "failed"
@@ -183,7 +206,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
         for point in points:
             found = _find_point(con, sweep_id, point)
             if found and found[1] == "completed":
-                done_before += n_cases * base.epochs
+                done_before += size(point)
                 if on_progress:
                     on_progress(done_before, total)
                 continue
@@ -198,7 +221,7 @@ def _sweep(con: duckdb.DuckDBPyConnection, opts: SweepOptions, on_progress: Swee
                     on_progress(offset + done, total)
 
             summaries.append(run_bench(point_opts, on_progress=hook, con=con))
-            done_before += n_cases * base.epochs
+            done_before += size(point)
         status = "completed"
     except KeyboardInterrupt:
         status = "interrupted"
