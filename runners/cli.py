@@ -293,15 +293,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                             ray_address=args.ray_address)  # fmt: skip
         con = connect(args.db, read_only=True)
         try:
-            check_options(load_resume(con, opts)[0])
+            resumed = load_resume(con, opts)[0]
+            check_options(resumed)
         finally:
             con.close()
+        shard_spec = resumed.shard
     else:
         run_settings = settings.settings_from_args(args)
         _check_cassette_flags(args, run_settings.model_settings.model)
         _check_db(args.db, must_exist=False)
         opts = _bench_options(args, run_settings, epochs=1)
         check_options(opts)
+        shard_spec = opts.shard
         if args.run_id:
             from runners.shard import bench_run_id
 
@@ -321,13 +324,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_family_table(args.db, summary.bench_run_id)
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
-    part = f"shard {opts.shard} of " if opts.shard else ""
+    part = f"shard {shard_spec} of " if shard_spec else ""
     _say(
         f"{part}bench run {summary.bench_run_id} {summary.status}: {summary.executed} case runs executed"
         f" ({summary.skipped} already done) in {summary.wall_seconds:.2f}s, {rate:.1f} runs/s;"
         f" DuckDB writes {share:.1%} of wall time → {args.db}"
     )
-    if opts.shard:
+    if shard_spec:
         _say(f"next, with every shard's file: harness-bench merge OUT.duckdb {args.db} …")
     for case_id, error in summary.errors[:5]:
         err.print(Text.assemble((f"{case_id}: ", "yellow"), error))

@@ -141,7 +141,7 @@ def test_without_ray_installed_the_executor_is_one_line_exit_2(tmp_path: Path) -
     code = (
         "import sys; sys.modules['ray'] = None\n"  # what an environment without the extra sees
         "from runners.cli import main\n"
-        "assert main(['cases', '--evalset', 'missing_context']) == 0\n"
+        "assert main(['run', '--evalset', 'missing_context', '--db', 'ok.duckdb']) == 0\n"
         "sys.exit(main(['run', '--executor', 'ray', '--db', 'x.duckdb']))\n"
     )
     proc = subprocess.run(
@@ -152,4 +152,4 @@ def test_without_ray_installed_the_executor_is_one_line_exit_2(tmp_path: Path) -
     assert proc.stderr.strip().splitlines() == [
         "error: --executor ray: Ray is not installed in this environment; pip install 'harness-bench[ray]'"
     ]
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["ok.duckdb"], "the plain run worked; nothing else was written"

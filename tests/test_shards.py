@@ -332,6 +332,39 @@ def test_a_real_merge_process_exits_2_with_one_line(small: dict[str, Path], tmp_
 
 
 # -- sweeps: a sharded sweep merged reads as one in recommend, report and the views ---------------------
+def test_an_interrupted_sweep_shard_resumes_its_own_share(
+    small: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`sweep --resume` restores the shard and the run id from the sweep row: the finished shard file equals one
+    that was never interrupted, and the shards merge into the unsharded sweep."""
+    common = ["--evalset", SMALL[0], "--evalset", SMALL[1], "--epochs", "2", "--no-gain-threshold", "1,3",
+              "--run-id", "swp"]  # fmt: skip
+    whole = tmp_path / "whole.duckdb"
+    assert main(["sweep", *common, "--db", str(whole)]) == 0
+    files = [tmp_path / f"sw-{i}.duckdb" for i in range(1, N + 1)]
+    for i, db in enumerate(files, start=1):
+        assert main(["sweep", *common, "--shard", f"{i}/{N}", "--db", str(db)]) == 0
+    again = tmp_path / "again-2.duckdb"
+    base = BenchOptions(db=again, evalsets=SMALL, epochs=2, run_id="swp", shard=ShardSpec(2, N), keep_runs=False)
+
+    def stop(done: int, total: int) -> None:
+        if done >= 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 3)), base), on_progress=stop)
+    assert _q(again, "SELECT status FROM sweeps") == [("interrupted",)]
+    assert _q(again, "SELECT count(*) FROM case_runs") == [(3,)], "half-way through the first grid point"
+    capsys.readouterr()
+    assert main(["sweep", "--db", str(again), "--resume", "sw-swp"]) == 0
+    assert "shard" not in capsys.readouterr().err
+    assert _rows(again, "case_runs") == _rows(files[1], "case_runs")
+    merged = tmp_path / "merged.duckdb"
+    assert main(["merge", str(merged), str(files[0]), str(again), *map(str, files[2:])]) == 0
+    assert _q(merged, "SELECT sweep_id, status FROM sweeps") == [("sw-swp", "completed")]
+    assert _rows(merged, "case_runs") == _rows(whole, "case_runs")
+
+
 def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
