@@ -70,7 +70,8 @@ def test_committed_cassette_holds_no_secret(path: Path) -> None:
 def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The commands of .github/workflows/model-gate.yml, as written, against the committed cassettes: every
     matrix shard's replays one after the other (each into its own file), then the gate job's merge and gate;
-    the merged database holds the same case runs as one unsharded replay."""
+    the merged database holds the same case runs as one unsharded replay. The commands run exactly as
+    written (no flag added), with the workflow's environment and the network blocked."""
     import glob
     import shlex
 
@@ -99,6 +100,8 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for name, value in env.items():  # the workflow's environment, as the runner sets it
+        monkeypatch.setenv(name, value)
 
     def argv_of(step: str, values: dict[str, str]) -> list[str]:
         words = shlex.split(re.sub(r"\$(\w+)", lambda m: values[m.group(1)], step.replace("\n", " ")))[1:]
@@ -109,7 +112,7 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
                 out += found if "*" in word else [str(tmp_path / word)]
             else:
                 out.append(word)
-        return out + (["--base-url", "http://model-endpoint/v1"] if out[0] == "run" else [])
+        return out
 
     codes = []
     for shard in shards:  # the matrix jobs, one after the other
