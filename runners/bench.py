@@ -23,10 +23,11 @@ from harness.context import CancellationToken
 from harness.models.base import ChatModel
 from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel
-from runners import profiles
+from runners import profiles, shard
 from runners.case_runner import CaseRun, run_case
 from runners.cassettes import CassetteError, CassetteTransport, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
+from runners.executors import Executor, iterate_ray
 from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
 from runners.preflight import infrastructure_error, preflight
 from runners.settings import (
@@ -38,6 +39,7 @@ from runners.settings import (
     declaration,
     legacy_settings,
 )
+from runners.shard import ShardSpec
 
 
 class BenchInputError(ValueError):
@@ -107,6 +109,14 @@ class BenchOptions:
     cancellation: CancellationToken = field(default_factory=CancellationToken)
     """Shared by every case run (the CLI's one Ctrl-C/SIGTERM flag, runners/interrupts.py): once set, no
     case run starts, the ones in flight are discarded, the bench run ends `interrupted`."""
+    shard: ShardSpec | None = None
+    """Run only this shard's share of the (case, epoch) work (`--shard I/N`, runners/shard.py)."""
+    run_id: str | None = None
+    """Name shared by every shard of one run; the bench run id derives from it (`--run-id`)."""
+    executor: Executor = Executor.LOCAL
+    """Where case runs execute: threads here, or Ray tasks (runners/executors.py)."""
+    ray_address: str | None = None
+    """Address of an existing Ray cluster (None: start a local instance)."""
     # Keywords kept for existing callers; each sets the model setting of the same name (read them
     # from `model_settings`).
     model: InitVar[str | None] = None
@@ -297,7 +307,8 @@ def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[Ben
         label=stored["label"], epochs=stored["epochs"], concurrency=opts.concurrency, config=restored.config,
         model_settings=restored.model_settings, cassettes=Path(stored["cassettes"]) if stored["cassettes"] else None,
         record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
-        keep_runs=opts.keep_runs, cancellation=opts.cancellation,
+        keep_runs=opts.keep_runs, cancellation=opts.cancellation, shard=shard.stored_shard(con, str(opts.resume)),
+        executor=opts.executor, ray_address=opts.ray_address,
     )  # fmt: skip
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
@@ -344,6 +355,9 @@ def _run(
         bench_run_id = str(opts.resume)
         done = set(done_ids)
         preflight(opts)
+    elif opts.run_id:
+        bench_run_id = shard.bench_run_id(opts.run_id, opts.settings, in_sweep=opts.sweep_id is not None)
+        shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
     else:
         bench_run_id = _new_id()
     cases, factory = _checked(opts)
@@ -352,7 +366,7 @@ def _run(
     concurrency = opts.concurrency
     values = run_settings.values()
     swept = {name: values[name] for name, _ in case_run_columns()}
-    planned = list(_planned(cases, opts.epochs))
+    planned = shard.select(opts.shard, run_settings, _planned(cases, opts.epochs))
     con.execute("BEGIN")
     try:
         if not opts.resume:
@@ -367,10 +381,13 @@ def _run(
                     opts.record_mode if opts.cassettes else None,
                 ],
             )  # fmt: skip
+            if opts.shard is not None:
+                shard.record(con, bench_run_id, opts.shard, len(planned))
         else:
             con.execute(
                 "UPDATE bench_runs SET status = 'running', finished_at = NULL WHERE bench_run_id = ?", [bench_run_id]
             )
+            shard.set_status(con, bench_run_id, "running", finished=False)
         store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
         con.execute("COMMIT")
     except BaseException:
@@ -416,6 +433,7 @@ def _run(
             "UPDATE bench_runs SET status = ?, finished_at = now(), error = ? WHERE bench_run_id = ?",
             [status, error, bench_run_id],
         )
+        shard.set_status(con, bench_run_id, status, finished=True)
         summary.status = status
         summary.wall_seconds = time.perf_counter() - t0
         summary.write_seconds = writer.write_seconds
@@ -427,6 +445,9 @@ def _iterate(
     todo: Sequence[tuple[EvalCase, int]], factory: _ModelFactory, opts: BenchOptions, concurrency: int
 ) -> Iterator[tuple[CaseRun, int]]:
     cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
+    if opts.executor is Executor.RAY:
+        yield from iterate_ray(todo, opts, concurrency)
+        return
     if concurrency == 1:
         for case, epoch in todo:
             if cancellation.cancelled:

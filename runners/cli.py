@@ -121,7 +121,50 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     what = "SWEEP_ID" if sweep else "BENCH_RUN_ID"
     g.add_argument("--resume", default=None, metavar=what,
                    help="finish an interrupted " + ("sweep" if sweep else "bench run") + " with its stored settings"
-                        " (only --db, --concurrency, --base-url and --api-key-env may be given with it)")  # fmt: skip
+                        " (only --db, --concurrency, --executor, --ray-address, --base-url and --api-key-env may be"
+                        " given with it)")  # fmt: skip
+    _add_execution(p, sweep=sweep)
+
+
+def _shard_arg(text: str) -> Any:
+    from runners.shard import ShardError, ShardSpec
+
+    try:
+        return ShardSpec.parse(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard").strip()) from None
+
+
+def _run_id_arg(text: str) -> str:
+    from runners.shard import ShardError, check_run_id
+
+    try:
+        return check_run_id(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--run-id").strip()) from None
+
+
+def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+    # Execution options say where and how the work runs; none of them is a setting, so none changes
+    # what a run measures (runners/settings.py stays the one declaration of those).
+    what = "sweep" if sweep else "run"
+    g = p.add_argument_group("execution (never part of a run's settings)")
+    g.add_argument("--shard", type=_shard_arg, default=None, metavar="I/N",
+                   help=f"run only shard I of N (1-based) of the (grid point, case, epoch) work into --db; every"
+                        f" shard of one {what} takes the same flags and --run-id; `harness-bench merge` joins"
+                        " the files")  # fmt: skip
+    g.add_argument("--run-id", type=_run_id_arg, default=None, metavar="NAME",
+                   help=f"name the {what}: its id becomes {'sw-NAME' if sweep else 'br-NAME'} on every machine"
+                        " (required with --shard; e.g. the CI run number)")  # fmt: skip
+    g.add_argument("--executor", default="local", choices=["local", "ray"],
+                   help="local: --concurrency threads in this process (default); ray: Ray tasks streaming finished"
+                        f" case runs back to this process's DuckDB writer (needs {_RAY_EXTRA})")  # fmt: skip
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                   help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
+                        " default: start a local instance")  # fmt: skip
+
+
+_RAY_EXTRA = "pip install 'harness-bench[ray]'"
 
 
 # -- checks before any file is created ----------------------------------------------------------
@@ -158,7 +201,8 @@ def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingV
     refused += [
         flag for flag, value in (
             ("--evalset", args.evalset), ("--case", args.case), ("--label", args.label), ("--epochs", args.epochs),
-            ("--cassettes", args.cassettes), ("--record-mode", args.record_mode),
+            ("--cassettes", args.cassettes), ("--record-mode", args.record_mode), ("--shard", args.shard),
+            ("--run-id", args.run_id),
         ) if value is not None
     ]  # fmt: skip
     if refused:
@@ -168,6 +212,7 @@ def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingV
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
     from runners.bench import BenchOptions
+    from runners.executors import Executor
 
     run_settings = run_settings or settings.RunSettings.of()
     return BenchOptions(
@@ -175,8 +220,38 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
         epochs=args.epochs or epochs, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
         config=run_settings.config,
         model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
-        keep_runs=False,
+        keep_runs=False, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
+        ray_address=args.ray_address,
     )  # fmt: skip
+
+
+def _check_execution_flags(args: argparse.Namespace) -> None:
+    """--shard needs a shared name, --ray-address needs Ray, Ray needs to be installed."""
+    from runners.executors import Executor, check_available
+
+    if args.shard is not None and args.run_id is None and not args.resume:  # --resume names --shard itself
+        _fail(f"--shard {args.shard} needs --run-id NAME, the same on every shard (e.g. the CI run number),"
+              " so that the shards' files merge into one run")  # fmt: skip
+    if args.ray_address is not None and args.executor != Executor.RAY:
+        _fail(f"--ray-address {args.ray_address} applies to --executor ray only")
+    check_available(Executor(args.executor))
+
+
+def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column: str) -> None:
+    """A named run must not reuse an id already in --db (checked read-only, before anything is written)."""
+    from runners.metrics_db import connect
+    from runners.shard import refuse_existing
+
+    if not args.db.exists():
+        return
+    con = connect(args.db, read_only=True)
+    try:
+        if con.execute(f"SELECT count(*) FROM information_schema.tables WHERE table_name = '{table}'").fetchone() != (
+            0,
+        ):
+            refuse_existing(con, table, column, ids, args.db)
+    finally:
+        con.close()
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -260,24 +335,35 @@ def _interrupted(intr: interrupts.Interrupts, what: str, command: str, db: Path,
 
 def cmd_run(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions, check_options, load_resume, run_bench
+    from runners.executors import Executor
     from runners.metrics_db import connect
 
+    _check_execution_flags(args)
     if args.resume:
         overrides = _check_resume_flags(args)
         _check_db(args.db, must_exist=True)
         opts = BenchOptions(db=args.db, resume=args.resume, concurrency=args.concurrency, keep_runs=False,
-                            max_in_flight=args.max_in_flight, resume_overrides=overrides)  # fmt: skip
+                            max_in_flight=args.max_in_flight, resume_overrides=overrides,
+                            executor=Executor(args.executor), ray_address=args.ray_address)  # fmt: skip
         con = connect(args.db, read_only=True)
         try:
-            check_options(load_resume(con, opts)[0])
+            resumed = load_resume(con, opts)[0]
+            check_options(resumed)
         finally:
             con.close()
+        shard_spec = resumed.shard
     else:
         run_settings = settings.settings_from_args(args)
         _check_cassette_flags(args, run_settings.model_settings.model)
         _check_db(args.db, must_exist=False)
         opts = _bench_options(args, run_settings, epochs=1)
         check_options(opts)
+        shard_spec = opts.shard
+        if args.run_id:
+            from runners.shard import bench_run_id
+
+            new_id = bench_run_id(args.run_id, run_settings, in_sweep=False)
+            _check_new_ids(args, [new_id], "bench_runs", "bench_run_id")
     intr = _interrupts(args)
     if intr.received:
         return _interrupted(intr, "bench run", "run", args.db, None, "", 0, 0)
@@ -299,11 +385,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     _print_family_table(args.db, summary.bench_run_id)
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
+    part = f"shard {shard_spec} of " if shard_spec else ""
     _say(
-        f"bench run {summary.bench_run_id} {summary.status}: {summary.executed} case runs executed"
+        f"{part}bench run {summary.bench_run_id} {summary.status}: {summary.executed} case runs executed"
         f" ({summary.skipped} already done) in {summary.wall_seconds:.2f}s, {rate:.1f} runs/s;"
         f" DuckDB writes {share:.1%} of wall time → {args.db}"
     )
+    if shard_spec:
+        _say(f"next, with every shard's file: harness-bench merge OUT.duckdb {args.db} …")
     for case_id, error in summary.errors[:5]:
         err.print(Text.assemble((f"{case_id}: ", "yellow"), error))
     if len(summary.errors) > 5:
@@ -366,15 +455,18 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions
+    from runners.executors import Executor
     from runners.metrics_db import connect
     from runners.preflight import preflight
     from runners.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
 
+    _check_execution_flags(args)
     if args.resume:
         overrides = _check_resume_flags(args)
         _check_db(args.db, must_exist=True)
         base = BenchOptions(db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
-                            keep_runs=False, resume_overrides=overrides)  # fmt: skip
+                            keep_runs=False, resume_overrides=overrides, executor=Executor(args.executor),
+                            ray_address=args.ray_address)  # fmt: skip
         con = connect(args.db, read_only=True)
         try:
             check_sweep(*load_sweep(con, args.resume, base))
@@ -388,6 +480,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base = _bench_options(args, base_settings, epochs=3)
         grid = SweepGrid(settings.axes_from_args(args))
         check_sweep(grid, base)
+        if args.run_id:
+            from runners.shard import sweep_id
+
+            _check_new_ids(args, [sweep_id(args.run_id)], "sweeps", "sweep_id")
         preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
     intr = _interrupts(args)
     if intr.received:
@@ -406,8 +502,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                             on_start=lambda sweep_id: _name_run(intr, "sweep", args.db, sweep_id))  # fmt: skip
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, summary.sweep_id, summary.status, *counts)
-    _say(f"sweep {summary.sweep_id} {summary.status}: {summary.points} grid points → {args.db}")
-    _say(f"next: harness-bench recommend --db {args.db} --sweep {summary.sweep_id}")
+    part = f"shard {args.shard} of " if args.shard else ""
+    _say(f"{part}sweep {summary.sweep_id} {summary.status}: {summary.points} grid points → {args.db}")
+    if args.shard:
+        _say(f"next, with every shard's file: harness-bench merge OUT.duckdb {args.db} …")
+    else:
+        _say(f"next: harness-bench recommend --db {args.db} --sweep {summary.sweep_id}")
     return EXIT_OK
 
 
@@ -503,6 +603,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
                             objective=Objective(args.objective), rule=Rule(args.rule), margin=args.margin)  # fmt: skip
     _say(f"wrote {md} and {page}")
+    return EXIT_OK
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from runners.merge import merge
+
+    summary = merge(args.out, args.shards, partial=args.partial)
+    for line in summary.runs + summary.sweeps:
+        _say(line)
+    _say(
+        f"merged {len(summary.inputs)} file(s) → {summary.out}: {summary.case_runs_added} case runs added,"
+        f" {summary.case_runs_present} already there"
+    )
     return EXIT_OK
 
 
@@ -612,6 +725,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--margin", type=float, default=0.02, metavar="RATE",
                    help="non-inferiority margin in [0, 1] (default 0.02 = 2 points)")  # fmt: skip
     p.set_defaults(func=cmd_report)
+
+    p = _sub(sub, "merge", "merge shard files (or any harness-bench databases) into one DuckDB file",
+             "Copy the bench runs, sweeps, shards, case runs, tool calls and events of every SHARD file into OUT"
+             " (created if missing). Idempotent: a case run OUT already holds is never copied twice. Refused,"
+             " before OUT is touched: files that are not harness-bench databases of this schema version, copies"
+             " of one run or sweep with different settings, cases, epochs or shard counts, and (without"
+             " --partial) a sharded run missing a shard or an unfinished run.")  # fmt: skip
+    p.add_argument("out", type=Path, metavar="OUT", help="the merged DuckDB file (created, or added to)")
+    p.add_argument("shards", type=Path, nargs="+", metavar="SHARD", help="DuckDB files written by run/sweep --shard")
+    p.add_argument("--partial", action="store_true",
+                   help="merge runs with missing or unfinished shards too (their status says so)")  # fmt: skip
+    p.set_defaults(func=cmd_merge)
 
     p = _sub(sub, "schema", "print the JSON Schema of evaluation files")
     p.set_defaults(func=cmd_schema)

@@ -29,7 +29,7 @@ from harness.trace import EventKind, TraceEvent
 from runners import settings
 from runners.case_runner import CaseRun
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -193,6 +193,21 @@ _MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS observation_bytes BIGINT",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS budget_hit VARCHAR",
     ],
+    # v4: shards (issue 13). A bench run split by `--shard I/N` has one row per shard written into its
+    # file; `harness-bench merge` gathers them, so a merged run knows which shards it holds.
+    4: [
+        """CREATE TABLE IF NOT EXISTS shards (
+            bench_run_id VARCHAR,
+            shard_index INTEGER,         -- 1-based
+            shard_count INTEGER,
+            planned_case_runs INTEGER,   -- this shard's share of the plan
+            status VARCHAR,              -- running | completed | interrupted | failed
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            host VARCHAR,
+            PRIMARY KEY (bench_run_id, shard_index)
+        )""",
+    ],
 }
 
 _EVENT_COLUMNS = [
@@ -273,6 +288,7 @@ def mark_stale_runs(con: duckdb.DuckDBPyConnection) -> int:
     stale = con.execute("SELECT count(*) FROM bench_runs WHERE status = 'running'").fetchone()
     con.execute("UPDATE bench_runs SET status = 'interrupted' WHERE status = 'running'")
     con.execute("UPDATE sweeps SET status = 'interrupted' WHERE status = 'running'")
+    con.execute("UPDATE shards SET status = 'interrupted' WHERE status = 'running'")
     return int(stale[0]) if stale else 0
 
 

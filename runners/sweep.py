@@ -18,6 +18,7 @@ from pathlib import Path
 
 import duckdb
 
+from runners import shard
 from runners.bench import (
     BenchInputError,
     BenchOptions,
@@ -26,6 +27,7 @@ from runners.bench import (
     check_options,
     endpoint_overrides,
     run_bench,
+    select_cases,
 )
 from runners.metrics_db import connect
 from runners.settings import RunSettings, SettingsError, SettingValue, declaration
@@ -117,7 +119,7 @@ def _saved(base: BenchOptions) -> str:
     return json.dumps({
         "evalsets": base.evalsets, "case_ids": base.case_ids, "label": base.label, "epochs": base.epochs,
         "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
-        "settings": base.settings.values(),
+        "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
         # read by older versions and by analysts
         "model": base.model_settings.model, "base_url": base.model_settings.base_url,
     })  # fmt: skip
@@ -145,6 +147,8 @@ def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions
         model_settings=restored.model_settings, cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None,
         record_mode=saved["record_mode"], resume_overrides=base.resume_overrides, keep_runs=base.keep_runs,
         cancellation=base.cancellation,
+        shard=shard.ShardSpec.parse(saved["shard"]) if saved.get("shard") else None, run_id=saved.get("run_id"),
+        executor=base.executor, ray_address=base.ray_address,
     )  # fmt: skip
     return grid, options
 
@@ -179,10 +183,22 @@ def _sweep(
     if opts.resume:
         grid, base = load_sweep(con, opts.resume, base)
         sweep_id = opts.resume
+    elif base.run_id:
+        grid = opts.grid
+        sweep_id = shard.sweep_id(base.run_id)
+        shard.refuse_existing(con, "sweeps", "sweep_id", [sweep_id], base.db)
     else:
         grid = opts.grid
         sweep_id = f"sw-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     points, n_cases = check_sweep(grid, base)
+    cases = select_cases(base.evalsets, base.case_ids) if base.shard else []
+
+    def size(point: RunSettings) -> int:
+        # this shard's share of the point (progress only): every (case, epoch) when unsharded
+        if base.shard is None:
+            return n_cases * base.epochs
+        return len(shard.select(base.shard, point, ((c, e) for e in range(1, base.epochs + 1) for c in cases)))
+
     if opts.resume:
         con.execute("UPDATE sweeps SET status = 'running', finished_at = NULL WHERE sweep_id = ?", [sweep_id])
     else:
@@ -192,7 +208,7 @@ def _sweep(
         )
     if on_start:
         on_start(sweep_id)
-    total = len(points) * n_cases * base.epochs
+    total = sum(size(p) for p in points)
     if on_progress:
         on_progress(0, total)
     done_before = 0
@@ -206,7 +222,7 @@ def _sweep(
                 break
             found = _find_point(con, sweep_id, point)
             if found and found[1] == "completed":
-                done_before += n_cases * base.epochs
+                done_before += size(point)
                 if on_progress:
                     on_progress(done_before, total)
                 continue
@@ -224,7 +240,7 @@ def _sweep(
             if summaries[-1].status != "completed":
                 stopped = True
                 break
-            done_before += n_cases * base.epochs
+            done_before += size(point)
         status = "interrupted" if stopped else "completed"
     except KeyboardInterrupt:
         status = "interrupted"

@@ -73,17 +73,30 @@ def test_committed_cassette_holds_no_secret(path: Path) -> None:
 
 
 def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The commands of .github/workflows/model-gate.yml, as written, against the committed cassettes."""
+    """The commands of .github/workflows/model-gate.yml, as written, against the committed cassettes: every
+    matrix shard's replays one after the other (each into its own file), then the gate job's merge and gate;
+    the merged database holds the same case runs as one unsharded replay. The commands run exactly as
+    written (no flag added), with the workflow's environment and the network blocked."""
+    import glob
     import shlex
 
+    import duckdb
     import yaml
 
     from runners.cli import main
 
     workflow = yaml.safe_load((ROOT / ".github" / "workflows" / "model-gate.yml").read_text())
-    env = workflow["env"]
-    steps = [s["run"] for s in workflow["jobs"]["gate"]["steps"] if "harness-bench" in s.get("run", "")]
-    assert len(steps) == 3 and all("--record-mode none" in s for s in steps[:2])
+    env = {k: str(v) for k, v in workflow["env"].items()}
+    jobs = workflow["jobs"]
+    shards = [str(s) for s in jobs["shard"]["strategy"]["matrix"]["shard"]]
+    assert shards == [str(i) for i in range(1, int(env["SHARDS"]) + 1)], "the matrix covers every shard"
+    assert jobs["gate"]["needs"] == "shard"
+    shard_steps = [s["run"] for s in jobs["shard"]["steps"] if "harness-bench" in s.get("run", "")]
+    gate_steps = [s["run"] for s in jobs["gate"]["steps"] if "harness-bench" in s.get("run", "")]
+    assert len(shard_steps) == 2 and all("--record-mode none" in s and "--shard" in s for s in shard_steps)
+    assert [shlex.split(s)[1] for s in gate_steps] == ["merge", "gate"]
+    assert "${{ github.run_id }}" in env["RUN_ID"]
+    env["RUN_ID"] = "4242-1"  # what GitHub substitutes for ${{ github.run_id }}-${{ github.run_attempt }}
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise OSError("network blocked")
@@ -92,18 +105,52 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.chdir(ROOT)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    for name, value in env.items():
-        monkeypatch.setenv(name, str(value))
+    for name, value in env.items():  # the workflow's environment, as the runner sets it
+        monkeypatch.setenv(name, value)
+
+    def argv_of(step: str, values: dict[str, str]) -> list[str]:
+        words = shlex.split(re.sub(r"\$(\w+)", lambda m: values[m.group(1)], step.replace("\n", " ")))[1:]
+        out: list[str] = []
+        for word in words:  # files the jobs write or read live in the job's folder (here: tmp_path)
+            if word.endswith((".duckdb", ".md", ".xml")):
+                found = sorted(glob.glob(str(tmp_path / word)))
+                out += found if "*" in word else [str(tmp_path / word)]
+            else:
+                out.append(word)
+        return out
+
     codes = []
-    for step in steps:
-        argv = shlex.split(step.replace("\n", " "))
-        argv = [a.replace("$BASELINE_MODEL", env["BASELINE_MODEL"]).replace("$CANDIDATE_MODEL", env["CANDIDATE_MODEL"])
-                .replace("$EPOCHS", env["EPOCHS"]) for a in argv[1:]]  # fmt: skip
-        argv = [str(tmp_path / a) if a.startswith("gate") and "." in a else a for a in argv]
-        argv += ["--base-url", "http://model-endpoint/v1"] if argv[0] == "run" else []
-        codes.append(main(argv))
-    assert codes == [0, 0, 0]
+    for shard in shards:  # the matrix jobs, one after the other
+        values = {**env, "SHARD": shard}
+        codes += [main(argv_of(step, values)) for step in shard_steps]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"shard-{s}.duckdb" for s in shards]
+    codes += [main(argv_of(step, env)) for step in gate_steps]
+    assert codes == [0] * (2 * len(shards) + 2)
     assert "PASS" in (tmp_path / "gate-summary.md").read_text()
+
+    # the merged database is what one unsharded job would have written
+    monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
+    whole = run_bench(BenchOptions(
+        db=tmp_path / "whole.duckdb", model="openai:scripted", base_url="http://model-endpoint/v1",
+        api_key_env="HB_REPLAY_KEY", cassettes=CASSETTES, record_mode="none", label="baseline",
+        run_id="4242-1-baseline", keep_runs=False,
+    ))  # fmt: skip
+    q = (
+        "SELECT case_run_id, outcome, fallback_kind, stop_reason, passed, model_calls, tool_invocations,"
+        " tool_rejections, input_tokens, output_tokens FROM case_runs WHERE label = 'baseline' ORDER BY 1"
+    )
+    merged = duckdb.connect(str(tmp_path / "gate.duckdb"), read_only=True)
+    one = duckdb.connect(str(tmp_path / "whole.duckdb"), read_only=True)
+    try:
+        assert merged.execute(q).fetchall() == one.execute(q).fetchall() != []
+        assert whole.executed == len(load_cases())
+        assert merged.execute("SELECT label, status, planned_case_runs FROM bench_runs ORDER BY 1").fetchall() == [
+            ("baseline", "completed", whole.planned),
+            ("candidate", "completed", whole.planned),
+        ]
+    finally:
+        merged.close()
+        one.close()
 
 
 def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -19,7 +19,7 @@ from runners import settings
 from runners.bench import select_cases
 from runners.cli import main
 from runners.evalset import load_cases
-from runners.metrics_db import connect, migrate
+from runners.metrics_db import SCHEMA_VERSION, connect, migrate
 from runners.profiles import trajectory_for_model
 from runners.settings import RunSettings, SettingsError, declaration
 from runners.simulator import SimulatorServer
@@ -266,7 +266,7 @@ def test_a_v2_database_is_migrated_and_its_interrupted_run_resumes(tmp_path: Pat
     )
     con.close()
     assert main(["run", "--db", str(db), "--resume", "br-old"]) == 0
-    assert _q(db, "SELECT max(version) FROM schema_version") == [(3,)]
+    assert _q(db, "SELECT max(version) FROM schema_version") == [(SCHEMA_VERSION,)]
     types = dict(_q(db, "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'case_runs'"))
     assert types["max_tokens"] == types["max_tool_calls"] == "BIGINT"
     row = _q(db, "SELECT no_gain_threshold, max_tokens, schema_mode, model, status FROM bench_runs")
