@@ -8,7 +8,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import nullcontext
 from dataclasses import InitVar, asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from functools import partial
@@ -21,11 +20,9 @@ from harness import __version__
 from harness.config import HarnessConfig
 from harness.context import CancellationToken
 from harness.models.base import ChatModel
-from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel
 from runners import profiles, shard
 from runners.case_runner import CaseRun, run_case
-from runners.cassettes import CassetteError, CassetteTransport, cassette_path, rerecord_command, use_cassette
 from runners.evalset import EvalCase, content_hash, load_cases
 from runners.executors import Executor, iterate_ray
 from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
@@ -205,6 +202,11 @@ class _ModelFactory:
         self.opts = opts
         self._shared: ChatModel | None = None
         if spec.kind == "openai":
+            # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
+            # scripted run (the main job, every test subprocess) never needs
+            from harness.models.openai_model import OpenAIChatModel
+            from runners.cassettes import CassetteTransport
+
             ms = opts.model_settings
             replay_only = opts.cassettes is not None and opts.record_mode == "none"
             self._shared = OpenAIChatModel(
@@ -230,19 +232,18 @@ class _ModelFactory:
 
 def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOptions) -> CaseRun:
     model = factory.for_case(case, epoch)
+    if opts.cassettes is None or factory.spec.kind != "openai":
+        return run_case(case, model, config=opts.config, cancellation=opts.cancellation)
+    from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
+
     try:
-        ctx = (
-            use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode)
-            if opts.cassettes is not None and factory.spec.kind == "openai"
-            else nullcontext()
-        )
-        with ctx:
+        with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode):
             run = run_case(case, model, config=opts.config, cancellation=opts.cancellation)
     except CassetteError as exc:
-        command = rerecord_command(opts.cassettes or "", case.id, epoch, opts.settings, evalsets=opts.evalsets,
+        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode, delete_first=True)  # fmt: skip
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
-    if run.result.error and "cassette miss" in run.result.error and opts.cassettes is not None:
+    if run.result.error and "cassette miss" in run.result.error:
         path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
         command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode)  # fmt: skip

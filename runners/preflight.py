@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-import httpx2
-import openai
-
 from harness.contracts import ModelErrorKind
-from harness.models.openai_model import OpenAIChatModel, classify
 
 if TYPE_CHECKING:
+    import openai
+
+    from harness.models.openai_model import OpenAIChatModel
     from runners.bench import BenchOptions
 
 PROBE_TIMEOUT_SECONDS = 15.0
@@ -80,6 +79,9 @@ def _status_text(exc: openai.APIStatusError) -> str:
 def probe(model: OpenAIChatModel, model_name: str, *, timeout: float = PROBE_TIMEOUT_SECONDS,
           api_key_env: str = "OPENAI_API_KEY") -> ProbeResult:  # fmt: skip
     """Probe the model's endpoint; raise PreflightError naming the URL and the status when unusable."""
+    import httpx2  # the SDK stack is imported only when an endpoint is really probed
+    import openai
+
     base = model.base_url
     try:
         scheme = httpx2.URL(base).scheme
@@ -119,6 +121,10 @@ def _ms(t0: float) -> float:
 
 
 def _unusable(url: str, exc: openai.APIError, api_key_env: str) -> str:
+    import openai
+
+    from harness.models.openai_model import classify
+
     head = f"endpoint preflight failed: {url}"
     if isinstance(exc, openai.APIStatusError):
         hint = ""
@@ -143,6 +149,8 @@ def preflight(opts: BenchOptions) -> ProbeResult | None:
     """Probe the endpoint of a bench run when it may reach the network; PreflightError when unusable."""
     if not needs_preflight(opts):
         return None
+    from harness.models.openai_model import OpenAIChatModel
+
     ms = opts.model_settings
     name = ms.model.partition(":")[2]
     timeout = min(PROBE_TIMEOUT_SECONDS, opts.config.model_timeout_seconds)

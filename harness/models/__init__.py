@@ -1,5 +1,7 @@
 """Chat-model implementations behind one interface."""
 
+from typing import TYPE_CHECKING, Any
+
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -14,8 +16,20 @@ from harness.models.base import (
     Usage,
     UserMessage,
 )
-from harness.models.openai_model import OpenAIChatModel
 from harness.models.scripted import ScriptedChatModel, Trajectory
+
+if TYPE_CHECKING:
+    from harness.models.openai_model import OpenAIChatModel
+
+
+def __getattr__(name: str) -> Any:
+    # OpenAIChatModel is imported on first use: the openai SDK costs ~1 s of start-up that scripted runs
+    # (and `harness.models.base`, which every module of the loop imports) never need.
+    if name == "OpenAIChatModel":
+        from harness.models.openai_model import OpenAIChatModel
+
+        return OpenAIChatModel
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "AssistantMessage",
