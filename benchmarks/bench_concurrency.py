@@ -112,23 +112,23 @@ def start_simulator(latency_ms: float, jitter_ms: float) -> tuple[subprocess.Pop
     return proc, url.group(0)
 
 
-def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: Path) -> None:
+def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: Path, executors: list[str]) -> None:
     sim, url = start_simulator(latency_ms, jitter_ms)
     lat = latency_ms / 1000.0
     print(f"serve-sim at {url}, latency {latency_ms:g}±{jitter_ms:g} ms")
-    print("| N | epochs | case runs | model requests / run | ideal runs/s | wall runs/s (CLI) | % of ideal |"
+    print("| executor | N | epochs | case runs | model requests / run | ideal runs/s | wall runs/s (CLI) | % of ideal |"
           " steady runs/s | % of ideal | CPU ms / case run: client, serve-sim | load before |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     try:
-        for n in ns:
+        for executor, n in ((e, n) for n in ns for e in executors):
             epochs = 1 if n == 1 else max(2, math.ceil(n * 12 / N_CASES))
             samples, loads, sim_cpu = [], [], []
             for r in range(repeats):
                 loads.append(_load())
-                db = tmp / f"live-n{n}-r{r}.duckdb"
+                db = tmp / f"live-{executor}-n{n}-r{r}.duckdb"
                 c0 = _proc_cpu(sim.pid)
                 samples.append(run_cli(["--model", "openai:scripted", "--base-url", url, "--concurrency", str(n),
-                                        "--epochs", str(epochs)], db))  # fmt: skip
+                                        "--epochs", str(epochs), "--executor", executor], db))  # fmt: skip
                 sim_cpu.append((_proc_cpu(sim.pid) - c0) / samples[-1].runs)
             per_run = statistics.median(s.requests_per_run for s in samples)
             ideal = n / (lat * per_run)
@@ -136,7 +136,7 @@ def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: 
             steady = [s.runs / s.steady for s in samples]
             errors = sum(s.errors for s in samples)
             print(
-                f"| {n} | {epochs} | {samples[0].runs} | {per_run:.2f} | {ideal:.1f} | {_med(wall)} |"
+                f"| {executor} | {n} | {epochs} | {samples[0].runs} | {per_run:.2f} | {ideal:.1f} | {_med(wall)} |"
                 f" {statistics.median(wall) / ideal:.0%} | {_med(steady)} | {statistics.median(steady) / ideal:.0%} |"
                 f" {statistics.median(s.cpu / s.runs for s in samples) * 1000:.0f},"
                 f" {statistics.median(sim_cpu) * 1000:.1f} |"
@@ -153,16 +153,20 @@ def replay(repeats: int, tmp: Path) -> None:
           " load before |")  # fmt: skip
     print("|---|---|---|---|---|")
     base = {}
-    for n in (1, 2):
+    for executor, n in (("local", 1), ("local", 2), ("processes", 2)):
         rates, cpus, load = [], [], _load()
         for r in range(repeats):
             s = run_cli(["--model", "openai:scripted", "--cassettes", str(ROOT / "cassettes"), "--record-mode", "none",
-                         "--concurrency", str(n), "--epochs", "2"], tmp / f"replay-n{n}-r{r}.duckdb")  # fmt: skip
+                         "--concurrency", str(n), "--epochs", "4", "--executor", executor],
+                        tmp / f"replay-{executor}-n{n}-r{r}.duckdb")  # fmt: skip
             rates.append(s.runs / s.wall)
             cpus.append(s.cpu / s.runs * 1000)
-        base[n] = statistics.median(rates)
-        print(f"| --concurrency {n} | {s.runs} | {_med(rates)} | {statistics.median(cpus):.0f} | {load} |", flush=True)
-    print(f"\nreplay concurrency 2 / 1: {base[2] / base[1]:.2f}×")
+        base[(executor, n)] = statistics.median(rates)
+        print(f"| --executor {executor} --concurrency {n} | {s.runs} | {_med(rates)} | {statistics.median(cpus):.0f} |"
+              f" {load} |", flush=True)  # fmt: skip
+    one = base[("local", 1)]
+    print(f"\nreplay / concurrency 1: threads ×2 {base[('local', 2)] / one:.2f}×, processes ×2"
+          f" {base[('processes', 2)] / one:.2f}×")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -172,12 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--n", default="1,8,32,64", help="concurrency levels (comma-separated)")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--no-replay", action="store_true", help="skip the replay measurement")
+    p.add_argument("--executors", default="local,processes", help="executors to compare (comma-separated)")
     args = p.parse_args(argv)
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-secret")
     tmp = Path(tempfile.mkdtemp(prefix="hb-concurrency-"))
     t0 = time.perf_counter()
     print(f"# {_load()}")
-    live(args.latency_ms, args.jitter_ms, [int(x) for x in args.n.split(",")], args.repeats, tmp)
+    live(args.latency_ms, args.jitter_ms, [int(x) for x in args.n.split(",")], args.repeats, tmp,
+         [e for e in args.executors.split(",") if e])
     if not args.no_replay:
         replay(args.repeats, tmp)
     print(f"\n# done in {time.perf_counter() - t0:.0f}s; {_load()}")

@@ -24,7 +24,7 @@ from harness.models.scripted import ScriptedChatModel
 from runners import profiles, shard
 from runners.case_runner import CaseRun, run_case
 from runners.evalset import EvalCase, content_hash, load_cases
-from runners.executors import Executor, iterate_ray
+from runners.executors import Executor, iterate_processes, iterate_ray
 from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
 from runners.preflight import infrastructure_error, preflight
 from runners.settings import (
@@ -448,6 +448,9 @@ def _iterate(
     cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
     if opts.executor is Executor.RAY:
         yield from iterate_ray(todo, opts, concurrency)
+        return
+    if opts.executor is Executor.PROCESSES:
+        yield from iterate_processes(todo, opts, concurrency)
         return
     if concurrency == 1:
         for case, epoch in todo:

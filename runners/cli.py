@@ -156,9 +156,10 @@ def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g.add_argument("--run-id", type=_run_id_arg, default=None, metavar="NAME",
                    help=f"name the {what}: its id becomes {'sw-NAME' if sweep else 'br-NAME'} on every machine"
                         " (required with --shard; e.g. the CI run number)")  # fmt: skip
-    g.add_argument("--executor", default="local", choices=["local", "ray"],
-                   help="local: --concurrency threads in this process (default); ray: Ray tasks streaming finished"
-                        f" case runs back to this process's DuckDB writer (needs {_RAY_EXTRA})")  # fmt: skip
+    g.add_argument("--executor", default="local", choices=["local", "processes", "ray"],
+                   help="local: --concurrency threads in this process (default); processes: one worker process per"
+                        " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
+                        f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
                         " default: start a local instance")  # fmt: skip

@@ -1,4 +1,10 @@
-"""Where case runs execute (issue 13): threads in this process, or Ray tasks on a cluster.
+"""Where case runs execute (issue 13): threads in this process, worker processes on this machine, or
+Ray tasks on a cluster.
+
+A live bench is I/O-bound per case run but CPU-bound per process: every case run costs the client
+~25–45 ms of Python (SDK, Harness, tools, rows) under one GIL, so one process tops out near one core.
+`processes` runs one worker process per CPU, each with its share of `--concurrency` threads, and
+streams finished case runs back to the one DuckDB writer here.
 
 The DuckDB writer stays in the driver either way: a Ray task runs one case run on some node and
 returns the finished CaseRun; the driver yields each one as soon as it completes (`ray.wait`, one at a
@@ -13,8 +19,16 @@ set for a live model: the key is never shipped through Ray.
 from __future__ import annotations
 
 import importlib.util
+import math
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
 import uuid
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +45,8 @@ class Executor(StrEnum):
 
     LOCAL = "local"
     """Threads in this process (`--concurrency` of them)."""
+    PROCESSES = "processes"
+    """One worker process per CPU, `--concurrency` threads spread over them (past one process's GIL)."""
     RAY = "ray"
     """Ray tasks: a local instance, or an existing cluster with `--ray-address`."""
 
@@ -115,3 +131,106 @@ def iterate_ray(
             ray.cancel(ref, force=False)
         if started:
             ray.shutdown()
+
+
+# -- worker processes on this machine ------------------------------------------------------------------
+_POLL_SECONDS = 0.5
+"""How often the driver checks, while waiting for a result, that it was not cancelled and no worker died."""
+
+TaskItem = tuple[int, "EvalCase", int] | None
+"""(index, case, epoch), or None: no more work for the thread that takes it."""
+ResultItem = tuple[int, int, "CaseRun | None", "BaseException | None"]
+"""(index, epoch, the finished case run, or the exception it raised)."""
+
+
+def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+    """Body of one worker process: `threads` threads take (case, epoch) items until a None, run each
+    exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from runners.bench import ModelSpec, _execute, _ModelFactory
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    token = opts.cancellation  # this process's own copy of the flag
+
+    def watch() -> None:
+        # polled, never `stop.wait()`: a process that exits while waiting on a multiprocessing Event
+        # leaves a sleeper behind, and the driver's `stop.set()` then waits for it forever
+        while not stop.is_set():
+            time.sleep(_POLL_SECONDS / 5)
+        token.cancel()  # case runs in flight end CANCELLED; the driver discards them
+
+    threading.Thread(target=watch, name="stop-watch", daemon=True).start()
+    factory = _ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
+
+    def loop() -> None:
+        while not token.cancelled:
+            item: TaskItem = tasks.get()
+            if item is None:
+                return
+            index, case, epoch = item
+            try:
+                results.put((index, epoch, _execute(case, epoch, factory, opts), None))
+            except BaseException as exc:  # reported to the driver, which raises it there
+                results.put((index, epoch, None, exc))
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="case") as pool:
+        for f in [pool.submit(loop) for _ in range(threads)]:
+            f.result()
+
+
+def iterate_processes(
+    todo: Sequence[tuple[EvalCase, int]], opts: BenchOptions, concurrency: int
+) -> Iterator[tuple[CaseRun, int]]:
+    """Run `todo` in one worker process per CPU (each with its share of `concurrency` threads) and yield
+    each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
+
+    Workers are spawned (never forked: the driver holds DuckDB and HTTP state that must not be copied);
+    a cancellation of the driver's flag stops them taking work, and a worker that dies is an error."""
+    if not todo:
+        return
+    workers = max(1, min(os.cpu_count() or 1, concurrency, len(todo)))
+    threads = math.ceil(concurrency / workers)
+    cap = math.ceil((opts.max_in_flight or concurrency) / workers)
+    ctx = multiprocessing.get_context("spawn")
+    tasks: Any = ctx.Queue()
+    results: Any = ctx.Queue()
+    stop = ctx.Event()
+    worker_opts = replace(opts, max_in_flight=cap, keep_runs=False)
+    for index, (case, epoch) in enumerate(todo):
+        tasks.put((index, case, epoch))
+    for _ in range(workers * threads):
+        tasks.put(None)
+    procs = [
+        ctx.Process(target=_process_worker, args=(worker_opts, tasks, results, stop, threads), daemon=True,
+                    name=f"harness-bench-worker-{i + 1}")
+        for i in range(workers)
+    ]  # fmt: skip
+    for p in procs:
+        p.start()
+    try:
+        for _ in range(len(todo)):
+            while True:
+                if opts.cancellation.cancelled:
+                    return  # the finally stops the workers; runs in flight are discarded by the bench
+                try:
+                    item: ResultItem = results.get(timeout=_POLL_SECONDS)
+                    break
+                except queue.Empty:
+                    dead = [p.name for p in procs if p.exitcode not in (None, 0)]
+                    if dead:
+                        raise ExecutorError(f"--executor processes: worker {dead[0]} died") from None
+            _, epoch, run, exc = item
+            if exc is not None:
+                raise exc
+            assert run is not None
+            yield run, epoch
+    finally:
+        stop.set()
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.terminate()
+        tasks.cancel_join_thread()
+        results.cancel_join_thread()

@@ -41,6 +41,7 @@ def config_columns() -> tuple[str, ...]:
     sweepable later (schema_mode, say) is a configuration column here with no other edit."""
     return tuple(swept_names())
 
+
 DEFAULT_MARGIN = 0.02
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2_000

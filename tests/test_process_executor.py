@@ -1,0 +1,116 @@
+"""The `processes` executor (issue 13 item 2): case runs in spawned worker processes on this machine, past
+one process's GIL, streamed back to the one DuckDB writer in the driver. Rows must equal the local
+executor's, replay must work in workers, and a cancellation must stop the workers without a wrong row."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from runners.bench import BenchInputError, BenchOptions, run_bench
+from runners.executors import Executor
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ["empty_logs", "diagnosable", "protocol_violations", "multi_call_turns"]
+TIMING = {"case_runs": {"wall_ms", "finished_at"}, "tool_calls": {"latency_ms"}, "events": {"t_ms", "latency_ms"}}
+ORDER = {"case_runs": "case_run_id", "tool_calls": "case_run_id, seq", "events": "case_run_id, seq"}
+
+
+def _rows(db: Path, table: str) -> list[tuple[Any, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in TIMING[table]]
+        return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {ORDER[table]}").fetchall()
+    finally:
+        con.close()
+
+
+def test_worker_processes_write_what_the_local_executor_writes(tmp_path: Path) -> None:
+    common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 2, "run_id": "same", "keep_runs": False}
+    local = run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common))
+    procs = run_bench(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=4,
+                                   **common))  # fmt: skip
+    assert procs.status == "completed" and procs.executed == local.executed == local.planned > 40
+    assert procs.failed == local.failed
+    for table in ("case_runs", "tool_calls", "events"):
+        assert _rows(tmp_path / "procs.duckdb", table) == _rows(tmp_path / "local.duckdb", table), table
+
+
+def test_cassette_replay_runs_in_worker_processes(tmp_path: Path) -> None:
+    """vcrpy patches a whole process's transport; each worker is its own process, so replays run side by
+    side (concurrency 2 is not clamped to 1 here) and match the in-process replay case by case."""
+    common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
+    replay = {"model": "openai:scripted", "base_url": "http://127.0.0.1:9/v1", "cassettes": ROOT / "cassettes",
+              "record_mode": "none"}  # fmt: skip
+    run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay))
+    summary = run_bench(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=2,
+                                     **common, **replay))  # fmt: skip
+    assert summary.errors == [] and summary.executed > 10
+    assert _rows(tmp_path / "procs.duckdb", "case_runs") == _rows(tmp_path / "local.duckdb", "case_runs")
+
+
+def test_a_worker_error_reaches_the_driver_as_itself(tmp_path: Path) -> None:
+    case = "empty_logs_gateway_timeout_t1"
+    broken = tmp_path / "cas" / "openai_scripted" / case / "epoch1.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"\x00\xff" * 50)
+    with pytest.raises(BenchInputError, match="re-record with"):
+        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb", model="openai:scripted",
+                               base_url="http://127.0.0.1:9/v1", cassettes=tmp_path / "cas",
+                               executor=Executor.PROCESSES, concurrency=2))  # fmt: skip
+    con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]
+    finally:
+        con.close()
+
+
+def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp_path: Path) -> None:
+    """Cancelled after 10 finished case runs: the run is `interrupted`, every stored row is a finished case
+    run (none CANCELLED), and `--resume` completes it to exactly the rows of an uninterrupted run."""
+    db = tmp_path / "cut.duckdb"
+    opts = BenchOptions(db=db, evalsets=FAMILIES, epochs=2, run_id="same", keep_runs=False,
+                        executor=Executor.PROCESSES, concurrency=2)  # fmt: skip
+
+    def hook(done: int, total: int, run: object) -> None:
+        if run is not None and done >= 10:
+            opts.cancellation.cancel()
+
+    cut = run_bench(opts, on_progress=hook)
+    assert cut.status == "interrupted" and 10 <= cut.executed < cut.planned
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        stored = con.execute("SELECT count(*), count(*) FILTER (outcome = 'CANCELLED') FROM case_runs").fetchone()
+    finally:
+        con.close()
+    assert stored == (cut.executed, 0)
+    resumed = run_bench(BenchOptions(db=db, resume=cut.bench_run_id, keep_runs=False,
+                                     executor=Executor.PROCESSES, concurrency=2))  # fmt: skip
+    assert resumed.status == "completed" and resumed.skipped == cut.executed
+    run_bench(BenchOptions(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=2, run_id="same",
+                           keep_runs=False))  # fmt: skip
+    for table in ("case_runs", "tool_calls"):
+        assert _rows(db, table) == _rows(tmp_path / "whole.duckdb", table), table
+
+
+def test_cli_accepts_the_processes_executor(tmp_path: Path) -> None:
+    db = tmp_path / "cli.duckdb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "runners.cli", "run", "--executor", "processes", "--concurrency", "4",
+         "--evalset", "missing_context", "--db", str(db)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall() == [("completed", 7)]
+        assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchall() == [(7,)]
+    finally:
+        con.close()
