@@ -405,4 +405,3 @@ def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
         assert main(["report", "--db", str(db), "--sweep", "sw-cal", "--out", str(out)]) == 0
         reports.append((out / "report.md").read_text().replace(str(db), "DB"))
     assert reports[0] == reports[1]
-
