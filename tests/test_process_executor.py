@@ -4,9 +4,6 @@ executor's, replay must work in workers, and a cancellation must stop the worker
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,20 +12,11 @@ import pytest
 
 from runners.bench import BenchInputError, BenchOptions, run_bench
 from runners.executors import Executor
+from tests._rows import behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["empty_logs", "diagnosable", "protocol_violations", "multi_call_turns"]
-TIMING = {"case_runs": {"wall_ms", "finished_at"}, "tool_calls": {"latency_ms"}, "events": {"t_ms", "latency_ms"}}
-ORDER = {"case_runs": "case_run_id", "tool_calls": "case_run_id, seq", "events": "case_run_id, seq"}
-
-
-def _rows(db: Path, table: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in TIMING[table]]
-        return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {ORDER[table]}").fetchall()
-    finally:
-        con.close()
+_rows = behaviour_rows
 
 
 def test_worker_processes_write_what_the_local_executor_writes(tmp_path: Path) -> None:
@@ -100,17 +88,4 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
 
 
 def test_cli_accepts_the_processes_executor(tmp_path: Path) -> None:
-    db = tmp_path / "cli.duckdb"
-    proc = subprocess.run(
-        [sys.executable, "-m", "runners.cli", "run", "--executor", "processes", "--concurrency", "4",
-         "--evalset", "missing_context", "--db", str(db)],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall() == [("completed", 7)]
-        assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchall() == [(7,)]
-    finally:
-        con.close()
+    cli_run_missing_context(tmp_path, "--executor", "processes", "--concurrency", "4")

@@ -22,11 +22,11 @@ except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ra
 from runners.bench import BenchInputError, BenchOptions, run_bench
 from runners.executors import Executor
 from runners.metrics_db import connect
+from tests._rows import behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["empty_logs", "diagnosable", "protocol_violations", "tool_failures"]
-TIMING = {"case_runs": {"wall_ms", "finished_at"}, "tool_calls": {"latency_ms"}, "events": {"t_ms", "latency_ms"}}
-ORDER = {"case_runs": "case_run_id", "tool_calls": "case_run_id, seq", "events": "case_run_id, seq"}
+_rows = behaviour_rows
 
 
 @pytest.fixture(scope="module")
@@ -37,15 +37,6 @@ def local_ray() -> Iterator[str]:
         yield str(ctx.address_info["address"])
     finally:
         ray.shutdown()
-
-
-def _rows(db: Path, table: str) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in TIMING[table]]
-        return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {ORDER[table]}").fetchall()
-    finally:
-        con.close()
 
 
 def test_ray_tasks_write_what_the_local_executor_writes(local_ray: str, tmp_path: Path) -> None:
@@ -120,20 +111,7 @@ def test_a_task_error_reaches_the_driver_as_itself(local_ray: str, tmp_path: Pat
 
 def test_cli_runs_on_an_existing_cluster_by_address(local_ray: str, tmp_path: Path) -> None:
     """`--executor ray --ray-address` from another process joins the cluster this module started."""
-    db = tmp_path / "cli.duckdb"
-    proc = subprocess.run(
-        [sys.executable, "-m", "runners.cli", "run", "--executor", "ray", "--ray-address", local_ray,
-         "--evalset", "missing_context", "--db", str(db)],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, capture_output=True, text=True,
-        timeout=300,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        assert con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall() == [("completed", 7)]
-        assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchall() == [(7,)]
-    finally:
-        con.close()
+    cli_run_missing_context(tmp_path, "--executor", "ray", "--ray-address", local_ray)
 
 
 def test_without_ray_installed_the_executor_is_one_line_exit_2(tmp_path: Path) -> None:

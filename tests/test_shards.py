@@ -23,30 +23,19 @@ from runners.metrics_db import SCHEMA_VERSION, connect
 from runners.settings import RunSettings
 from runners.shard import ShardError, ShardSpec, identity_json, shard_of
 from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from tests._rows import behaviour_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 4
 EPOCHS = 2
 RUN = "acc"
-# columns that measure time, not behaviour: they differ between any two executions
-TIMING = {"case_runs": {"wall_ms", "finished_at"}, "tool_calls": {"latency_ms"}, "events": {"t_ms", "latency_ms"}}
-ORDER = {"case_runs": "case_run_id", "tool_calls": "case_run_id, seq", "events": "case_run_id, seq"}
+_rows = behaviour_rows
 
 
 def _q(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
         return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
-
-
-def _rows(db: Path, table: str) -> list[tuple[Any, ...]]:
-    """Every row of `table` without its timing columns, in a stable order."""
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in TIMING[table]]
-        return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {ORDER[table]}").fetchall()
     finally:
         con.close()
 

@@ -1,0 +1,44 @@
+"""Helpers shared by the tests that compare two executions of the same work (executors, shards)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+ROOT = Path(__file__).resolve().parent.parent
+# columns that measure time, not behaviour: they differ between any two executions
+TIMING = {"case_runs": {"wall_ms", "finished_at"}, "tool_calls": {"latency_ms"}, "events": {"t_ms", "latency_ms"}}
+ORDER = {"case_runs": "case_run_id", "tool_calls": "case_run_id, seq", "events": "case_run_id, seq"}
+
+
+def behaviour_rows(db: Path, table: str) -> list[tuple[Any, ...]]:
+    """Every row of `table` without its timing columns, in a stable order."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in TIMING[table]]
+        return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {ORDER[table]}").fetchall()
+    finally:
+        con.close()
+
+
+def cli_run_missing_context(tmp_path: Path, *executor_args: str) -> None:
+    """`harness-bench run --evalset missing_context` in a real subprocess with the given executor flags:
+    exit 0, the run completed with its 7 case runs, each stored once."""
+    db = tmp_path / "cli.duckdb"
+    proc = subprocess.run(
+        [sys.executable, "-m", "runners.cli", "run", *executor_args, "--evalset", "missing_context", "--db", str(db)],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall() == [("completed", 7)]
+        assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchall() == [(7,)]
+    finally:
+        con.close()
