@@ -52,7 +52,7 @@ class RunResult:
     draft_error: str | None
     """Why the final message was not a valid Draft, if it was not."""
     error: str | None
-    """A loop-level error (model failure), if any."""
+    """A model-call failure (the loop's, or the SemanticGuard call's), if any."""
     wall_ms: float
     """Wall-clock duration."""
 
@@ -151,6 +151,6 @@ def run_diagnosis(
         events=ctx.trace.events,
         turns=turn,
         draft_error=parsed.error if parsed else None,
-        error=loop_error,
+        error=loop_error or decision.call_error,  # a guard call's endpoint failure is not the model's answer
         wall_ms=round((time.perf_counter() - t0) * 1000, 3),
     )

@@ -53,6 +53,8 @@ class ReleaseDecision:
     """The snapshot the fallback was built from."""
     reason: str
     """Why this outcome, in one readable line."""
+    call_error: str | None = None
+    """A model-call failure that decided this outcome (the SemanticGuard's endpoint failed), else None."""
 
 
 def release(
@@ -73,6 +75,7 @@ def release(
 
     draft = parsed.draft if parsed else None
     why: str
+    call_error: str | None = None
     if draft is not None and draft.conclusion is not None and draft.conclusion.strip():
         ev = check_evidence(draft, ctx.store, ctx.config.min_excerpt_chars)
         ctx.trace.emit(
@@ -94,6 +97,7 @@ def release(
                     ),
                 )
             why = f"SemanticGuard: {sem.reason}"
+            call_error = sem.call_error
         else:
             why = "EvidenceGuard: " + "; ".join(ev.problems)
     elif parsed is not None and parsed.error is not None:
@@ -114,12 +118,19 @@ def release(
             next_steps or ("Widen or change the scope with a human operator; the checks above found no root cause.",),
             snapshot.limitations,
         )
-        return _emit(ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why))
+        return _emit(
+            ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why, call_error)
+        )
     if missing:
         fb = Fallback(FallbackKind.MISSING_REQUIRED_CONTEXT, (), missing, next_steps, snapshot.limitations)
-        return _emit(ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why))
+        return _emit(
+            ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why, call_error)
+        )
     return _emit(
-        ctx, ReleaseDecision(ReleaseOutcome.FAILED, None, stop_reason, None, None, snapshot, why + " (fail closed)")
+        ctx,
+        ReleaseDecision(
+            ReleaseOutcome.FAILED, None, stop_reason, None, None, snapshot, why + " (fail closed)", call_error
+        ),
     )
 
 

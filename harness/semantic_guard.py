@@ -15,7 +15,7 @@ from harness.contracts import ModelPurpose, SemanticVerdict
 from harness.draft import Draft
 from harness.evidence_guard import VerifiedEvidence
 from harness.models.base import ChatModel, ChatRequest, SystemMessage, UserMessage
-from harness.retry import ModelCallFailed, call_model
+from harness.retry import DeadlineReached, ModelCallFailed, call_model
 
 GUARD_MARKER = "[harness-bench:semantic-guard]"
 GUARD_SYSTEM_PROMPT = (
@@ -35,6 +35,8 @@ class SemanticGuardResult:
     """SUPPORTED or UNSUPPORTED."""
     reason: str
     """Why (the guard's words, or why it failed closed)."""
+    call_error: str | None = None
+    """The guard call's failure (endpoint, network, cassette) when that, not the guard, decided UNSUPPORTED."""
 
 
 def build_guard_request(
@@ -94,8 +96,15 @@ def review(
     request = build_guard_request(question, draft, evidence, ctx.config.model_timeout_seconds)
     try:
         response = call_model(ctx, model, request, budget_check=lambda: ctx.guard_budget_exhausted() is None)
-    except ModelCallFailed as exc:
+    except DeadlineReached as exc:  # the run's deadline, a budget: not an infrastructure failure
         return SemanticGuardResult(
-            SemanticVerdict.UNSUPPORTED, f"guard call failed: {exc.last.kind.value} (fail closed)"
+            SemanticVerdict.UNSUPPORTED, f"guard call cut by the deadline ({exc.last}) (fail closed)"
+        )
+    except ModelCallFailed as exc:
+        # Fails closed, and says so: a verdict that came from a dead endpoint must not read as the guard's
+        return SemanticGuardResult(
+            SemanticVerdict.UNSUPPORTED,
+            f"guard call failed: {exc.last.kind.value} (fail closed)",
+            f"SemanticGuard {exc}",
         )
     return parse_verdict(response.message.content)

@@ -15,6 +15,7 @@ from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, ReleaseO
 from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
+from runners.preflight import infrastructure_error
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool
 
@@ -66,6 +67,26 @@ def test_the_semantic_guard_call_respects_the_deadline(monkeypatch: pytest.Monke
     assert r.decision.outcome is not ReleaseOutcome.SUCCESS, "an unverified conclusion is never published"
     guard = [e for e in r.events if e.kind is EventKind.GUARD_VERDICT and e.guard and e.guard.value == "SEMANTIC"]
     assert guard and "fail closed" in (guard[0].detail or "")
+    assert r.error is None, "a deadline is a budget, not an infrastructure failure"
+
+
+def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The SemanticGuard's endpoint answers 500 on every attempt: the Release still fails closed (no SUCCESS),
+    and the run says why in `error`, which the bench counts as an infrastructure error, not a model result."""
+    with serve() as ep:
+        ep.push(200, completion(None, [_call("c1", "pool")]))
+        ep.push(200, completion(json.dumps(DRAFT)))
+        for _ in range(3):
+            ep.push(500, {"error": {"message": "upstream down"}})
+        r = run_diagnosis(
+            DiagnosisTask("why?"), [LookupTool(LINES)], _model(ep.base_url, monkeypatch),
+            config=HarnessConfig(max_model_attempts=3, retry_backoff_seconds=0),
+        )  # fmt: skip
+        requests = len(ep.requests)
+    assert requests == 5 and r.usage.guard_calls >= 1
+    assert r.decision.outcome is not ReleaseOutcome.SUCCESS
+    assert r.error is not None and r.error.startswith("SemanticGuard model call failed after 3 attempt(s)")
+    assert infrastructure_error(r.error)
 
 
 def test_the_semantic_guard_counts_against_the_model_call_budget(monkeypatch: pytest.MonkeyPatch) -> None:
