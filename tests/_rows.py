@@ -9,6 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
+
+from runners.bench import BenchInputError, BenchOptions, run_bench
+from runners.executors import Executor
 
 ROOT = Path(__file__).resolve().parent.parent
 # columns that measure time, not behaviour: they differ between any two executions
@@ -40,5 +44,23 @@ def cli_run_missing_context(tmp_path: Path, *executor_args: str) -> None:
     try:
         assert con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall() == [("completed", 7)]
         assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchall() == [(7,)]
+    finally:
+        con.close()
+
+
+def assert_a_broken_cassette_fails_the_run(tmp_path: Path, executor: Executor, concurrency: int = 1) -> None:
+    """A corrupted cassette read in a worker: the driver raises the worker's own BenchInputError (with its
+    re-record command, not a wrapper) and the bench run is stored `failed`."""
+    case = "empty_logs_gateway_timeout_t1"
+    broken = tmp_path / "cas" / "openai_scripted" / case / "epoch1.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_bytes(b"\x00\xff" * 50)
+    with pytest.raises(BenchInputError, match="re-record with"):
+        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb", model="openai:scripted",
+                               base_url="http://127.0.0.1:9/v1", cassettes=tmp_path / "cas",
+                               executor=executor, concurrency=concurrency))  # fmt: skip
+    con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
+    try:
+        assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]
     finally:
         con.close()

@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pytest
 
-from runners.bench import BenchInputError, BenchOptions, run_bench
+from runners.bench import BenchOptions, run_bench
 from runners.executors import Executor
-from tests._rows import behaviour_rows, cli_run_missing_context
+from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["empty_logs", "diagnosable", "protocol_violations", "multi_call_turns"]
@@ -44,19 +43,7 @@ def test_cassette_replay_runs_in_worker_processes(tmp_path: Path) -> None:
 
 
 def test_a_worker_error_reaches_the_driver_as_itself(tmp_path: Path) -> None:
-    case = "empty_logs_gateway_timeout_t1"
-    broken = tmp_path / "cas" / "openai_scripted" / case / "epoch1.json"
-    broken.parent.mkdir(parents=True)
-    broken.write_bytes(b"\x00\xff" * 50)
-    with pytest.raises(BenchInputError, match="re-record with"):
-        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb", model="openai:scripted",
-                               base_url="http://127.0.0.1:9/v1", cassettes=tmp_path / "cas",
-                               executor=Executor.PROCESSES, concurrency=2))  # fmt: skip
-    con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
-    try:
-        assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]
-    finally:
-        con.close()
+    assert_a_broken_cassette_fails_the_run(tmp_path, Executor.PROCESSES, concurrency=2)
 
 
 def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp_path: Path) -> None:

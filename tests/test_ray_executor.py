@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 try:
@@ -19,10 +18,10 @@ try:
 except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ray is a broken set-up, not a skip
     raise ImportError(f"{exc}; the Ray executor's tests need `pip install -e '.[ray]'` (make venv does it)") from exc
 
-from runners.bench import BenchInputError, BenchOptions, run_bench
+from runners.bench import BenchOptions, run_bench
 from runners.executors import Executor
 from runners.metrics_db import connect
-from tests._rows import behaviour_rows, cli_run_missing_context
+from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ["empty_logs", "diagnosable", "protocol_violations", "tool_failures"]
@@ -96,17 +95,7 @@ def test_cassette_replay_runs_in_ray_workers(local_ray: str, tmp_path: Path) -> 
 
 
 def test_a_task_error_reaches_the_driver_as_itself(local_ray: str, tmp_path: Path) -> None:
-    case = "empty_logs_gateway_timeout_t1"
-    broken = tmp_path / "cas" / "openai_scripted" / case / "epoch1.json"
-    broken.parent.mkdir(parents=True)
-    broken.write_bytes(b"\x00\xff" * 50)
-    with pytest.raises(BenchInputError, match="re-record with"):
-        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb", model="openai:scripted",
-                               base_url="http://127.0.0.1:9/v1", cassettes=tmp_path / "cas",
-                               executor=Executor.RAY))  # fmt: skip
-    con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
-    assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]
-    con.close()
+    assert_a_broken_cassette_fails_the_run(tmp_path, Executor.RAY)
 
 
 def test_cli_runs_on_an_existing_cluster_by_address(local_ray: str, tmp_path: Path) -> None:
