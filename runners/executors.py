@@ -18,6 +18,7 @@ set for a live model: the key is never shipped through Ray.
 
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import math
 import multiprocessing
@@ -155,11 +156,14 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
     token = opts.cancellation  # this process's own copy of the flag
 
     def watch() -> None:
-        # polled, never `stop.wait()`: a process that exits while waiting on a multiprocessing Event
-        # leaves a sleeper behind, and the driver's `stop.set()` then waits for it forever
-        while not stop.is_set():
+        # a lock-free shared flag, polled: a multiprocessing Event takes a shared lock even to read, and a
+        # worker that exits while a daemon thread holds it would leave the driver's set() waiting forever
+        while not stop.value:
             time.sleep(_POLL_SECONDS / 5)
         token.cancel()  # case runs in flight end CANCELLED; the driver discards them
+        # ...so their results need not be delivered: without this, a worker whose unread results fill the
+        # pipe waits at exit for a driver that stopped reading
+        results.cancel_join_thread()
 
     threading.Thread(target=watch, name="stop-watch", daemon=True).start()
     factory = _ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
@@ -196,7 +200,7 @@ def iterate_processes(
     ctx = multiprocessing.get_context("spawn")
     tasks: Any = ctx.Queue()
     results: Any = ctx.Queue()
-    stop = ctx.Event()
+    stop = ctx.RawValue(ctypes.c_bool, False)
     worker_opts = replace(opts, max_in_flight=cap, keep_runs=False)
     for index, (case, epoch) in enumerate(todo):
         tasks.put((index, case, epoch))
@@ -227,10 +231,11 @@ def iterate_processes(
             assert run is not None
             yield run, epoch
     finally:
-        stop.set()
+        stop.value = True
         for p in procs:
             p.join(timeout=10)
             if p.is_alive():
-                p.terminate()
+                p.kill()  # workers ignore SIGTERM (the driver owns it), so terminate() would not end one
+                p.join(timeout=5)
         tasks.cancel_join_thread()
         results.cancel_join_thread()

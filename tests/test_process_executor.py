@@ -4,6 +4,8 @@ executor's, replay must work in workers, and a cancellation must stop the worker
 
 from __future__ import annotations
 
+import multiprocessing
+import time
 from pathlib import Path
 from typing import Any
 
@@ -47,17 +49,27 @@ def test_a_worker_error_reaches_the_driver_as_itself(tmp_path: Path) -> None:
 
 
 def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp_path: Path) -> None:
-    """Cancelled after 10 finished case runs: the run is `interrupted`, every stored row is a finished case
-    run (none CANCELLED), and `--resume` completes it to exactly the rows of an uninterrupted run."""
+    """Cancelled after 10 finished case runs, read slowly so the workers' finished runs pile up unread in
+    the results pipe: `run_bench` returns promptly with no worker left behind (a worker blocked on its
+    unread results, or one that ignores SIGTERM, would hang the CLI at exit), the run is `interrupted`,
+    every stored row is a finished case run (none CANCELLED), and `--resume` completes it to exactly the
+    rows of an uninterrupted run."""
     db = tmp_path / "cut.duckdb"
-    opts = BenchOptions(db=db, evalsets=FAMILIES, epochs=2, run_id="same", keep_runs=False,
-                        executor=Executor.PROCESSES, concurrency=2)  # fmt: skip
+    opts = BenchOptions(db=db, evalsets=FAMILIES, epochs=4, run_id="same", keep_runs=False,
+                        executor=Executor.PROCESSES, concurrency=4)  # fmt: skip
 
     def hook(done: int, total: int, run: object) -> None:
-        if run is not None and done >= 10:
+        if run is None:
+            return
+        if done >= 10:
             opts.cancellation.cancel()
+        else:
+            time.sleep(0.2)  # the workers run ahead: their results fill the pipe while the driver sleeps
 
+    t0 = time.monotonic()
     cut = run_bench(opts, on_progress=hook)
+    assert multiprocessing.active_children() == [], "every worker process has exited"
+    assert time.monotonic() - t0 < 30
     assert cut.status == "interrupted" and 10 <= cut.executed < cut.planned
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -68,7 +80,7 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
     resumed = run_bench(BenchOptions(db=db, resume=cut.bench_run_id, keep_runs=False,
                                      executor=Executor.PROCESSES, concurrency=2))  # fmt: skip
     assert resumed.status == "completed" and resumed.skipped == cut.executed
-    run_bench(BenchOptions(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=2, run_id="same",
+    run_bench(BenchOptions(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=4, run_id="same",
                            keep_runs=False))  # fmt: skip
     for table in ("case_runs", "tool_calls"):
         assert _rows(db, table) == _rows(tmp_path / "whole.duckdb", table), table
