@@ -44,7 +44,7 @@ from vcr.record_mode import RecordMode
 from vcr.request import Request
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
-from harness.models.openai_model import ReplayedCause, innermost_cause
+from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
 from runners.settings import RunSettings, reproduce_flags
 
 SCRUB_REQUEST_HEADERS = (
@@ -256,12 +256,7 @@ class CassetteSession:
         t0 = time.perf_counter()
         try:
             response = inner.handle_request(request)
-            stream = response.stream
-            assert isinstance(stream, httpx2.SyncByteStream)
-            try:
-                content = b"".join(stream)
-            finally:
-                stream.close()
+            content = read_body(response)
         except (httpx2.TransportError, OSError) as exc:
             self._record(vcr_request, _fault_response(exc, request, time.perf_counter() - t0))
             raise

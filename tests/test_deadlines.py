@@ -16,7 +16,7 @@ from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
 from runners.preflight import infrastructure_error
-from tests._fake_endpoint import completion, serve
+from tests._fake_endpoint import Endpoint, completion, serve
 from tests.conftest import LINES, LookupTool
 
 SLACK = 1.0
@@ -30,6 +30,12 @@ def _model(base_url: str, monkeypatch: pytest.MonkeyPatch) -> OpenAIChatModel:
     monkeypatch.setenv("HB_TEST_KEY", "sk-test-not-real")
     # the client's own timeout is generous: only the Harness's deadline can cut the call short
     return OpenAIChatModel("m", base_url=base_url, api_key_env="HB_TEST_KEY", timeout_seconds=60)
+
+
+def _push_lookup_then_draft(ep: Endpoint) -> None:
+    """The model's first two answers: one lookup call, then DRAFT citing it (the guard call comes next)."""
+    ep.push(200, completion(None, [_call("c1", "pool")]))
+    ep.push(200, completion(json.dumps(DRAFT)))
 
 
 def _call(call_id: str, query: str) -> dict[str, object]:
@@ -55,10 +61,8 @@ def test_a_slow_model_call_is_cut_at_the_deadline_and_is_a_budget_stop(monkeypat
 
 def test_the_semantic_guard_call_respects_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = HarnessConfig(deadline_seconds=1.5, model_timeout_seconds=60)
-    draft = DRAFT
     with serve() as ep:
-        ep.push(200, completion(None, [_call("c1", "pool")]))
-        ep.push(200, completion(json.dumps(draft)))
+        _push_lookup_then_draft(ep)
         ep.push_fault("sleep", 200, completion('{"verdict": "SUPPORTED", "reason": "late"}'), seconds=6)
         t0 = time.monotonic()
         r = run_diagnosis(DiagnosisTask("why?"), [LookupTool(LINES)], _model(ep.base_url, monkeypatch), config=cfg)
@@ -74,8 +78,7 @@ def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monke
     """The SemanticGuard's endpoint answers 500 on every attempt: the Release still fails closed (no SUCCESS),
     and the run says why in `error`, which the bench counts as an infrastructure error, not a model result."""
     with serve() as ep:
-        ep.push(200, completion(None, [_call("c1", "pool")]))
-        ep.push(200, completion(json.dumps(DRAFT)))
+        _push_lookup_then_draft(ep)
         for _ in range(3):
             ep.push(500, {"error": {"message": "upstream down"}})
         r = run_diagnosis(
@@ -90,10 +93,8 @@ def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monke
 
 
 def test_the_semantic_guard_counts_against_the_model_call_budget(monkeypatch: pytest.MonkeyPatch) -> None:
-    draft = DRAFT
     with serve() as ep:
-        ep.push(200, completion(None, [_call("c1", "pool")]))
-        ep.push(200, completion(json.dumps(draft)))
+        _push_lookup_then_draft(ep)
         ep.push(200, completion('{"verdict": "SUPPORTED", "reason": "never asked"}'))
         r = run_diagnosis(
             DiagnosisTask("why?"), [LookupTool(LINES)], _model(ep.base_url, monkeypatch),
@@ -109,10 +110,8 @@ def test_the_semantic_guard_counts_against_the_model_call_budget(monkeypatch: py
 
 
 def test_with_budget_left_the_guard_runs_and_is_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    draft = DRAFT
     with serve() as ep:
-        ep.push(200, completion(None, [_call("c1", "pool")]))
-        ep.push(200, completion(json.dumps(draft)))
+        _push_lookup_then_draft(ep)
         ep.push(200, completion('{"verdict": "SUPPORTED", "reason": "log line"}'))
         r = run_diagnosis(
             DiagnosisTask("why?"), [LookupTool(LINES)], _model(ep.base_url, monkeypatch),

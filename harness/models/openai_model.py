@@ -82,6 +82,16 @@ def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemapho
         return slots.semaphore
 
 
+def read_body(response: httpx2.Response) -> bytes:
+    """The whole body of a transport-level response, its stream closed (answers are small)."""
+    stream = response.stream
+    assert isinstance(stream, httpx2.SyncByteStream)
+    try:
+        return b"".join(stream)
+    finally:
+        stream.close()
+
+
 class CappedTransport(httpx2.BaseTransport):
     """Holds one endpoint slot from sending a request until its body is fully read.
 
@@ -100,12 +110,7 @@ class CappedTransport(httpx2.BaseTransport):
             raise httpx2.PoolTimeout("no free in-flight slot for this endpoint within the timeout", request=request)
         try:
             response = self._inner.handle_request(request)
-            stream = response.stream
-            assert isinstance(stream, httpx2.SyncByteStream)
-            try:
-                content = b"".join(stream)
-            finally:
-                stream.close()
+            content = read_body(response)
         finally:
             self._slots.release()
         response.stream = httpx2.ByteStream(content)
