@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, RunContext
-from harness.contracts import BudgetKind, ModelPurpose, RejectionReason, SchemaMode, StopReason, ToolChoiceMode
+from harness.contracts import BudgetKind, ModelPurpose, RejectionReason, SchemaMode, ToolChoiceMode
 from harness.draft import DraftParse, parse_draft
 from harness.envelope import envelope_schema
 from harness.interceptor import HarnessToolInterceptor
@@ -30,7 +30,7 @@ from harness.models.base import (
 )
 from harness.prompts import SYSTEM_PROMPT, DiagnosisTask, render_task
 from harness.release import ReleaseDecision, release
-from harness.retry import DeadlineReached, ModelCallFailed, Sleep, call_model
+from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, Sleep, call_model
 from harness.tools.base import BusinessTool
 from harness.trace import EventKind, TraceEvent
 
@@ -90,11 +90,7 @@ def run_diagnosis(
         return ctx.model_budget_exhausted() is None
 
     def stop_for(budget: BudgetKind, detail: str | None = None) -> None:
-        ctx.tracker.stop_for_budget()
-        ctx.usage.budget_hit = budget
-        ctx.trace.emit(
-            EventKind.BUDGET_EXHAUSTED, budget=budget, stop_reason=StopReason.BUDGET_LIMIT_REACHED, detail=detail
-        )
+        ctx.record_budget_stop(budget, detail)
 
     while not ctx.cancellation.cancelled:
         exhausted = ctx.model_budget_exhausted()
@@ -109,6 +105,10 @@ def run_diagnosis(
             response = call_model(ctx, model, request, sleep=sleep, budget_check=budget_ok)
         except DeadlineReached as exc:  # the deadline cut the call: a budget stop, not a model failure
             stop_for(BudgetKind.DEADLINE, f"deadline reached during a model call ({exc.last})"[:300])
+            break
+        except RetriesCutByBudget as exc:  # the retries used up a budget: a budget stop, not an endpoint error
+            budget = ctx.model_budget_exhausted() or BudgetKind.MODEL_CALLS
+            stop_for(budget, f"retries cut by the budget ({exc.last})"[:300])
             break
         except ModelCallFailed as exc:
             loop_error = str(exc)

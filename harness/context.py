@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 
 from harness.canonical_store import CanonicalStore, Clock
 from harness.config import HarnessConfig
-from harness.contracts import BudgetKind
+from harness.contracts import BudgetKind, StopReason
 from harness.progress import DiagnosisProgressTracker
-from harness.trace import Trace
+from harness.trace import EventKind, Trace
 
 MIN_OBSERVATION_BYTES = 256
 """The smallest observation cap: a status line with the call id always fits."""
@@ -142,8 +142,19 @@ class RunContext:
             return BudgetKind.OBSERVATION_BYTES
         return None
 
+    def record_budget_stop(self, budget: BudgetKind, detail: str | None = None) -> None:
+        """A hard budget stopped the run: BUDGET_LIMIT_REACHED unless an earlier stop reason
+        (INFORMATION_SATURATED, PROGRESS_PROTOCOL_VIOLATED) stands, the first budget hit kept, traced."""
+        self.tracker.stop_for_budget()
+        if self.usage.budget_hit is None:
+            self.usage.budget_hit = budget
+        self.trace.emit(
+            EventKind.BUDGET_EXHAUSTED, budget=budget, stop_reason=StopReason.BUDGET_LIMIT_REACHED, detail=detail
+        )
+
     def result_observation_cap(self) -> int:
-        """Byte cap of the next tool result: the per-observation cap, or what is left of the run's
-        observation budget (at least the 256-byte floor: with less left, no backend call starts)."""
+        """Byte cap of the next observation (a tool result or a rejection answer): the per-observation
+        cap, or what is left of the run's observation budget (at least the 256-byte floor: a tool call
+        is always answered, and with less left no backend call starts)."""
         left = self.config.max_run_observation_bytes - self.usage.observation_bytes
         return max(MIN_OBSERVATION_BYTES, min(self.config.max_observation_bytes, left))

@@ -145,7 +145,7 @@ class HarnessToolInterceptor:
         self, calls: Sequence[ToolCallRequest], reason: RejectionReason, detail: str, *, first_traced: bool
     ) -> list[ToolAnswer]:
         """Answer (and trace, unless already traced) calls left after the loop ended."""
-        cap = self._ctx.config.max_observation_bytes
+        cap = self._ctx.result_observation_cap()
         out: list[ToolAnswer] = []
         for j, call in enumerate(calls):
             if j > 0 or not first_traced:
@@ -162,7 +162,7 @@ class HarnessToolInterceptor:
     def _handle(self, call: ToolCallRequest, turn: int) -> InterceptedCall:
         ctx = self._ctx
         cfg = ctx.config
-        cap = cfg.max_observation_bytes
+        cap = ctx.result_observation_cap()  # rejection answers are bounded by what is left of the run's budget too
         if ctx.cancellation.cancelled:
             raise RunCancelled()
         envelope = parse_envelope(call.arguments, cfg.max_argument_bytes)
@@ -275,7 +275,7 @@ class HarnessToolInterceptor:
                 status=InvocationStatus.FAILED, result=None, error=message, started_at=started,
             )  # fmt: skip
             ctx.tracker.complete(call.id, call.name, scope, None, turn=turn)
-            observation = obs.failed(call.id, call.name, message, ctx.config.max_observation_bytes)
+            observation = obs.failed(call.id, call.name, message, ctx.result_observation_cap())
             ctx.trace.emit(
                 EventKind.TOOL_INVOCATION, tool_call_id=call.id, tool=call.name, scope=scope,
                 invocation_status=InvocationStatus.FAILED, observation_bytes=observation.bytes,
@@ -341,7 +341,7 @@ class HarnessToolInterceptor:
             self._reject(call, scope, RejectionReason.SATURATED, None)
         ctx.trace.emit(EventKind.STOP_REQUIRED_DELIVERED, tool_call_id=call.id, stop_reason=reason)
         return InterceptedCall(
-            obs.stop_required(call.id, reason, admission.violation, ctx.config.max_observation_bytes),
+            obs.stop_required(call.id, reason, admission.violation, ctx.result_observation_cap()),
             ControlSignal.STOP_REQUIRED,
         )
 

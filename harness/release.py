@@ -98,6 +98,9 @@ def release(
                 )
             why = f"SemanticGuard: {sem.reason}"
             call_error = sem.call_error
+            if sem.budget is not None:  # a budget forbade the guard's call: the run was stopped by that budget
+                ctx.record_budget_stop(sem.budget, f"no {sem.budget.value} budget left for the SemanticGuard call")
+                stop_reason = ctx.tracker.stop_reason
         else:
             why = "EvidenceGuard: " + "; ".join(ev.problems)
     elif parsed is not None and parsed.error is not None:

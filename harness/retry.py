@@ -28,6 +28,11 @@ class DeadlineReached(ModelCallFailed):
     """The run's deadline, not the model, ended the call: a budget stop (BUDGET_LIMIT_REACHED / DEADLINE)."""
 
 
+class RetriesCutByBudget(ModelCallFailed):
+    """A retryable failure whose next attempt the run's budget forbids (the attempts used up the
+    model-call or token budget): a budget stop, not an endpoint error."""
+
+
 def call_model(
     ctx: RunContext,
     model: ChatModel,
@@ -73,7 +78,7 @@ def call_model(
             if not err.kind.retryable or attempt >= cfg.max_model_attempts:
                 raise ModelCallFailed(err, attempt) from err
             if budget_check is not None and not budget_check():
-                raise ModelCallFailed(err, attempt) from err
+                raise RetriesCutByBudget(err, attempt) from err
             if ctx.cancellation.cancelled:  # Ctrl-C/SIGTERM: no backoff wait, no new attempt
                 raise ModelCallFailed(err, attempt) from err
             wait = err.retry_after if err.retry_after is not None else cfg.retry_backoff_seconds * 2 ** (attempt - 1)

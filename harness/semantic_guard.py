@@ -11,11 +11,11 @@ import re
 from dataclasses import dataclass
 
 from harness.context import RunContext
-from harness.contracts import ModelPurpose, SemanticVerdict
+from harness.contracts import BudgetKind, ModelPurpose, SemanticVerdict
 from harness.draft import Draft
 from harness.evidence_guard import VerifiedEvidence
 from harness.models.base import ChatModel, ChatRequest, SystemMessage, UserMessage
-from harness.retry import DeadlineReached, ModelCallFailed, call_model
+from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, call_model
 
 GUARD_MARKER = "[harness-bench:semantic-guard]"
 GUARD_SYSTEM_PROMPT = (
@@ -37,6 +37,8 @@ class SemanticGuardResult:
     """Why (the guard's words, or why it failed closed)."""
     call_error: str | None = None
     """The guard call's failure (endpoint, network, cassette) when that, not the guard, decided UNSUPPORTED."""
+    budget: BudgetKind | None = None
+    """The run budget that forbade the guard's call (or its next retry), when that decided UNSUPPORTED."""
 
 
 def build_guard_request(
@@ -91,7 +93,9 @@ def review(
     exhausted = ctx.guard_budget_exhausted()
     if exhausted is not None:
         return SemanticGuardResult(
-            SemanticVerdict.UNSUPPORTED, f"no {exhausted.value} budget left for the SemanticGuard call (fail closed)"
+            SemanticVerdict.UNSUPPORTED,
+            f"no {exhausted.value} budget left for the SemanticGuard call (fail closed)",
+            budget=exhausted,
         )
     request = build_guard_request(question, draft, evidence, ctx.config.model_timeout_seconds)
     try:
@@ -99,6 +103,13 @@ def review(
     except DeadlineReached as exc:  # the run's deadline, a budget: not an infrastructure failure
         return SemanticGuardResult(
             SemanticVerdict.UNSUPPORTED, f"guard call cut by the deadline ({exc.last}) (fail closed)"
+        )
+    except RetriesCutByBudget as exc:  # the retries used up the run's budget: a budget stop, not an endpoint error
+        budget = ctx.guard_budget_exhausted() or BudgetKind.MODEL_CALLS
+        return SemanticGuardResult(
+            SemanticVerdict.UNSUPPORTED,
+            f"no {budget.value} budget left to retry the SemanticGuard call ({exc.last.kind.value}) (fail closed)",
+            budget=budget,
         )
     except ModelCallFailed as exc:
         # Fails closed, and says so: a verdict that came from a dead endpoint must not read as the guard's
