@@ -554,7 +554,21 @@ def cmd_gate(args: argparse.Namespace) -> int:
         _fail(str(exc))
     con = connect(args.db, read_only=True)
     try:
-        pairs = load_pairs(con, args.baseline, args.candidate)
+        picked = list(args.bench_run or [])
+        if len(picked) > 2:
+            _fail(f"--bench-run given {len(picked)} times; at most one for the baseline and one for the candidate")
+        chosen: dict[str, str] = {}
+        for run_id in picked:  # each picks the run of the label it carries (the same label: baseline first)
+            row = con.execute("SELECT any_value(label) FROM case_runs WHERE bench_run_id = ?", [run_id]).fetchone()
+            label = row[0] if row else None
+            role = next((r for r, lab in (("baseline", args.baseline), ("candidate", args.candidate))
+                         if lab == label and r not in chosen), None)  # fmt: skip
+            if role is None:
+                _fail(f"--bench-run {run_id}: not a bench run of --baseline {args.baseline!r} or --candidate"
+                      f" {args.candidate!r} (its label: {label!r})")  # fmt: skip
+            chosen[role] = run_id
+        pairs = load_pairs(con, args.baseline, args.candidate, baseline_run=chosen.get("baseline"),
+                           candidate_run=chosen.get("candidate"))  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
     finally:
@@ -566,10 +580,17 @@ def cmd_gate(args: argparse.Namespace) -> int:
         )  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
-    write_outputs(result, args.summary, args.junit)
-    _say(markdown(result))
+    from runners._files import OutputWriteError
+
+    verdict = EXIT_OK if result.passed else EXIT_REGRESSION
+    _say(markdown(result))  # the verdict first: a file that cannot be written never loses it
+    try:
+        write_outputs(result, args.summary, args.junit)
+    except OutputWriteError as exc:
+        _error(f"{exc} (the verdict above stands)")
+        return verdict if verdict == EXIT_REGRESSION else EXIT_INPUT
     _say(f"wrote {args.summary} and {args.junit}")
-    return EXIT_OK if result.passed else EXIT_REGRESSION
+    return verdict
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -617,6 +638,21 @@ def cmd_merge(args: argparse.Namespace) -> int:
         f"merged {len(summary.inputs)} file(s) → {summary.out}: {summary.case_runs_added} case runs added,"
         f" {summary.case_runs_present} already there"
     )
+    return EXIT_OK
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from runners.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
+
+    check_database_file(args.db, must_exist=True)
+    before = connect(args.db, read_only=True, upgrade=False)
+    try:
+        version = _current_version(before)
+    finally:
+        before.close()
+    connect(args.db).close()
+    _say(f"{args.db}: schema version {version} → {SCHEMA_VERSION}" if version != SCHEMA_VERSION
+         else f"{args.db}: already at schema version {SCHEMA_VERSION}")  # fmt: skip
     return EXIT_OK
 
 
@@ -707,8 +743,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--alpha", type=float, default=0.05, metavar="A",
         help="false-alarm rate of the whole gate, Holm-corrected over all tests (default 0.05)",
     )  # fmt: skip
-    p.add_argument("--summary", type=Path, default=Path("gate-summary.md"), help="Markdown summary path")
-    p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"), help="JUnit XML path")
+    p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
+                   help="the bench run to take a label's case runs from, when the label is used by several"
+                        " (once per label; twice to compare two runs of one label, baseline first)")  # fmt: skip
+    p.add_argument("--summary", type=Path, default=Path("gate-summary.md"),
+                   help="Markdown summary path (default ./gate-summary.md, overwritten)")  # fmt: skip
+    p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"),
+                   help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
     p.set_defaults(func=cmd_gate)
 
     p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
@@ -739,6 +780,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="merge runs with missing or unfinished shards too (their status says so)")  # fmt: skip
     p.set_defaults(func=cmd_merge)
 
+    p = _sub(sub, "migrate", "upgrade a metrics database in place to this harness-bench's schema version",
+             "Reading commands read older databases through an upgraded temporary copy; this upgrades the file"
+             " itself (what every writing command does first).")  # fmt: skip
+    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    p.set_defaults(func=cmd_migrate)
+
     p = _sub(sub, "schema", "print the JSON Schema of evaluation files")
     p.set_defaults(func=cmd_schema)
     return parser
@@ -766,6 +813,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; unusable input is one line and exit 2."""
     from runners.bench import BenchInputError
     from runners.evalset import EvalSetError
+    import duckdb
+
+    from runners._files import OutputWriteError
     from runners.metrics_db import MetricsDbError
 
     try:
@@ -782,8 +832,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         for problem in exc.problems:
             err.print(Text(f"  - {problem}"), soft_wrap=True)
         return EXIT_INPUT
-    except (UsageError, BenchInputError, MetricsDbError, ValueError) as exc:
+    except (UsageError, BenchInputError, MetricsDbError, OutputWriteError, ValueError) as exc:
         _error(str(exc))
+        return EXIT_INPUT
+    except duckdb.Error as exc:  # a file DuckDB opened but cannot read or write (truncated, damaged)
+        where = getattr(args, "db", None) or getattr(args, "out", None) or "the database"
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        _error(f"{where}: DuckDB cannot read or write it ({first}); use another --db or restore the file")
         return EXIT_INPUT
 
 

@@ -329,8 +329,24 @@ def _parse_file_uncached(path: Path, problems: list[str]) -> list[EvalCase]:
 _FAMILIES = frozenset(f.value for f in Family)
 
 
-def _yaml_files(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+def _yaml_files(folder: Path, problems: list[str] | None = None) -> list[Path]:
+    """The evaluation files under `folder`; a YAML name that is not a readable regular file (a FIFO, a
+    socket, a dangling link or a symlink loop) is a problem, never skipped in silence (nor opened: a FIFO
+    would block)."""
+    found: list[Path] = []
+    for p in sorted(folder.rglob("*")):
+        if p.suffix not in (".yaml", ".yml"):
+            continue
+        if p.is_file():
+            found.append(p)
+        elif problems is not None and not p.is_dir():
+            try:
+                p.stat()
+                what = "not a regular file (a FIFO, socket or device)"
+            except OSError as exc:
+                what = f"unreadable ({exc.strerror or exc}: a dangling link or a symlink loop?)"
+            problems.append(f"{p}: {what}; remove it from {folder} or move it out")
+    return found
 
 
 def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
@@ -343,7 +359,7 @@ def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
     for spec in list(specs) or [str(BUILTIN_DIR)]:
         path = Path(spec)
         if path.is_dir():
-            selections.append((_yaml_files(path), None))
+            selections.append((_yaml_files(path, problems), None))
         elif path.is_file():
             selections.append(([path], None))
         elif spec in _FAMILIES:
@@ -351,18 +367,21 @@ def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
         else:
             problems.append(f"{spec}: no such file, folder or family (families: {', '.join(sorted(_FAMILIES))})")
     parsed: dict[Path, list[EvalCase]] = {}
-    seen: dict[str, Path] = {}
+    seen: dict[str, tuple[Path, int]] = {}
     for files, _ in selections:
         for f in files:
             key = f.resolve()
             if key in parsed:
                 continue
             parsed[key] = []
-            for case in _parse_file(f, problems):
-                if case.id in seen and seen[case.id] != key:
-                    problems.append(f"{f}: case {case.id!r}: field id: duplicate of a case in {seen[case.id]}")
+            for n, case in enumerate(_parse_file(f, problems), start=1):
+                if case.id in seen:  # in another file or the same one: both places named, none kept
+                    where, m = seen[case.id]
+                    problems.append(
+                        f"{f}: case {case.id!r}: field id: duplicate of a case in {where} (its case #{m}; here case #{n})"
+                    )
                     continue
-                seen[case.id] = key
+                seen[case.id] = (f, n)
                 parsed[key].append(case)
     if problems:
         raise EvalSetError(problems)

@@ -313,28 +313,66 @@ class GateResult:
         return not self.failures
 
 
-def load_pairs(con: duckdb.DuckDBPyConnection, baseline: str, candidate: str) -> list[Pair]:
-    """Pair the two labels' case runs on (case_id, epoch); refuse differing case sets."""
+def _bench_run_of(con: duckdb.DuckDBPyConnection, label: str, picked: str | None, role: str) -> str:
+    """The one bench run a label's case runs come from: `picked`, or the label's only bench run."""
+    rows = con.execute(
+        "SELECT bench_run_id, count(*), max(epoch), min(finished_at) FROM case_runs WHERE label = ?"
+        " GROUP BY bench_run_id ORDER BY min(finished_at)",
+        [label],
+    ).fetchall()
+    ids = [str(r[0]) for r in rows]
+    if picked is not None:
+        if picked not in ids:
+            raise GateInputError(
+                f"--bench-run {picked}: no case runs of {role} label {label!r} in it; its bench runs: {', '.join(ids)}"
+            )
+        return picked
+    if len(ids) > 1:
+        runs = ", ".join(f"{r[0]} ({r[1]} case runs, {r[2]} epoch(s))" for r in rows)
+        raise GateInputError(
+            f"{role} label {label!r} is used by {len(ids)} bench runs ({runs}); pooling them would mix different runs:"
+            f" pick one with --bench-run ID"
+        )
+    return ids[0]
+
+
+def load_pairs(
+    con: duckdb.DuckDBPyConnection,
+    baseline: str,
+    candidate: str,
+    *,
+    baseline_run: str | None = None,
+    candidate_run: str | None = None,
+) -> list[Pair]:
+    """Pair the two labels' case runs on (case_id, epoch); refuse differing case sets, a label compared with
+    itself, and a label spread over several bench runs (unless `baseline_run` / `candidate_run` pick one)."""
     labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs WHERE label IS NOT NULL").fetchall()}
     for lab in (baseline, candidate):
         if lab not in labels:
             raise GateInputError(
                 f"unknown label {lab!r}; labels in the database: {', '.join(sorted(labels)) or 'none'}"
             )
+    base_run = _bench_run_of(con, baseline, baseline_run, "baseline")
+    cand_run = _bench_run_of(con, candidate, candidate_run, "candidate")
+    if base_run == cand_run:
+        raise GateInputError(
+            f"--baseline {baseline!r} and --candidate {candidate!r} are the same bench run ({base_run}): a run"
+            " compared with itself always passes; give two different labels (or two --bench-run IDs)"
+        )
 
-    def runs(label: str) -> dict[tuple[str, int], tuple[str, bool, tuple[float, float, float]]]:
+    def runs(label: str, bench_run: str) -> dict[tuple[str, int], tuple[str, bool, tuple[float, float, float]]]:
         rows = con.execute(
             """
             SELECT case_id, epoch, family, passed, tool_invocations, model_calls, input_tokens + output_tokens
             FROM (SELECT *, row_number() OVER (PARTITION BY case_id, epoch ORDER BY finished_at DESC) AS rn
-                  FROM case_runs WHERE label = ?)
+                  FROM case_runs WHERE label = ? AND bench_run_id = ?)
             WHERE rn = 1
             """,
-            [label],
+            [label, bench_run],
         ).fetchall()
         return {(r[0], int(r[1])): (r[2], bool(r[3]), (float(r[4]), float(r[5]), float(r[6]))) for r in rows}
 
-    base, cand = runs(baseline), runs(candidate)
+    base, cand = runs(baseline, base_run), runs(candidate, cand_run)
     base_cases = {c for c, _ in base}
     cand_cases = {c for c, _ in cand}
     if base_cases != cand_cases:
@@ -511,8 +549,8 @@ def junit(result: GateResult) -> str:
 
 
 def write_outputs(result: GateResult, summary_path: Path, junit_path: Path) -> None:
-    """Write the Markdown summary and the JUnit XML."""
-    summary_path.parent.mkdir(parents=True, exist_ok=True)
-    junit_path.parent.mkdir(parents=True, exist_ok=True)
-    summary_path.write_text(markdown(result), encoding="utf-8")
-    junit_path.write_text(junit(result), encoding="utf-8")
+    """Write the Markdown summary and the JUnit XML (each whole or not at all; OutputWriteError names the path)."""
+    from runners._files import write_text
+
+    write_text(summary_path, markdown(result))
+    write_text(junit_path, junit(result))

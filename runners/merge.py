@@ -167,7 +167,7 @@ def _read(
 ) -> tuple[list[tuple[str, _Copy]], dict[str, _SweepCopy]]:
     """Validate one file and read its bench runs and sweeps (read-only)."""
     try:
-        con = connect(path, read_only=True)
+        con = connect(path, read_only=True, upgrade=False)  # the file's own version decides
     except MetricsDbError as exc:
         raise MergeError(str(exc).replace("; use another --db", "")) from None
     try:

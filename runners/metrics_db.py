@@ -250,8 +250,13 @@ def check_database_file(path: str | Path, *, must_exist: bool = False) -> None:
         raise MetricsDbError(f"{p} is {what}; use another --db")
 
 
-def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConnection:
-    """Open (and migrate) a metrics database with readable errors."""
+def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) -> duckdb.DuckDBPyConnection:
+    """Open (and migrate) a metrics database with readable errors.
+
+    Read-only, a database written by an older harness-bench (an older schema version, or settings
+    declared since) is read through an upgraded temporary copy, so every reading command reads every
+    version this project wrote; the file itself is never changed (`upgrade=False`: the file as it is).
+    """
     target = str(path)
     check_database_file(path, must_exist=read_only)
     try:
@@ -275,9 +280,89 @@ def connect(path: str | Path, *, read_only: bool = False) -> duckdb.DuckDBPyConn
             ensure_settings_columns(con)
         else:
             _check_version(con, target)
+            if upgrade and _outdated(con):
+                version = _current_version(con)
+                con.close()
+                return _upgraded_copy(Path(path), version)
+    except duckdb.Error as exc:
+        con.close()
+        raise MetricsDbError(_damaged(target, exc)) from None
     except BaseException:
         con.close()
         raise
+    return con
+
+
+def _damaged(target: str, exc: BaseException) -> str:
+    """One line for a database DuckDB opened but could not read (truncated, half-written)."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"{target}: a damaged or incomplete harness-bench database ({first}); use another --db"
+
+
+_REQUIRED_TABLES = ("bench_runs", "case_runs", "tool_calls", "events")
+
+
+def _outdated(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the database lacks what this harness-bench reads: a newer schema version's tables or a
+    column of a setting declared since it was written."""
+    version = _current_version(con)
+    if version is None or version < SCHEMA_VERSION:
+        return True
+    present: dict[str, set[str]] = {}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN ('bench_runs', 'case_runs')"
+    ).fetchall()
+    for table, column in rows:
+        present.setdefault(table, set()).add(column)
+    wanted = (("bench_runs", settings.bench_run_columns()), ("case_runs", settings.case_run_columns()))
+    return any(name not in present.get(table, set()) for table, columns in wanted for name, _ in columns)
+
+
+_COPIES: list[Path] = []
+
+
+def _remove_copies() -> None:
+    import shutil
+
+    for folder in _COPIES:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _upgraded_copy(path: Path, version: int | None) -> duckdb.DuckDBPyConnection:
+    """Read an older database through a migrated copy in a temporary folder (removed at exit)."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if not _COPIES:
+        atexit.register(_remove_copies)
+    folder = Path(tempfile.mkdtemp(prefix="harness-bench-read-"))
+    _COPIES.append(folder)
+    copy = folder / "db.duckdb"
+    how = f"`harness-bench migrate --db {path}` upgrades it in place"
+    try:
+        shutil.copyfile(path, copy)
+        wal = path.with_name(path.name + ".wal")
+        if wal.exists():
+            shutil.copyfile(wal, folder / "db.duckdb.wal")
+        con = duckdb.connect(str(copy))
+        con.execute("SET autoinstall_known_extensions = false")
+        con.execute("SET autoload_known_extensions = false")
+    except (OSError, duckdb.Error) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
+        raise MetricsDbError(
+            f"{path} has schema version {version}, older than this harness-bench's ({SCHEMA_VERSION}), and cannot be"
+            f" read through a temporary upgraded copy ({reason}); {how}"
+        ) from None
+    try:
+        migrate(con, str(path))
+        ensure_settings_columns(con)
+    except (duckdb.Error, MetricsDbError) as exc:
+        con.close()
+        raise MetricsDbError(
+            f"{path} has schema version {version}, older than this harness-bench's ({SCHEMA_VERSION}), and cannot be"
+            f" migrated ({str(exc).splitlines()[0]}); it was not changed"
+        ) from None
     return con
 
 
@@ -330,6 +415,18 @@ def _check_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
         raise MetricsDbError(
             f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
         )
+    _check_complete(con, target, version)
+
+
+def _check_complete(con: duckdb.DuckDBPyConnection, target: str, version: int) -> None:
+    """A schema_version row without the tables it promises: a file that was never a whole database."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    missing = [t for t in _REQUIRED_TABLES if t not in tables]
+    if missing:
+        raise MetricsDbError(
+            f"{target} says schema version {version} but has no {', '.join(missing)} table: not a complete"
+            " harness-bench database; use another --db"
+        )
 
 
 def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SCHEMA_VERSION) -> int:
@@ -344,6 +441,8 @@ def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SC
         raise MetricsDbError(
             f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
         )
+    if version is not None:
+        _check_complete(con, target, version)
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
     for v in range(int(version or 0) + 1, upto + 1):
         con.execute("BEGIN")

@@ -281,7 +281,8 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
 
 # -- document -----------------------------------------------------------------------------------------------
 def _config_where(stats: ConfigStats) -> tuple[str, list[object]]:
-    return " AND ".join(f"c.{c} = ?" for c in config_columns()), list(stats.config)
+    # NULL-safe: case runs stored before a setting was declared hold NULL for it (and their point says so)
+    return " AND ".join(f"c.{c} IS NOT DISTINCT FROM ?" for c in config_columns()), list(stats.config)
 
 
 def _sweep_sections(
@@ -386,14 +387,15 @@ def build_report(
             sections = _bench_sections(con, bench_run_id)
     finally:
         con.close()
-    out.mkdir(parents=True, exist_ok=True)
-    for s in sections:
+    from runners._files import write_bytes, write_text
+
+    for s in sections:  # each file complete or not written (no 0-byte PNG on a full disk)
         for f in s.figures:
-            (out / f.name).write_bytes(f.png)
+            write_bytes(out / f.name, f.png)
     title = f"harness-bench report — {scope}"
     md_path, html_path = out / "report.md", out / "report.html"
-    md_path.write_text(_markdown(title, str(db), sections), encoding="utf-8")
-    html_path.write_text(_html(title, str(db), sections), encoding="utf-8")
+    write_text(md_path, _markdown(title, str(db), sections))
+    write_text(html_path, _html(title, str(db), sections))
     return md_path, html_path
 
 
