@@ -191,6 +191,27 @@ def _check_cassette_flags(args: argparse.Namespace, model: str) -> None:
             _fail(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
         if args.cassettes.exists() and not args.cassettes.is_dir():
             _fail(f"--cassettes {args.cassettes} is a file, not a folder")
+        if (args.record_mode or "none") == "none" and not args.cassettes.is_dir():
+            _fail(f"--cassettes {args.cassettes}: no such folder; a replay (--record-mode none) reads recorded"
+                  " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
+
+
+def _check_endpoint_url(base_url: str | None) -> None:
+    """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused before anything runs."""
+    import os
+    from urllib.parse import urlsplit
+
+    source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        shown = url if len(url) <= 80 else url[:80] + "…"
+        _fail(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
 
 
 def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
@@ -356,6 +377,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         run_settings = settings.settings_from_args(args)
         _check_cassette_flags(args, run_settings.model_settings.model)
+        if run_settings.model_settings.model.startswith("openai:"):
+            _check_endpoint_url(run_settings.model_settings.base_url)
         _check_db(args.db, must_exist=False)
         opts = _bench_options(args, run_settings, epochs=1)
         check_options(opts)
@@ -477,6 +500,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     else:
         base_settings = settings.settings_from_args(args)
         _check_cassette_flags(args, base_settings.model_settings.model)
+        if base_settings.model_settings.model.startswith("openai:"):
+            _check_endpoint_url(base_settings.model_settings.base_url)
         _check_db(args.db, must_exist=False)
         base = _bench_options(args, base_settings, epochs=3)
         grid = SweepGrid(settings.axes_from_args(args))
@@ -811,11 +836,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; unusable input is one line and exit 2."""
-    from runners.bench import BenchInputError
-    from runners.evalset import EvalSetError
     import duckdb
 
     from runners._files import OutputWriteError
+    from runners.bench import BenchInputError
+    from runners.evalset import EvalSetError
     from runners.metrics_db import MetricsDbError
 
     try:

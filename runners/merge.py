@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -239,6 +240,14 @@ def _shard_status(count: int, shards: dict[int, str]) -> str:
     return RunStatus.INTERRUPTED
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    """One file under two names: compared by identity (device and inode), not by name."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one of them does not exist (yet): only the names can be compared
+        return a.resolve() == b.resolve()
+
+
 def _ranges(indexes: Sequence[int]) -> str:
     return ",".join(str(i) for i in sorted(indexes))
 
@@ -248,11 +257,13 @@ def merge(out: Path, inputs: Sequence[Path], *, partial: bool = False) -> MergeS
     if not inputs:
         raise MergeError("merge: give at least one shard file after OUT")
     unique: list[Path] = []
-    for p in inputs:
-        if p.resolve() not in {u.resolve() for u in unique}:
+    for p in inputs:  # the same file under two names (a hard link, a symlink, ../x) counts once
+        if not any(_same_file(p, u) for u in unique):
             unique.append(p)
-    if out.exists() and any(p.resolve() == out.resolve() for p in unique):
-        raise MergeError(f"{out} is both OUT and an input; merge into another file")
+    both = next((p for p in unique if _same_file(p, out)), None)
+    if both is not None:
+        named = "" if both == out else f" (as {both})"
+        raise MergeError(f"{out} is both OUT and an input{named}; merge into another file")
     try:
         check_database_file(out, must_exist=False)
     except MetricsDbError as exc:

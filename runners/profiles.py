@@ -57,17 +57,30 @@ def parse_profile(text: str) -> tuple[str, dict[str, float]]:
     if name not in PROFILES:
         raise UnknownProfileError(f"unknown behaviour profile {name!r}; profiles are {', '.join(PROFILES)}")
     params: dict[str, float] = {"seed": 0, "epoch": 0, **_DEFAULTS[name]}
+    given: set[str] = set()
     for part in filter(None, query.split("&")):
         key, sep, value = part.partition("=")
         if not sep or key not in params:
             raise UnknownProfileError(f"profile {name!r}: unknown parameter {part!r}; allowed: {sorted(params)}")
+        if key in given:
+            raise UnknownProfileError(f"profile {name!r}: parameter {key} given twice ({query!r}); give it once")
+        given.add(key)
         try:
             params[key] = float(value)
         except ValueError:
             raise UnknownProfileError(f"profile {name!r}: parameter {key}={value!r} is not a number") from None
     if "p" in params and not 0 <= params["p"] <= 1:
-        raise UnknownProfileError(f"profile {name!r}: p={params['p']} must be within [0, 1]")
+        raise UnknownProfileError(f"profile {name!r}: p={params['p']:g} must be within [0, 1]")
+    for key, (lo, hi) in _INTEGER_RANGES.items():
+        if key in params and not (float(params[key]).is_integer() and lo <= params[key] <= hi):
+            raise UnknownProfileError(
+                f"profile {name!r}: {key}={params[key]:g} must be a whole number within [{lo}, {hi}]"
+            )
     return name, params
+
+
+_INTEGER_RANGES: dict[str, tuple[int, int]] = {"k": (0, 1_000), "seed": (0, 2**63 - 1), "epoch": (0, 1_000_000)}
+"""Parameters that count something: whole numbers within these bounds (nan and infinities are refused too)."""
 
 
 def _rng(name: str, params: dict[str, float], case_id: str, epoch: int) -> random.Random:

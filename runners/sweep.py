@@ -128,9 +128,11 @@ def _saved(base: BenchOptions) -> str:
 def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions) -> tuple[SweepGrid, BenchOptions]:
     """The grid and shared options of a stored sweep (every setting restored; endpoint settings set in
     `base` — base URL, key variable — replace the stored ones)."""
-    row = con.execute("SELECT grid_json, options_json FROM sweeps WHERE sweep_id = ?", [sweep_id]).fetchone()
+    row = con.execute("SELECT grid_json, options_json, status FROM sweeps WHERE sweep_id = ?", [sweep_id]).fetchone()
     if row is None:
         raise BenchInputError(f"--resume {sweep_id}: no such sweep in {base.db}")
+    if row[2] == "completed":  # like `run --resume` of a completed bench run: nothing to do, nothing rewritten
+        raise BenchInputError(f"--resume {sweep_id}: that sweep is already completed")
     saved = json.loads(row[1])
     try:
         grid = SweepGrid({k: tuple(v) for k, v in json.loads(row[0]).items()})
