@@ -378,7 +378,7 @@ def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
                 if case.id in seen:  # in another file or the same one: both places named, none kept
                     where, m = seen[case.id]
                     problems.append(
-                        f"{f}: case {case.id!r}: field id: duplicate of a case in {where} (its case #{m}; here case #{n})"
+                        f"{f}: case {case.id!r}: field id: duplicate of a case in {where} (its #{m}; here #{n})"
                     )
                     continue
                 seen[case.id] = (f, n)
