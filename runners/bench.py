@@ -25,7 +25,16 @@ from runners import profiles, shard
 from runners.case_runner import CaseRun, run_case
 from runners.evalset import EvalCase, content_hash, load_cases
 from runners.executors import Executor, iterate_processes, iterate_ray
-from runners.metrics_db import MetricsWriter, case_run_rows, connect, store_settings
+from runners.metrics_db import (
+    WRITE_FAILURES,
+    MetricsWriteError,
+    MetricsWriter,
+    case_run_rows,
+    commit,
+    connect,
+    store_settings,
+    write_statement,
+)
 from runners.preflight import infrastructure_error, preflight
 from runners.settings import (
     ModelSettings,
@@ -165,6 +174,11 @@ class BenchSummary:
     """The settings the case runs were made with (restored ones on resume)."""
     infra_errors: int = 0
     """Case runs that ended on an endpoint or cassette error (not a model verdict)."""
+    storage_error: str | None = None
+    """Why writing the database failed (full disk, I/O error): the run stopped, `interrupted`."""
+    status_recorded: bool = True
+    """False when even the final status could not be written (the row stays `running` until the next
+    writer marks it `interrupted`)."""
 
 
 def git_commit() -> str | None:
@@ -390,7 +404,9 @@ def _run(
             )
             shard.set_status(con, bench_run_id, "running", finished=False)
         store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
-        con.execute("COMMIT")
+        commit(con)  # a full disk here: MetricsWriteError, nothing started
+    except MetricsWriteError:
+        raise
     except BaseException:
         con.execute("ROLLBACK")
         raise
@@ -421,7 +437,12 @@ def _run(
                 summary.runs.append(run)
             if on_progress:
                 on_progress(summary.skipped + summary.executed, len(planned), run)
+        writer.flush()  # before the status: a run whose last rows were not stored is never `completed`
         status = "completed" if summary.executed == len(todo) else "interrupted"
+    except MetricsWriteError as exc:  # full disk, I/O error: stop, keep what is stored, resumable
+        opts.cancellation.cancel()  # no new case run starts; the ones in flight are discarded
+        status, summary.storage_error = "interrupted", str(exc)
+        summary.executed = writer.cases_written  # what this invocation stored
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -429,12 +450,23 @@ def _run(
         error = f"{type(exc).__name__}: {exc}"
         raise
     finally:
-        writer.flush()
-        con.execute(
-            "UPDATE bench_runs SET status = ?, finished_at = now(), error = ? WHERE bench_run_id = ?",
-            [status, error, bench_run_id],
-        )
-        shard.set_status(con, bench_run_id, status, finished=True)
+        try:
+            writer.flush()
+        except MetricsWriteError as exc:
+            status, summary.storage_error = "interrupted", summary.storage_error or str(exc)
+            summary.executed = writer.cases_written
+        try:
+            write_statement(
+                con,
+                "UPDATE bench_runs SET status = ?, finished_at = now(), error = ? WHERE bench_run_id = ?",
+                [status, error or (f"storage: {summary.storage_error}" if summary.storage_error else None),
+                 bench_run_id],
+            )  # fmt: skip
+            shard.set_status(con, bench_run_id, status, finished=True)
+        except WRITE_FAILURES as exc:
+            # left `running` (never `completed`): the next writer marks it `interrupted`
+            status, summary.status_recorded = "interrupted", False
+            summary.storage_error = summary.storage_error or str(exc).splitlines()[0]
         summary.status = status
         summary.wall_seconds = time.perf_counter() - t0
         summary.write_seconds = writer.write_seconds

@@ -1,7 +1,8 @@
 """harness-bench: run diagnosis-agent evaluation cases through the Harness and record metrics.
 
-Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2 unusable input · 130 interrupted
-(Ctrl-C) · 143 terminated (SIGTERM); interrupted runs and sweeps continue with --resume.
+Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2 unusable input · 74 the database
+could not be written (full disk, I/O error) · 130 interrupted (Ctrl-C) · 143 terminated (SIGTERM); interrupted
+runs and sweeps continue with --resume.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from harness import __version__
 from runners import interrupts, settings, tables
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_STORAGE = 74
+"""The database could not be written (full disk, I/O error): the run stopped `interrupted` (sysexits EX_IOERR)."""
 
 out = tables.make_console()
 err = tables.make_console(stderr=True)
@@ -355,6 +358,16 @@ def _interrupted(intr: interrupts.Interrupts, what: str, command: str, db: Path,
     return intr.exit_code or EXIT_INTERRUPTED
 
 
+def _storage_failed(what: str, command: str, db: Path, run_id: str, error: str, stored: int, planned: int,
+                    recorded: bool) -> int:  # fmt: skip
+    """A write to the database failed (full disk, I/O error): say what is stored and how to continue."""
+    state = "recorded 'interrupted'" if recorded else "left 'running' (the next run on it marks it 'interrupted')"
+    _error(f"writing {db} failed ({error}): {what} {run_id} stopped, {state}, {stored} of {planned} case runs"
+           " stored; free some space (or fix the device), then continue with the command below")  # fmt: skip
+    _say_resume([_resume_command(command, db, run_id)])
+    return EXIT_STORAGE
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from runners.bench import BenchOptions, check_options, load_resume, run_bench
     from runners.executors import Executor
@@ -403,9 +416,14 @@ def cmd_run(args: argparse.Namespace) -> int:
             progress.update(task, completed=done, total=total, passed=f"{passed[0]} passed")
 
         summary = run_bench(opts, on_progress=hook, on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))
+    if summary.storage_error is not None:
+        return _storage_failed("bench run", "run", args.db, summary.bench_run_id, summary.storage_error,
+                               summary.skipped + summary.executed, summary.planned,
+                               summary.status_recorded)  # fmt: skip
     if intr.received:
         return _interrupted(intr, "bench run", "run", args.db, summary.bench_run_id, summary.status,
                             summary.skipped + summary.executed, summary.planned)  # fmt: skip
+    _warn_unchecked(args.db)
     _print_family_table(args.db, summary.bench_run_id)
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
@@ -436,6 +454,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         _say(f"{failing} case run(s) did not meet their expectations (--strict)", stderr=True)
         return EXIT_REGRESSION
     return EXIT_OK
+
+
+def _warn_unchecked(db: Path) -> None:
+    """A write-ahead log left next to the database after the writer closed: its checkpoint failed (full
+    disk). The rows are safe in it; say so, so that nobody deletes it."""
+    wal = db.with_name(db.name + ".wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        _say(f"warning: {wal} could not be folded into {db} (full disk?); the rows are stored in it: keep it next"
+             " to the database (the next writer folds it in once there is room)", stderr=True)  # fmt: skip
 
 
 def _interrupts(args: argparse.Namespace) -> interrupts.Interrupts:
@@ -526,8 +553,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         task = progress.add_task("sweep", total=None, passed="")
         summary = run_sweep(SweepOptions(grid, base, args.resume), on_progress=on_progress,
                             on_start=lambda sweep_id: _name_run(intr, "sweep", args.db, sweep_id))  # fmt: skip
+    failed = next((b for b in summary.bench_runs if b.storage_error is not None), None)
+    if failed is not None and failed.storage_error is not None:
+        return _storage_failed("sweep", "sweep", args.db, summary.sweep_id, failed.storage_error, counts[0], counts[1],
+                               failed.status_recorded)  # fmt: skip
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, summary.sweep_id, summary.status, *counts)
+    _warn_unchecked(args.db)
     part = f"shard {args.shard} of " if args.shard else ""
     _say(f"{part}sweep {summary.sweep_id} {summary.status}: {summary.points} grid points → {args.db}")
     if args.shard:
@@ -841,7 +873,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     from runners._files import OutputWriteError
     from runners.bench import BenchInputError
     from runners.evalset import EvalSetError
-    from runners.metrics_db import MetricsDbError
+    from runners.metrics_db import MetricsDbError, MetricsWriteError
 
     try:
         result: int = args.func(args)
@@ -860,6 +892,11 @@ def _dispatch(args: argparse.Namespace) -> int:
     except (UsageError, BenchInputError, MetricsDbError, OutputWriteError, ValueError) as exc:
         _error(str(exc))
         return EXIT_INPUT
+    except MetricsWriteError as exc:  # before a bench run or sweep started: nothing of it is stored
+        where = getattr(args, "db", None) or "the database"
+        _error(f"writing {where} failed ({exc}): nothing was started; free some space (or fix the device) and"
+               " run the command again")  # fmt: skip
+        return EXIT_STORAGE
     except duckdb.Error as exc:  # a file DuckDB opened but cannot read or write (truncated, damaged)
         where = getattr(args, "db", None) or getattr(args, "out", None) or "the database"
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -594,6 +594,53 @@ _TOOL_COLUMNS = [
 ]  # fmt: skip
 
 
+class MetricsWriteError(Exception):
+    """The database could not be written (full disk, I/O error): the rows of the failed transaction are not
+    stored, and the connection may be unusable; the bench run must stop as interrupted and be resumed."""
+
+    def __init__(self, cause: BaseException) -> None:
+        first = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
+        super().__init__(first)
+        self.cause = cause
+
+
+STORAGE_ERRORS: tuple[type[Exception], ...] = (duckdb.IOException, duckdb.FatalException, OSError)
+"""What a full disk or a failing device raises while DuckDB writes (FatalException: the database was
+invalidated by an earlier failed write)."""
+
+
+WRITE_FAILURES: tuple[type[Exception], ...] = (MetricsWriteError, *STORAGE_ERRORS)
+"""A write that failed on the storage, raised by this module or by DuckDB."""
+_STATEMENT_FAILURES: tuple[type[Exception], ...] = (*STORAGE_ERRORS, duckdb.TransactionException)
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    """Roll back after a failed write; a transaction DuckDB already aborted (or an invalidated database)
+    must not hide the failure that caused it."""
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass
+
+
+def commit(con: duckdb.DuckDBPyConnection) -> None:
+    """COMMIT the open transaction. This process is the file's only writer (it holds the exclusive lock), so
+    a failed COMMIT is the storage failing (full disk, I/O error): rolled back, raised as MetricsWriteError."""
+    try:
+        con.execute("COMMIT")
+    except duckdb.Error as exc:
+        _rollback(con)
+        raise MetricsWriteError(exc) from exc
+
+
+def write_statement(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()) -> None:
+    """One auto-committed write; its failure is the storage failing (see `commit`)."""
+    try:
+        con.execute(sql, list(params))
+    except _STATEMENT_FAILURES as exc:
+        raise MetricsWriteError(exc) from exc
+
+
 class MetricsWriter:
     """Buffers finished case runs and writes them in transactions (all rows of a case run together)."""
 
@@ -607,6 +654,10 @@ class MetricsWriter:
         self._last_flush = time.monotonic()
         self.rows_written = 0
         self.write_seconds = 0.0
+        self.lost = 0
+        """Case runs of transactions that failed on a storage error (not stored)."""
+        self.cases_written = 0
+        """Case runs stored by this writer."""
 
     def add(self, rows: tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]) -> None:
         """Buffer one case run; flush when the buffer is full or old."""
@@ -638,14 +689,23 @@ class MetricsWriter:
             if len(events):
                 cols = ", ".join(["bench_run_id", "case_run_id", *_EVENT_COLUMNS])
                 con.execute(f"INSERT INTO events ({cols}) SELECT * FROM _hb_events")
-            con.execute("COMMIT")
+            commit(con)
+        except WRITE_FAILURES as exc:
+            _rollback(con)
+            self.lost += len(self._cases)
+            self._cases, self._tools, self._events = [], [], []  # not stored: --resume runs them again
+            raise exc if isinstance(exc, MetricsWriteError) else MetricsWriteError(exc) from exc
         except BaseException:
-            con.execute("ROLLBACK")
+            _rollback(con)
             raise
         finally:
             for name in ("_hb_cases", "_hb_tools", "_hb_events"):
-                con.unregister(name)
+                try:
+                    con.unregister(name)
+                except duckdb.Error:
+                    pass
         n = len(self._cases)
+        self.cases_written += n
         self.rows_written += n + len(self._tools) + len(self._events)
         self._cases, self._tools, self._events = [], [], []
         self._last_flush = time.monotonic()

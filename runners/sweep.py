@@ -29,7 +29,7 @@ from runners.bench import (
     run_bench,
     select_cases,
 )
-from runners.metrics_db import connect
+from runners.metrics_db import WRITE_FAILURES, connect, write_statement
 from runners.settings import RunSettings, SettingsError, SettingValue, declaration
 
 
@@ -248,7 +248,13 @@ def _sweep(
         status = "interrupted"
         raise
     finally:
-        con.execute("UPDATE sweeps SET status = ?, finished_at = now() WHERE sweep_id = ?", [status, sweep_id])
+        try:
+            write_statement(con, "UPDATE sweeps SET status = ?, finished_at = now() WHERE sweep_id = ?",
+                            [status, sweep_id])  # fmt: skip
+        except WRITE_FAILURES:
+            if not summaries or summaries[-1].storage_error is None:
+                raise  # (else left `running`: the next writer marks it `interrupted`)
+            status = "interrupted"
     return SweepSummary(sweep_id, status, len(points), summaries)
 
 
