@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook live
+.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook live ci-deps
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -30,6 +30,16 @@ test: $(STAMP)
 	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/mypy
 	$(BIN)/python -m pytest -q
+
+## What CI's checks need from the distribution: Chromium (tests/test_report.py measures the report page in it).
+## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+ci-deps:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "make ci-deps: installing chromium (apt-get)"; \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
+	@echo "make ci-deps: $$(command -v chromium || command -v chromium-browser) ready"
 
 ## Benchmarks (figures as medians with min/max; never part of `make test`).
 perf: $(STAMP)

@@ -56,7 +56,10 @@ def execute(path: Path, out: Path | None = None, timeout: int = 600) -> Path:
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such notebook")
     out = out or DEFAULT_OUT_DIR / f"{path.stem}.executed.ipynb"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    check_output_folder(out.parent, "--out folder")
+    figures = os.environ.get("HARNESS_BENCH_NOTEBOOK_OUT")
+    if figures is not None:
+        check_output_folder(Path(figures), "HARNESS_BENCH_NOTEBOOK_OUT")
     nb = nbformat.read(path, as_version=4)  # type: ignore[no-untyped-call]
     saved = {k: os.environ.get(k) for k in ("JUPYTER_PATH", "HARNESS_BENCH_NOTEBOOK_OUT")}
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,6 +82,26 @@ def execute(path: Path, out: Path | None = None, timeout: int = 600) -> Path:
     return out
 
 
+class NotebookOutputError(RuntimeError):
+    """The executed copy's folder (or HARNESS_BENCH_NOTEBOOK_OUT) cannot be written."""
+
+
+def check_output_folder(folder: Path, what: str) -> None:
+    """Refuse, before any cell runs, a folder the notebook's figures or executed copy cannot be written to."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise NotebookOutputError(f"{what} {folder} is a file, not a folder")
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder, prefix=".probe-"):
+            pass
+    except NotebookOutputError:
+        raise
+    except OSError as exc:
+        raise NotebookOutputError(
+            f"{what} {folder}: cannot write there ({exc.strerror or exc}); give a writable folder"
+        ) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("notebook", type=Path)
@@ -88,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         written = execute(args.notebook, args.out)
-    except (NotebookKernelError, FileNotFoundError) as exc:
+    except (NotebookKernelError, NotebookOutputError, FileNotFoundError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:
