@@ -75,6 +75,16 @@ CASES: list[tuple[str, str]] = [
     ("serve-sim --port 70000", "--port 70000"),
     ("serve-sim --port -1", "--port -1"),
     ("cases --evalset {tmp}/none.yaml", "none.yaml"),
+    # behaviour-profile parameters: ranges and duplicates
+    ("run --model scripted:rewriter?k=-1", "k=-1 must be a whole number"),
+    ("run --model scripted:rewriter?k=2.5", "k=2.5 must be a whole number"),
+    ("run --model scripted:sloppy?p=0.1&p=0.9", "parameter p given twice"),
+    ("run --model scripted:sloppy?p=nan", "p=nan must be within [0, 1]"),
+    # replay and endpoints: refused before any folder or database exists
+    ("run --model openai:m --cassettes {tmp}/no-such --api-key-env PATH", "--cassettes {tmp}/no-such: no such folder"),
+    ("sweep --model openai:m --cassettes {tmp}/no-such --api-key-env PATH", "--cassettes {tmp}/no-such: no such"),
+    ("gate --db {metrics} --baseline a --candidate b --bench-run x --bench-run y --bench-run z", "--bench-run"),
+    ("migrate --db {tmp}/none.duckdb", "none.duckdb: no such DuckDB file"),
 ]
 
 
