@@ -280,6 +280,7 @@ def test_the_printed_rerecord_command_records_what_the_replay_needs(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()  # an empty folder: every request misses (a missing folder is refused before anything runs)
     replay = ["--model", "openai:scripted", "--base-url", "http://127.0.0.1:9/v1", "--tool-choice", "log_search",
               "--schema-mode", "static", "--no-gain-threshold", "3", "--cassettes", str(cassettes)]  # fmt: skip
     # every case run missed its cassette: nothing was measured, so exit 2 (the rows keep the command)
