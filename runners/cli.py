@@ -86,6 +86,12 @@ class _ArgumentError(Exception):
 class _Parser(argparse.ArgumentParser):
     """argparse whose errors reach `main` as one line (`--flag VALUE: what is allowed`), not a usage dump."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A value that starts with '-' and a digit is a value, never an option: `--no-gain-threshold -1,2`
+        # reaches the flag's own check ("must be ≥ 1") instead of "expected one argument".
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$")
+
     def error(self, message: str) -> NoReturn:
         m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
         if m:
@@ -113,7 +119,8 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                         " replacing stale episodes)")  # fmt: skip
     g = p.add_argument_group("bench")
     g.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
-    g.add_argument("--label", default=None, help="label stored with every case run (the gate pairs labels)")
+    g.add_argument("--label", type=_label_arg, default=None,
+                   help="label stored with every case run (the gate pairs labels)")  # fmt: skip
     epochs = 3 if sweep else 1
     g.add_argument("--epochs", type=_int_in(1, MAX_EPOCHS), default=None, metavar="K",
                    help=f"repeat every case K times (default {epochs})")  # fmt: skip
@@ -136,6 +143,14 @@ def _shard_arg(text: str) -> Any:
         return ShardSpec.parse(text)
     except ShardError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard").strip()) from None
+
+
+def _label_arg(text: str) -> str:
+    """A label is shown in tables, Markdown headings and JUnit names: printable, one line, at most 200 chars."""
+    if not text or len(text) > 200 or not text.isprintable():
+        shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}… ({len(text)} characters)"
+        raise argparse.ArgumentTypeError(f"{shown}: a label is 1-200 printable characters on one line")
+    return text
 
 
 def _run_id_arg(text: str) -> str:
@@ -492,7 +507,13 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
                                  log=(lambda line: _say(line, stderr=True)) if args.verbose else None,
                                  latency_ms=args.latency_ms, jitter_ms=args.jitter_ms)  # fmt: skip
     except OSError as exc:
-        _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port (0 = any free)")
+        import errno
+
+        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
+            _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port"
+                  " (0 = any free)")  # fmt: skip
+        _fail(f"--host {args.host}: cannot listen there ({exc.strerror or exc}); give an address of this machine,"
+              " e.g. 127.0.0.1")  # fmt: skip
     delay = f", latency {args.latency_ms:g}±{args.jitter_ms:g} ms" if args.latency_ms or args.jitter_ms else ""
     _say(f"serve-sim: {len(cases)} cases on {server.base_url}{delay} (Ctrl-C to stop)")
     sys.stdout.flush()
@@ -640,7 +661,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     from runners._files import OutputWriteError
 
     verdict = EXIT_OK if result.passed else EXIT_REGRESSION
-    _say(markdown(result))  # the verdict first: a file that cannot be written never loses it
+    out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
     try:
         write_outputs(result, args.summary, args.junit)
     except OutputWriteError as exc:
@@ -849,6 +870,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # an ASCII-only terminal gets '?' for '…', never an exit 2
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
+            reconfigure(errors="replace")
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

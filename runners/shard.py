@@ -115,8 +115,9 @@ def select(
 def check_run_id(text: str) -> str:
     """A usable `--run-id` (it becomes part of the bench run id, the sweep id and every case-run id)."""
     if not RUN_ID_PATTERN.fullmatch(text):
+        shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}… ({len(text)} characters)"
         raise ShardError(
-            f"--run-id {text!r}: use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"
+            f"--run-id {shown}: use 1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return text
 

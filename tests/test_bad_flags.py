@@ -85,6 +85,11 @@ CASES: list[tuple[str, str]] = [
     ("sweep --model openai:m --cassettes {tmp}/no-such --api-key-env PATH", "--cassettes {tmp}/no-such: no such"),
     ("gate --db {metrics} --baseline a --candidate b --bench-run x --bench-run y --bench-run z", "--bench-run"),
     ("migrate --db {tmp}/none.duckdb", "none.duckdb: no such DuckDB file"),
+    # values that look like options, hosts, long or multi-line text
+    ("sweep --protocol-violation-threshold -1,2", "--protocol-violation-threshold '-1,2': -1: must be an integer ≥ 1"),
+    ("serve-sim --host 256.1.1.1 --port 0", "--host 256.1.1.1: cannot listen there"),
+    ("run --label a\nb", "--label 'a\\nb': a label is 1-200 printable characters on one line"),
+    ("run --run-id " + "x" * 5000 + "/", "(5001 characters)"),
 ]
 
 
@@ -132,6 +137,21 @@ def test_bad_flag_or_path_is_one_line_exit_2_and_touches_nothing(
     assert needle.format(**world) in lines[0]
     assert captured.out == ""
     assert _snapshot(tmp_path) == before, "nothing created or changed"
+
+
+def test_a_long_value_is_not_echoed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["run", "--run-id", "x" * 5000 + "/"]) == 2
+    assert len(capsys.readouterr().err) < 400
+
+
+def test_an_ascii_only_terminal_still_lists_the_cases(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "runners.cli", "cases", "--evalset", "missing_context"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": "ascii", "COLUMNS": "80"},
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "missing_context" in proc.stdout
 
 
 def test_a_real_process_exits_2_with_one_line(tmp_path: Path) -> None:

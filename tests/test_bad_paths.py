@@ -279,8 +279,13 @@ def test_gate_refuses_a_label_spread_over_bench_runs_unless_one_is_picked(
     con = duckdb.connect("g.duckdb", read_only=True)
     (one,) = con.execute("SELECT bench_run_id FROM bench_runs WHERE label = 'b' AND epochs = 1").fetchone() or ("",)
     con.close()
+    capsys.readouterr()
     assert main([*argv, "--bench-run", str(one)]) == 0
-    assert "7 cases" in (work / "gate-summary.md").read_text(encoding="utf-8")
+    summary = (work / "gate-summary.md").read_text(encoding="utf-8")
+    assert "7 cases" in summary
+    printed = capsys.readouterr().out
+    rows = [line for line in summary.splitlines() if line.startswith("|") and len(line) > 100]
+    assert rows and all(row in printed.splitlines() for row in rows), "Markdown table rows are never hard-wrapped"
 
 
 @pytest.mark.parametrize(
