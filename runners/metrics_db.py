@@ -259,6 +259,7 @@ def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) 
     """
     target = str(path)
     check_database_file(path, must_exist=read_only)
+    existed = Path(path).exists()
     try:
         con = duckdb.connect(target, read_only=read_only)
         # Nothing here needs an extension: never reach the network for one.
@@ -266,6 +267,10 @@ def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) 
         con.execute("SET autoload_known_extensions = false")
     except duckdb.IOException as exc:
         text = str(exc)
+        if not read_only and not existed:  # creating the file failed: the storage (full disk, read-only)
+            for created in (Path(path), Path(f"{target}.wal")):
+                created.unlink(missing_ok=True)
+            raise MetricsWriteError(exc) from None
         if "lock" in text.lower():
             raise MetricsDbError(
                 f"{target} is locked by another process (another `harness-bench run` writing to it?). "
@@ -276,14 +281,20 @@ def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) 
         raise MetricsDbError(f"{target}: not a usable DuckDB database ({str(exc).splitlines()[0]})") from None
     try:
         if not read_only:
-            migrate(con, target)
-            ensure_settings_columns(con)
+            try:
+                migrate(con, target)
+                ensure_settings_columns(con)
+            except duckdb.TransactionException as exc:  # the only writer's COMMIT failed: the storage (full disk)
+                raise MetricsWriteError(exc) from exc
         else:
             _check_version(con, target)
             if upgrade and _outdated(con):
                 version = _current_version(con)
                 con.close()
                 return _upgraded_copy(Path(path), version)
+    except MetricsWriteError:
+        con.close()
+        raise
     except duckdb.Error as exc:
         con.close()
         raise MetricsDbError(_damaged(target, exc)) from None
