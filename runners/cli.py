@@ -214,11 +214,14 @@ def _check_cassette_flags(args: argparse.Namespace, model: str) -> None:
                   " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
 
 
-def _check_endpoint_url(base_url: str | None) -> None:
-    """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused before anything runs."""
+def _check_endpoint_url(base_url: str | None, *, replay: bool) -> None:
+    """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused before anything runs
+    (a live run's --base-url is the preflight's to check; a replay makes no preflight)."""
     import os
     from urllib.parse import urlsplit
 
+    if base_url and not replay:
+        return
     source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
     if not url:
         return
@@ -406,7 +409,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_settings = settings.settings_from_args(args)
         _check_cassette_flags(args, run_settings.model_settings.model)
         if run_settings.model_settings.model.startswith("openai:"):
-            _check_endpoint_url(run_settings.model_settings.base_url)
+            _check_endpoint_url(run_settings.model_settings.base_url, replay=args.cassettes is not None)
         _check_db(args.db, must_exist=False)
         opts = _bench_options(args, run_settings, epochs=1)
         check_options(opts)
@@ -549,7 +552,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         base_settings = settings.settings_from_args(args)
         _check_cassette_flags(args, base_settings.model_settings.model)
         if base_settings.model_settings.model.startswith("openai:"):
-            _check_endpoint_url(base_settings.model_settings.base_url)
+            _check_endpoint_url(base_settings.model_settings.base_url, replay=args.cassettes is not None)
         _check_db(args.db, must_exist=False)
         base = _bench_options(args, base_settings, epochs=3)
         grid = SweepGrid(settings.axes_from_args(args))
