@@ -809,6 +809,11 @@ def plan(result: GateResult, target_mde: float) -> str:
         return f"{head}\n  the overall test cannot be significant with {n} cases: it needs at least {need} cases.\n"
     if m.at_80 is None or m.at_90 is None:
         return f"{head}\n  no drop is detectable: the candidate has no passing case runs left to lose.\n"
+    last = power.sequential_levels(tuple(x / 20 for x in sequential_looks(20, 4)), result.alpha)[-1]
+    z = scipy.stats.norm.ppf
+    factor = float(
+        ((z(1 - last * t.weight) + z(power.POWERS[0])) / (z(1 - result.alpha * t.weight) + z(power.POWERS[0]))) ** 2
+    )
     lines = [
         head,
         f"  now: MDE {m.at_80 * 100:.1f} points at 80%, {m.at_90 * 100:.1f} at 90% (level {m.level:.2g}).",
@@ -817,8 +822,9 @@ def plan(result: GateResult, target_mde: float) -> str:
         f"{e} epochs, 80%).",
         "  predicted MDE at 80% by epochs (noise falls with 1/√epochs): "
         + ", ".join(f"{x}: {m.at_80 * math.sqrt(e / x) * 100:.1f}" for x in sorted({e, 5, 10, 20, 40}) if x >= e),
-        "  a sequential gate (--sequential) spends α over its looks: its last look runs at a slightly lower level, "
-        "so give it a budget of about 1.1 × these epochs.",
+        f"  a sequential gate (--sequential --budget 20 --stage 4) runs its last look at nominal α {last:.3g} instead "
+        f"of {result.alpha:g}: give it a budget of ≈ {factor:.2f} × these epochs; it stops earlier when a drop is "
+        "large.",
     ]
     return "\n".join(lines) + "\n"
 
