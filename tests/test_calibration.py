@@ -332,3 +332,12 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     rec2 = recommend([a, noisy])
     assert not rec2.separable
     assert rec2.paragraphs[0].startswith("No recommendation: this sweep is too small to separate its configurations")
+
+
+def test_power_study_reads_the_80_percent_drop_off_the_measured_curve() -> None:
+    from benchmarks.calibration import _crossing
+
+    curve = [(1.0, 0.1), (2.0, 0.5), (4.0, 0.9), (8.0, 1.0)]
+    assert _crossing(curve, 0.8) == pytest.approx(3.5)  # between 2 (50%) and 4 (90%)
+    assert _crossing(curve, 0.05) == pytest.approx(0.5)  # from (0, 0)
+    assert _crossing([(1.0, 0.2), (2.0, 0.4)], 0.8) is None  # never reached on the grid
