@@ -12,8 +12,23 @@
   its pass rate drops by 2, 5 and 10 points; and the same against a noise-free baseline (the
   deterministic reference model against a copy of itself with flips).
 
-Writes `reports/calibration/calibration.json` and `calibration.png`, and prints the README tables.
-A study, not a test: it takes minutes (the scripted model runs ~100–250 case runs/s).
+- **power** (`--part power`): is the MDE the gate prints right, and does the sequential mode keep
+  its promise? For each stochastic profile, `--pairs` disjoint seed pairs, every built-in case ×
+  20 epochs of per-case outcomes (`outcome_table`); at 3 and 10 epochs the gate's predicted MDE
+  (80% / 90%) and predicted detection of 2 / 5 / 10-point drops against the measured detection
+  over a grid of injected drops (`POWER_DROPS`); and the sequential mode (budget 20, a look every
+  4 epochs): false alarms over the same-profile pairs, detection of a 5-point drop and the epochs
+  it spends.
+
+Writes `reports/calibration/calibration.json` and `calibration.png` (`power.png` for the power
+part), and prints the README tables. A study, not a test: it takes minutes (the scripted model
+runs ~100–250 case runs/s).
+
+`outcome_table` is what makes the power part affordable: a scripted case run is a pure function of
+(case, trajectory, config), and the profiles draw the same trajectory again and again (most epochs
+of a seed leave a case's trajectory unchanged), so each distinct (case, trajectory) is run once
+through the real Harness and its outcome reused — exactly the rows a bench run of that seed would
+write (`tests/test_calibration.py` checks it against `run_bench`).
 """
 
 from __future__ import annotations
@@ -29,11 +44,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import scipy.stats
 
-from runners.bench import BenchOptions, run_bench
-from runners.gate import Pair, evaluate, load_pairs, per_case
+from harness.config import HarnessConfig
+from harness.models.scripted import ScriptedChatModel
+from runners import power
+from runners.bench import BenchOptions, run_bench, select_cases
+from runners.case_runner import run_case
+from runners.evalset import EvalCase
+from runners.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
 from runners.metrics_db import connect
+from runners.profiles import trajectory_for
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "reports" / "calibration"
@@ -44,6 +66,17 @@ SWEEP_FAMILIES = ["diagnosable", "empty_logs", "generic_kb", "missing_context"]
 SWEEP_THRESHOLDS = (1, 2, 3, 4, 5, 6)
 SWEEP_BUDGETS = (8, 16)
 SWEEP_EPOCHS = (1, 3, 10)
+POWER_EPOCHS = (3, 10)
+POWER_DROPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
+"""Injected drops (points) of the measured detection curve; 2, 5 and 10 are compared point by point."""
+SEQ_BUDGET = 20
+SEQ_STAGE = 4
+SEQ_DROP = 5
+MDE_TOLERANCE_POINTS = 2.0
+"""Acceptance: the predicted 80% MDE within ±2 points of the drop measured at 80% detection."""
+RATE_TOLERANCE = "exact 95% interval"
+"""Each predicted detection rate lies within the measured rate's exact (Clopper–Pearson) 95% interval —
+the measured rate's own sampling error (±12 percentage points at 50% over 60 pairs)."""
 
 
 def inject_drop(pairs: list[Pair], points: float, seed: int) -> tuple[list[Pair], int]:
@@ -127,6 +160,246 @@ def gate_study(pairs_per_profile: int, epochs: int, workdir: Path) -> dict[str, 
     out["false_alarms_all"] = rate(total, n)
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class OutcomeTable:
+    """Per (seed, case, epoch) outcomes of one profile: what `run --model scripted:PROFILE?seed=S` writes."""
+
+    profile: str
+    """Profile."""
+    cases: list[EvalCase]
+    """Cases, in bench order."""
+    passed: np.ndarray
+    """bool[seed, case, epoch − 1]."""
+    cost: np.ndarray
+    """float[seed, case, epoch − 1, (tool invocations, model calls, tokens)]."""
+    distinct_runs: int
+    """Case runs actually executed (distinct (case, trajectory))."""
+
+    def pairs(self, base_seed: int, cand_seed: int, epochs: int) -> list[Pair]:
+        """The gate's pairs of two seeds over the first `epochs` epochs."""
+        out = []
+        for e in range(epochs):
+            for i, c in enumerate(self.cases):
+                b, k = self.cost[base_seed, i, e], self.cost[cand_seed, i, e]
+                out.append(
+                    Pair(
+                        c.id, c.family, e + 1, bool(self.passed[base_seed, i, e]), bool(self.passed[cand_seed, i, e]),
+                        (float(b[0]), float(b[1]), float(b[2])), (float(k[0]), float(k[1]), float(k[2])),
+                    )
+                )
+        return out
+
+
+def outcome_table(profile: str, seeds: int, epochs: int, cases: list[EvalCase] | None = None) -> OutcomeTable:
+    """Run every (case, trajectory) the profile draws for seeds 0..seeds−1 × epochs once, reuse the rest."""
+    cases = cases if cases is not None else select_cases([], [])
+    passed = np.zeros((seeds, len(cases), epochs), dtype=bool)
+    cost = np.zeros((seeds, len(cases), epochs, 3))
+    memo: dict[tuple[str, str], tuple[bool, tuple[float, float, float]]] = {}
+    config = HarnessConfig()
+    for s in range(seeds):
+        model = f"{profile}?seed={s}" if profile != "reference" else "reference"
+        for e in range(epochs):
+            for i, case in enumerate(cases):
+                traj = trajectory_for(case, model, e + 1)
+                key = (case.id, traj.model_dump_json())
+                if key not in memo:
+                    run = run_case(case, ScriptedChatModel(traj, name=f"scripted:{model}"), config=config)
+                    m = run.metrics
+                    memo[key] = (run.passed, (m.tool_invocations, m.model_calls, m.input_tokens + m.output_tokens))
+                passed[s, i, e], cost[s, i, e] = memo[key]
+    return OutcomeTable(profile, cases, passed, cost, len(memo))
+
+
+def _crossing(curve: list[tuple[float, float]], target: float) -> float | None:
+    """The drop at which a measured detection curve first reaches `target` (linear interpolation)."""
+    prev = (0.0, 0.0)
+    for x, y in curve:
+        if y >= target:
+            if y == prev[1]:
+                return x
+            return prev[0] + (target - prev[1]) * (x - prev[0]) / (y - prev[1])
+        prev = (x, y)
+    return None
+
+
+def power_study(pairs_per_profile: int, profiles: tuple[str, ...] = (*STOCHASTIC, "reference")) -> dict[str, Any]:
+    """Predicted (the gate's MDE) against measured detection; the sequential mode's false alarms and epochs."""
+    t0 = time.perf_counter()
+    level = ALPHA * OVERALL_WEIGHT
+    out: dict[str, Any] = {
+        "pairs_per_profile": pairs_per_profile, "epochs": list(POWER_EPOCHS), "drops": list(POWER_DROPS),
+        "sequential": {"budget": SEQ_BUDGET, "stage": SEQ_STAGE, "drop": SEQ_DROP},
+        "tolerance": {"mde_points": MDE_TOLERANCE_POINTS, "rate": RATE_TOLERANCE}, "profiles": {},
+    }  # fmt: skip
+    for profile in profiles:
+        noisy = profile != "reference"
+        seeds = 2 * pairs_per_profile if noisy else 1
+        table = outcome_table(profile, seeds, SEQ_BUDGET if noisy else max(POWER_EPOCHS))
+        seed_pairs = [(2 * j, 2 * j + 1) if noisy else (0, 0) for j in range(pairs_per_profile)]
+        prof: dict[str, Any] = {"cases": len(table.cases), "distinct_case_runs": table.distinct_runs, "fixed": {}}
+        for epochs in POWER_EPOCHS:
+            mde80, mde90, predicted = [], [], {d: 0.0 for d in DROPS}
+            detected = dict.fromkeys(POWER_DROPS, 0)
+            alarms = 0
+            for j, (sb, sc) in enumerate(seed_pairs):
+                pairs = table.pairs(sb, sc, epochs)
+                cs = per_case(pairs)
+                # a different replicate seed per pair: the prediction's own noise averages out too
+                thr = power.pass_rate_thresholds(
+                    [c.epochs for c in cs], [c.base_passes for c in cs], [c.cand_passes for c in cs],
+                    level=level, seed=power.MDE_SEED + j,
+                )  # fmt: skip
+                q80, q90 = (float(np.sort(thr)[math.ceil(p * thr.size) - 1]) for p in power.POWERS)
+                mde80.append(q80)
+                mde90.append(q90)
+                for d in DROPS:
+                    predicted[d] += float(np.mean(thr <= round(d / 100 * len(pairs)) / len(pairs)))
+                alarms += noisy and not evaluate(pairs, "b", "c", k=min(3, epochs), mde=False).passed
+                for d in POWER_DROPS:
+                    dropped, _ = inject_drop(pairs, d, seed=1000 * d + j)
+                    detected[d] += not evaluate(dropped, "b", "c", k=min(3, epochs), mde=False).passed
+            n = len(seed_pairs)
+            curve = [(float(d), detected[d] / n) for d in POWER_DROPS]
+            prof["fixed"][str(epochs)] = {
+                "predicted_mde_80": 100 * float(np.mean(mde80)), "predicted_mde_90": 100 * float(np.mean(mde90)),
+                "predicted_mde_80_range": [100 * min(mde80), 100 * max(mde80)],
+                "measured_drop_at_80": _crossing(curve, 0.8), "measured_drop_at_90": _crossing(curve, 0.9),
+                "detection": {str(d): rate(detected[d], n) for d in POWER_DROPS},
+                "predicted_detection": {str(d): predicted[d] / n for d in DROPS},
+                "false_alarms": rate(alarms, n) if noisy else None,
+            }  # fmt: skip
+            f = prof["fixed"][str(epochs)]
+            print(
+                f"  {profile} @{epochs}: MDE80 predicted {f['predicted_mde_80']:.1f} measured "
+                f"{f['measured_drop_at_80']} ({time.perf_counter() - t0:.0f}s)",
+                file=sys.stderr,
+            )
+        if noisy:
+            prof["sequential"] = _sequential(table, seed_pairs)
+            print(f"  {profile} sequential: {prof['sequential']} ({time.perf_counter() - t0:.0f}s)", file=sys.stderr)
+        out["profiles"][profile] = prof
+    out["seconds"] = round(time.perf_counter() - t0, 1)
+    return out
+
+
+def _sequential(table: OutcomeTable, seed_pairs: list[tuple[int, int]]) -> dict[str, Any]:
+    """The sequential gate over the same pairs: false alarms (no drop) and a `SEQ_DROP`-point drop."""
+    alarms = detected = 0
+    spent: list[int] = []
+    to_detect: list[int] = []
+    for j, (sb, sc) in enumerate(seed_pairs):
+        pairs = table.pairs(sb, sc, SEQ_BUDGET)
+        null = evaluate_sequential(pairs, "b", "c", budget=SEQ_BUDGET, stage=SEQ_STAGE, mde=False)
+        alarms += bool(null.failures)
+        dropped, _ = inject_drop(pairs, SEQ_DROP, seed=7000 + j)
+        res = evaluate_sequential(dropped, "b", "c", budget=SEQ_BUDGET, stage=SEQ_STAGE, mde=False)
+        assert res.look is not None
+        spent.append(res.look.epochs)
+        if res.failures:
+            detected += 1
+            to_detect.append(res.look.epochs)
+    n = len(seed_pairs)
+    return {
+        "false_alarms": rate(alarms, n),
+        "detection": rate(detected, n),
+        "mean_epochs_spent": float(np.mean(spent)),
+        "mean_epochs_to_detect": float(np.mean(to_detect)) if to_detect else None,
+        "stops_by_look": {str(e): spent.count(e) for e in sorted(set(spent))},
+    }
+
+
+def power_figure(study: dict[str, Any], path: Path) -> None:
+    """Measured detection (points, 95% intervals) against the gate's predicted detection (lines), per profile."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    profiles = list(study["profiles"])
+    fig, axes = plt.subplots(1, len(profiles), figsize=(3.4 * len(profiles), 3.4), sharey=True)
+    for ax, p in zip(np.atleast_1d(axes), profiles, strict=True):
+        for epochs, color in zip(study["epochs"], ["tab:blue", "tab:orange"], strict=False):
+            f = study["profiles"][p]["fixed"][str(epochs)]
+            det = f["detection"]
+            xs = [int(d) for d in det]
+            ys = [det[d]["rate"] for d in det]
+            err = [[det[d]["rate"] - det[d]["low"] for d in det], [det[d]["high"] - det[d]["rate"] for d in det]]
+            ax.errorbar(xs, ys, yerr=err, fmt="o", ms=3, capsize=2, color=color, label=f"measured, {epochs} ep.")
+            pd = f["predicted_detection"]
+            ax.plot([int(d) for d in pd], list(pd.values()), "x--", color=color, label=f"predicted, {epochs} ep.")
+            ax.axvline(f["predicted_mde_80"], color=color, ls=":", lw=1)
+        ax.axhline(0.8, color="black", ls=":", lw=1)
+        ax.set(title=p, xlabel="injected drop (points)", ylim=(-0.02, 1.02))
+    np.atleast_1d(axes)[0].set_ylabel("detection rate (gate fails)")
+    np.atleast_1d(axes)[0].legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def power_tables(study: dict[str, Any]) -> str:
+    """The README tables of the power part."""
+    tol = study["tolerance"]
+
+    def pts(x: float | None) -> str:
+        return f"{x:.1f}" if x is not None else "> 16"
+
+    lines = [
+        f"{study['pairs_per_profile']} seed pairs per profile, every case. Predicted: what the gate prints for a pair "
+        "(mean over pairs); measured: the injected drop at which the gate fails in 80% (90%) of the pairs, "
+        "interpolated on the drop grid; plan: the 3-epoch MDE × √(3/10). Detection: predicted / measured "
+        "(✗: the prediction is outside the measured rate's exact 95% interval).",
+        "",
+        "| profile | epochs | MDE 80%: predicted / measured | within ±2 | MDE 90%: predicted / measured "
+        "| 2 points: predicted / measured | 5 points | 10 points | plan from 3 epochs |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for p, v in study["profiles"].items():
+        for e, f in v["fixed"].items():
+            det = " | ".join(
+                f"{f['predicted_detection'][str(d)]:.0%} / {f['detection'][str(d)]['rate']:.0%}"
+                + ("" if f["detection"][str(d)]["low"] - 1e-9 <= f["predicted_detection"][str(d)]
+                   <= f["detection"][str(d)]["high"] + 1e-9 else " ✗")
+                for d in DROPS
+            )  # fmt: skip
+            meas = f["measured_drop_at_80"]
+            ok = "yes" if meas is not None and abs(f["predicted_mde_80"] - meas) <= tol["mde_points"] else "no"
+            plan = (
+                f"{v['fixed']['3']['predicted_mde_80'] * math.sqrt(3 / int(e)):.1f}" if e != "3" and "3" in v["fixed"]
+                else "—"
+            )  # fmt: skip
+            lines.append(
+                f"| {p} | {e} | {pts(f['predicted_mde_80'])} / {pts(meas)} | {ok} "
+                f"| {pts(f['predicted_mde_90'])} / {pts(f['measured_drop_at_90'])} | {det} | {plan} |"
+            )
+    seq = study["sequential"]
+    lines += [
+        "",
+        f"Sequential mode (budget {seq['budget']} epochs, a look every {seq['stage']}; O'Brien–Fleming spending):",
+        "",
+        f"| profile | false alarms | detection of a {seq['drop']}-point drop | mean epochs spent "
+        f"| mean epochs to detect | fixed 10 epochs: detection of {seq['drop']} points |",
+        "|---|---|---|---|---|---|",
+    ]
+    for p, v in study["profiles"].items():
+        if "sequential" not in v:
+            continue
+        s = v["sequential"]
+        fa, det = s["false_alarms"], s["detection"]
+        fixed = v["fixed"].get("10", {}).get("detection", {}).get(str(seq["drop"]))
+        to_detect = s["mean_epochs_to_detect"]
+        lines.append(
+            f"| {p} | {fa['hits']}/{fa['n']} = {fa['rate']:.1%} [{fa['low']:.1%}, {fa['high']:.1%}] "
+            f"| {det['hits']}/{det['n']} = {det['rate']:.0%} [{det['low']:.0%}, {det['high']:.0%}] "
+            f"| {s['mean_epochs_spent']:.1f} | {to_detect:.1f} | {fixed['rate']:.0%} |"
+            if fixed and to_detect is not None
+            else f"| {p} | {fa['rate']:.1%} | {det['rate']:.0%} | {s['mean_epochs_spent']:.1f} | — | — |"
+        )
+    return "\n".join(lines)
 
 
 def _cached_sweep(db: Path, model: str, epochs: int, grid: Any) -> str | None:
@@ -298,7 +571,7 @@ def markdown_tables(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--part", choices=["gate", "recommend", "all"], default="all")
+    parser.add_argument("--part", choices=["gate", "recommend", "power", "all"], default="all")
     parser.add_argument("--pairs", type=int, default=60, help="seed pairs per stochastic profile (default 60)")
     parser.add_argument("--epochs", type=int, default=3, help="epochs of the gate runs (default 3)")
     parser.add_argument("--workdir", type=Path, default=None, help="keep the DuckDB files here (default: a temp dir)")
@@ -320,11 +593,18 @@ def main(argv: list[str] | None = None) -> int:
         if args.part in ("recommend", "all"):
             print("recommend: picks per profile and epochs …", file=sys.stderr)
             results["recommend"] = recommend_study(work)
+        if args.part in ("power", "all"):
+            print("power: predicted MDE against measured detection; the sequential mode …", file=sys.stderr)
+            results["power"] = power_study(args.pairs)
     args.out.mkdir(parents=True, exist_ok=True)
     results_path.write_text(json.dumps(results, indent=1) + "\n")
     if "gate" in results:
         figure(results, args.out / "calibration.png")
+    if "power" in results:
+        power_figure(results["power"], args.out / "power.png")
     print(markdown_tables(results))
+    if "power" in results:
+        print(power_tables(results["power"]))
     return 0
 
 

@@ -1,8 +1,9 @@
 """harness-bench: run diagnosis-agent evaluation cases through the Harness and record metrics.
 
-Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2 unusable input · 74 the database
-could not be written (full disk, I/O error) · 130 interrupted (Ctrl-C) · 143 terminated (SIGTERM); interrupted
-runs and sweeps continue with --resume.
+Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2 unusable input · 3 inconclusive
+(gate without the power to pass; --allow-inconclusive makes it 0) · 74 the database could not be written (full
+disk, I/O error) · 130 interrupted (Ctrl-C) · 143 terminated (SIGTERM); interrupted runs and sweeps continue
+with --resume.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from harness import __version__
 from runners import interrupts, settings, tables
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_INCONCLUSIVE = 3
+"""The gate had not the power to pass (too few cases, or an MDE above --max-mde)."""
 EXIT_STORAGE = 74
 """The database could not be written (full disk, I/O error): the run stopped `interrupted` (sysexits EX_IOERR)."""
 
@@ -614,7 +617,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
     if not stats:
         _fail(f"sweep {sweep} has no case runs yet")
     rec = recommend(stats, Objective(args.objective), rule=Rule(args.rule), margin=args.margin)
-    out.print(Text.assemble(("Recommendation: ", "bold"), rec.chosen.label(rec.columns)))
+    picked = rec.chosen.label(rec.columns) if rec.separable else "none — the sweep is too small to separate them"
+    out.print(Text.assemble(("Recommendation: ", "bold"), picked))
     _say(rec.reasoning)
     out.print(tables.stats_table(f"sweep {sweep}: {len(stats)} configurations", rec, stats))
     for name, definition in METRIC_DEFINITIONS.items():
@@ -628,9 +632,12 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
     _check_output_file("--summary", args.summary)
     _check_output_file("--junit", args.junit)
+    if args.json is not None:
+        _check_output_file("--json", args.json)
     try:  # a bad flag is refused before the database is opened
         validate_flags(k=args.k, max_recall_drop=args.max_recall_drop, max_cost_increase=args.max_cost_increase,
-                       alpha=args.alpha)  # fmt: skip
+                       alpha=args.alpha, max_mde=args.max_mde)  # fmt: skip
+        _check_power_flags(args)
     except GateInputError as exc:
         _fail(str(exc))
     con = connect(args.db, read_only=True)
@@ -654,24 +661,50 @@ def cmd_gate(args: argparse.Namespace) -> int:
         _fail(str(exc))
     finally:
         con.close()
+    from runners.gate import Verdict, evaluate_sequential, plan
+
+    common: dict[str, Any] = dict(k=args.k, max_recall_drop=args.max_recall_drop,
+                                  max_cost_increase=args.max_cost_increase, alpha=args.alpha,
+                                  max_mde=args.max_mde)  # fmt: skip
     try:
-        result = evaluate(
-            pairs, args.baseline, args.candidate, k=args.k, max_recall_drop=args.max_recall_drop,
-            max_cost_increase=args.max_cost_increase, alpha=args.alpha,
-        )  # fmt: skip
+        if args.sequential:
+            result = evaluate_sequential(pairs, args.baseline, args.candidate, budget=args.budget, stage=args.stage,
+                                         target_mde=args.target_mde, **common)  # fmt: skip
+        else:
+            result = evaluate(pairs, args.baseline, args.candidate, **common)
     except GateInputError as exc:
         _fail(str(exc))
+    if args.plan:  # advice only: no verdict, nothing written
+        _say(plan(result, args.target_mde or args.max_mde))
+        return EXIT_OK
     from runners._files import OutputWriteError
 
-    verdict = EXIT_OK if result.passed else EXIT_REGRESSION
+    if result.verdict is Verdict.INCONCLUSIVE:
+        verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
+    else:
+        verdict = EXIT_OK if result.passed else EXIT_REGRESSION
     out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
     try:
-        write_outputs(result, args.summary, args.junit)
+        write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
     except OutputWriteError as exc:
         _error(f"{exc} (the verdict above stands)")
-        return verdict if verdict == EXIT_REGRESSION else EXIT_INPUT
-    _say(f"wrote {args.summary} and {args.junit}")
+        return verdict if verdict != EXIT_OK else EXIT_INPUT
+    written = f"{args.summary}, {args.junit} and {args.json}" if args.json else f"{args.summary} and {args.junit}"
+    _say(f"wrote {written}")
     return verdict
+
+
+def _check_power_flags(args: argparse.Namespace) -> None:
+    from runners.gate import GateInputError, sequential_looks
+
+    if args.target_mde is not None and not 0.0 < args.target_mde <= 1.0:
+        raise GateInputError(f"--target-mde {args.target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
+    if args.sequential:
+        sequential_looks(args.budget, args.stage)
+    elif args.target_mde is not None and not args.plan:
+        raise GateInputError("--target-mde needs --plan or --sequential")
+    if args.plan and args.sequential:
+        raise GateInputError("--plan and --sequential: give one (--plan estimates epochs from a pilot)")
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -806,7 +839,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub,
         "gate",
         "compare a candidate label with a baseline label; exit 1 on regression",
-        "Pairs the two labels on the same cases and epochs. Exit 0 pass, 1 regression, 2 unusable input.",
+        "Pairs the two labels on the same cases and epochs. Exit 0 pass, 1 regression, 2 unusable input, "
+        "3 inconclusive (the comparison could not have detected a drop of --max-mde; the verdict line says how many "
+        "cases or epochs would).",
     )
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
     p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
@@ -831,6 +866,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Markdown summary path (default ./gate-summary.md, overwritten)")  # fmt: skip
     p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"),
                    help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
+    g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
+    g.add_argument("--max-mde", type=float, default=0.10, metavar="RATE",
+                   help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
+                        " INCONCLUSIVE, exit 3 (default 0.10 = 10 points)")  # fmt: skip
+    g.add_argument("--allow-inconclusive", action="store_true",
+                   help="an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)")  # fmt: skip
+    g.add_argument("--plan", action="store_true",
+                   help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde"
+                        " (default --max-mde); writes nothing")  # fmt: skip
+    g.add_argument("--target-mde", type=float, default=None, metavar="RATE",
+                   help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall"
+                        " MDE at 90%% power is at most this")  # fmt: skip
+    g.add_argument("--sequential", action="store_true",
+                   help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
+                        " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
+    g.add_argument("--budget", type=int, default=20, metavar="EPOCHS",
+                   help="with --sequential: most epochs to run (default 20)")  # fmt: skip
+    g.add_argument("--stage", type=int, default=4, metavar="EPOCHS",
+                   help="with --sequential: epochs between looks (default 4)")  # fmt: skip
     p.set_defaults(func=cmd_gate)
 
     p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")

@@ -21,11 +21,17 @@ Statistical design (README "The model-upgrade gate"):
   removes failures, so it cannot raise the false-alarm rate.
 
 Exit code, Markdown verdict line and JUnit failures all come from `GateResult.failures`.
-Exit 0 pass, 1 regression, 2 unusable input.
+Exit 0 pass, 1 regression, 2 unusable input, 3 inconclusive.
+
+**Power** (runners/power.py): every test reports its minimum detectable effect (MDE) at 80% and
+90% power at its first Holm level, simulated from this comparison's own per-case noise. A gate
+whose overall test cannot be significant at all, or whose overall MDE exceeds `max_mde`, is
+INCONCLUSIVE rather than PASS, with a line saying how many cases or epochs would make it conclusive.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -36,6 +42,8 @@ import duckdb
 import numpy as np
 import scipy.stats
 
+from runners import power
+
 ALPHA = 0.05
 OVERALL_WEIGHT = 0.8
 """Share of α carried by the overall pass-rate test; the rest is split over families and costs."""
@@ -43,6 +51,8 @@ PERMUTATION_RESAMPLES = 9_999
 PERMUTATION_SEED = 20_261_130
 COST_METRICS = ("tool_invocations", "model_calls", "tokens")
 ALL = "(all)"
+MAX_MDE = 0.10
+"""Default `--max-mde`: a pass must be able to see a 10-point pass-rate drop with 80% probability."""
 
 
 class GateInputError(ValueError):
@@ -55,6 +65,14 @@ class Measure(StrEnum):
     OVERALL = "overall pass rate"
     FAMILY = "family pass rate"
     COST = "cost"
+
+
+class Verdict(StrEnum):
+    """The gate's one verdict."""
+
+    PASS = "pass"
+    REGRESSION = "regression"
+    INCONCLUSIVE = "inconclusive"
 
 
 class RowVerdict(StrEnum):
@@ -210,6 +228,8 @@ class Hypothesis:
     """Holm-adjusted p."""
     alpha: float = ALPHA
     """Family-wise α of the gate."""
+    mde: power.Mde | None = None
+    """Minimum detectable effect at 80% / 90% power at this test's first Holm level (None: not computed)."""
 
     @property
     def failed(self) -> bool:
@@ -233,6 +253,15 @@ class Hypothesis:
         else:
             what = f"{'pass rate' if self.kind is Measure.OVERALL else self.name} {self.change * 100:+.1f} points"
         return f"{what} over {self.cases} cases, p = {self.p_value:.2g}, Holm-adjusted p = {self.p_adjusted:.2g}"
+
+    def mde_text(self, which: float = power.POWERS[0]) -> str:
+        """The MDE at 80% (or 90%) power in this test's unit: '4.2 pts', '+31%', 'unreachable' or '—'."""
+        if self.mde is None:
+            return "—"
+        v = self.mde.at_80 if which == power.POWERS[0] else self.mde.at_90
+        if v is None:
+            return "unreachable"
+        return f"+{v:.0%}" if self.kind is Measure.COST else f"{v * 100:.1f} pts"
 
 
 @dataclass
@@ -266,6 +295,34 @@ class FamilyResult:
         return self.test.failed
 
 
+@dataclass(frozen=True)
+class SequentialLook:
+    """Where a group-sequential gate stands: this look, its nominal α and what comes next."""
+
+    index: int
+    """1-based look number."""
+    epochs: int
+    """Epochs this look uses."""
+    looks: tuple[int, ...]
+    """The planned looks (epochs), the last one the budget."""
+    level: float
+    """Nominal α of the whole gate at this look (Lan–DeMets O'Brien–Fleming spending)."""
+    spent: float
+    """α spent up to and including this look."""
+    target_mde: float | None
+    """Stop with a pass once the overall MDE at 90% power is at most this (None: run to the budget)."""
+
+    @property
+    def last(self) -> bool:
+        """This look is the budget."""
+        return self.epochs >= self.looks[-1]
+
+    @property
+    def next_epochs(self) -> int | None:
+        """Epochs of the next look (None after the last)."""
+        return next((e for e in self.looks if e > self.epochs), None)
+
+
 @dataclass
 class GateResult:
     """Everything the gate decided."""
@@ -286,6 +343,24 @@ class GateResult:
     """metric -> (baseline mean, candidate mean, relative change) per case run."""
     cost_tests: list[Hypothesis] = field(default_factory=list)
     """One test per cost metric."""
+    max_mde: float = MAX_MDE
+    """A pass needs the overall test's MDE at 80% power to be at most this (pass-rate fraction)."""
+    inconclusive: str | None = None
+    """Why the gate cannot pass and what would make it conclusive (None: it is conclusive)."""
+    look: SequentialLook | None = None
+    """The group-sequential look this result is (None: a fixed-epoch gate)."""
+
+    @property
+    def verdict(self) -> Verdict:
+        """Regression beats inconclusive: a significant drop is a regression however little power was left."""
+        if self.failures:
+            return Verdict.REGRESSION
+        return Verdict.INCONCLUSIVE if self.inconclusive else Verdict.PASS
+
+    @property
+    def epochs(self) -> int:
+        """Paired epochs per case (the smallest over cases)."""
+        return self.overall.pairs // max(1, self.overall.cases)
 
     @property
     def tests(self) -> list[Hypothesis]:
@@ -418,8 +493,12 @@ def _pass_rates(name: str, kind: Measure, cases: list[CaseMeans], k: int, max_dr
     )
 
 
-def validate_flags(*, k: int, max_recall_drop: float, max_cost_increase: float, alpha: float) -> None:
+def validate_flags(
+    *, k: int, max_recall_drop: float, max_cost_increase: float, alpha: float, max_mde: float = MAX_MDE
+) -> None:
     """Refuse out-of-range flags before anything is computed or written (exit 2)."""
+    if not 0.0 < max_mde <= 1.0:
+        raise GateInputError(f"--max-mde {max_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.10 for 10 points)")
     if k < 1:
         raise GateInputError(f"--k {k}: must be >= 1")
     if not 0.0 <= max_recall_drop <= 1.0:
@@ -439,9 +518,14 @@ def evaluate(
     max_recall_drop: float = 0.0,
     max_cost_increase: float = 0.25,
     alpha: float = ALPHA,
+    max_mde: float = MAX_MDE,
+    mde: bool = True,
+    mde_replicates: int = power.MDE_REPLICATES,
 ) -> GateResult:
-    """Compute the gate verdict from paired case runs."""
-    validate_flags(k=k, max_recall_drop=max_recall_drop, max_cost_increase=max_cost_increase, alpha=alpha)
+    """Compute the gate verdict from paired case runs (`mde=False`: skip the power simulation, never inconclusive)."""
+    validate_flags(
+        k=k, max_recall_drop=max_recall_drop, max_cost_increase=max_cost_increase, alpha=alpha, max_mde=max_mde
+    )
     if not pairs:
         raise GateInputError("no paired case runs")
     cases = per_case(pairs)
@@ -473,6 +557,138 @@ def evaluate(
     weights = [OVERALL_WEIGHT, *([share] * (len(tests) - 1))]
     for t, w, adj in zip(tests, weights, holm_weighted([t.p_value for t in tests], weights), strict=True):
         t.weight, t.p_adjusted, t.alpha = w, adj, alpha
+    result.max_mde = max_mde
+    if mde:
+        _add_mde(result, cases, by_family, max_recall_drop, max_cost_increase, mde_replicates)
+        result.inconclusive = _inconclusive(result)
+    return result
+
+
+def _add_mde(
+    result: GateResult,
+    cases: list[CaseMeans],
+    by_family: dict[str, list[CaseMeans]],
+    max_recall_drop: float,
+    max_cost_increase: float,
+    replicates: int,
+) -> None:
+    """Each test's MDE at its first Holm level (α × its weight), from this comparison's own cases."""
+
+    def rate_mde(cs: list[CaseMeans], t: Hypothesis) -> power.Mde:
+        return power.pass_rate_mde(
+            [c.epochs for c in cs], [c.base_passes for c in cs], [c.cand_passes for c in cs],
+            level=t.alpha * t.weight, margin=max_recall_drop, replicates=replicates,
+        )  # fmt: skip
+
+    result.overall.test.mde = rate_mde(cases, result.overall.test)
+    for f in result.families:
+        f.test.mde = rate_mde(by_family[f.family], f.test)
+    for i, t in enumerate(result.cost_tests):
+        t.mde = power.cost_mde(
+            [c.base_cost[i] for c in cases], [c.cand_cost[i] for c in cases],
+            level=t.alpha * t.weight, margin=max_cost_increase, replicates=replicates,
+        )  # fmt: skip
+
+
+def _inconclusive(result: GateResult) -> str | None:
+    """Why a gate without a failure may not pass, and what would make it conclusive; None when it may."""
+    t = result.overall.test
+    m = t.mde
+    if m is None:
+        return None
+    n, epochs = result.overall.cases, result.epochs
+    if not m.reachable:
+        need = power.min_cases(m.level)
+        return (
+            f"the overall test cannot be significant: with {n} case(s) its smallest p is 1/{2**n:,} > its level "
+            f"{m.level:.2g} (α × {t.weight:.0%}); it needs at least {need} cases — more epochs do not help"
+        )
+    if m.at_80 is None:
+        return (
+            f"no drop is detectable: the candidate has no passing case runs left to lose over these {n} cases; "
+            "run cases the baseline passes"
+        )
+    if m.at_80 > result.max_mde:
+        more = power.epochs_for(m.at_80, epochs, result.max_mde)
+        cases = power.cases_for(m.at_80, n, result.max_mde)
+        return (
+            f"the overall test detects only a drop of {m.at_80 * 100:.1f} points with 80% probability, above "
+            f"--max-mde {result.max_mde * 100:g} points; ≈ {more} epochs (or ≈ {cases} cases at {epochs} epochs) "
+            f"would bring it to {result.max_mde * 100:g} points"
+        )
+    return None
+
+
+def sequential_looks(budget: int, stage: int) -> tuple[int, ...]:
+    """The planned looks: every `stage` epochs, and the budget."""
+    if stage < 1 or budget < 1:
+        raise GateInputError(f"--stage {stage} / --budget {budget}: both must be >= 1")
+    if stage > budget:
+        raise GateInputError(f"--stage {stage}: more than the --budget of {budget} epochs")
+    looks = list(range(stage, budget + 1, stage))
+    if looks[-1] != budget:
+        looks.append(budget)
+    return tuple(looks)
+
+
+def evaluate_sequential(
+    pairs: list[Pair],
+    baseline: str,
+    candidate: str,
+    *,
+    budget: int,
+    stage: int,
+    target_mde: float | None = None,
+    k: int = 3,
+    max_recall_drop: float = 0.0,
+    max_cost_increase: float = 0.25,
+    alpha: float = ALPHA,
+    max_mde: float = MAX_MDE,
+    mde: bool = True,
+    mde_replicates: int = power.MDE_REPLICATES,
+) -> GateResult:
+    """The group-sequential gate over the epochs present: look after every `stage` epochs up to `budget`.
+
+    Each look runs the whole gate (Holm over all its tests) at its nominal α from Lan–DeMets
+    O'Brien–Fleming spending, so looking after each stage keeps the whole procedure's false-alarm
+    rate at α. It stops at the first look that fails (regression), at a look whose overall MDE at 90%
+    power is ≤ `target_mde` (pass), or at the budget (pass, or inconclusive by `max_mde`). A look that
+    decides nothing before the budget is INCONCLUSIVE, naming the epochs of the next look. It is a
+    function of the case runs present only, so it resumes and works on merged shards like every run.
+    """
+    looks = sequential_looks(budget, stage)
+    if target_mde is not None and not 0.0 < target_mde <= 1.0:
+        raise GateInputError(f"--target-mde {target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
+    have = min(c.epochs for c in per_case(pairs)) if pairs else 0
+    done = [e for e in looks if e <= have]
+    if not done:
+        raise GateInputError(
+            f"the labels have {have} paired epoch(s); the first look of --stage {stage} needs {looks[0]}: "
+            f"run both labels with --epochs {looks[0]}"
+        )
+    levels = power.sequential_levels(tuple(e / budget for e in looks), alpha)
+    result: GateResult | None = None
+    for i, e in enumerate(done):
+        result = evaluate(
+            [p for p in pairs if p.epoch <= e], baseline, candidate, k=min(k, e), max_recall_drop=max_recall_drop,
+            max_cost_increase=max_cost_increase, alpha=levels[i], max_mde=max_mde, mde=mde,
+            mde_replicates=mde_replicates,
+        )  # fmt: skip
+        result.look = SequentialLook(i + 1, e, looks, levels[i], power.obf_spent(e / budget, alpha), target_mde)
+        if result.failures:
+            return result
+        m = result.overall.test.mde
+        if target_mde is not None and m is not None and m.at_90 is not None and m.at_90 <= target_mde:
+            result.inconclusive = None
+            return result
+        if e == looks[-1]:
+            return result
+        if i == len(done) - 1:
+            result.inconclusive = (
+                f"look {i + 1} of {len(looks)} at {e} epochs decides nothing yet (nominal α {levels[i]:.2g}); "
+                f"run both labels with --epochs {looks[i + 1]} and gate again"
+            )
+    assert result is not None
     return result
 
 
@@ -488,10 +704,42 @@ def verdict_line(result: GateResult) -> str:
             )
         return line
     best = min(result.tests, key=lambda t: t.p_adjusted)
+    if result.inconclusive:
+        return (
+            f"⚠️ **INCONCLUSIVE** — no test is significant (smallest adjusted p = {best.p_adjusted:.2g}, "
+            f"{best.name}), but {result.inconclusive}.{_look_text(result)}"
+        )
     return (
         f"✅ **PASS** — no test is significant after Holm's correction at α = {result.alpha:g} "
-        f"(smallest adjusted p = {best.p_adjusted:.2g}, {best.name})."
+        f"(smallest adjusted p = {best.p_adjusted:.2g}, {best.name}).{_mde_sentence(result)}{_look_text(result)}"
     )
+
+
+def _mde_sentence(result: GateResult) -> str:
+    """What this comparison could have caught (empty when the MDE was not computed)."""
+    t = result.overall.test
+    if t.mde is None:
+        return ""
+    return (
+        f" It would have caught a pass-rate drop of {t.mde_text(0.8)} with 80% probability "
+        f"({t.mde_text(0.9)} with 90%) at its level {t.mde.level:.2g}."
+    )
+
+
+def _look_text(result: GateResult) -> str:
+    look = result.look
+    if look is None:
+        return ""
+    return (
+        f" Sequential look {look.index} of {len(look.looks)} at {look.epochs} epochs (budget {look.looks[-1]}; "
+        f"nominal α {look.level:.2g}, α spent {look.spent:.2g})."
+    )
+
+
+def verdict_line_with_power(result: GateResult) -> str:
+    """`verdict_line` plus, for a regression, the MDE sentence (a pass or inconclusive line carries it already)."""
+    line = verdict_line(result)
+    return line + _mde_sentence(result) + _look_text(result) if result.failures else line
 
 
 def markdown(result: GateResult) -> str:
@@ -499,7 +747,7 @@ def markdown(result: GateResult) -> str:
     lines = [
         f"## Model gate: {result.candidate} vs {result.baseline}",
         "",
-        verdict_line(result),
+        verdict_line_with_power(result),
         "",
         f"Unit: the case ({result.overall.cases} cases × {result.overall.pairs // result.overall.cases} epochs). "
         f"p: one-sided sign-flip permutation test on per-case differences (exact up to 13 differing cases, else "
@@ -507,50 +755,170 @@ def markdown(result: GateResult) -> str:
         f"adj. p: Holm's weighted step-down over all {len(result.tests)} tests "
         f"(overall pass rate {OVERALL_WEIGHT:.0%} of α), so the whole gate's "
         f"false-alarm rate is ≤ α = {result.alpha:g}. pass^{result.k}: tau-bench, mean over cases of "
-        f"C(passes, {result.k}) / C(epochs, {result.k}).",
+        f"C(passes, {result.k}) / C(epochs, {result.k}).{_mde_legend(result)}",
         "",
         f"| family | cases | pass rate (base → cand) | change | pass^{result.k} (base → cand) | cases worse / better "
-        "| p | adj. p | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| p | adj. p | MDE 80% / 90% | verdict |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for f in [result.overall, *result.families]:
         t = f.test
         lines.append(
             f"| {f.family} | {f.cases} | {f.base_rate:.0%} → {f.cand_rate:.0%} | {t.change * 100:+.1f} pts | "
             f"{f.base_pass_k:.2f} → {f.cand_pass_k:.2f} | {f.cases_worse} / {f.cases_better} | {t.p_value:.2g} | "
-            f"{t.p_adjusted:.2g} | {t.verdict.value} |"
+            f"{t.p_adjusted:.2g} | {t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
     lines += [
         "",
-        "| cost per case run | baseline | candidate | change | p | adj. p | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| cost per case run | baseline | candidate | change | p | adj. p | MDE 80% / 90% | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for t in result.cost_tests:
         b, c, rel = result.cost[t.name]
         lines.append(
-            f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | {t.verdict.value} |"
+            f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | "
+            f"{t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
     return "\n".join(lines) + "\n"
 
 
-def junit(result: GateResult) -> str:
-    """JUnit XML: one test case for the whole set, one per family, one per cost metric."""
-    cases = []
-    for t in result.tests:
-        classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
-        body = f'<failure message="{escape(t.describe(), {chr(34): "&quot;"})}"/>' if t.failed else ""
-        name = "all cases" if t.kind is Measure.OVERALL else t.name
-        cases.append(f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}</testcase>')
+def _mde_legend(result: GateResult) -> str:
+    if result.overall.test.mde is None:
+        return ""
     return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<testsuite name="harness-bench gate {escape(result.candidate)} vs {escape(result.baseline)}" '
-        f'tests="{len(cases)}" failures="{len(result.failures)}">\n  ' + "\n  ".join(cases) + "\n</testsuite>\n"
+        " MDE: the smallest pass-rate drop (points; costs: relative increase) the test detects with 80% / 90% "
+        "probability at its first Holm level (α × its share), simulated from these cases' own noise; "
+        f"'unreachable': too few cases for its smallest p. A pass needs the overall MDE at 80% ≤ "
+        f"{result.max_mde * 100:g} points (--max-mde), else the verdict is INCONCLUSIVE."
     )
 
 
-def write_outputs(result: GateResult, summary_path: Path, junit_path: Path) -> None:
-    """Write the Markdown summary and the JUnit XML (each whole or not at all; OutputWriteError names the path)."""
+def junit(result: GateResult, *, allow_inconclusive: bool = False) -> str:
+    """JUnit XML: one test case for the whole set, one per family, one per cost metric, each with its MDE.
+
+    INCONCLUSIVE marks the whole-set test case `<error type="inconclusive">` (errors="1": CI fails, as the
+    exit code 3 does), or `<skipped>` with `allow_inconclusive` (exit 0)."""
+    cases = []
+    inconclusive = result.verdict is Verdict.INCONCLUSIVE
+    for t in result.tests:
+        classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
+        body = f'<failure message="{_attr(t.describe())}"/>' if t.failed else ""
+        if inconclusive and t.kind is Measure.OVERALL:  # an error without --allow-inconclusive, else skipped
+            tag = "skipped" if allow_inconclusive else 'error type="inconclusive"'
+            body = f'<{tag} message="{_attr("INCONCLUSIVE: " + (result.inconclusive or ""))}"/>'
+        name = "all cases" if t.kind is Measure.OVERALL else t.name
+        cases.append(
+            f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}{_properties(t)}</testcase>'
+        )
+    errors = int(inconclusive and not allow_inconclusive)
+    skipped = int(inconclusive and allow_inconclusive)
+    suite_props = [("verdict", result.verdict.value), ("max_mde", f"{result.max_mde:g}")]
+    if result.look is not None:
+        suite_props += [("sequential_look", str(result.look.index)), ("sequential_epochs", str(result.look.epochs)),
+                        ("sequential_level", f"{result.look.level:.6g}")]  # fmt: skip
+    props = "".join(f'<property name="{n}" value="{_attr(v)}"/>' for n, v in suite_props)
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<testsuite name="harness-bench gate {escape(result.candidate)} vs {escape(result.baseline)}" '
+        f'tests="{len(cases)}" failures="{len(result.failures)}" errors="{errors}" skipped="{skipped}">\n'
+        f"  <properties>{props}</properties>\n  " + "\n  ".join(cases) + "\n</testsuite>\n"
+    )
+
+
+def _finite(value: object) -> object:
+    """JSON has no infinity: an infinite relative change (a cost up from 0) is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def plan(result: GateResult, target_mde: float) -> str:
+    """How many epochs (or cases) bring the overall MDE to `target_mde`, estimated from this pilot."""
+    t = result.overall.test
+    m = t.mde
+    n, e = result.overall.cases, result.epochs
+    head = f"Plan from a pilot of {n} cases × {e} epochs, target MDE {target_mde * 100:g} points at 80% power:"
+    if m is None or not m.reachable:
+        need = power.min_cases(t.alpha * t.weight)
+        return f"{head}\n  the overall test cannot be significant with {n} cases: it needs at least {need} cases.\n"
+    if m.at_80 is None or m.at_90 is None:
+        return f"{head}\n  no drop is detectable: the candidate has no passing case runs left to lose.\n"
+    last = power.sequential_levels(tuple(x / 20 for x in sequential_looks(20, 4)), result.alpha)[-1]
+    z = scipy.stats.norm.ppf
+    factor = float(
+        ((z(1 - last * t.weight) + z(power.POWERS[0])) / (z(1 - result.alpha * t.weight) + z(power.POWERS[0]))) ** 2
+    )
+    lines = [
+        head,
+        f"  now: MDE {m.at_80 * 100:.1f} points at 80%, {m.at_90 * 100:.1f} at 90% (level {m.level:.2g}).",
+        f"  epochs for {target_mde * 100:g} points: {power.epochs_for(m.at_80, e, target_mde)} at 80% power, "
+        f"{power.epochs_for(m.at_90, e, target_mde)} at 90% (or {power.cases_for(m.at_80, n, target_mde)} cases at "
+        f"{e} epochs, 80%).",
+        "  predicted MDE at 80% by epochs (noise falls with 1/√epochs): "
+        + ", ".join(f"{x}: {m.at_80 * math.sqrt(e / x) * 100:.1f}" for x in sorted({e, 5, 10, 20, 40}) if x >= e),
+        f"  a sequential gate (--sequential --budget 20 --stage 4) runs its last look at nominal α {last:.3g} instead "
+        f"of {result.alpha:g}: give it a budget of ≈ {factor:.2f} × these epochs; it stops earlier when a drop is "
+        "large.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _attr(text: str) -> str:
+    return escape(text, {chr(34): "&quot;"})
+
+
+def _properties(t: Hypothesis) -> str:
+    """A test case's MDE as JUnit properties (fractions; empty value: unreachable)."""
+    if t.mde is None:
+        return ""
+    vals = [("mde_80", t.mde.at_80), ("mde_90", t.mde.at_90)]
+    items = [f'<property name="{n}" value="{"" if v is None else f"{v:.6g}"}"/>' for n, v in vals]
+    items.append(f'<property name="mde_level" value="{t.mde.level:.6g}"/>')
+    return "<properties>" + "".join(items) + "</properties>"
+
+
+def to_json(result: GateResult, *, allow_inconclusive: bool = False) -> dict[str, object]:
+    """The gate's result as plain data: verdict, every test with its p, adjusted p and MDE."""
+
+    def test(t: Hypothesis) -> dict[str, object]:
+        return {
+            "name": t.name, "kind": t.kind.name.lower(), "cases": t.cases, "change": t.change,
+            "p": t.p_value, "p_adjusted": t.p_adjusted, "weight": t.weight, "failed": t.failed,
+            "mde_80": t.mde.at_80 if t.mde else None, "mde_90": t.mde.at_90 if t.mde else None,
+            "mde_level": t.mde.level if t.mde else None, "mde_reachable": t.mde.reachable if t.mde else None,
+        }  # fmt: skip
+
+    look = result.look
+    return {
+        "baseline": result.baseline, "candidate": result.candidate, "verdict": result.verdict.value,
+        "passes": result.verdict is Verdict.PASS or (result.verdict is Verdict.INCONCLUSIVE and allow_inconclusive),
+        "alpha": result.alpha, "max_mde": result.max_mde, "inconclusive": result.inconclusive,
+        "cases": result.overall.cases, "epochs": result.epochs, "tests": [test(t) for t in result.tests],
+        "sequential": None if look is None else {
+            "look": look.index, "epochs": look.epochs, "looks": list(look.looks), "level": look.level,
+            "spent": look.spent, "target_mde": look.target_mde, "next_epochs": look.next_epochs,
+        },
+    }  # fmt: skip
+
+
+def write_outputs(
+    result: GateResult,
+    summary_path: Path,
+    junit_path: Path,
+    *,
+    json_path: Path | None = None,
+    allow_inconclusive: bool = False,
+) -> None:
+    """Write the Markdown summary and the JUnit XML (and the JSON result when asked), each whole or not at all
+    (OutputWriteError names the path)."""
     from runners._files import write_text
 
     write_text(summary_path, markdown(result))
-    write_text(junit_path, junit(result))
+    write_text(junit_path, junit(result, allow_inconclusive=allow_inconclusive))
+    if json_path is not None:
+        text = json.dumps(_finite(to_json(result, allow_inconclusive=allow_inconclusive)), indent=1, allow_nan=False)
+        write_text(json_path, text + "\n")

@@ -43,6 +43,8 @@ def config_columns() -> tuple[str, ...]:
 
 
 DEFAULT_MARGIN = 0.02
+RESOLUTION_LIMIT = 0.10
+"""The recall difference the advice for a too-small sweep plans for (the gate's default --max-mde)."""
 CONFIDENCE = 0.95
 BOOTSTRAP_RESAMPLES = 2_000
 BOOTSTRAP_SEED = 20_261_130
@@ -178,6 +180,10 @@ class ConfigStats:
     """Tool invocations per case run."""
     pass_rate: float
     """Mean per-case share of case runs meeting all expectations."""
+    recall_epochs: dict[str, tuple[float, ...]] = field(default_factory=dict)
+    """Per expected-SUCCESS case: 1.0 / 0.0 per epoch (in epoch order) — the pairing across grid points."""
+    epochs: int = 1
+    """Fewest epochs of any case."""
 
     def setting(self, column: str) -> SettingValue:
         """The value of one swept setting."""
@@ -208,7 +214,7 @@ def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
         f"""
         SELECT {cols}, c.case_id, c.family, c.expected_outcome, c.expected_fallback_kind, c.outcome,
                c.fallback_kind, c.wasted_invocations, c.input_tokens + c.output_tokens, c.model_calls,
-               c.tool_invocations, c.passed
+               c.tool_invocations, c.passed, c.epoch
         FROM case_runs c JOIN bench_runs b USING (bench_run_id)
         WHERE b.sweep_id = ?
         ORDER BY {cols}, c.case_id
@@ -221,6 +227,7 @@ def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
     out: list[ConfigStats] = []
     for cfg, by_case in groups.items():
         recall: dict[str, float] = {}
+        recall_epochs: dict[str, tuple[float, ...]] = {}
         honest: dict[str, float] = {}
         wasted: list[float] = []
         tokens: list[float] = []
@@ -231,6 +238,7 @@ def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
             family, expected = runs[0][0], runs[0][1]
             if expected == "SUCCESS":
                 recall[case_id] = float(np.mean([r[3] == "SUCCESS" for r in runs]))
+                recall_epochs[case_id] = tuple(float(r[3] == "SUCCESS") for r in sorted(runs, key=lambda r: int(r[10])))  # type: ignore[call-overload]
             if family in NO_EVIDENCE_FAMILIES and expected == "FALLBACK":
                 honest[case_id] = float(np.mean([r[3] == r[1] and r[4] == r[2] for r in runs]))
                 wasted.append(float(np.mean([float(r[5]) for r in runs])))  # type: ignore[arg-type]
@@ -252,9 +260,41 @@ def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
                 model_calls=case_bootstrap_mean(calls),
                 tool_invocations=case_bootstrap_mean(tools),
                 pass_rate=float(np.mean(passed)),
+                recall_epochs=recall_epochs,
+                epochs=min(len(r) for r in by_case.values()),
             )
         )
     return out
+
+
+def resolution(stats: list[ConfigStats], best: ConfigStats) -> float:
+    """Smallest recall difference the rule resolves with these cases and epochs (fraction).
+
+    The larger of the granularity — one case run of the recall cases, 1 / (cases × epochs) — and
+    the difference a paired comparison with the best detects with 80% power at the one-sided 95%
+    level, (z₀.₉₅ + z₀.₈₀) × its standard error. The error comes from the epochs' own disagreement:
+    per case, the variance over epochs of the (epoch-paired) difference to the best, over the epochs
+    (median over the configurations; 0 for a deterministic sweep, not estimable from one epoch).
+    """
+    n = len(best.recall_by_case)
+    if n == 0:
+        return 1.0
+    grain = 1.0 / (n * best.epochs)
+    ses = []
+    for s in stats:
+        if s is best:
+            continue
+        shared = sorted(best.recall_epochs.keys() & s.recall_epochs.keys())
+        v = 0.0
+        for c in shared:
+            d = np.subtract(best.recall_epochs[c], s.recall_epochs[c]) if len(best.recall_epochs[c]) == len(
+                s.recall_epochs[c]) else np.asarray([])  # fmt: skip
+            if d.size > 1:
+                v += float(np.var(d, ddof=1)) / d.size
+        if shared:
+            ses.append(math.sqrt(v) / len(shared))
+    z = float(scipy.stats.norm.ppf(CONFIDENCE) + scipy.stats.norm.ppf(0.8))
+    return max(grain, z * float(np.median(ses)) if ses else 0.0)
 
 
 def _recall(s: ConfigStats) -> float:
@@ -331,6 +371,10 @@ class Recommendation:
     """Per configuration: its non-inferiority bounds (empty under max-recall)."""
     paragraphs: tuple[str, ...] = ()
     """The reasoning, one paragraph per item."""
+    resolution: float = 0.0
+    """Smallest recall difference the rule resolves with these cases and epochs (fraction)."""
+    separable: bool = True
+    """No configuration's recall is within (0, resolution) of the pick's; otherwise nothing is recommended."""
 
     @property
     def rule_text(self) -> str:
@@ -400,6 +444,31 @@ def recommend(
         f"{len(eligible)} of {len(stats)} configurations are eligible."
         + (f" {fallback_note}" if fallback_note else ""),
     ]
+    res = resolution(stats, best)
+    n_recall = len(best.recall_by_case)
+    paragraphs.append(
+        f"Resolution: with {n_recall} recall cases × {best.epochs} epoch(s) the rule resolves recall differences "
+        f"of {res * 100:.1f} points or more (one case run is {100 / max(1, n_recall * best.epochs):.1f} points; "
+        "80% power at the one-sided 95% level against the epochs' own disagreement); configurations closer than "
+        "that to each other are not told apart."
+        + (" One epoch shows no disagreement: run ≥ 2 epochs to measure the noise." if best.epochs == 1 else "")
+    )
+    close = [s for s in stats if 0 < abs(_recall(s) - _recall(chosen)) < res - 1e-12]
+    if close:
+        need = max(
+            math.ceil(1 / (RESOLUTION_LIMIT * max(1, n_recall)) - 1e-9),
+            math.ceil(best.epochs * (res / RESOLUTION_LIMIT) ** 2 - 1e-9),
+        )
+        other = min(close, key=lambda s: abs(_recall(s) - _recall(chosen)))
+        paragraphs[0] = (
+            f"No recommendation: this sweep is too small to separate its configurations — it resolves only recall "
+            f"differences of {res * 100:.1f} points or more, and {other.label(cols)} differs from the rule's pick "
+            f"{chosen.label(cols)} by {abs(_recall(other) - _recall(chosen)) * 100:.1f}; run more cases or epochs "
+            f"(about --epochs {max(need, best.epochs + 1)} for {RESOLUTION_LIMIT * 100:g} points) and recommend again."
+        )
+        unresolved = True
+    else:
+        unresolved = False
     cheaper = [s for s in stats if s not in eligible and s.cost(objective) < chosen.cost(objective)]
     if cheaper:
         c = min(cheaper, key=lambda s: s.cost(objective))
@@ -414,8 +483,9 @@ def recommend(
             f"is not eligible: {why}."
         )
     return Recommendation(
-        chosen, best, best_honest, eligible, front, objective, rule, margin, cols, checks, tuple(paragraphs)
-    )
+        chosen, best, best_honest, eligible, front, objective, rule, margin, cols, checks, tuple(paragraphs), res,
+        not unresolved,
+    )  # fmt: skip
 
 
 def table_rows(rec: Recommendation, stats: list[ConfigStats]) -> tuple[list[str], list[list[str]]]:

@@ -225,7 +225,7 @@ def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
     c = rec.chosen
     for ax, iv in ((axes[0], c.recall), (axes[1], c.wasted)):
         ax.scatter([pos[c.setting(x_col)]], [iv.value], marker="*", s=260, color="tab:red", zorder=5,
-                   label="recommended")  # fmt: skip
+                   label="recommended" if rec.separable else "rule's pick (unresolved)")  # fmt: skip
         ax.set_xticks(range(len(xs)), [str(v) for v in xs])
         ax.set_xlabel(x_col)
         ax.legend(fontsize=7)
@@ -313,8 +313,13 @@ def _sweep_sections(
     where, params = f"b.sweep_id = ? AND {cfg_where}", [sweep_id, *cfg_params]
     fam = family_table(con, where, params)
     label = rec.chosen.label(rec.columns)
+    title = (
+        f"Per family at the recommended configuration ({label})"
+        if rec.separable
+        else f"Per family at the rule's pick ({label}; not a recommendation: the sweep cannot separate it)"
+    )
     per_family = Section(
-        f"Per family at the recommended configuration ({label})",
+        title,
         [f"Only the case runs of {label}; other grid points are not pooled in."],
         [_family_block(fam)],
         FAMILY_DEFINITIONS,

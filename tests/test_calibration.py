@@ -283,3 +283,61 @@ def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytes
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ipykernel" else real(name, *a))
     assert run_notebook.main([str(ROOT / "notebooks" / "threshold_sweep.ipynb")]) == 2
     assert "ipykernel is not installed" in capsys.readouterr().err
+
+
+# -- the power study's shortcut: distinct (case, trajectory) run once, reused ---------------------------------
+def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
+    from benchmarks.calibration import outcome_table
+    from runners.bench import select_cases
+
+    db = tmp_path / "o.duckdb"
+    run_bench(BenchOptions(evalsets=["diagnosable"], model="scripted:sloppy?seed=1", label="s1", db=db, epochs=2))
+    table = outcome_table("sloppy", 2, 2, select_cases(["diagnosable"], []))
+    assert table.distinct_runs < 2 * 2 * len(table.cases)  # some (case, trajectory) are reused
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute(
+        "SELECT case_id, epoch, passed, tool_invocations, model_calls, input_tokens + output_tokens FROM case_runs"
+    ).fetchall()
+    con.close()
+    index = {c.id: i for i, c in enumerate(table.cases)}
+    assert len(rows) == 2 * len(table.cases)
+    for cid, epoch, passed, tools, calls, tokens in rows:
+        i = index[cid]
+        assert bool(table.passed[1, i, epoch - 1]) == passed
+        assert tuple(table.cost[1, i, epoch - 1]) == (tools, calls, tokens)
+    pairs = table.pairs(0, 1, 2)
+    assert {(p.case_id, p.epoch) for p in pairs} == {(r[0], r[1]) for r in rows}
+
+
+def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path: Path) -> None:
+    import dataclasses
+
+    db = tmp_path / "r.duckdb"
+    opts = BenchOptions(evalsets=["diagnosable"], model="scripted:sloppy?seed=2", db=db, epochs=2)
+    sweep_id = run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2, 3)), opts)).sweep_id
+    con = duckdb.connect(str(db), read_only=True)
+    stats = measure(con, sweep_id)
+    con.close()
+    rec = recommend(stats)
+    assert rec.separable and "Resolution: with" in rec.reasoning and rec.resolution > 0
+    # the same sweep with one configuration a single case run behind the pick: closer than the resolution
+    a, b = sorted(stats, key=lambda s: s.config)
+    lost = next(c for c, v in b.recall_epochs.items() if v[0] == 1.0)
+    worse_epochs = {**b.recall_epochs, lost: (0.0, *b.recall_epochs[lost][1:])}
+    worse_recall = {**b.recall_by_case, lost: float(sum(worse_epochs[lost]) / len(worse_epochs[lost]))}
+    from runners.recommend import wilson
+
+    noisy = dataclasses.replace(b, recall_epochs=worse_epochs, recall_by_case=worse_recall,
+                                recall=wilson(sum(worse_recall.values()), len(worse_recall)))  # fmt: skip
+    rec2 = recommend([a, noisy])
+    assert not rec2.separable
+    assert rec2.paragraphs[0].startswith("No recommendation: this sweep is too small to separate its configurations")
+
+
+def test_power_study_reads_the_80_percent_drop_off_the_measured_curve() -> None:
+    from benchmarks.calibration import _crossing
+
+    curve = [(1.0, 0.1), (2.0, 0.5), (4.0, 0.9), (8.0, 1.0)]
+    assert _crossing(curve, 0.8) == pytest.approx(3.5)  # between 2 (50%) and 4 (90%)
+    assert _crossing(curve, 0.05) == pytest.approx(0.5)  # from (0, 0)
+    assert _crossing([(1.0, 0.2), (2.0, 0.4)], 0.8) is None  # never reached on the grid

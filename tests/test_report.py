@@ -45,6 +45,7 @@ def test_recommendation_first_then_the_table_with_definitions(report: tuple[Path
     assert len(paragraphs) >= 3, "one paragraph per thought, not one run-on block"
     assert paragraphs[0].startswith("Recommended: no_gain_threshold=4 max_tool_calls=10")
     assert paragraphs[1].startswith("Rule: non-inferiority with a margin of 2 points")
+    assert any(p.startswith("Resolution: with ") and "the rule resolves recall differences of" in p for p in paragraphs)
     table = page.split("<h2>Per configuration</h2>")[1].split("</table>")[0]
     assert table.count("<tr>") == 1 + 8, "header + one row per grid point"
     assert "★" in table and re.search(r"\d+% \[\d+%,&nbsp;\d+%\]", table), "rates with intervals"

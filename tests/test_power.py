@@ -1,0 +1,254 @@
+"""Power-aware verdicts: the MDE every gate test reports, INCONCLUSIVE, the plan and the sequential gate."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from runners import power
+from runners.cli import EXIT_INCONCLUSIVE, main
+from runners.gate import (
+    GateInputError,
+    Pair,
+    Verdict,
+    evaluate,
+    evaluate_sequential,
+    junit,
+    markdown,
+    paired_p_value,
+    plan,
+    sequential_looks,
+    to_json,
+)
+
+COST = (2.0, 3.0, 1000.0)
+
+
+def noisy(
+    n: int, epochs: int, seed: int, *, drop_flips: int = 0, probs: tuple[float, ...] = (0.0, 1.0, 0.5)
+) -> list[Pair]:
+    """`n` cases, each with a pass probability from `probs`, the same for both labels; `drop_flips` candidate
+    passes turned into failures."""
+    rng = random.Random(seed)
+    p = [rng.choice(probs) for _ in range(n)]
+    pairs = [
+        Pair(f"c{i:03d}", f"fam{i % 3}", e, rng.random() < p[i], rng.random() < p[i], COST, COST)
+        for e in range(1, epochs + 1)
+        for i in range(n)
+    ]
+    passing = [i for i, q in enumerate(pairs) if q.cand_pass]
+    flip = set(rng.sample(passing, drop_flips))
+    return [Pair(q.case_id, q.family, q.epoch, q.base_pass, q.cand_pass and i not in flip, COST, COST)
+            for i, q in enumerate(pairs)]  # fmt: skip
+
+
+def deterministic(n: int, epochs: int, lose: int = 0) -> list[Pair]:
+    """Every case passes every epoch on the baseline; the first `lose` cases fail every epoch on the candidate."""
+    return [Pair(f"c{i:03d}", "fam", e, True, i >= lose, COST, COST) for e in range(1, epochs + 1) for i in range(n)]
+
+
+# -- the exact sign-flip p the simulation uses ------------------------------------------------------------
+def test_exact_sign_flip_decision_matches_the_gate_test_and_brute_force() -> None:
+    rng = random.Random(5)
+    for _ in range(20):
+        d = [rng.choice([-3, -2, -1, 0, 1, 2, 3]) for _ in range(rng.randint(1, 11))]
+        nz = [x for x in d if x]
+        brute = sum(
+            sum(s * abs(x) for s, x in zip(signs, nz, strict=True)) <= sum(nz)
+            for signs in itertools.product((1, -1), repeat=len(nz))
+        ) / 2 ** len(nz) if nz else 1.0  # fmt: skip
+        assert paired_p_value(d, worse="less") == pytest.approx(brute)
+        for level in (0.01, 0.04, 0.2):
+            assert power.sign_flip_rejects(np.asarray(d), level) == (sum(nz) < 0 and brute <= level)
+
+
+def test_min_cases_for_a_level() -> None:
+    assert power.min_cases(0.04) == 5  # 1/32 = 0.031 ≤ 0.04 < 1/16
+    assert power.min_cases(0.05 * 0.2 / 13) == 11
+    assert power.min_cases(0.5) == 1
+
+
+# -- MDE -----------------------------------------------------------------------------------------------------
+def test_noise_free_mde_is_a_handful_of_flipped_runs() -> None:
+    # nothing varies: a drop is seen once it reaches 5 cases (p = 1/32 ≤ 0.04); 5–6 flips of 243 runs
+    res = evaluate(deterministic(81, 3), "b", "c")
+    m = res.overall.test.mde
+    assert m is not None and m.level == pytest.approx(0.04) and m.reachable
+    assert m.at_80 is not None and m.at_90 is not None
+    assert 5 / 243 <= m.at_80 <= m.at_90 <= 7 / 243
+    assert res.verdict is Verdict.PASS and res.inconclusive is None
+    line = markdown(res).splitlines()[2]
+    assert line.startswith("✅ **PASS**") and f"drop of {m.at_80 * 100:.1f} pts with 80% probability" in line
+
+
+def test_mde_falls_with_the_square_root_of_epochs_and_is_deterministic() -> None:
+    m3 = [evaluate(noisy(90, 3, s), "b", "c").overall.test.mde for s in range(2)]
+    m12 = [evaluate(noisy(90, 12, s), "b", "c").overall.test.mde for s in range(2)]
+    a3 = np.mean([m.at_80 for m in m3 if m and m.at_80])
+    a12 = np.mean([m.at_80 for m in m12 if m and m.at_80])
+    assert 1.6 < a3 / a12 < 2.4  # √(12/3) = 2
+    assert evaluate(noisy(90, 3, 0), "b", "c").overall.test.mde == m3[0]  # seeded: the same pairs, the same MDE
+
+
+def test_mde_predicts_the_simulated_detection_rate() -> None:
+    # the gate's own 80% MDE on a null comparison, then that drop injected into fresh comparisons of the
+    # same distribution: the gate should fail in about 80% of them
+    m = evaluate(noisy(90, 3, 100), "b", "c").overall.test.mde
+    assert m is not None and m.at_80 is not None
+    flips = round(m.at_80 * 270)
+    caught = sum(not evaluate(noisy(90, 3, 200 + s, drop_flips=flips), "b", "c", mde=False).passed for s in range(40))
+    assert 22 <= caught <= 40  # 80% of 40 = 32; binomial 95% range ≈ 27–37, widened for the pair-to-pair spread
+
+
+def test_family_and_cost_tests_carry_their_own_mde() -> None:
+    res = evaluate(noisy(90, 3, 1), "b", "c")
+    fam = res.families[0].test
+    assert fam.mde is not None and fam.mde.level == pytest.approx(0.05 * fam.weight)
+    assert all(t.mde is not None for t in res.cost_tests)
+    md = markdown(res)
+    assert "| MDE 80% / 90% |" in md and "unreachable" not in md.split("\n")[10]
+    xml = ET.fromstring(junit(res))
+    props = {p.get("name"): p.get("value") for p in xml.find("testcase").iter("property")}  # type: ignore[union-attr]
+    assert float(props["mde_80"] or "nan") == pytest.approx(res.overall.test.mde.at_80)  # type: ignore[union-attr]
+    assert float(props["mde_level"] or "nan") == pytest.approx(0.04)
+
+
+# -- INCONCLUSIVE ---------------------------------------------------------------------------------------------
+def test_two_cases_are_inconclusive_never_a_pass() -> None:
+    pairs = [
+        Pair(c, "fam", e, True, True, (1.0, 2.0, 900.0), (2.0, 2.0, 900.0)) for c in ("a", "b") for e in (1, 2, 3)
+    ]  # the candidate doubles the tool invocations on every run
+    res = evaluate(pairs, "b", "c")
+    assert res.passed and res.verdict is Verdict.INCONCLUSIVE
+    assert res.inconclusive is not None and "smallest p is 1/4" in res.inconclusive and "at least 5 cases" in (
+        res.inconclusive)  # fmt: skip
+    assert markdown(res).splitlines()[2].startswith("⚠️ **INCONCLUSIVE**")
+    xml = ET.fromstring(junit(res))
+    assert (xml.get("failures"), xml.get("errors"), xml.get("skipped")) == ("0", "1", "0")
+    overall = xml.find("testcase")
+    assert overall is not None and overall.find("error") is not None
+    assert overall.find("error").get("type") == "inconclusive"  # type: ignore[union-attr]
+    allowed = ET.fromstring(junit(res, allow_inconclusive=True))
+    assert (allowed.get("errors"), allowed.get("skipped")) == ("0", "1")
+    assert to_json(res)["verdict"] == "inconclusive" and to_json(res, allow_inconclusive=True)["passes"] is True
+
+
+def test_too_noisy_is_inconclusive_with_the_epochs_that_would_do() -> None:
+    res = evaluate(noisy(90, 2, 3), "b", "c", k=2, max_mde=0.05)
+    m = res.overall.test.mde
+    assert m is not None and m.at_80 is not None and m.at_80 > 0.05
+    assert res.verdict is Verdict.INCONCLUSIVE and res.inconclusive is not None
+    more = power.epochs_for(m.at_80, 2, 0.05)
+    assert f"≈ {more} epochs" in res.inconclusive and "--max-mde 5 points" in res.inconclusive
+    assert evaluate(noisy(90, 2, 3), "b", "c", k=2, max_mde=0.5).verdict is Verdict.PASS
+
+
+def test_a_regression_stays_a_regression_however_little_power() -> None:
+    res = evaluate(deterministic(8, 1, lose=8), "b", "c", k=1, max_mde=0.01)
+    assert res.verdict is Verdict.REGRESSION and not res.passed
+
+
+def test_cli_exit_codes_for_inconclusive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from runners.bench import BenchOptions, run_bench
+
+    db = tmp_path / "two.duckdb"
+    cases = ["diagnosable_gateway_risk_pool_exhausted_t1", "diagnosable_duplicate_settlement_batch_rerun_shop42"]
+    for label, model in (("base", "scripted"), ("cand", "scripted:rewriter?k=3")):
+        run_bench(BenchOptions(case_ids=cases, model=model, label=label, db=db, epochs=3))
+    out = [f"--summary={tmp_path / 's.md'}", f"--junit={tmp_path / 'j.xml'}", f"--json={tmp_path / 'r.json'}"]
+    argv = ["gate", "--db", str(db), "--baseline", "base", "--candidate", "cand", *out]
+    assert main(argv) == EXIT_INCONCLUSIVE == 3
+    assert json.loads((tmp_path / "r.json").read_text())["verdict"] == "inconclusive"
+    assert ET.parse(tmp_path / "j.xml").getroot().get("errors") == "1"
+    assert main([*argv, "--allow-inconclusive"]) == 0
+    assert ET.parse(tmp_path / "j.xml").getroot().get("skipped") == "1"
+    capsys.readouterr()
+    assert main([*argv, "--plan"]) == 0
+    assert "it needs at least 5 cases" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("flags", "needle"),
+    [
+        (["--max-mde", "10"], "--max-mde 10: a pass-rate drop must be within (0, 1]"),
+        (["--max-mde", "0"], "--max-mde 0:"),
+        (["--target-mde", "0.05"], "--target-mde needs --plan or --sequential"),
+        (["--sequential", "--stage", "30"], "--stage 30: more than the --budget of 20 epochs"),
+        (["--sequential", "--target-mde", "2"], "--target-mde 2: a pass-rate drop must be within (0, 1]"),
+        (["--sequential", "--plan"], "--plan and --sequential: give one"),
+    ],
+)
+def test_bad_power_flags_exit_2_before_the_database_is_opened(
+    flags: list[str], needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["gate", "--db", str(tmp_path / "missing.duckdb"), "--baseline", "a", "--candidate", "b", *flags]
+    assert main(argv) == 2
+    assert needle in capsys.readouterr().err
+    assert not (tmp_path / "missing.duckdb").exists()
+
+
+# -- plan ------------------------------------------------------------------------------------------------------
+def test_plan_scales_epochs_with_the_square_of_the_mde_ratio() -> None:
+    assert power.epochs_for(0.10, 3, 0.05) == 12
+    assert power.epochs_for(0.04, 3, 0.05) == 3  # already there: never fewer than the pilot
+    assert power.cases_for(0.10, 81, 0.05) == 324
+    res = evaluate(noisy(90, 3, 4), "b", "c")
+    m = res.overall.test.mde
+    assert m is not None and m.at_80 is not None and m.at_90 is not None
+    text = plan(res, 0.05)
+    assert f"epochs for 5 points: {power.epochs_for(m.at_80, 3, 0.05)} at 80% power" in text
+
+
+# -- sequential ------------------------------------------------------------------------------------------------
+def test_obrien_fleming_levels_spend_little_early_and_most_at_the_end() -> None:
+    assert power.obf_spent(1.0, 0.05) == pytest.approx(0.05)
+    assert power.obf_spent(0.2, 0.05) < 1e-4 and power.obf_spent(0.0, 0.05) == 0.0
+    levels = power.sequential_levels((0.2, 0.4, 0.6, 0.8, 1.0), 0.05)
+    assert list(levels) == sorted(levels) and levels[0] < 1e-4
+    assert 0.035 < levels[-1] < 0.05  # the last look keeps most of α (the looks are correlated)
+    # the boundaries hold the first-crossing probability of a Brownian path at α (independent check, new seed)
+    rng = np.random.default_rng(1)
+    t = np.array([0.2, 0.4, 0.6, 0.8, 1.0])
+    z = np.cumsum(rng.standard_normal((200_000, 5)) * np.sqrt(np.diff(np.r_[0, t])), axis=1) / np.sqrt(t)
+    from scipy.stats import norm
+
+    crossed = np.any(norm.cdf(z) <= np.asarray(levels), axis=1).mean()
+    assert crossed == pytest.approx(0.05, abs=0.002)
+
+
+def test_sequential_looks() -> None:
+    assert sequential_looks(20, 4) == (4, 8, 12, 16, 20)
+    assert sequential_looks(10, 4) == (4, 8, 10)
+    with pytest.raises(GateInputError, match="more than the --budget"):
+        sequential_looks(3, 4)
+
+
+def test_sequential_stops_at_the_first_failing_look() -> None:
+    res = evaluate_sequential(deterministic(40, 20, lose=12), "b", "c", budget=20, stage=4)
+    # look 1 (4 epochs of 20) has a nominal α of 5e-6: even 12 lost cases (p = 1/4096) wait for look 2
+    assert res.verdict is Verdict.REGRESSION and res.look is not None and res.look.epochs == 8
+    assert res.look.index == 2 and res.look.level == pytest.approx(0.00176, abs=1e-4)
+
+
+def test_sequential_undecided_names_the_next_epochs() -> None:
+    res = evaluate_sequential(deterministic(40, 6), "b", "c", budget=12, stage=4)
+    assert res.verdict is Verdict.INCONCLUSIVE and res.look is not None and res.look.epochs == 4
+    assert res.inconclusive is not None and "--epochs 8" in res.inconclusive
+    assert to_json(res)["sequential"]["next_epochs"] == 8  # type: ignore[index]
+    final = evaluate_sequential(deterministic(40, 12), "b", "c", budget=12, stage=4)
+    assert final.verdict is Verdict.PASS and final.look is not None and final.look.last
+    # --target-mde: a pass as soon as the 90% MDE is ≤ 5 points — at 4 epochs it takes 11 cases (11 of 160 runs)
+    # to reach that look's level, at 8 epochs 11 of 320 runs
+    early = evaluate_sequential(deterministic(40, 12), "b", "c", budget=12, stage=4, target_mde=0.05)
+    assert early.verdict is Verdict.PASS and early.look is not None and early.look.epochs == 8
+
+
+def test_sequential_refuses_data_short_of_the_first_look() -> None:
+    with pytest.raises(GateInputError, match="run both labels with --epochs 4"):
+        evaluate_sequential(deterministic(10, 2), "b", "c", budget=12, stage=4)
