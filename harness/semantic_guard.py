@@ -11,11 +11,12 @@ import re
 from dataclasses import dataclass
 
 from harness.context import RunContext
-from harness.contracts import ModelPurpose, SemanticVerdict
+from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, SemanticVerdict, StopReason
 from harness.draft import Draft
 from harness.evidence_guard import VerifiedEvidence
 from harness.models.base import ChatModel, ChatRequest, SystemMessage, UserMessage
 from harness.retry import DeadlineReached, ModelCallFailed, call_model
+from harness.trace import EventKind
 
 GUARD_MARKER = "[harness-bench:semantic-guard]"
 GUARD_SYSTEM_PROMPT = (
@@ -37,6 +38,22 @@ class SemanticGuardResult:
     """Why (the guard's words, or why it failed closed)."""
     call_error: str | None = None
     """The guard call's failure (endpoint, network, cassette) when that, not the guard, decided UNSUPPORTED."""
+    call_error_kind: ModelErrorKind | None = None
+    """The classification of `call_error` (None without one)."""
+
+
+def _deadline_stop(ctx: RunContext, detail: str) -> None:
+    """The deadline cut the run in its last model call: a budget stop (BUDGET_LIMIT_REACHED / DEADLINE), as
+    when it cuts a diagnosis call, never "the agent finished on its own"."""
+    ctx.tracker.stop_for_budget()
+    if ctx.usage.budget_hit is None:
+        ctx.usage.budget_hit = BudgetKind.DEADLINE
+    ctx.trace.emit(
+        EventKind.BUDGET_EXHAUSTED,
+        budget=BudgetKind.DEADLINE,
+        stop_reason=StopReason.BUDGET_LIMIT_REACHED,
+        detail=detail,
+    )
 
 
 def build_guard_request(
@@ -89,6 +106,8 @@ def review(
     the conclusion cannot be verified and fails closed.
     """
     exhausted = ctx.guard_budget_exhausted()
+    if exhausted is BudgetKind.DEADLINE:
+        _deadline_stop(ctx, "the run's deadline passed before the SemanticGuard call")
     if exhausted is not None:
         return SemanticGuardResult(
             SemanticVerdict.UNSUPPORTED, f"no {exhausted.value} budget left for the SemanticGuard call (fail closed)"
@@ -97,6 +116,7 @@ def review(
     try:
         response = call_model(ctx, model, request, budget_check=lambda: ctx.guard_budget_exhausted() is None)
     except DeadlineReached as exc:  # the run's deadline, a budget: not an infrastructure failure
+        _deadline_stop(ctx, f"deadline reached during the SemanticGuard call ({exc.last})"[:300])
         return SemanticGuardResult(
             SemanticVerdict.UNSUPPORTED, f"guard call cut by the deadline ({exc.last}) (fail closed)"
         )
@@ -106,5 +126,6 @@ def review(
             SemanticVerdict.UNSUPPORTED,
             f"guard call failed: {exc.last.kind.value} (fail closed)",
             f"SemanticGuard {exc}",
+            exc.last.kind,
         )
     return parse_verdict(response.message.content)
