@@ -158,3 +158,28 @@ def test_a_200_json_without_choices_is_not_a_completion_either(tmp_path: Path) -
     (run,) = summary.runs
     assert run.result.error_kind is ModelErrorKind.NOT_A_COMPLETION and summary.infra_errors == 1
     assert run.result.error is not None and "the response has no choices" in run.result.error
+
+
+def test_deadline_readings_between_calls_replay_in_order(tmp_path: Path) -> None:
+    """A deadline that passed between two calls (no request in flight): the readings made after an answer are
+    stored on it and a replay gets them back in order, whatever its own clock says."""
+    import time
+
+    import httpx2
+
+    from runners.cassettes import CassetteTransport, use_cassette
+
+    inner = httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": 1}))
+    client = httpx2.Client(transport=CassetteTransport(inner, require_binding=True))
+    url = "http://model-endpoint/v1/chat/completions"
+    path = tmp_path / "c.json"
+    with use_cassette(path, "once") as tape:
+        assert tape.deadline_clock.remaining(time.monotonic() + 100) > 99  # the live clock
+        client.post(url, json={"turn": 1})
+        live = [tape.deadline_clock.remaining(time.monotonic() - 0.5), tape.deadline_clock.remaining(time.monotonic())]
+    assert live[0] < 0
+    with use_cassette(path, "none") as tape:
+        client.post(url, json={"turn": 1})
+        far = time.monotonic() + 1000  # the replay's own deadline is far away
+        replayed = [tape.deadline_clock.remaining(far) for _ in range(3)]
+    assert replayed == [*live, live[-1]], "recorded readings in order; past the last one, it holds"

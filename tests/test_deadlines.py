@@ -93,6 +93,7 @@ def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monke
     assert r.decision.outcome is not ReleaseOutcome.SUCCESS
     assert r.error is not None and r.error.startswith("SemanticGuard model call failed after 3 attempt(s)")
     assert infrastructure_error(r.error)
+    assert r.error_kind is ModelErrorKind.SERVER_ERROR and r.error_kind.infrastructure  # typed where it failed
 
 
 def test_the_semantic_guard_counts_against_the_model_call_budget(monkeypatch: pytest.MonkeyPatch) -> None:
