@@ -222,6 +222,14 @@ def _timeout_of(request: httpx2.Request) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
+def _cut_by_deadline(exc: Exception, last_read: float | None, timeout: float | None) -> bool:
+    """A timeout whose limit was what was left of the run's deadline (the Harness gives each attempt
+    min(model timeout, time left)): the deadline, not the endpoint, ended the attempt."""
+    if not isinstance(exc, httpx2.TimeoutException) or last_read is None or timeout is None:
+        return False
+    return last_read <= timeout
+
+
 class _SessionClock:
     """A cassette run's deadline clock (harness.context.DeadlineClock): the session's readings."""
 
@@ -339,9 +347,7 @@ class CassetteSession:
             response = inner.handle_request(request)
             content = read_body(response)
         except (httpx2.TransportError, OSError) as exc:
-            timeout = _timeout_of(request)
-            cut = isinstance(exc, httpx2.TimeoutException) and None not in (last_read, timeout)
-            cut = cut and float(last_read or 0) <= float(timeout or 0)
+            cut = _cut_by_deadline(exc, last_read, _timeout_of(request))
             self._record(vcr_request, _fault_response(exc, request, time.perf_counter() - t0, cut_by_deadline=cut))
             raise
         self._record(vcr_request, _serialize_response(response, content))
