@@ -371,3 +371,31 @@ def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_scrip
     lines = proc.stdout.strip().splitlines()
     assert lines[-1].startswith(last), lines
     assert lines[-2].startswith("== .ci/run: make test passed in ") and "live check " in lines[-2]
+
+
+def test_no_wheel_and_no_build_is_a_skip_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
+    naming both reasons (the CI summary prints it)."""
+    import runners.live_llm as live
+
+    def no_wheel(folder: Path) -> Path:
+        raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")
+
+    def no_build(folder: Path) -> Path:
+        raise SetupError("cannot build llama-server: cmake not found")
+
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path))
+    monkeypatch.setattr(live, "ensure_weights", lambda folder: tmp_path / "m.gguf")
+    monkeypatch.setattr(live, "ensure_xllamacpp", no_wheel)
+    monkeypatch.setattr(live, "ensure_llama_server", no_build)
+    status = tmp_path / "status.txt"
+    assert live.main(["--status-file", str(status), "--db", str(tmp_path / "l.duckdb")]) == 2
+    out = capsys.readouterr()
+    assert "the xllamacpp wheel cannot serve: pip install xllamacpp failed" in out.out
+    assert "falling back to building llama-server from source" in out.out
+    assert (
+        status.read_text()
+        == "SKIPPED: the model server could not be set up: cannot build llama-server: cmake not found\n"
+    )
