@@ -49,9 +49,11 @@ perf: $(STAMP)
 notebook: $(STAMP)
 	$(BIN)/python -m runners.run_notebook notebooks/threshold_sweep.ipynb
 
-## A real local LLM (llama.cpp's llama-server --jinja + Gemma 3 270M) on 127.0.0.1 (CI runs it after `test`).
-## The script exits 1 on a structural or rendered-prompt violation: make fails. It exits 2 when the server
-## could not be set up: a loud WARNING, and make succeeds (make would turn both into 2 otherwise).
+## A real local LLM (llama.cpp's server from the prebuilt xllamacpp wheel, --jinja, + Gemma 3 270M) on 127.0.0.1
+## (CI runs it after `test`); every live run is recorded to a cassette and must replay identically.
+## The script exits 1 on a structural, rendered-prompt or replay violation: make fails. It exits 2 when the server
+## could not be set up: a loud WARNING, and make succeeds (make would turn both into 2 otherwise); live-status.txt
+## says PASSED / FAILED / SKIPPED and why (.ci/run prints it last).
 LIVE_CMD ?= $(BIN)/python -m runners.live_llm
 live: $(STAMP)
 	@$(LIVE_CMD); rc=$$?; \

@@ -13,7 +13,15 @@ from typing import Any
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, RunContext
-from harness.contracts import BudgetKind, ModelPurpose, RejectionReason, SchemaMode, ToolChoiceMode
+from harness.contracts import (
+    BudgetKind,
+    ModelErrorKind,
+    ModelPurpose,
+    RejectionReason,
+    SchemaMode,
+    StopReason,
+    ToolChoiceMode,
+)
 from harness.draft import DraftParse, parse_draft
 from harness.envelope import envelope_schema
 from harness.interceptor import HarnessToolInterceptor
@@ -55,6 +63,8 @@ class RunResult:
     """A model-call failure (the loop's, or the SemanticGuard call's), if any."""
     wall_ms: float
     """Wall-clock duration."""
+    error_kind: ModelErrorKind | None = None
+    """The classification of `error`, typed where the call failed (None without an error)."""
 
 
 def tool_specs(
@@ -83,6 +93,7 @@ def run_diagnosis(
     ctx.trace.emit(EventKind.RUN_STARTED, detail=f"model={model.name}")
     parsed: DraftParse | None = None
     loop_error: str | None = None
+    loop_error_kind: ModelErrorKind | None = None
     turn = 0
     auto_id = 0
 
@@ -111,7 +122,7 @@ def run_diagnosis(
             stop_for(budget, f"retries cut by the budget ({exc.last})"[:300])
             break
         except ModelCallFailed as exc:
-            loop_error = str(exc)
+            loop_error, loop_error_kind = str(exc), exc.last.kind
             break
         turn += 1
         message = response.message
@@ -153,4 +164,5 @@ def run_diagnosis(
         draft_error=parsed.error if parsed else None,
         error=loop_error or decision.call_error,  # a guard call's endpoint failure is not the model's answer
         wall_ms=round((time.perf_counter() - t0) * 1000, 3),
+        error_kind=loop_error_kind if loop_error else decision.call_error_kind,
     )

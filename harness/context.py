@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from harness.canonical_store import CanonicalStore, Clock
 from harness.config import HarnessConfig
@@ -15,6 +16,25 @@ from harness.trace import EventKind, Trace
 
 MIN_OBSERVATION_BYTES = 256
 """The smallest observation cap: a status line with the call id always fits."""
+
+
+class DeadlineClock(Protocol):
+    """Where a run reads the time left before its deadline: every deadline decision goes through it."""
+
+    def remaining(self, deadline: float) -> float:
+        """Seconds left before `deadline` (a `time.monotonic()` value); may be negative."""
+        ...
+
+
+class MonotonicDeadline:
+    """The live clock: `deadline - time.monotonic()`. (A cassette run's clock also logs each reading, and a
+    replay answers with the recorded readings, so a deadline cut replays as one.)"""
+
+    __slots__ = ()
+
+    def remaining(self, deadline: float) -> float:
+        """Seconds left before `deadline`."""
+        return deadline - time.monotonic()
 
 
 @dataclass(slots=True)
@@ -86,6 +106,8 @@ class RunContext:
     """Cooperative cancellation."""
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     """Budget consumption."""
+    deadline_clock: DeadlineClock = field(default_factory=MonotonicDeadline)
+    """How the deadline is read (live: the monotonic clock)."""
 
     @classmethod
     def create(
@@ -95,9 +117,11 @@ class RunContext:
         run_id: str | None = None,
         clock: Clock = time.monotonic,
         cancellation: CancellationToken | None = None,
+        deadline_clock: DeadlineClock | None = None,
     ) -> RunContext:
         """A fresh context with its own tracker, store and trace (`cancellation`: a token shared with
-        the caller, e.g. the bench's one flag for Ctrl-C/SIGTERM; default: the run's own)."""
+        the caller, e.g. the bench's one flag for Ctrl-C/SIGTERM; default: the run's own;
+        `deadline_clock`: how the deadline is read, default the monotonic clock)."""
         cfg = config or HarnessConfig()
         now = time.monotonic()
         return cls(
@@ -109,11 +133,12 @@ class RunContext:
             store=CanonicalStore(cfg.record_ttl_seconds, clock),
             trace=Trace(),
             cancellation=cancellation or CancellationToken(),
+            deadline_clock=deadline_clock or MonotonicDeadline(),
         )
 
     def remaining_seconds(self) -> float:
         """Seconds left before the deadline (may be negative)."""
-        return self.deadline - time.monotonic()
+        return self.deadline_clock.remaining(self.deadline)
 
     def guard_budget_exhausted(self) -> BudgetKind | None:
         """Which budget forbids the SemanticGuard's call: it counts against deadline, calls and tokens."""

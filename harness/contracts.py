@@ -170,16 +170,26 @@ class ModelErrorKind(_StrEnum):
     CONNECTION = "CONNECTION"
     BAD_RESPONSE = "BAD_RESPONSE"
     CLIENT_ERROR = "CLIENT_ERROR"
+    NOT_A_COMPLETION = "NOT_A_COMPLETION"
+    """The endpoint answered 2xx with a body that is not a chat completion (not JSON, no choices): its fault."""
 
     @property
     def retryable(self) -> bool:
-        """Rate limits, 5xx, timeouts and dropped connections are worth another attempt."""
+        """Rate limits, 5xx, timeouts, dropped connections and non-completion bodies are worth another attempt."""
         return self in _RETRYABLE
+
+    @property
+    def infrastructure(self) -> bool:
+        """The endpoint, the network or the cassette failed, not the model's answer (only BAD_RESPONSE is)."""
+        return self is not ModelErrorKind.BAD_RESPONSE
 
 
 _RETRYABLE = frozenset(
-    {ModelErrorKind.RATE_LIMIT, ModelErrorKind.SERVER_ERROR, ModelErrorKind.TIMEOUT, ModelErrorKind.CONNECTION}
-)
+    {
+        ModelErrorKind.RATE_LIMIT, ModelErrorKind.SERVER_ERROR, ModelErrorKind.TIMEOUT, ModelErrorKind.CONNECTION,
+        ModelErrorKind.NOT_A_COMPLETION,
+    }
+)  # fmt: skip
 
 
 class ControlSignal(_StrEnum):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.context import RunContext
-from harness.contracts import FallbackKind, GuardName, ReleaseOutcome, SemanticVerdict, StopReason
+from harness.contracts import FallbackKind, GuardName, ModelErrorKind, ReleaseOutcome, SemanticVerdict, StopReason
 from harness.draft import Draft, DraftParse
 from harness.evidence_guard import check_evidence
 from harness.models.base import ChatModel
@@ -55,6 +55,8 @@ class ReleaseDecision:
     """Why this outcome, in one readable line."""
     call_error: str | None = None
     """A model-call failure that decided this outcome (the SemanticGuard's endpoint failed), else None."""
+    call_error_kind: ModelErrorKind | None = None
+    """The classification of `call_error` (None without one)."""
 
 
 def release(
@@ -76,6 +78,7 @@ def release(
     draft = parsed.draft if parsed else None
     why: str
     call_error: str | None = None
+    call_error_kind: ModelErrorKind | None = None
     if draft is not None and draft.conclusion is not None and draft.conclusion.strip():
         ev = check_evidence(draft, ctx.store, ctx.config.min_excerpt_chars)
         ctx.trace.emit(
@@ -97,9 +100,9 @@ def release(
                     ),
                 )
             why = f"SemanticGuard: {sem.reason}"
-            call_error = sem.call_error
-            if sem.budget is not None:  # a budget forbade the guard's call: the run was stopped by that budget
-                ctx.record_budget_stop(sem.budget, f"no {sem.budget.value} budget left for the SemanticGuard call")
+            call_error, call_error_kind = sem.call_error, sem.call_error_kind
+            if sem.budget is not None:  # a budget forbade or cut the guard's call: the run was stopped by that budget
+                ctx.record_budget_stop(sem.budget, f"SemanticGuard call: {sem.reason}"[:300])
                 stop_reason = ctx.tracker.stop_reason
         else:
             why = "EvidenceGuard: " + "; ".join(ev.problems)
@@ -122,17 +125,31 @@ def release(
             snapshot.limitations,
         )
         return _emit(
-            ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why, call_error)
+            ctx,
+            ReleaseDecision(
+                ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why, call_error, call_error_kind
+            ),
         )
     if missing:
         fb = Fallback(FallbackKind.MISSING_REQUIRED_CONTEXT, (), missing, next_steps, snapshot.limitations)
         return _emit(
-            ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why, call_error)
+            ctx,
+            ReleaseDecision(
+                ReleaseOutcome.FALLBACK, fb.kind, stop_reason, None, fb, snapshot, why, call_error, call_error_kind
+            ),
         )
     return _emit(
         ctx,
         ReleaseDecision(
-            ReleaseOutcome.FAILED, None, stop_reason, None, None, snapshot, why + " (fail closed)", call_error
+            ReleaseOutcome.FAILED,
+            None,
+            stop_reason,
+            None,
+            None,
+            snapshot,
+            why + " (fail closed)",
+            call_error,
+            call_error_kind,
         ),
     )
 

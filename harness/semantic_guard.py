@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from harness.context import RunContext
-from harness.contracts import BudgetKind, ModelPurpose, SemanticVerdict
+from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, SemanticVerdict
 from harness.draft import Draft
 from harness.evidence_guard import VerifiedEvidence
 from harness.models.base import ChatModel, ChatRequest, SystemMessage, UserMessage
@@ -38,7 +38,10 @@ class SemanticGuardResult:
     call_error: str | None = None
     """The guard call's failure (endpoint, network, cassette) when that, not the guard, decided UNSUPPORTED."""
     budget: BudgetKind | None = None
-    """The run budget that forbade the guard's call (or its next retry), when that decided UNSUPPORTED."""
+    """The run budget that forbade the guard's call, cut it (the deadline) or its next retry, when that decided
+    UNSUPPORTED: Release records it as the run's budget stop."""
+    call_error_kind: ModelErrorKind | None = None
+    """The classification of `call_error` (None without one)."""
 
 
 def build_guard_request(
@@ -102,7 +105,9 @@ def review(
         response = call_model(ctx, model, request, budget_check=lambda: ctx.guard_budget_exhausted() is None)
     except DeadlineReached as exc:  # the run's deadline, a budget: not an infrastructure failure
         return SemanticGuardResult(
-            SemanticVerdict.UNSUPPORTED, f"guard call cut by the deadline ({exc.last}) (fail closed)"
+            SemanticVerdict.UNSUPPORTED,
+            f"guard call cut by the deadline ({exc.last}) (fail closed)",
+            budget=BudgetKind.DEADLINE,
         )
     except RetriesCutByBudget as exc:  # the retries used up the run's budget: a budget stop, not an endpoint error
         budget = ctx.guard_budget_exhausted() or BudgetKind.MODEL_CALLS
@@ -117,5 +122,6 @@ def review(
             SemanticVerdict.UNSUPPORTED,
             f"guard call failed: {exc.last.kind.value} (fail closed)",
             f"SemanticGuard {exc}",
+            call_error_kind=exc.last.kind,
         )
     return parse_verdict(response.message.content)

@@ -35,7 +35,7 @@ from runners.metrics_db import (
     store_settings,
     write_statement,
 )
-from runners.preflight import infrastructure_error, preflight
+from runners.preflight import preflight
 from runners.settings import (
     ModelSettings,
     RunSettings,
@@ -251,8 +251,9 @@ def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOpti
     from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
     try:
-        with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode):
-            run = run_case(case, model, config=opts.config, cancellation=opts.cancellation)
+        with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode) as tape:
+            run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
+                           deadline_clock=tape.deadline_clock)  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode, delete_first=True)  # fmt: skip
@@ -430,7 +431,9 @@ def _run(
                                      opts.label, epoch, swept, run))  # fmt: skip
             summary.executed += 1
             summary.failed += not run.passed
-            summary.infra_errors += infrastructure_error(run.result.error)
+            # typed where the call failed (an endpoint, network or cassette failure), never read from the text
+            kind = run.result.error_kind
+            summary.infra_errors += kind is not None and kind.infrastructure
             if run.result.error and len(summary.errors) < 50:
                 summary.errors.append((run.case.id, run.result.error))
             if opts.keep_runs:

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from harness.agent import RunResult, run_diagnosis
 from harness.config import HarnessConfig
-from harness.context import CancellationToken, RunContext
+from harness.context import CancellationToken, DeadlineClock, RunContext
 from harness.contracts import (
     BudgetKind,
     GainProducer,
@@ -233,12 +233,15 @@ def run_case(
     guard_model: ChatModel | None = None,
     tools: Sequence[BusinessTool[Any]] | None = None,
     cancellation: CancellationToken | None = None,
+    deadline_clock: DeadlineClock | None = None,
 ) -> CaseRun:
     """Run a case (scripted reference model by default) and judge it. `cancellation`: a token shared
-    with the caller (the bench's one Ctrl-C/SIGTERM flag); once set, the run ends CANCELLED."""
+    with the caller (the bench's one Ctrl-C/SIGTERM flag); once set, the run ends CANCELLED.
+    `deadline_clock`: how the run reads its deadline (a cassette's, to record or replay the readings)."""
     chat = model or ScriptedChatModel(case.trajectory)
     backends = tools if tools is not None else build_tools(case)
-    ctx = RunContext.create(config, cancellation=cancellation)  # the deadline starts here, as before
+    # the deadline starts here, as before
+    ctx = RunContext.create(config, cancellation=cancellation, deadline_clock=deadline_clock)
     result = run_diagnosis(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model)
     metrics = metrics_of(result)
     return CaseRun(case, result, metrics, tuple(check_expectations(case, result, metrics)))

@@ -18,7 +18,14 @@ Replay reproduces live runs attempt by attempt:
   httpx2 exception and its innermost cause in the body) and replay raises that same httpx2
   exception, so the SDK and `classify` produce the same ModelCallError as live;
 - a request recurring more often than recorded repeats its last answer (vcrpy's playback
-  repeats), and runs at other thresholds share the common prefix, as before.
+  repeats), and runs at other thresholds share the common prefix, as before;
+- deadlines replay as they were decided live: every reading of the run's deadline clock between one
+  answer and the next request (or the end of the run) is stored on that answer (header
+  `x-harness-bench-deadline-reads`, the seconds left at each reading), and a replay answers the run's
+  readings with the recorded ones. An attempt the deadline cut (its timeout was what was left of the
+  deadline) is recorded as such (`"cut_by_deadline": true` in its fault) and replays as a deadline
+  stop, not as a timeout to retry, although the replay has all its time left; a deadline that passed
+  between calls replays at the same reading. (Readings before the first request use the real clock.)
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import re
 import shlex
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
@@ -167,8 +175,15 @@ def _fault_text(text: str, request: httpx2.Request) -> str:
     return text
 
 
-def _fault_response(exc: Exception, request: httpx2.Request, elapsed: float) -> dict[str, Any]:
-    """The synthetic interaction recorded for an attempt that failed without a response."""
+DEADLINE_READS_HEADER = "x-harness-bench-deadline-reads"
+"""Response header holding the run's deadline readings (seconds left) made after this answer, as JSON."""
+
+
+def _fault_response(
+    exc: Exception, request: httpx2.Request, elapsed: float, *, cut_by_deadline: bool = False
+) -> dict[str, Any]:
+    """The synthetic interaction recorded for an attempt that failed without a response (`cut_by_deadline`:
+    its timeout was what was left of the run's deadline, so the deadline, not the endpoint, ended it)."""
     kind = FaultKind.TIMEOUT if isinstance(exc, httpx2.TimeoutException) else FaultKind.CONNECTION
     cause = innermost_cause(exc)
     cause_type = cause.type_name if isinstance(cause, ReplayedCause) else type(cause).__name__
@@ -178,12 +193,54 @@ def _fault_response(exc: Exception, request: httpx2.Request, elapsed: float) -> 
         "message": _fault_text(str(exc), request),
         "cause": {"type": cause_type, "message": _fault_text(str(cause), request)},
         "elapsed_ms": round(elapsed * 1000),
+        "cut_by_deadline": cut_by_deadline,
     }
     return {
         "status": {"code": FAULT_STATUS, "message": "Harness-Bench Recorded Fault"},
         "headers": {FAULT_HEADER: [kind.value], "content-type": ["application/json"]},
         "body": {"string": json.dumps(body)},
     }
+
+
+def deadline_reads_of(response: dict[str, Any]) -> list[float] | None:
+    """The deadline readings recorded after an answer (None when it carries none: an older recording)."""
+    for name, values in (response.get("headers") or {}).items():
+        if name.lower() == DEADLINE_READS_HEADER:
+            raw = values[0] if isinstance(values, list) else values
+            try:
+                reads = json.loads(raw)
+            except (TypeError, ValueError):
+                return None
+            return [float(v) for v in reads] if isinstance(reads, list) else None
+    return None
+
+
+def _timeout_of(request: httpx2.Request) -> float | None:
+    """The read timeout the client gave this attempt."""
+    timeout = request.extensions.get("timeout") or {}
+    value = timeout.get("read") if isinstance(timeout, dict) else None
+    return float(value) if isinstance(value, int | float) else None
+
+
+def _cut_by_deadline(exc: Exception, last_read: float | None, timeout: float | None) -> bool:
+    """A timeout whose limit was what was left of the run's deadline (the Harness gives each attempt
+    min(model timeout, time left)): the deadline, not the endpoint, ended the attempt."""
+    if not isinstance(exc, httpx2.TimeoutException) or last_read is None or timeout is None:
+        return False
+    return last_read <= timeout
+
+
+class _SessionClock:
+    """A cassette run's deadline clock (harness.context.DeadlineClock): the session's readings."""
+
+    __slots__ = ("_session",)
+
+    def __init__(self, session: CassetteSession) -> None:
+        self._session = session
+
+    def remaining(self, deadline: float) -> float:
+        """Seconds left: recorded (replay) or read and logged (recording)."""
+        return self._session.read_deadline(deadline)
 
 
 def fault_of(response: dict[str, Any]) -> FaultKind | None:
@@ -219,6 +276,31 @@ class CassetteSession:
         self._mode = RecordMode(record_mode)
         self._loaded = len(self.cassette.data)
         self._played: set[int] = set()
+        self.deadline_clock = _SessionClock(self)
+        """The run's deadline clock: bind it to the run (`RunContext.create(deadline_clock=...)`)."""
+        self._reads: list[float] = []  # live readings since the last answer recorded in this session
+        self._last_recorded: int | None = None  # that answer's index
+        self._replayed: deque[float] | None = None  # recorded readings left after the last replayed answer
+        self._last_replayed: float | None = None
+
+    def read_deadline(self, deadline: float) -> float:
+        """One reading of the run's deadline: the next recorded one after a replayed answer (write-protected
+        replay only), else the real clock, logged for the answer recorded last."""
+        if self._replayed is not None:
+            if self._replayed:
+                self._last_replayed = self._replayed.popleft()
+            if self._last_replayed is not None:  # (more readings than recorded: the last one holds)
+                return self._last_replayed
+        value = deadline - time.monotonic()
+        self._reads.append(value)
+        return value
+
+    def _attach_reads(self) -> None:
+        """Store the readings made since the last recorded answer on that answer."""
+        if self._last_recorded is not None:
+            headers = self.cassette.data[self._last_recorded][1].setdefault("headers", {})
+            headers[DEADLINE_READS_HEADER] = [json.dumps(self._reads)]
+        self._reads = []
 
     def _next_recorded(self, request: Request) -> int | None:
         """The recorded interaction that answers this occurrence of `request`, if any.
@@ -242,15 +324,22 @@ class CassetteSession:
         body = request.read()
         vcr_request = Request(request.method, str(request.url), body, request.headers)
         index = self._next_recorded(vcr_request)
+        # The reading just before this attempt is the time it was given: its timeout is min(model timeout, it).
+        last_read = self._reads[-1] if self._reads else None
+        self._attach_reads()
+        self._last_recorded = None
         if index is not None:
             self._played.add(index)
             self.cassette.play_counts[index] += 1
             recorded = self.cassette.data[index][1]
+            reads = deadline_reads_of(recorded) if self.cassette.write_protected else None
+            self._replayed, self._last_replayed = (deque(reads), None) if reads is not None else (None, None)
             kind = fault_of(recorded)
             if kind is not None:
                 _raise_fault(recorded, kind, request)
             response: httpx2.Response = _deserialize_response(recorded, httpx2)
             return response
+        self._replayed = None
         if self.cassette.write_protected:
             raise CannotOverwriteExistingCassetteException(cassette=self.cassette, failed_request=vcr_request)
         t0 = time.perf_counter()
@@ -258,7 +347,8 @@ class CassetteSession:
             response = inner.handle_request(request)
             content = read_body(response)
         except (httpx2.TransportError, OSError) as exc:
-            self._record(vcr_request, _fault_response(exc, request, time.perf_counter() - t0))
+            cut = _cut_by_deadline(exc, last_read, _timeout_of(request))
+            self._record(vcr_request, _fault_response(exc, request, time.perf_counter() - t0, cut_by_deadline=cut))
             raise
         self._record(vcr_request, _serialize_response(response, content))
         response.stream = httpx2.ByteStream(content)
@@ -268,9 +358,12 @@ class CassetteSession:
         before = len(self.cassette.data)
         self.cassette.append(request, response)
         self._played.update(range(before, len(self.cassette.data)))
+        self._last_recorded = len(self.cassette.data) - 1
 
     def save(self) -> None:
-        """Write the cassette if anything was recorded (vcrpy's rules per record mode)."""
+        """Write the cassette if anything was recorded (vcrpy's rules per record mode), the readings made
+        after the last answer stored on it."""
+        self._attach_reads()
         self.cassette._save()
 
 

@@ -464,11 +464,11 @@ def cmd_run(args: argparse.Namespace) -> int:
         # An endpoint or cassette failure is not a model verdict: never let it pass as a bad model.
         err.print(Text(
             f"{summary.infra_errors} of {summary.executed} case run(s) ended on an endpoint or cassette error"
-            f" (rate limit, 5xx, timeout, connection, 4xx, cassette miss), not on the model's answer; see"
-            f" case_runs.error in {args.db}", style="red",
+            f" (rate limit, 5xx, timeout, connection, 4xx, a 2xx that is not a chat completion, cassette miss),"
+            f" not on the model's answer; see case_runs.error in {args.db}", style="red",
         ))  # fmt: skip
         if summary.infra_errors == summary.executed:
-            _error("the endpoint (or the cassettes) served no case run (exit 2)")
+            _error(f"the endpoint {_endpoint_named(summary.settings, opts)} served no case run (exit 2)")
             return EXIT_INPUT
     failing = summary.failed
     if failing and args.strict:
@@ -484,6 +484,15 @@ def _warn_unchecked(db: Path) -> None:
     if wal.exists() and wal.stat().st_size > 0:
         _say(f"warning: {wal} could not be folded into {db} (full disk?); the rows are stored in it: keep it next"
              " to the database (the next writer folds it in once there is room)", stderr=True)  # fmt: skip
+
+
+def _endpoint_named(run: settings.RunSettings | None, opts: Any) -> str:
+    """The endpoint (and the cassettes) a bench run used, for the one-line error when none of it served."""
+    from harness.models.openai_model import endpoint_key
+
+    name = endpoint_key(run.model_settings.base_url if run is not None else None)
+    cassettes = getattr(opts, "cassettes", None)
+    return f"{name} (cassettes {cassettes})" if cassettes is not None else name
 
 
 def _interrupts(args: argparse.Namespace) -> interrupts.Interrupts:

@@ -35,6 +35,7 @@ import json
 import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -46,6 +47,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -98,6 +100,10 @@ MODES = ("auto", "required")
 STOP_TEXT = "Stop calling tools. Write your final Draft now"
 """The instruction STOP_REQUIRED carries (harness/observation.py); it must reach the model."""
 DEADLINE_SLACK_S = 1.0
+BUILD_TIMEOUT_S = 2700.0
+"""One attempt of the fallback source build; a cut attempt resumes on the next run (its folder is kept)."""
+XLLAMACPP = "xllamacpp==2026.10.11549"
+"""llama.cpp's native server in a prebuilt CPU wheel (the `live` extra): no compiler, no build."""
 
 
 class SetupError(RuntimeError):
@@ -122,17 +128,51 @@ def build_key() -> str:
 
 
 def _step(cmd: Sequence[str], what: str, log: Path, *, timeout: float, cwd: Path | None = None) -> None:
-    """Run one set-up command, its output appended to `log`; a failure is a SetupError naming `log`."""
+    """Run one set-up command, its output appended to `log`; a failure is a SetupError naming `log`.
+
+    The command runs in a process group of its own, and a timeout ends the whole group: `cmake --build`
+    leaves ninja, the compilers and the linker running when only cmake is killed.
+    """
     with log.open("ab") as out:
         out.write(f"\n$ {' '.join(cmd)}\n".encode())
         out.flush()
         try:
-            proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, timeout=timeout, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True)
+        except OSError as exc:
             raise SetupError(f"{what}: {exc}; see {log}") from None
-    if proc.returncode:
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _end_group(proc)
+            raise SetupError(f"{what}: timed out after {timeout:.0f} s (every process it started ended); "
+                             f"see {log}") from None  # fmt: skip
+        except BaseException:
+            _end_group(proc)  # Ctrl-C: nothing keeps compiling behind our back
+            raise
+    if code:
         tail = log.read_text(errors="replace").strip().splitlines()[-5:]
-        raise SetupError(f"{what} failed (exit {proc.returncode}); see {log}: {' | '.join(tail)}")
+        raise SetupError(f"{what} failed (exit {code}); see {log}: {' | '.join(tail)}")
+
+
+def _end_group(proc: subprocess.Popen[bytes], grace_s: float = 10.0) -> None:
+    """End the process group `proc` leads: SIGTERM, then SIGKILL to whatever is left after `grace_s`."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    until = time.monotonic() + grace_s
+    while time.monotonic() < until:
+        proc.poll()  # reap the leader: a zombie would keep the group "alive"
+        try:
+            os.killpg(proc.pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.2)
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _du(path: Path) -> int:
@@ -140,7 +180,12 @@ def _du(path: Path) -> int:
 
 
 def ensure_llama_server(folder: Path) -> Path:
-    """`llama-server` built from the sdist's vendored llama.cpp (once per build key)."""
+    """`llama-server` built from the sdist's vendored llama.cpp (once per build key).
+
+    The fallback when the `xllamacpp` wheel cannot serve. The work folder is kept across attempts (keyed
+    by the build key): an attempt cut by its timeout resumes where it stopped (the sdist is not fetched
+    again, ninja rebuilds only what is missing); it is removed once the binary is in place.
+    """
     binary = folder / "bin" / "llama-server"
     stamp = folder / f".built-{build_key()}"
     if stamp.exists() and binary.exists():
@@ -149,31 +194,41 @@ def ensure_llama_server(folder: Path) -> Path:
     if missing:
         raise SetupError(f"cannot build llama-server: {', '.join(missing)} not found (apt-get install cmake g++)")
     folder.mkdir(parents=True, exist_ok=True)
-    work = folder / "work"
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir()
+    work = folder / f"work-{build_key()}"
+    for stale in folder.glob("work*"):
+        if stale != work:
+            shutil.rmtree(stale, ignore_errors=True)  # another build key's (or the old unkeyed) folder
+    resumed = work.exists()
+    work.mkdir(exist_ok=True)
     log = folder / "build.log"
-    log.write_text(f"build key {build_key()}: {SDIST} {' '.join(CMAKE_FLAGS)}\n")
-    _log(f"building llama-server from the {SDIST} sdist into {folder} (once; log {log})")
+    with log.open("a") as out:
+        out.write(f"build key {build_key()}: {SDIST} {' '.join(CMAKE_FLAGS)}{' (resumed)' if resumed else ''}\n")
+    _log(f"building llama-server from the {SDIST} sdist into {folder} ({'resuming' if resumed else 'once'}; "
+         f"log {log})")  # fmt: skip
     t0 = time.perf_counter()
-    _step([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--disable-pip-version-check",
-           "-d", str(work), SDIST], "pip download of the sdist", log, timeout=1800)  # fmt: skip
-    archives = sorted(work.glob("*.tar.gz"))
-    if not archives:
-        raise SetupError(f"pip download produced no sdist in {work}")
-    with tarfile.open(archives[0]) as tar:
-        members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name]
-        tar.extractall(work, members=members, filter="data")
     sources = next(work.glob("*/vendor/llama.cpp"), None)
     if sources is None or not (sources / "CMakeLists.txt").exists():
-        raise SetupError(f"the sdist {archives[0].name} has no vendor/llama.cpp/CMakeLists.txt")
+        if not sorted(work.glob("*.tar.gz")):
+            _step([sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
+                   "--disable-pip-version-check", "-d", str(work), SDIST], "pip download of the sdist", log,
+                  timeout=1800)  # fmt: skip
+        archives = sorted(work.glob("*.tar.gz"))
+        if not archives:
+            raise SetupError(f"pip download produced no sdist in {work}")
+        with tarfile.open(archives[0]) as tar:
+            members = [m for m in tar.getmembers() if "/vendor/llama.cpp/" in m.name]
+            tar.extractall(work, members=members, filter="data")
+        sources = next(work.glob("*/vendor/llama.cpp"), None)
+        if sources is None or not (sources / "CMakeLists.txt").exists():
+            raise SetupError(f"the sdist {archives[0].name} has no vendor/llama.cpp/CMakeLists.txt")
     t_fetch = time.perf_counter() - t0
     build = work / "build"
-    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    generator = ["-G", "Ninja"] if shutil.which("ninja") and not (build / "Makefile").exists() else []
     _step(["cmake", "-S", str(sources), "-B", str(build), *generator, *CMAKE_FLAGS], "cmake configure", log,
           timeout=600)  # fmt: skip
+    # only the server and what it links: no tools, tests, examples or UI
     _step(["cmake", "--build", str(build), "--target", "llama-server", "--parallel", "2"],
-          "cmake build of llama-server", log, timeout=2700)  # fmt: skip
+          "cmake build of llama-server", log, timeout=BUILD_TIMEOUT_S)  # fmt: skip
     built = build / "bin" / "llama-server"
     if not built.exists():
         raise SetupError(f"the build finished without {built}; see {log}")
@@ -184,10 +239,11 @@ def ensure_llama_server(folder: Path) -> Path:
     for old in folder.glob(".built-*"):
         old.unlink()
     took = time.perf_counter() - t0
-    stamp.write_text(json.dumps({"sdist": SDIST, "flags": CMAKE_FLAGS, "seconds": round(took), "peak_bytes": peak}))
+    stamp.write_text(json.dumps({"sdist": SDIST, "flags": CMAKE_FLAGS, "seconds": round(took), "peak_bytes": peak,
+                                 "resumed": resumed}))  # fmt: skip
     _log(
-        f"llama-server built in {took:.0f} s (download+extract {t_fetch:.0f} s); peak disk {peak / 1e6:.0f} MB, "
-        f"binary {binary.stat().st_size / 1e6:.1f} MB"
+        f"llama-server built in {took:.0f} s (download+extract {t_fetch:.0f} s{', resumed' if resumed else ''}); "
+        f"peak disk {peak / 1e6:.0f} MB, binary {binary.stat().st_size / 1e6:.1f} MB"
     )
     return binary
 
@@ -240,14 +296,25 @@ def post_json(url: str, body: dict[str, Any], timeout: float) -> tuple[int, Any]
         return status, raw.decode(errors="replace")
 
 
+class ServerKind(StrEnum):
+    """Which build of llama.cpp's server runs the live check."""
+
+    XLLAMACPP = "xllamacpp"
+    """The prebuilt `xllamacpp` wheel (the `live` extra): no compiler, starts in seconds."""
+    SOURCE_BUILD = "llama-server"
+    """`llama-server` compiled from the llama-cpp-python sdist (the fallback: a C++ toolchain, ~45 min)."""
+
+
 @dataclass
 class LlamaServer:
-    """A running llama-server on 127.0.0.1."""
+    """A running llama.cpp server on 127.0.0.1."""
 
     proc: subprocess.Popen[bytes]
     root: str
     """`http://127.0.0.1:PORT` (the OpenAI base URL is this + `/v1`)."""
     log_path: Path
+    kind: ServerKind = ServerKind.SOURCE_BUILD
+    """Which build serves."""
 
     def log_text(self) -> str:
         """The server's log so far."""
@@ -255,6 +322,8 @@ class LlamaServer:
 
     def stop(self) -> None:
         """Terminate it (it was started by this process)."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
         self.proc.terminate()
         try:
             self.proc.wait(timeout=20)
@@ -263,20 +332,61 @@ class LlamaServer:
             self.proc.wait(timeout=20)
 
 
-def start_server(binary: Path, model: Path, log_path: Path, *, wait_s: float = 180) -> LlamaServer:
-    """Start llama-server with --jinja and wait until /health answers 200 (503 while loading)."""
+def ensure_xllamacpp(folder: Path) -> Path:
+    """The pinned `xllamacpp` wheel installed into the cache folder (once, by stamp); the folder to import
+    it from. Binary only (`--only-binary :all:`): where no wheel fits this machine, pip says so and nothing
+    is compiled — the caller falls back to the source build."""
+    target = folder / f"xllamacpp-{XLLAMACPP.partition('==')[2]}"
+    stamp = target / ".ok"
+    if stamp.exists():
+        return target
+    shutil.rmtree(target, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    log = folder / "xllamacpp.log"
+    log.write_text("")
+    _log(f"installing the {XLLAMACPP} wheel into {target} (once; log {log})")
+    _step([sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+           "--only-binary", ":all:", "--target", str(target), XLLAMACPP], f"pip install {XLLAMACPP}", log,
+          timeout=1800)  # fmt: skip
+    _step([sys.executable, "-c", "import sys; sys.path.insert(0, sys.argv[1]); import xllamacpp", str(target)],
+          "importing xllamacpp", log, timeout=120)  # fmt: skip
+    stamp.touch()
+    return target
+
+
+def server_command(kind: ServerKind, model: Path, port: int, binary: Path | None = None) -> list[str]:
+    """The command line of one server build, with the same settings (template, threads, context, cap)."""
+    if kind is ServerKind.XLLAMACPP:
+        return [sys.executable, "-m", "runners._xllamacpp_serve", "--model", str(model), "--port", str(port),
+                "--alias", MODEL_ALIAS, "--chat-template-file", str(CHAT_TEMPLATE), "--threads", "1",
+                "--ctx-size", str(N_CTX), "--n-predict", str(N_PREDICT), "--parallel", "1"]  # fmt: skip
+    assert binary is not None
+    return [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ALIAS,
+            *SERVER_ARGS]  # fmt: skip
+
+
+def start_server(
+    binary: Path | None, model: Path, log_path: Path, *, kind: ServerKind = ServerKind.SOURCE_BUILD,
+    wait_s: float = 180, python_path: Path | None = None,
+) -> LlamaServer:  # fmt: skip
+    """Start the server and wait until /health answers 200 (503 while loading); `python_path`: where the
+    xllamacpp wheel is installed."""
     port = _free_port()
-    cmd = [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ALIAS,
-           *SERVER_ARGS]  # fmt: skip
+    cmd = server_command(kind, model, port, binary)
+    env = dict(os.environ)
+    if python_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(python_path), env.get("PYTHONPATH", "")) if p)
     with log_path.open("wb") as log:
         log.write(f"$ {' '.join(cmd)}\n".encode())
         log.flush()
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    server = LlamaServer(proc, f"http://127.0.0.1:{port}", log_path)
+        # xllamacpp's wrapper serves until its stdin closes: it dies with us even when we are killed
+        stdin = subprocess.PIPE if kind is ServerKind.XLLAMACPP else subprocess.DEVNULL
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=stdin, cwd=ROOT, env=env)
+    server = LlamaServer(proc, f"http://127.0.0.1:{port}", log_path, kind)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SetupError(f"llama-server exited with {proc.returncode}; see {log_path}")
+            raise SetupError(f"{kind.value} exited with {proc.returncode}; see {log_path}")
         try:
             with urllib.request.urlopen(f"{server.root}/health", timeout=2) as resp:
                 if resp.status == 200:
@@ -285,7 +395,24 @@ def start_server(binary: Path, model: Path, log_path: Path, *, wait_s: float = 1
             pass
         time.sleep(0.5)
     server.stop()
-    raise SetupError(f"llama-server did not answer /health within {wait_s:.0f} s; see {log_path}")
+    raise SetupError(f"{kind.value} did not answer /health within {wait_s:.0f} s; see {log_path}")
+
+
+def set_up_server(folder: Path, log_path: Path) -> LlamaServer:
+    """The xllamacpp wheel when it serves; else the source-built llama-server (SetupError when neither)."""
+    with _phase("weights (cached by stamp)"):
+        model = ensure_weights(folder)
+    try:
+        with _phase("xllamacpp wheel (cached by stamp)"):
+            wheel = ensure_xllamacpp(folder)
+        with _phase("server start (xllamacpp wheel)"):
+            return start_server(None, model, log_path, kind=ServerKind.XLLAMACPP, python_path=wheel)
+    except SetupError as exc:
+        _log(f"the xllamacpp wheel cannot serve: {exc}; falling back to building llama-server from source")
+    with _phase("set-up (source build, cached by stamp)"):
+        binary = ensure_llama_server(folder)
+    with _phase("server start (source build)"):
+        return start_server(binary, model, log_path, kind=ServerKind.SOURCE_BUILD)
 
 
 # ------------------------------------------------------------------------------------- recording proxy
@@ -738,18 +865,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schema-mode", choices=("adaptive", "static"), default="adaptive",
                         help="agent-facing envelope schema of the live runs (default adaptive)")  # fmt: skip
     parser.add_argument("--db", type=Path, default=ROOT / "live.duckdb", help="DuckDB file (default live.duckdb)")
+    parser.add_argument("--deadline-seconds", type=float, default=None,
+                        help="the runs' deadline (default the Harness's); shorter: more runs cut by it")  # fmt: skip
+    parser.add_argument("--status-file", type=Path, default=ROOT / "live-status.txt",
+                        help="one line: PASSED / FAILED / SKIPPED and why (default live-status.txt)")  # fmt: skip
+    parser.add_argument("--cassettes", type=Path, default=ROOT / "live-cassettes",
+                        help="where the live runs are recorded, then replayed from (live-cassettes/)")  # fmt: skip
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
+    args.status_file.unlink(missing_ok=True)
     folder = llama_dir()
     try:
-        with _phase("set-up (build/weights cached by stamp)"):
-            binary = ensure_llama_server(folder)
-            model = ensure_weights(folder)
-        with _phase("server start"):
-            server = start_server(binary, model, ROOT / "live-server.log")
+        server = set_up_server(folder, ROOT / "live-server.log")
     except (SetupError, OSError, subprocess.SubprocessError) as exc:
         print(f"error: the model server could not be set up: {exc}", file=sys.stderr)
+        write_status(args.status_file, f"SKIPPED: the model server could not be set up: {exc}")
         return 2
+    _log(f"serving with {server.kind.value} at {server.root}")
     try:
         return _live(server, args, t0)
     finally:
@@ -762,7 +894,8 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     from runners.bench import BenchOptions, run_bench
 
     os.environ.setdefault("HARNESS_BENCH_LIVE_KEY", "not-needed")
-    cfg = HarnessConfig(schema_mode=SchemaMode(args.schema_mode))
+    deadline = {} if args.deadline_seconds is None else {"deadline_seconds": args.deadline_seconds}
+    cfg = HarnessConfig(schema_mode=SchemaMode(args.schema_mode), **deadline)
     modes = [m.strip() for m in str(args.modes).split(",") if m.strip()]
     case_ids = list(DEFAULT_CASES[: max(1, args.cases)])
     problems: list[str] = []
@@ -782,6 +915,7 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
         for p in ref_problems:
             print(f"PROMPT CHECK FAILED: {p}", file=sys.stderr)
         print("the server's template does not show the model what the Harness sends; no live runs", file=sys.stderr)
+        write_status(args.status_file, f"FAILED: {len(ref_problems)} rendered-prompt problems ({server.kind.value})")
         return 1
     (ROOT / "live-prompt.txt").write_text(shown)
     _log("rendered prompt around STOP_REQUIRED (full text in live-prompt.txt):\n" + excerpt(shown, "STOP_REQUIRED"))
@@ -801,8 +935,10 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
         f"wanted; hard limit of the live phase {plan.hard_limit_s:.0f} s (a run starts only if its worst case fits)"
     )
 
-    # 3. Live runs, interleaved by mode, recorded through the proxy.
+    # 3. Live runs, interleaved by mode, recorded through the proxy and into cassettes (one folder per mode).
     bench_ids: dict[str, list[str]] = {m: [] for m in modes}
+    ran: dict[str, list[str]] = {m: [] for m in modes}
+    shutil.rmtree(args.cassettes, ignore_errors=True)
     started = time.perf_counter()
     skipped = 0
     with RecordingProxy(server.root) as proxy:
@@ -816,10 +952,11 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
                 BenchOptions(
                     case_ids=[case_id], model=f"openai:{MODEL_ALIAS}", base_url=proxy.base_url,
                     api_key_env="HARNESS_BENCH_LIVE_KEY", db=args.db, label=f"live-{mode}", config=cfg,
-                    tool_choice=mode, keep_runs=True,
+                    tool_choice=mode, keep_runs=True, cassettes=args.cassettes / mode, record_mode="once",
                 )
             )  # fmt: skip
             bench_ids[mode].append(summary.bench_run_id)
+            ran[mode].append(case_id)
             for run in summary.runs:
                 d, m = run.result.decision, run.metrics
                 error = f" error={run.result.error[:80]}" if run.result.error else ""
@@ -864,6 +1001,17 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
         )
     all_ids = [b for ids in bench_ids.values() for b in ids]
     problems += check_structure(args.db, all_ids, cfg.deadline_seconds)
+
+    # 5. Every live run replays exactly from its cassette (offline, record mode none): deadline cuts included.
+    with _phase("replay of every live run from its cassette"):
+        replay_ids, replay_db = replay_live(args, cfg, ran)
+    differences = [d for mode in modes for d in compare_replay(args.db, bench_ids[mode], replay_db, replay_ids[mode])]
+    cut = count_deadline_cuts(args.db, all_ids)
+    _log(
+        f"replay: {sum(len(c) for c in ran.values())} live runs replayed from {args.cassettes} ({cut} cut by the "
+        f"deadline): {len(differences)} differences from live"
+    )
+    problems += [f"replay differs from live: {d}" for d in differences]
     executed = 0
     for mode in modes:
         f = live_figures(args.db, f"live-{mode}", bench_ids[mode])
@@ -873,11 +1021,114 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
             problems.append(f"tool_choice={mode}: no run reached the model (the check would be vacuous)")
     for p in problems:
         print(f"STRUCTURE VIOLATION: {p}", file=sys.stderr)
+    took = time.perf_counter() - t0
     _log(
         f"{executed} live case runs, {len(problems)} violations; live runs {live_seconds:.0f} s of "
-        f"{plan.hard_limit_s:.0f} s allowed, {time.perf_counter() - t0:.0f} s in all"
+        f"{plan.hard_limit_s:.0f} s allowed, {took:.0f} s in all"
     )
+    what = (
+        f"{server.kind.value}; {executed} live case runs ({cut} cut by the deadline), {len(problems)} violations, "
+        f"replay {'identical' if not differences else f'{len(differences)} differences'}; {took:.0f} s"
+    )
+    write_status(args.status_file, f"{'FAILED' if problems else 'PASSED'}: {what}")
     return 1 if problems else 0
+
+
+def write_status(path: Path, line: str) -> None:
+    """The one-line result CI prints last: PASSED / FAILED / SKIPPED and why."""
+    path.write_text(line.strip() + "\n")
+
+
+def replay_live(args: argparse.Namespace, cfg: Any, ran: dict[str, list[str]]) -> tuple[dict[str, str | None], Path]:
+    """Replay each mode's live runs from its cassettes into a DuckDB file of their own; bench run ids."""
+    from runners.bench import BenchOptions, run_bench
+
+    replay_db = args.db.with_name(args.db.stem + "-replay.duckdb")
+    replay_db.unlink(missing_ok=True)
+    ids: dict[str, str | None] = {}
+    for mode, cases in ran.items():
+        if not cases:
+            ids[mode] = None
+            continue
+        summary = run_bench(
+            BenchOptions(
+                case_ids=cases, model=f"openai:{MODEL_ALIAS}", api_key_env="HARNESS_BENCH_LIVE_KEY", db=replay_db,
+                label=f"replay-{mode}", config=cfg, tool_choice=mode, cassettes=args.cassettes / mode,
+                record_mode="none",
+            )
+        )  # fmt: skip
+        ids[mode] = summary.bench_run_id
+    return ids, replay_db
+
+
+_CASE_RUN_VOLATILE = frozenset({"bench_run_id", "case_run_id", "label", "wall_ms", "finished_at"})
+_EVENT_VOLATILE = frozenset({"bench_run_id", "case_run_id", "t_ms", "latency_ms"})
+
+
+def _rows(db: Path, table: str, bench_run_ids: Sequence[str], volatile: frozenset[str]) -> dict[str, list[Any]]:
+    """Per case id, the rows of `table` for these bench runs, without the columns that differ by nature."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cols = [c[0] for c in con.execute(f"DESCRIBE {table}").fetchall() if c[0] not in volatile]
+        order = "seq" if "seq" in cols else "case_run_id"
+        rows = con.execute(
+            f"SELECT c.case_id, {', '.join(f't.{c}' for c in cols)} FROM {table} t "
+            f"JOIN case_runs c USING (case_run_id) WHERE t.bench_run_id IN (SELECT unnest(?::VARCHAR[])) "
+            f"ORDER BY c.case_id, t.{order}",
+            [list(bench_run_ids)],
+        ).fetchall()
+    finally:
+        con.close()
+    out: dict[str, list[Any]] = {}
+    for row in rows:
+        out.setdefault(str(row[0]), []).append(dict(zip(cols, row[1:], strict=True)))
+    return out
+
+
+def compare_replay(live_db: Path, live_ids: Sequence[str], replay_db: Path, replay_id: str | None) -> list[str]:
+    """Where the replay of live runs differs from them: case_runs (every count, outcome, stop reason, budget hit,
+    error), tool_calls and events (kind by kind, attempt by attempt) — not ids, labels or timings."""
+    if not live_ids:
+        return []
+    if replay_id is None:
+        return ["no replay ran"]
+    out: list[str] = []
+    for table, volatile in (("case_runs", _CASE_RUN_VOLATILE), ("tool_calls", _EVENT_VOLATILE - {"t_ms"}),
+                            ("events", _EVENT_VOLATILE)):  # fmt: skip
+        live = _rows(live_db, table, live_ids, volatile)
+        replay = _rows(replay_db, table, [replay_id], volatile)
+        for case_id in sorted(set(live) | set(replay)):
+            a, b = live.get(case_id, []), replay.get(case_id, [])
+            if a == b:
+                continue
+            if len(a) != len(b):
+                out.append(f"{case_id}: {table} has {len(a)} rows live, {len(b)} replayed")
+                continue
+            for i, (ra, rb) in enumerate(zip(a, b, strict=True)):
+                diff = {k: (ra[k], rb[k]) for k in ra if ra[k] != rb[k]}
+                if diff:
+                    shown = "; ".join(
+                        f"{k} {str(v[0])[:60]!r} live, {str(v[1])[:60]!r} replayed" for k, v in diff.items()
+                    )
+                    out.append(f"{case_id}: {table} row {i}: {shown}")
+                    break
+    return out
+
+
+def count_deadline_cuts(db: Path, bench_run_ids: Sequence[str]) -> int:
+    """Live runs the deadline stopped (BUDGET_LIMIT_REACHED / DEADLINE)."""
+    if not bench_run_ids:
+        return 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute(
+            "SELECT count(*) FROM case_runs WHERE budget_hit = 'DEADLINE' AND bench_run_id IN "
+            "(SELECT unnest(?::VARCHAR[]))",
+            [list(bench_run_ids)],
+        ).fetchone()
+    finally:
+        con.close()
+    return int(row[0]) if row else 0
 
 
 def probe_tool_choice(server: LlamaServer, body: dict[str, Any]) -> dict[str, str]:

@@ -13,8 +13,9 @@ Rules:
 - skipped for cassette replay with record mode `none` (offline: nothing may touch the network).
 
 A mid-run outage is not a preflight matter: each case run keeps its classification in
-`case_runs.error` (`model call failed after 3 attempt(s): CONNECTION: …`), and
-`infrastructure_error` tells such a run from a model's bad answer.
+`case_runs.error` (`model call failed after 3 attempt(s): CONNECTION: …`); the bench tells such a run
+from a model's bad answer by its typed `RunResult.error_kind` (`ModelErrorKind.infrastructure`), and
+`infrastructure_error` reads the same from a stored error text.
 """
 
 from __future__ import annotations
@@ -166,6 +167,7 @@ _INFRA = re.compile(rf"attempt\(s\): ({_INFRA_KINDS}): |^request not in cassette
 
 
 def infrastructure_error(error: str | None) -> bool:
-    """A case run's loop error came from the endpoint or the cassette (rate limit, 5xx, timeout,
-    connection, 4xx, cassette miss), not from the model's answer (BAD_RESPONSE is the model's)."""
+    """A stored case run error (`case_runs.error`) came from the endpoint or the cassette (rate limit, 5xx,
+    timeout, connection, 4xx, a 2xx that is not a chat completion, cassette miss), not from the model's
+    answer (BAD_RESPONSE is the model's). A live run is classified by its typed `error_kind` instead."""
     return bool(error) and _INFRA.search(error or "") is not None

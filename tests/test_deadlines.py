@@ -72,6 +72,9 @@ def test_the_semantic_guard_call_respects_the_deadline(monkeypatch: pytest.Monke
     guard = [e for e in r.events if e.kind is EventKind.GUARD_VERDICT and e.guard and e.guard.value == "SEMANTIC"]
     assert guard and "fail closed" in (guard[0].detail or "")
     assert r.error is None, "a deadline is a budget, not an infrastructure failure"
+    # never "the agent finished on its own": the deadline stopped the run, as when it cuts a diagnosis call
+    assert r.decision.stop_reason is StopReason.BUDGET_LIMIT_REACHED and r.usage.budget_hit is BudgetKind.DEADLINE
+    assert [e.budget for e in r.events if e.kind is EventKind.BUDGET_EXHAUSTED] == [BudgetKind.DEADLINE]
 
 
 def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,6 +93,7 @@ def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monke
     assert r.decision.outcome is not ReleaseOutcome.SUCCESS
     assert r.error is not None and r.error.startswith("SemanticGuard model call failed after 3 attempt(s)")
     assert infrastructure_error(r.error)
+    assert r.error_kind is ModelErrorKind.SERVER_ERROR and r.error_kind.infrastructure  # typed where it failed
 
 
 def test_the_semantic_guard_counts_against_the_model_call_budget(monkeypatch: pytest.MonkeyPatch) -> None:

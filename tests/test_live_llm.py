@@ -25,10 +25,14 @@ from runners.live_llm import (
     STOP_TEXT,
     Recorded,
     RecordingProxy,
+    ServerKind,
+    SetupError,
     _peer_closed,
+    _step,
     check_conversations,
     check_rendered,
     check_structure,
+    compare_replay,
     excerpt,
     live_figures,
     plan_live,
@@ -36,6 +40,7 @@ from runners.live_llm import (
     refusal_reason,
     response_figures,
     schedule,
+    server_command,
 )
 from runners.simulator import SimulatorServer
 
@@ -278,3 +283,119 @@ def test_refused_requests_are_counted_not_rendered() -> None:
         "answered": 2, "truncated": 1, "tool_call_turns": 1, "multi_call_turns": 1, "refused": 1,
     }  # fmt: skip
     assert refusal_reason([refused, *answered]).startswith("Failed to parse tool call arguments")
+
+
+def test_replay_differences_are_named(tmp_path: Path) -> None:
+    """Two scripted runs of the same cases agree row for row; a changed count or a missing event is named."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    live_db, live_ids = _scripted_live_db(tmp_path / "a")
+    replay_db, _ = _scripted_live_db(tmp_path / "b")
+    con = duckdb.connect(str(replay_db))
+    try:
+        one = con.execute("SELECT bench_run_id FROM case_runs ORDER BY case_id").fetchall()
+        con.execute("UPDATE case_runs SET bench_run_id = ?", [one[0][0]])  # one replay bench run, as replay_live
+        for table in ("tool_calls", "events"):
+            con.execute(f"UPDATE {table} SET bench_run_id = ?", [one[0][0]])
+    finally:
+        con.close()
+    assert compare_replay(live_db, live_ids, replay_db, one[0][0]) == []
+    con = duckdb.connect(str(replay_db))
+    try:
+        con.execute("UPDATE case_runs SET model_calls = model_calls + 2, budget_hit = 'DEADLINE' "
+                    "WHERE case_id = 'generic_kb_gateway_runbook_timeout_t3'")  # fmt: skip
+        con.execute("DELETE FROM events WHERE kind = 'RELEASED' AND case_run_id IN (SELECT case_run_id FROM "
+                    "case_runs WHERE case_id = 'missing_context_no_tenant_gateway_429')")  # fmt: skip
+    finally:
+        con.close()
+    diffs = compare_replay(live_db, live_ids, replay_db, one[0][0])
+    assert any(d.startswith("generic_kb_gateway_runbook_timeout_t3: case_runs row 0:") and "model_calls" in d
+               and "budget_hit" in d for d in diffs), diffs  # fmt: skip
+    assert any(d.startswith("missing_context_no_tenant_gateway_429: events has") for d in diffs), diffs
+    assert compare_replay(live_db, live_ids, replay_db, None) == ["no replay ran"]
+
+
+def test_a_timed_out_set_up_step_ends_every_process_it_started(tmp_path: Path) -> None:
+    """`cmake --build` killed alone leaves ninja and the linker running: the whole process group ends."""
+    pid_file = tmp_path / "child.pid"
+    script = f"sleep 300 & echo $! > {pid_file}; wait"
+    t0 = time.monotonic()
+    with pytest.raises(SetupError, match="timed out after 1 s"):
+        _step(["sh", "-c", script], "a build step", tmp_path / "build.log", timeout=1)
+    assert time.monotonic() - t0 < 15
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # the grandchild is gone too, not only the shell
+
+
+def test_both_server_builds_get_the_same_settings() -> None:
+    """The wheel's server and the source-built llama-server: the same template, threads, context and cap."""
+    model = Path("/m.gguf")
+    wheel = server_command(ServerKind.XLLAMACPP, model, 8080)
+    built = server_command(ServerKind.SOURCE_BUILD, model, 8080, Path("/bin/llama-server"))
+    for cmd in (wheel, built):
+        for flag in ("--chat-template-file", "--threads", "--ctx-size", "--n-predict", "--parallel", "--alias"):
+            assert flag in cmd, (flag, cmd)
+        assert {cmd[cmd.index(f) + 1] for f in ("--threads", "--parallel")} == {"1"}
+    assert wheel[wheel.index("--chat-template-file") + 1] == built[built.index("--chat-template-file") + 1]
+    assert wheel[1:3] == ["-m", "runners._xllamacpp_serve"] and "--jinja" in built
+
+
+def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str]:
+    """`.ci/run` as written, in a copy of the repository layout, with a `make` that only pretends."""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "make"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = live ]; then {live_script}; fi\nexit 0\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HARNESS_BENCH_LLAMA_DIR": str(tmp_path)}
+    return subprocess.run(["bash", str(tmp_path / ".ci" / "run")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("live_script", "code", "last"),
+    [
+        ("echo 'PASSED: xllamacpp; 9 live case runs' > live-status.txt", 0, "== live check PASSED: xllamacpp"),
+        ("echo 'SKIPPED: the model server could not be set up: no wheel' > live-status.txt", 0,
+         "== live check SKIPPED: the model server could not be set up: no wheel"),
+        ("echo 'FAILED: 2 violations' > live-status.txt; exit 2", 2, "== live check FAILED: 2 violations"),
+        ("exit 0", 0, "== live check SKIPPED: runners.live_llm wrote no status"),
+    ],
+)  # fmt: skip
+def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_script: str, code: int, last: str) -> None:
+    proc = _ci_run(tmp_path, live_script)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1].startswith(last), lines
+    assert lines[-2].startswith("== .ci/run: make test passed in ") and "live check " in lines[-2]
+
+
+def test_no_wheel_and_no_build_is_a_skip_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
+    naming both reasons (the CI summary prints it)."""
+    import runners.live_llm as live
+
+    def no_wheel(folder: Path) -> Path:
+        raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")
+
+    def no_build(folder: Path) -> Path:
+        raise SetupError("cannot build llama-server: cmake not found")
+
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path))
+    monkeypatch.setattr(live, "ensure_weights", lambda folder: tmp_path / "m.gguf")
+    monkeypatch.setattr(live, "ensure_xllamacpp", no_wheel)
+    monkeypatch.setattr(live, "ensure_llama_server", no_build)
+    status = tmp_path / "status.txt"
+    assert live.main(["--status-file", str(status), "--db", str(tmp_path / "l.duckdb")]) == 2
+    out = capsys.readouterr()
+    assert "the xllamacpp wheel cannot serve: pip install xllamacpp failed" in out.out
+    assert "falling back to building llama-server from source" in out.out
+    assert (
+        status.read_text()
+        == "SKIPPED: the model server could not be set up: cannot build llama-server: cmake not found\n"
+    )

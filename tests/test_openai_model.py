@@ -106,9 +106,10 @@ def test_500_exhausts_harness_retries(monkeypatch: pytest.MonkeyPatch) -> None:
         (
             200,
             {"id": "x", "object": "chat.completion", "created": 0, "model": "m", "choices": []},
-            ModelErrorKind.BAD_RESPONSE,
+            ModelErrorKind.NOT_A_COMPLETION,
         ),
-        (200, b"{not json", ModelErrorKind.BAD_RESPONSE),
+        (200, b"{not json", ModelErrorKind.NOT_A_COMPLETION),
+        (200, [1, 2], ModelErrorKind.NOT_A_COMPLETION),
         (400, {"error": {"message": "bad request"}}, ModelErrorKind.CLIENT_ERROR),
         (503, {"error": {"message": "overloaded"}}, ModelErrorKind.SERVER_ERROR),
     ],

@@ -150,7 +150,11 @@ def test_a_partial_outage_warns_but_keeps_the_exit_code(tmp_path: Path, capsys: 
         ("model call failed after 3 attempt(s): RATE_LIMIT: 429 rate limited: slow down", True),
         ("model call failed after 1 attempt(s): CLIENT_ERROR: HTTP 401: bad key", True),
         ("request not in cassette cassettes/x/epoch1.json (record mode none); re-record with: …", True),
-        ("model call failed after 1 attempt(s): BAD_RESPONSE: the response has no choices", False),
+        ("model call failed after 1 attempt(s): BAD_RESPONSE: unusable response: ValueError: x", False),
+        (
+            "model call failed after 3 attempt(s): NOT_A_COMPLETION: endpoint http://h/v1: the response has no choices",
+            True,
+        ),
         (None, False),
     ],
 )

@@ -229,14 +229,18 @@ def _get(obj: Any, key: str) -> Any:
 
 
 def parse_completion(payload: Any) -> ModelResponse:
-    """A chat.completion (JSON dict or SDK object) -> ModelResponse; raises BAD_RESPONSE when unusable."""
+    """A chat.completion (JSON dict or SDK object) -> ModelResponse. A body that is no chat completion at
+    all (no choices, no message) is NOT_A_COMPLETION: the endpoint's fault, not the model's answer."""
+    if isinstance(payload, list | str | int | float | bool) or payload is None:
+        raise ModelCallError(ModelErrorKind.NOT_A_COMPLETION, f"the response is a JSON {type(payload).__name__}, "
+                             "not a chat completion object")  # fmt: skip
     choices = _get(payload, "choices")
     if not choices or not isinstance(choices, list | tuple):
-        raise ModelCallError(ModelErrorKind.BAD_RESPONSE, "the response has no choices")
+        raise ModelCallError(ModelErrorKind.NOT_A_COMPLETION, "the response has no choices")
     choice = choices[0]
     msg = _get(choice, "message")
     if msg is None:
-        raise ModelCallError(ModelErrorKind.BAD_RESPONSE, "the first choice has no message")
+        raise ModelCallError(ModelErrorKind.NOT_A_COMPLETION, "the first choice has no message")
     calls: list[ToolCallRequest] = []
     for raw in _get(msg, "tool_calls") or []:
         fn = _get(raw, "function") or {}
@@ -365,17 +369,32 @@ class OpenAIChatModel:
             response = self._client.post(
                 "/chat/completions", cast_to=httpx2.Response, body=payload, options={"timeout": request.timeout_seconds}
             )
-            completion = response.json()
         except ModelCallError:
             raise
         except Exception as exc:
             raise self._redacted(classify(exc)) from None
         try:
+            completion = response.json()
+        except ValueError:  # a 2xx that is not JSON (an HTML page, a proxy's banner, a truncated body)
+            raise self._redacted(self._not_a_completion(response)) from None
+        try:
             return parse_completion(completion)
-        except ModelCallError:
+        except ModelCallError as err:
+            if err.kind is ModelErrorKind.NOT_A_COMPLETION:
+                raise self._redacted(ModelCallError(err.kind, f"endpoint {self._base_url}: {err}"[:500])) from None
             raise
         except Exception as exc:
             raise self._redacted(classify(exc)) from None
+
+    def _not_a_completion(self, response: httpx2.Response) -> ModelCallError:
+        """The typed error of a 2xx answer whose body is not JSON, naming the endpoint and what came back."""
+        ctype = response.headers.get("content-type", "no content-type")
+        head = response.text[:80]
+        return ModelCallError(
+            ModelErrorKind.NOT_A_COMPLETION,
+            f"endpoint {self._base_url} answered HTTP {response.status_code} ({ctype}) with a body that is not a "
+            f"chat completion: {head!r}"[:500],
+        )
 
     def _wire_tool_choice(self, mode: ToolChoiceMode) -> str | dict[str, Any]:
         """The `tool_choice` field: "none" after STOP_REQUIRED, else the configured choice."""
