@@ -33,6 +33,7 @@ from harness.release import ReleaseDecision, release
 from harness.retry import DeadlineReached, ModelCallFailed, Sleep, call_model
 from harness.tools.base import BusinessTool
 from harness.trace import EventKind, TraceEvent
+from harness.transcript import TranscriptEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,8 @@ class RunResult:
     """A model-call failure (the loop's, or the SemanticGuard call's), if any."""
     wall_ms: float
     """Wall-clock duration."""
+    transcript: tuple[TranscriptEntry, ...] = ()
+    """What the model was sent and answered, in order (the diagnosis loop and the SemanticGuard call)."""
 
 
 def tool_specs(
@@ -135,6 +138,7 @@ def run_diagnosis(
         messages.extend(ToolMessage(a.tool_call_id, a.observation.text) for a in outcome.answers)
         if outcome.ended:
             break
+    ctx.transcript.unsent(messages)  # observations of a loop that ended before sending them
 
     decision = release(
         ctx,
@@ -153,4 +157,5 @@ def run_diagnosis(
         draft_error=parsed.error if parsed else None,
         error=loop_error or decision.call_error,  # a guard call's endpoint failure is not the model's answer
         wall_ms=round((time.perf_counter() - t0) * 1000, 3),
+        transcript=ctx.transcript.entries,
     )

@@ -12,6 +12,7 @@ from harness.config import HarnessConfig
 from harness.contracts import BudgetKind
 from harness.progress import DiagnosisProgressTracker
 from harness.trace import Trace
+from harness.transcript import Transcript
 
 MIN_OBSERVATION_BYTES = 256
 """The smallest observation cap: a status line with the call id always fits."""
@@ -86,6 +87,8 @@ class RunContext:
     """Cooperative cancellation."""
     usage: BudgetUsage = field(default_factory=BudgetUsage)
     """Budget consumption."""
+    transcript: Transcript = field(default_factory=Transcript)
+    """What was sent to the model and what it answered (recorded at the model-call boundary)."""
 
     @classmethod
     def create(

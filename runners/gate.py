@@ -286,6 +286,10 @@ class GateResult:
     """metric -> (baseline mean, candidate mean, relative change) per case run."""
     cost_tests: list[Hypothesis] = field(default_factory=list)
     """One test per cost metric."""
+    pairs: list[Pair] = field(default_factory=list)
+    """The paired case runs the tests were computed on (the summary names the cases that got worse)."""
+    db: str = "bench.duckdb"
+    """The database the pairs came from (in the printed `harness-bench diff` commands)."""
 
     @property
     def tests(self) -> list[Hypothesis]:
@@ -419,6 +423,7 @@ def evaluate(
     families = [_pass_rates(f, Measure.FAMILY, cs, k, max_recall_drop) for f, cs in sorted(by_family.items())]
     overall = _pass_rates(ALL, Measure.OVERALL, cases, k, max_recall_drop)
     result = GateResult(baseline, candidate, k, alpha, families, overall)
+    result.pairs = list(pairs)
     for i, metric in enumerate(COST_METRICS):
         b = sum(c.base_cost[i] * c.epochs for c in cases) / overall.pairs
         c_ = sum(c.cand_cost[i] * c.epochs for c in cases) / overall.pairs
@@ -492,7 +497,9 @@ def markdown(result: GateResult) -> str:
         lines.append(
             f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | {t.verdict.value} |"
         )
-    return "\n".join(lines) + "\n"
+    from runners.gate_cases import markdown_section
+
+    return "\n".join(lines) + "\n" + markdown_section(result, result.db)
 
 
 def junit(result: GateResult) -> str:
@@ -500,7 +507,13 @@ def junit(result: GateResult) -> str:
     cases = []
     for t in result.tests:
         classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
-        body = f'<failure message="{escape(t.describe(), {chr(34): "&quot;"})}"/>' if t.failed else ""
+        body = ""
+        if t.failed:
+            from runners.gate_cases import junit_text
+
+            cases_text = junit_text(result, t, result.db)
+            message = escape(f"{t.describe()}; {cases_text}", {chr(34): "&quot;", "\n": "&#10;"})
+            body = f'<failure message="{message}">{escape(cases_text)}</failure>'
         name = "all cases" if t.kind is Measure.OVERALL else t.name
         cases.append(f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}</testcase>')
     return (
