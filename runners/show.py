@@ -178,10 +178,11 @@ def _header(info: CaseRunInfo) -> list[str]:
 def _footer(info: CaseRunInfo, width: int) -> list[str]:
     r = info.row
     outcome = r["outcome"] + (f"/{r['fallback_kind']}" if r.get("fallback_kind") else "")
-    lines = ["═" * width, f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}"]
-    lines.append(f"passed: {'yes' if r['passed'] else 'NO'}   model calls {r['model_calls']}, tool invocations"
-                 f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
-                 f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}")  # fmt: skip
+    lines = ["═" * width,
+             *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width)]
+    lines += _wrap(f"passed: {'yes' if r['passed'] else 'NO'}   model calls {r['model_calls']}, tool invocations"
+                   f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
+                   f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip
     if r.get("failures"):
         for failure in json.loads(r["failures"]):
             lines.extend(_wrap(f"- {failure}", "  ", width))
@@ -195,7 +196,7 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
 def render_text(info: CaseRunInfo, *, width: int = WIDTH, full: bool = False) -> str:
     """The transcript as plain text: one block per turn, decisions inline, the outcome at the end."""
     draft = _draft_seq(info.messages)
-    lines = _header(info)
+    lines = [wrapped for line in _header(info) for wrapped in _wrap(line, "", width)]
     for block in blocks(info.messages):
         lines.extend(_block_lines(block, width, full=full, draft=draft))
     lines.extend(_footer(info, width))
@@ -242,11 +243,12 @@ def render_diff(a: CaseRunInfo, b: CaseRunInfo, name_a: str, name_b: str, *, wid
     """Two transcripts of one case: the common turns once, then each side from the first divergent turn."""
     ba, bb = blocks(a.messages), blocks(b.messages)
     at = first_divergence(ba, bb)
-    lines = [f"A = {name_a}: {a.case_run_id}", f"B = {name_b}: {b.case_run_id}"]
+    head = [f"A = {name_a}: {a.case_run_id}", f"B = {name_b}: {b.case_run_id}"]
     for tag, info in (("A", a), ("B", b)):
         r = info.row
-        lines.append(f"{tag}: {r['outcome']}{'/' + r['fallback_kind'] if r.get('fallback_kind') else ''}, stop"
-                     f" {r.get('stop_reason') or 'NONE'}, passed {'yes' if r['passed'] else 'NO'}")  # fmt: skip
+        head.append(f"{tag}: {r['outcome']}{'/' + r['fallback_kind'] if r.get('fallback_kind') else ''}, stop"
+                    f" {r.get('stop_reason') or 'NONE'}, passed {'yes' if r['passed'] else 'NO'}")  # fmt: skip
+    lines = [wrapped for line in head for wrapped in _wrap(line, "", width)]
     if at is None:
         lines.append("the two transcripts are the same turn for turn")
         at = len(ba)
