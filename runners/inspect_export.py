@@ -110,20 +110,45 @@ def _sample(info: CaseRunInfo) -> Any:
     events = [InfoEvent(source="harness", data={"decision": d}) for d in decisions]
     events += [InfoEvent(source="harness", data={"guard_verdict": v}) for v in verdicts]
     return EvalSample(
-        id=str(r["case_id"]), epoch=int(r["epoch"]), input=question, target=expected, messages=messages,
-        output=ModelOutput.from_content(model=model, content=draft or ""), scores=scores,
+        id=str(r["case_id"]),
+        epoch=int(r["epoch"]),
+        input=question,
+        target=expected,
+        messages=messages,
+        output=ModelOutput.from_content(model=model, content=draft or ""),
+        scores=scores,
         metadata={
-            "case_run_id": info.case_run_id, "family": r.get("family"),
-            "expected": {"outcome": r["expected_outcome"], "fallback_kind": r.get("expected_fallback_kind"),
-                         "stop_reason": r.get("expected_stop_reason")},
-            "outcome": r["outcome"], "fallback_kind": r.get("fallback_kind"), "stop_reason": r.get("stop_reason"),
-            "failures": failures, "harness_decisions": decisions, "guard_verdicts": verdicts,
+            "case_run_id": info.case_run_id,
+            "family": r.get("family"),
+            "expected": {
+                "outcome": r["expected_outcome"],
+                "fallback_kind": r.get("expected_fallback_kind"),
+                "stop_reason": r.get("expected_stop_reason"),
+            },
+            "outcome": r["outcome"],
+            "fallback_kind": r.get("fallback_kind"),
+            "stop_reason": r.get("stop_reason"),
+            "failures": failures,
+            "harness_decisions": decisions,
+            "guard_verdicts": verdicts,
             "semantic_guard_messages": [m.model_dump(mode="json", exclude_none=True) for m in guard],
-            "counts": {k: r.get(k) for k in ("model_calls", "guard_calls", "tool_invocations", "tool_rejections",
-                                                "protocol_violations", "duplicate_scope_rejections", "no_gain_count")},
+            "counts": {
+                k: r.get(k)
+                for k in (
+                    "model_calls",
+                    "guard_calls",
+                    "tool_invocations",
+                    "tool_rejections",
+                    "protocol_violations",
+                    "duplicate_scope_rejections",
+                    "no_gain_count",
+                )
+            },
             "error": r.get("error"),
-        },  # fmt: skip
-        events=events, model_usage={model: usage}, total_time=(float(r.get("wall_ms") or 0.0) / 1000.0),
+        },
+        events=events,
+        model_usage={model: usage},
+        total_time=(float(r.get("wall_ms") or 0.0) / 1000.0),
     )
 
 
@@ -150,7 +175,9 @@ def export_inspect(
         from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats, write_eval_log
         from inspect_ai.model import ModelUsage
     except ImportError:
-        raise InspectUnavailable(f"export --inspect needs Inspect AI: {INSPECT_EXTRA} (make venv installs it)") from None
+        raise InspectUnavailable(
+            f"export --inspect needs Inspect AI: {INSPECT_EXTRA} (make venv installs it)"
+        ) from None
     from runners.metrics_db import connect
 
     con = connect(db, read_only=True)

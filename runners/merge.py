@@ -416,7 +416,8 @@ def _copy(con: duckdb.DuckDBPyConnection, alias: str, summary: MergeSummary) -> 
     con.execute(f"INSERT INTO events BY NAME SELECT * FROM {src}.events WHERE case_run_id IN {new}")
     con.execute(f"INSERT INTO messages BY NAME SELECT * FROM {src}.messages WHERE case_run_id IN {new}")
     con.execute(
-        f"INSERT INTO prompts BY NAME SELECT * FROM {src}.prompts WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)"
+        f"INSERT INTO prompts BY NAME SELECT * FROM {src}.prompts"
+        " WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)"
     )
     con.execute("DROP TABLE hb_new_case_runs")
 

@@ -218,7 +218,7 @@ _MIGRATIONS: dict[int, list[str]] = {
             case_run_id VARCHAR,
             seq INTEGER,                 -- order within the case run, from 0
             purpose VARCHAR,             -- DIAGNOSIS | SEMANTIC_GUARD (the conversation)
-            kind VARCHAR,                -- SYSTEM | USER | ASSISTANT | TOOL_CALL | OBSERVATION | MODEL_ERROR | GUARD_VERDICT
+            kind VARCHAR,                -- SYSTEM USER ASSISTANT TOOL_CALL OBSERVATION MODEL_ERROR GUARD_VERDICT
             model_call INTEGER,          -- the model call attempt that sent or produced it (0: never sent)
             content VARCHAR,             -- the text as the model saw it (NULL when prompt_hash names it)
             prompt_hash VARCHAR,         -- SYSTEM/USER prompts: the text is in `prompts`
@@ -616,7 +616,9 @@ class MetricsWriter:
         return n
 
 
-def _write_transcripts(con: duckdb.DuckDBPyConnection, messages: list[tuple[Any, ...]], prompts: dict[str, str]) -> None:
+def _write_transcripts(
+    con: duckdb.DuckDBPyConnection, messages: list[tuple[Any, ...]], prompts: dict[str, str]
+) -> None:
     """Insert buffered transcript rows, and the prompts not stored yet (inside the writer's transaction)."""
     from runners.transcripts import MESSAGE_COLUMNS
 

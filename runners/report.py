@@ -325,7 +325,7 @@ def _sweep_sections(
     failing = failing_case_lines(con, db, where, params)
     cases = Section(
         f"Failing cases at the recommended configuration ({label})",
-        [f"{len(failing)} listed; each command prints the case run's transcript."] + failing
+        [f"{len(failing)} listed; each command prints the case run's transcript.", *failing]
         if failing else ["Every case run of this configuration met its expectations."],
     )  # fmt: skip
     return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases]

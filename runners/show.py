@@ -170,16 +170,19 @@ def _header(info: CaseRunInfo) -> list[str]:
         f"case run {info.case_run_id}",
         f"case {r['case_id']} ({r['family']}), epoch {r['epoch']}, model {r['model']}, label {b.get('label') or '-'}",
         budget,
-        f"expected {r['expected_outcome']}" + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind")
-                                               else "") + f", stop {r.get('expected_stop_reason') or '-'}",  # fmt: skip
+        f"expected {r['expected_outcome']}"
+        + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind") else "")
+        + f", stop {r.get('expected_stop_reason') or '-'}",
     ]
 
 
 def _footer(info: CaseRunInfo, width: int) -> list[str]:
     r = info.row
     outcome = r["outcome"] + (f"/{r['fallback_kind']}" if r.get("fallback_kind") else "")
-    lines = ["═" * width,
-             *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width)]
+    lines = [
+        "═" * width,
+        *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width),
+    ]
     lines += _wrap(f"passed: {'yes' if r['passed'] else 'NO'}   model calls {r['model_calls']}, tool invocations"
                    f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
                    f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip

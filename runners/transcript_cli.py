@@ -42,9 +42,13 @@ def register(sub: Any, make: Any) -> None:
     p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
     p.set_defaults(func=cmd_diff)
 
-    p = make(sub, "export", "write stored bench runs in another tool's format (Inspect AI .eval logs)",
-             "--inspect DIR writes one Inspect AI log per bench run (all of them, or --bench-run ID, or every"
-             " run with --label L), readable by `inspect view --log-dir DIR` and inspect_ai.log.read_eval_log.")
+    p = make(
+        sub,
+        "export",
+        "write stored bench runs in another tool's format (Inspect AI .eval logs)",
+        "--inspect DIR writes one Inspect AI log per bench run (all of them, or --bench-run ID, or every"
+        " run with --label L), readable by `inspect view --log-dir DIR` and inspect_ai.log.read_eval_log.",
+    )
     _db_arg(p)
     p.add_argument("--inspect", type=Path, required=True, metavar="DIR", help="folder for the .eval files")
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")

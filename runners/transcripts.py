@@ -281,8 +281,14 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
         )
     base = {"bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "text"}
     messages = tuple(
-        Message(int(m["seq"]), str(m["purpose"]), str(m["kind"]), m["model_call"], m["text"],
-                {k: v for k, v in m.items() if k not in base and v is not None})  # fmt: skip
+        Message(
+            int(m["seq"]),
+            str(m["purpose"]),
+            str(m["kind"]),
+            m["model_call"],
+            m["text"],
+            {k: v for k, v in m.items() if k not in base and v is not None},
+        )
         for m in found
     )
     return CaseRunInfo(case_run_id, row, bench_row, messages)
