@@ -65,10 +65,11 @@ def main() -> int:
     on_size = statistics.median(s for t, s in sizes if t)
     off_size = statistics.median(s for t, s in sizes if not t)
     on, off = statistics.median(on_t), statistics.median(off_t)
-    print(f"sweep: {runs} case runs per repeat ({GRID.points if hasattr(GRID, 'points') else 6} grid points), "
+    print(f"sweep: {runs} case runs per repeat (6 grid points), "
           f"{args.repeats} repeats each way")  # fmt: skip
     print(f"[T1] sweep wall time: transcripts on {on:.2f} s (min {min(on_t):.2f}, max {max(on_t):.2f}), "
-          f"off {off:.2f} s (min {min(off_t):.2f}, max {max(off_t):.2f}) → {100 * (on / off - 1):+.1f}%")
+          f"off {off:.2f} s (min {min(off_t):.2f}, max {max(off_t):.2f}) → {100 * (on / off - 1):+.1f}% (medians), "
+          f"{100 * (min(on_t) / min(off_t) - 1):+.1f}% (fastest of each)")
     print(f"[T2] transcript text per 1,000 case runs: {1000 * text / runs / 1e6:.2f} MB in messages "
           f"(+ {prompts / 1e3:.1f} kB of prompts stored once)")
     print(f"[T3] DuckDB file per 1,000 case runs: {1000 * on_size / runs / 1e6:.2f} MB with transcripts, "

@@ -417,9 +417,10 @@ def _run(
                 # (CANCELLED, or a backend cut short); --resume re-runs it under the same id.
                 continue
             run_id = case_run_id(bench_run_id, run.case.id, epoch)
-            if opts.transcripts:
+            rows = case_run_rows(bench_run_id, run_id, spec.raw, opts.label, epoch, swept, run)
+            if opts.transcripts:  # buffered with the case run's rows: one transaction
                 writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result, secrets))
-            writer.add(case_run_rows(bench_run_id, run_id, spec.raw, opts.label, epoch, swept, run))
+            writer.add(rows)
             summary.executed += 1
             summary.failed += not run.passed
             summary.infra_errors += infrastructure_error(run.result.error)

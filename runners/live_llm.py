@@ -864,6 +864,9 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
         )
     all_ids = [b for ids in bench_ids.values() for b in ids]
     problems += check_structure(args.db, all_ids, cfg.deadline_seconds)
+    from runners.transcripts import check_against_requests  # the stored transcripts are what the server got
+
+    problems += check_against_requests(args.db, all_ids, [rec.body for rec in records])
     executed = 0
     for mode in modes:
         f = live_figures(args.db, f"live-{mode}", bench_ids[mode])

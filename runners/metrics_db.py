@@ -624,9 +624,19 @@ def _write_transcripts(
 
     frame = pd.DataFrame(messages, columns=MESSAGE_COLUMNS, dtype=object)
     con.register("_hb_messages", frame)
+    # Scanned as text and cast by the INSERT to the table's types: skips DuckDB's per-column sampling of
+    # Python objects (measured: half the cost of this insert).
+    con.execute("SET pandas_analyze_sample = 0")
     try:
         con.execute(f"INSERT INTO messages ({', '.join(MESSAGE_COLUMNS)}) SELECT * FROM _hb_messages")
     finally:
+        con.execute("RESET pandas_analyze_sample")
         con.unregister("_hb_messages")
-    if prompts:
-        con.executemany("INSERT INTO prompts VALUES (?, ?) ON CONFLICT DO NOTHING", list(prompts.items()))
+    if prompts:  # one statement (executemany costs ~1 ms a row); prompts already stored are skipped
+        con.register("_hb_prompts", pd.DataFrame(list(prompts.items()), columns=["prompt_hash", "content"]))
+        try:
+            con.execute(
+                "INSERT INTO prompts SELECT * FROM _hb_prompts WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)"
+            )
+        finally:
+            con.unregister("_hb_prompts")

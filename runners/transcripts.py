@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -32,7 +33,9 @@ __all__ = [
     "Message",
     "TranscriptError",
     "TranscriptProblem",
+    "check_against_requests",
     "load_case_run",
+    "observations",
     "resolve_case_run",
     "scrub",
     "transcript_rows",
@@ -297,3 +300,36 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
 def observations(messages: Iterable[Message]) -> list[str]:
     """The observation texts the model was sent, in order."""
     return [m.content or "" for m in messages if m.kind == EntryKind.OBSERVATION.value and m.get("sent")]
+
+
+def check_against_requests(db: str | Path, bench_run_ids: Sequence[str], bodies: Sequence[Any]) -> list[str]:
+    """Every stored transcript against the chat request bodies an endpoint received (a request log or
+    cassette): for each case run, some diagnosis request of the log carries its system and user prompts and,
+    as its `tool` messages, exactly the observation texts the transcript says were sent. Returns the
+    case runs for which no request matches (an empty list: the transcripts are what the model saw)."""
+    sent: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for body in bodies:
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list):
+            continue
+        head = tuple(str(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
+        sent.setdefault(head, []).append(tuple(str(m.get("content")) for m in messages if m.get("role") == "tool"))
+    con = duckdb.connect(str(db), read_only=True)
+    problems: list[str] = []
+    try:
+        ids = [str(r[0]) for r in con.execute(
+            "SELECT case_run_id FROM case_runs WHERE bench_run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1",
+            [list(bench_run_ids)]).fetchall()]  # fmt: skip
+        for case_run_id in ids:
+            info = load_case_run(con, str(db), case_run_id)
+            diagnosis = [m for m in info.messages if m.purpose == ModelPurpose.DIAGNOSIS.value]
+            head = tuple(m.content or "" for m in diagnosis if m.kind in (EntryKind.SYSTEM.value, EntryKind.USER.value))
+            stored = tuple(observations(diagnosis))
+            if stored not in sent.get(head, []):
+                problems.append(
+                    f"{case_run_id}: its stored observations ({len(stored)}) are not the tool messages of any"
+                    " request the endpoint received"
+                )
+    finally:
+        con.close()
+    return problems

@@ -25,7 +25,7 @@ from runners.gate import Pair, evaluate
 from runners.gate_cases import markdown_section
 from runners.profiles import trajectory_for_model
 from runners.simulator import SimulatorServer
-from runners.transcripts import REDACTED, load_case_run, observations
+from runners.transcripts import REDACTED, check_against_requests, load_case_run, observations
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY = "empty_logs_gateway_timeout_t1"
@@ -299,6 +299,14 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
         assert key not in json.dumps(con.execute("SELECT * FROM messages").fetchall(), default=str)
     finally:
         con.close()
+    bodies = [json.loads(i["request"]["body"]) for p in cassettes.rglob("*.json")
+              for i in json.loads(p.read_text())["interactions"]]  # fmt: skip
+    assert check_against_requests(db, [summary.bench_run_id], bodies) == []
+    tampered = [{**b, "messages": [{**m, "content": m["content"] + " "} if m["role"] == "tool" else m
+                                   for m in b["messages"]]} for b in bodies]  # fmt: skip
+    assert len(check_against_requests(db, [summary.bench_run_id], tampered)) == sum(
+        1 for i in infos.values() if observations(i.messages)
+    )
     checked = 0
     for path in sorted(cassettes.rglob("*.json")):
         interactions = json.loads(path.read_text())["interactions"]
