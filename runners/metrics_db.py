@@ -636,7 +636,8 @@ def _write_transcripts(
         con.register("_hb_prompts", pd.DataFrame(list(prompts.items()), columns=["prompt_hash", "content"]))
         try:
             con.execute(
-                "INSERT INTO prompts SELECT * FROM _hb_prompts WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)"
+                "INSERT INTO prompts SELECT * FROM _hb_prompts"
+                " WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)"
             )
         finally:
             con.unregister("_hb_prompts")
