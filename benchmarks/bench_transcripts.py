@@ -26,10 +26,11 @@ TMP = Path(tempfile.mkdtemp(prefix="hb-transcripts-"))
 GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_calls=(6, 10))
 
 
-def _sweep(db: Path, transcripts: bool, epochs: int) -> float:
-    t0 = time.perf_counter()
+def _sweep(db: Path, transcripts: bool, epochs: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process — less sensitive to other work on a shared machine)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     run_sweep(SweepOptions(GRID, BenchOptions(db=db, epochs=epochs, keep_runs=False, transcripts=transcripts)))
-    return time.perf_counter() - t0
+    return time.perf_counter() - t0, time.process_time() - c0
 
 
 def _text_bytes(db: Path) -> tuple[int, int, int]:
@@ -53,12 +54,17 @@ def main() -> int:
     args = ap.parse_args()
     on_t: list[float] = []
     off_t: list[float] = []
+    on_c: list[float] = []
+    off_c: list[float] = []
     sizes: list[tuple[int, int]] = []
     _sweep(TMP / "warm.duckdb", True, 1)  # imports, BM25 indexes, caches
     for i in range(args.repeats):
-        for transcripts, times in ((True, on_t), (False, off_t)) if i % 2 == 0 else ((False, off_t), (True, on_t)):
+        order = [(True, on_t, on_c), (False, off_t, off_c)]
+        for transcripts, times, cpu in order if i % 2 == 0 else order[::-1]:
             db = TMP / f"r{i}-{'on' if transcripts else 'off'}.duckdb"
-            times.append(_sweep(db, transcripts, args.epochs))
+            wall, used = _sweep(db, transcripts, args.epochs)
+            times.append(wall)
+            cpu.append(used)
             sizes.append((int(transcripts), db.stat().st_size))
     on_db = TMP / "r0-on.duckdb"
     runs, text, prompts = _text_bytes(on_db)
@@ -70,6 +76,10 @@ def main() -> int:
     print(f"[T1] sweep wall time: transcripts on {on:.2f} s (min {min(on_t):.2f}, max {max(on_t):.2f}), "
           f"off {off:.2f} s (min {min(off_t):.2f}, max {max(off_t):.2f}) → {100 * (on / off - 1):+.1f}% (medians), "
           f"{100 * (min(on_t) / min(off_t) - 1):+.1f}% (fastest of each)")
+    con, coff = statistics.median(on_c), statistics.median(off_c)
+    print(f"[T1] sweep CPU time: transcripts on {con:.2f} s (min {min(on_c):.2f}, max {max(on_c):.2f}), "
+          f"off {coff:.2f} s (min {min(off_c):.2f}, max {max(off_c):.2f}) → {100 * (con / coff - 1):+.1f}% (medians), "
+          f"{100 * (min(on_c) / min(off_c) - 1):+.1f}% (lowest of each)")
     print(f"[T2] transcript text per 1,000 case runs: {1000 * text / runs / 1e6:.2f} MB in messages "
           f"(+ {prompts / 1e3:.1f} kB of prompts stored once)")
     print(f"[T3] DuckDB file per 1,000 case runs: {1000 * on_size / runs / 1e6:.2f} MB with transcripts, "

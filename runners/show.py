@@ -139,7 +139,7 @@ def _message_lines(m: Message, width: int, *, full: bool, draft: bool) -> list[s
     if kind == "MODEL_ERROR":
         return [f"  MODEL CALL FAILED ({m.get('error_kind')})", *_wrap(text, "    ", width)]
     if kind == GUARD_VERDICT:
-        return [f"  {m.get('guard')}: {m.get('verdict')}", *_wrap(text, "    ", width)]
+        return [f"  {m.get('guard')}: {m.get('verdict')}", *(_wrap(text, "    ", width) if text else [])]
     return [f"  {kind}", *_wrap(text, "    ", width)]
 
 
