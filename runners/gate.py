@@ -511,8 +511,9 @@ def junit(result: GateResult) -> str:
         if t.failed:
             from runners.gate_cases import junit_text
 
+            # the message stays the verdict line's text; the cases and their diff commands are the failure's body
             cases_text = junit_text(result, t, result.db)
-            message = escape(f"{t.describe()}; {cases_text}", {chr(34): "&quot;", "\n": "&#10;"})
+            message = escape(t.describe(), {chr(34): "&quot;"})
             body = f'<failure message="{message}">{escape(cases_text)}</failure>'
         name = "all cases" if t.kind is Measure.OVERALL else t.name
         cases.append(f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}</testcase>')
