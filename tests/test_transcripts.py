@@ -350,3 +350,42 @@ def test_export_inspect_of_every_case_reads_back_with_every_sample(tmp_path: Pat
     assert one.metadata["harness_decisions"][0]["invocation_status"] == "COMPLETED"
     assert one.model_usage["scripted"].total_tokens > 0
     assert log.results is not None and log.results.total_samples == n
+    _inspect_view_serves(out, n)
+
+
+def _inspect_view_serves(log_dir: Path, samples: int) -> None:
+    """`inspect view` on 127.0.0.1 lists the log and serves it with every sample (what its pages load)."""
+    import socket
+    import time
+    import urllib.parse
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    exe = Path(sys.executable).parent / "inspect"
+    view = subprocess.Popen([str(exe), "view", "--log-dir", str(log_dir), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    try:
+        base = f"http://127.0.0.1:{port}/api"
+        listing = None
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{base}/log-files", timeout=5) as r:
+                    listing = json.load(r)
+                break
+            except OSError:
+                time.sleep(0.5)
+        assert listing is not None, "inspect view did not start"
+        (entry,) = listing["files"]
+        assert entry["task"] == "harness-bench"
+        with urllib.request.urlopen(f"{base}/logs/{urllib.parse.quote(entry['name'], safe='')}", timeout=60) as r:
+            log = json.load(r)
+        assert len(log["samples"]) == samples and log["eval"]["task"] == "harness-bench"
+    finally:
+        view.terminate()
+        try:
+            view.wait(10)
+        except subprocess.TimeoutExpired:
+            view.kill()
+            view.wait(10)
