@@ -19,6 +19,11 @@ import duckdb
 import pytest
 import yaml
 
+from harness.agent import run_diagnosis
+from harness.contracts import ModelErrorKind
+from harness.models.base import AssistantMessage, ChatRequest, ModelCallError, ModelResponse, Usage
+from harness.prompts import DiagnosisTask
+from harness.transcript import EntryKind
 from runners.bench import BenchOptions, run_bench
 from runners.cli import main
 from runners.evalset import load_cases
@@ -389,3 +394,47 @@ def _inspect_view_serves(log_dir: Path, samples: int) -> None:
         except subprocess.TimeoutExpired:
             view.kill()
             view.wait(10)
+
+
+class _FailsOnce:
+    """A chat model whose first call fails with a retryable server error, then writes a Draft."""
+
+    name = "fails-once"
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def complete(self, request: ChatRequest) -> ModelResponse:
+        self.calls += 1
+        if self.calls == 1:
+            raise ModelCallError(ModelErrorKind.SERVER_ERROR, "HTTP 503 from the endpoint")
+        draft = '{"conclusion": null, "missing_info": ["the tenant"]}'
+        return ModelResponse(AssistantMessage(draft), Usage(11, 7), "stop")
+
+
+def test_a_retried_call_is_one_error_entry_and_the_prompts_are_recorded_once() -> None:
+    result = run_diagnosis(DiagnosisTask("Why did payments fail?"), [], _FailsOnce(), sleep=lambda _s: None)
+    kinds = [(e.kind, e.model_call) for e in result.transcript]
+    assert kinds == [(EntryKind.SYSTEM, 1), (EntryKind.USER, 1), (EntryKind.MODEL_ERROR, 1), (EntryKind.ASSISTANT, 2)]
+    error, answer = result.transcript[2], result.transcript[3]
+    assert error.error_kind is ModelErrorKind.SERVER_ERROR and "503" in (error.content or "")
+    assert answer.input_tokens == 11 and answer.finish_reason == "stop" and "missing_info" in (answer.content or "")
+
+
+def test_an_observation_the_run_never_sent_is_stored_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    case = "generic_kb_pool_guide_ignores_stop_settlement_t5"  # a tool call after STOP_REQUIRED: controlled stop
+    db = tmp_path / "u.duckdb"
+    assert main(["run", "--db", str(db), "--case", case]) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute("SELECT kind, sent, model_call FROM messages WHERE sent = false").fetchall()
+        (run_id,) = con.execute("SELECT case_run_id FROM case_runs").fetchone()  # type: ignore[misc]
+    finally:
+        con.close()
+    assert rows == [("OBSERVATION", False, 0)]
+    capsys.readouterr()
+    assert main(["show", "--db", str(db), run_id]) == 0
+    text = capsys.readouterr().out
+    assert "produced but never sent (the run ended first)" in text and "(never sent)" in text
