@@ -438,3 +438,22 @@ def test_an_observation_the_run_never_sent_is_stored_as_such(
     assert main(["show", "--db", str(db), run_id]) == 0
     text = capsys.readouterr().out
     assert "produced but never sent (the run ended first)" in text and "(never sent)" in text
+
+
+def test_worker_processes_store_the_same_transcripts_as_threads(tmp_path: Path) -> None:
+    def stored(db: Path) -> list[tuple[object, ...]]:
+        con = duckdb.connect(str(db), read_only=True)
+        try:
+            return con.execute(
+                "SELECT split_part(case_run_id, '/', 2), seq, kind, content, prompt_hash, arguments, invocation_status,"
+                " gain, sent FROM messages ORDER BY 1, 2"
+            ).fetchall()
+        finally:
+            con.close()
+
+    local, procs = tmp_path / "local.duckdb", tmp_path / "procs.duckdb"
+    assert main(["run", "--db", str(local), "--evalset", "empty_logs"]) == 0
+    assert main(["run", "--db", str(procs), "--evalset", "empty_logs", "--executor", "processes",
+                 "--concurrency", "2"]) == 0  # fmt: skip
+    rows = stored(local)
+    assert rows and stored(procs) == rows
