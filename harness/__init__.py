@@ -38,6 +38,7 @@ from harness.release import ReleaseDecision, release
 from harness.scope import ToolScopeNormalizer
 from harness.semantic_guard import SemanticGuardResult, parse_verdict
 from harness.trace import EventKind, Trace, TraceEvent
+from harness.transcript import EntryKind, Transcript, TranscriptEntry
 
 __version__ = "0.1.0"
 
@@ -55,6 +56,7 @@ __all__ = [
     "DiagnosisProgressTracker",
     "DiagnosisTask",
     "Draft",
+    "EntryKind",
     "EventKind",
     "EvidenceStatus",
     "EvidenceVerdict",
@@ -79,6 +81,8 @@ __all__ = [
     "ToolScopeNormalizer",
     "Trace",
     "TraceEvent",
+    "Transcript",
+    "TranscriptEntry",
     "ViolationKind",
     "__version__",
     "check_evidence",

@@ -41,6 +41,7 @@ from harness.release import ReleaseDecision, release
 from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, Sleep, call_model
 from harness.tools.base import BusinessTool
 from harness.trace import EventKind, TraceEvent
+from harness.transcript import TranscriptEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,8 @@ class RunResult:
     """Wall-clock duration."""
     error_kind: ModelErrorKind | None = None
     """The classification of `error`, typed where the call failed (None without an error)."""
+    transcript: tuple[TranscriptEntry, ...] = ()
+    """What the model was sent and answered, in order (the diagnosis loop and the SemanticGuard call)."""
 
 
 def tool_specs(
@@ -146,6 +149,7 @@ def run_diagnosis(
         messages.extend(ToolMessage(a.tool_call_id, a.observation.text) for a in outcome.answers)
         if outcome.ended:
             break
+    ctx.transcript.unsent(messages)  # observations of a loop that ended before sending them
 
     decision = release(
         ctx,
@@ -165,4 +169,5 @@ def run_diagnosis(
         error=loop_error or decision.call_error,  # a guard call's endpoint failure is not the model's answer
         wall_ms=round((time.perf_counter() - t0) * 1000, 3),
         error_kind=loop_error_kind if loop_error else decision.call_error_kind,
+        transcript=ctx.transcript.entries,
     )

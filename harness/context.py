@@ -13,6 +13,7 @@ from harness.config import HarnessConfig
 from harness.contracts import BudgetKind, StopReason
 from harness.progress import DiagnosisProgressTracker
 from harness.trace import EventKind, Trace
+from harness.transcript import Transcript
 
 MIN_OBSERVATION_BYTES = 256
 """The smallest observation cap: a status line with the call id always fits."""
@@ -108,6 +109,8 @@ class RunContext:
     """Budget consumption."""
     deadline_clock: DeadlineClock = field(default_factory=MonotonicDeadline)
     """How the deadline is read (live: the monotonic clock)."""
+    transcript: Transcript = field(default_factory=Transcript)
+    """What was sent to the model and what it answered (recorded at the model-call boundary)."""
 
     @classmethod
     def create(

@@ -62,9 +62,11 @@ def call_model(
         else:
             ctx.usage.guard_calls += 1
         t0 = time.perf_counter()
+        ctx.transcript.request(request)
         try:
             response = model.complete(request)
         except ModelCallError as err:
+            ctx.transcript.failure(request.purpose, err)
             ctx.trace.emit(
                 EventKind.MODEL_CALL,
                 purpose=request.purpose,
@@ -89,6 +91,7 @@ def call_model(
                 ) from err
             sleep(wait)
             continue
+        ctx.transcript.response(request.purpose, response)
         usage = response.usage
         ctx.usage.input_tokens += usage.input_tokens
         ctx.usage.output_tokens += usage.output_tokens

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 import uuid
@@ -46,6 +47,7 @@ from runners.settings import (
     legacy_settings,
 )
 from runners.shard import ShardSpec
+from runners.transcripts import transcript_rows
 
 
 class BenchInputError(ValueError):
@@ -123,6 +125,8 @@ class BenchOptions:
     """Where case runs execute: threads here, or Ray tasks (runners/executors.py)."""
     ray_address: str | None = None
     """Address of an existing Ray cluster (None: start a local instance)."""
+    transcripts: bool = True
+    """Store every case run's conversation in `messages` (`--no-transcripts` turns it off)."""
     # Keywords kept for existing callers; each sets the model setting of the same name (read them
     # from `model_settings`).
     model: InitVar[str | None] = None
@@ -324,7 +328,7 @@ def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[Ben
         model_settings=restored.model_settings, cassettes=Path(stored["cassettes"]) if stored["cassettes"] else None,
         record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
         keep_runs=opts.keep_runs, cancellation=opts.cancellation, shard=shard.stored_shard(con, str(opts.resume)),
-        executor=opts.executor, ray_address=opts.ray_address,
+        executor=opts.executor, ray_address=opts.ray_address, transcripts=stored.get("transcripts") is not False,
     )  # fmt: skip
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
@@ -405,6 +409,7 @@ def _run(
             )
             shard.set_status(con, bench_run_id, "running", finished=False)
         store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
+        con.execute("UPDATE bench_runs SET transcripts = ? WHERE bench_run_id = ?", [opts.transcripts, bench_run_id])
         commit(con)  # a full disk here: MetricsWriteError, nothing started
     except MetricsWriteError:
         raise
@@ -415,6 +420,7 @@ def _run(
         on_start(bench_run_id)
     todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
     writer = MetricsWriter(con)
+    secrets = _secrets(opts)
     summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
     summary.settings = run_settings
     status = "failed"
@@ -427,8 +433,11 @@ def _run(
                 # In flight when Ctrl-C/SIGTERM came: discarded, never a row shaped by the interrupt
                 # (CANCELLED, or a backend cut short); --resume re-runs it under the same id.
                 continue
-            writer.add(case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case.id, epoch), spec.raw,
-                                     opts.label, epoch, swept, run))  # fmt: skip
+            run_id = case_run_id(bench_run_id, run.case.id, epoch)
+            rows = case_run_rows(bench_run_id, run_id, spec.raw, opts.label, epoch, swept, run)
+            if opts.transcripts:  # buffered with the case run's rows: one transaction
+                writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result, secrets))
+            writer.add(rows)
             summary.executed += 1
             summary.failed += not run.passed
             # typed where the call failed (an endpoint, network or cassette failure), never read from the text
@@ -475,6 +484,12 @@ def _run(
         summary.write_seconds = writer.write_seconds
         summary.rows_written = writer.rows_written
     return summary
+
+
+def _secrets(opts: BenchOptions) -> tuple[str, ...]:
+    """Values no transcript row may hold: the run's API key (its key variable's value)."""
+    key = os.environ.get(opts.model_settings.api_key_env or "")
+    return (key,) if key and len(key) >= 8 else ()
 
 
 def _iterate(

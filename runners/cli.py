@@ -136,6 +136,9 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    help="finish an interrupted " + ("sweep" if sweep else "bench run") + " with its stored settings"
                         " (only --db, --concurrency, --executor, --ray-address, --base-url and --api-key-env may be"
                         " given with it)")  # fmt: skip
+    g.add_argument("--no-transcripts", dest="transcripts", action="store_false",
+                   help="do not store each case run's conversation (the `messages` table that `show`, `diff` and"
+                        " `export --inspect` read); for very large sweeps")  # fmt: skip
     _add_execution(p, sweep=sweep)
 
 
@@ -248,7 +251,7 @@ def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingV
         flag for flag, value in (
             ("--evalset", args.evalset), ("--case", args.case), ("--label", args.label), ("--epochs", args.epochs),
             ("--cassettes", args.cassettes), ("--record-mode", args.record_mode), ("--shard", args.shard),
-            ("--run-id", args.run_id),
+            ("--run-id", args.run_id), ("--no-transcripts", None if args.transcripts else True),
         ) if value is not None
     ]  # fmt: skip
     if refused:
@@ -267,7 +270,7 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
         config=run_settings.config,
         model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
         keep_runs=False, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
-        ray_address=args.ray_address,
+        ray_address=args.ray_address, transcripts=args.transcripts,
     )  # fmt: skip
 
 
@@ -692,6 +695,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
     else:
         verdict = EXIT_OK if result.passed else EXIT_REGRESSION
+    result.db = str(args.db)  # the summary's `harness-bench diff` commands name this file
     out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
     try:
         write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
@@ -930,6 +934,10 @@ def build_parser() -> argparse.ArgumentParser:
              " itself (what every writing command does first).")  # fmt: skip
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
     p.set_defaults(func=cmd_migrate)
+
+    from runners.transcript_cli import register as register_transcript_commands
+
+    register_transcript_commands(sub, _sub)  # show, diff, export
 
     p = _sub(sub, "schema", "print the JSON Schema of evaluation files")
     p.set_defaults(func=cmd_schema)

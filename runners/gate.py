@@ -361,6 +361,10 @@ class GateResult:
     def epochs(self) -> int:
         """Paired epochs per case (the smallest over cases)."""
         return self.overall.pairs // max(1, self.overall.cases)
+    pairs: list[Pair] = field(default_factory=list)
+    """The paired case runs the tests were computed on (the summary names the cases that got worse)."""
+    db: str = "bench.duckdb"
+    """The database the pairs came from (in the printed `harness-bench diff` commands)."""
 
     @property
     def tests(self) -> list[Hypothesis]:
@@ -541,6 +545,7 @@ def evaluate(
     families = [_pass_rates(f, Measure.FAMILY, cs, k, max_recall_drop) for f, cs in sorted(by_family.items())]
     overall = _pass_rates(ALL, Measure.OVERALL, cases, k, max_recall_drop)
     result = GateResult(baseline, candidate, k, alpha, families, overall)
+    result.pairs = list(pairs)
     for i, metric in enumerate(COST_METRICS):
         b = sum(c.base_cost[i] * c.epochs for c in cases) / overall.pairs
         c_ = sum(c.cand_cost[i] * c.epochs for c in cases) / overall.pairs
@@ -779,7 +784,9 @@ def markdown(result: GateResult) -> str:
             f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | "
             f"{t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
-    return "\n".join(lines) + "\n"
+    from runners.gate_cases import markdown_section
+
+    return "\n".join(lines) + "\n" + markdown_section(result, result.db)
 
 
 def _mde_legend(result: GateResult) -> str:
@@ -802,7 +809,12 @@ def junit(result: GateResult, *, allow_inconclusive: bool = False) -> str:
     inconclusive = result.verdict is Verdict.INCONCLUSIVE
     for t in result.tests:
         classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
-        body = f'<failure message="{_attr(t.describe())}"/>' if t.failed else ""
+        body = ""
+        if t.failed:
+            from runners.gate_cases import junit_text
+
+            # the message stays the verdict line's text; the cases and their diff commands are the failure's body
+            body = f'<failure message="{_attr(t.describe())}">{escape(junit_text(result, t, result.db))}</failure>'
         if inconclusive and t.kind is Measure.OVERALL:  # an error without --allow-inconclusive, else skipped
             tag = "skipped" if allow_inconclusive else 'error type="inconclusive"'
             body = f'<{tag} message="{_attr("INCONCLUSIVE: " + (result.inconclusive or ""))}"/>'

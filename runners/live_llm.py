@@ -1001,6 +1001,9 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
         )
     all_ids = [b for ids in bench_ids.values() for b in ids]
     problems += check_structure(args.db, all_ids, cfg.deadline_seconds)
+    from runners.transcripts import check_against_requests  # the stored transcripts are what the server got
+
+    problems += check_against_requests(args.db, all_ids, [rec.body for rec in records])
 
     # 5. Every live run replays exactly from its cassette (offline, record mode none): deadline cuts included.
     with _phase("replay of every live run from its cassette"):

@@ -45,7 +45,7 @@ from runners.metrics_db import (
 )
 from runners.shard import RunStatus
 
-TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events")
+TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them
 PLAN_FIELDS = ("label", "sweep_id", "evalset_hash", "case_ids_json", "epochs", "record_mode")
 _RANK = {RunStatus.COMPLETED: 3, RunStatus.INTERRUPTED: 2, RunStatus.RUNNING: 1, RunStatus.FAILED: 0}
@@ -425,6 +425,11 @@ def _copy(con: duckdb.DuckDBPyConnection, alias: str, summary: MergeSummary) -> 
     con.execute(f"INSERT INTO case_runs BY NAME SELECT * FROM {src}.case_runs WHERE case_run_id IN {new}")
     con.execute(f"INSERT INTO tool_calls BY NAME SELECT * FROM {src}.tool_calls WHERE case_run_id IN {new}")
     con.execute(f"INSERT INTO events BY NAME SELECT * FROM {src}.events WHERE case_run_id IN {new}")
+    con.execute(f"INSERT INTO messages BY NAME SELECT * FROM {src}.messages WHERE case_run_id IN {new}")
+    con.execute(
+        f"INSERT INTO prompts BY NAME SELECT * FROM {src}.prompts"
+        " WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)"
+    )
     con.execute("DROP TABLE hb_new_case_runs")
 
 

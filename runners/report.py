@@ -286,8 +286,9 @@ def _config_where(stats: ConfigStats) -> tuple[str, list[object]]:
 
 
 def _sweep_sections(
-    con: duckdb.DuckDBPyConnection, sweep_id: str, objective: Objective, rule: Rule, margin: float
-) -> list[Section]:
+    con: duckdb.DuckDBPyConnection, sweep_id: str, objective: Objective, rule: Rule, margin: float,
+    db: str = "bench.duckdb",
+) -> list[Section]:  # fmt: skip
     stats = measure(con, sweep_id)
     if not stats:
         raise ValueError(f"sweep {sweep_id} has no case runs")
@@ -325,7 +326,15 @@ def _sweep_sections(
         FAMILY_DEFINITIONS,
         [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, where, params, label)],
     )
-    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family]
+    from runners.gate_cases import failing_case_lines
+
+    failing = failing_case_lines(con, db, where, params)
+    cases = Section(
+        f"Failing cases at the recommended configuration ({label})",
+        [f"{len(failing)} listed; each command prints the case run's transcript.", *failing]
+        if failing else ["Every case run of this configuration met its expectations."],
+    )  # fmt: skip
+    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases]
 
 
 def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Section]:
@@ -386,7 +395,7 @@ def build_report(
             if sweep_id not in known:
                 raise ValueError(f"unknown sweep {sweep_id!r}; known: {', '.join(sorted(known)[:5]) or 'none'}")
             scope = f"sweep {sweep_id}"
-            sections = _sweep_sections(con, sweep_id, objective, rule, margin)
+            sections = _sweep_sections(con, sweep_id, objective, rule, margin, str(db))
         else:
             scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
             sections = _bench_sections(con, bench_run_id)

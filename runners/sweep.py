@@ -120,6 +120,7 @@ def _saved(base: BenchOptions) -> str:
         "evalsets": base.evalsets, "case_ids": base.case_ids, "label": base.label, "epochs": base.epochs,
         "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
         "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
+        "transcripts": base.transcripts,
         # read by older versions and by analysts
         "model": base.model_settings.model, "base_url": base.model_settings.base_url,
     })  # fmt: skip
@@ -150,7 +151,7 @@ def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions
         record_mode=saved["record_mode"], resume_overrides=base.resume_overrides, keep_runs=base.keep_runs,
         cancellation=base.cancellation,
         shard=shard.ShardSpec.parse(saved["shard"]) if saved.get("shard") else None, run_id=saved.get("run_id"),
-        executor=base.executor, ray_address=base.ray_address,
+        executor=base.executor, ray_address=base.ray_address, transcripts=saved.get("transcripts", True),
     )  # fmt: skip
     return grid, options
 

@@ -1,0 +1,138 @@
+"""The `show`, `diff` and `export` commands (registered by runners/cli.py)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register"]
+
+
+def _db_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+
+
+def register(sub: Any, make: Any) -> None:
+    """Add the subcommands to `sub` (`make(sub, name, summary, description)` creates one parser)."""
+    p = make(sub, "show", "print one case run's transcript: every turn, the Harness's decisions, the outcome",
+             "Give a case run id (BENCH_RUN_ID/CASE/EPOCH, as `run` prints and the gate lists) or --bench-run ID"
+             " (or --label L: its newest bench run) with --case CASE [--epoch N]. Plain text at 80 columns;"
+             " --html FILE writes one self-contained page instead.")  # fmt: skip
+    _db_arg(p)
+    p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID", help="the case run to show")
+    p.add_argument("--bench-run", default=None, metavar="ID", help="bench run holding the case")
+    p.add_argument("--label", default=None, metavar="LABEL", help="the newest bench run with this label")
+    p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
+    p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
+    p.add_argument("--full", action="store_true", help="print the system prompt in full")
+    p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
+    p.set_defaults(func=cmd_show)
+
+    p = make(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
+             "A and B are each a bench run id or a label (its newest bench run). The turns both runs share are"
+             " printed once, then each run from the first turn where they differ.")  # fmt: skip
+    _db_arg(p)
+    p.add_argument("a", metavar="A", help="baseline: bench run id or label")
+    p.add_argument("b", metavar="B", help="candidate: bench run id or label")
+    p.add_argument("--case", required=True, metavar="CASE", help="case id")
+    p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
+    p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
+    p.set_defaults(func=cmd_diff)
+
+    p = make(
+        sub,
+        "export",
+        "write stored bench runs in another tool's format (Inspect AI .eval logs)",
+        "--inspect DIR writes one Inspect AI log per bench run (all of them, or --bench-run ID, or every"
+        " run with --label L), readable by `inspect view --log-dir DIR` and inspect_ai.log.read_eval_log.",
+    )
+    _db_arg(p)
+    p.add_argument("--inspect", type=Path, required=True, metavar="DIR", help="folder for the .eval files")
+    p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
+    p.add_argument("--label", default=None, metavar="LABEL", help="only bench runs with this label")
+    p.set_defaults(func=cmd_export)
+
+
+def _fail(message: str) -> Any:
+    from runners.cli import UsageError
+
+    raise UsageError(message)
+
+
+def _open(db: Path) -> Any:
+    from runners.metrics_db import connect
+
+    return connect(db, read_only=True)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    from runners.show import render_html, render_text
+    from runners.transcripts import load_case_run, resolve_case_run
+
+    if args.width < 40:
+        _fail(f"--width {args.width}: give at least 40 columns")
+    if args.case_run and (args.bench_run or args.label or args.case):
+        _fail(f"give a case run id ({args.case_run}) or --bench-run/--label with --case, not both")
+    if not args.case_run and not args.case:
+        _fail("name the case run: CASE_RUN_ID, or --bench-run ID --case CASE [--epoch N]")
+    if args.case and not (args.bench_run or args.label is not None):
+        _fail(f"--case {args.case} needs --bench-run ID or --label LABEL")
+    if args.html is not None and args.html.is_dir():
+        _fail(f"--html {args.html} is a folder; give a file path")
+    con = _open(args.db)
+    try:
+        run_id = args.case_run or resolve_case_run(
+            con, str(args.db), bench_run=args.bench_run, label=args.label, case=args.case, epoch=args.epoch
+        )
+        info = load_case_run(con, str(args.db), run_id)
+    finally:
+        con.close()
+    if args.html is not None:
+        args.html.write_text(render_html(info), encoding="utf-8")
+        sys.stdout.write(f"wrote {args.html}\n")
+    else:
+        sys.stdout.write(render_text(info, width=args.width, full=args.full))
+    return 0
+
+
+def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
+    from runners.transcripts import load_case_run, resolve_case_run
+
+    is_run = con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [name]).fetchone()
+    kwargs = {"bench_run": name} if is_run else {"label": name}
+    return load_case_run(con, db, resolve_case_run(con, db, case=case, epoch=epoch, **kwargs))
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from runners.show import render_diff
+
+    if args.width < 40:
+        _fail(f"--width {args.width}: give at least 40 columns")
+    con = _open(args.db)
+    try:
+        a = _side(con, str(args.db), args.a, args.case, args.epoch)
+        b = _side(con, str(args.db), args.b, args.case, args.epoch)
+    finally:
+        con.close()
+    sys.stdout.write(render_diff(a, b, args.a, args.b, width=args.width))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from runners.inspect_export import InspectUnavailable, export_inspect
+
+    if args.bench_run and args.label is not None:
+        _fail("give --bench-run or --label, not both")
+    if args.inspect.exists() and not args.inspect.is_dir():
+        _fail(f"--inspect {args.inspect} is a file; give a folder")
+    try:
+        written = export_inspect(args.db, args.inspect, bench_run=args.bench_run, label=args.label)
+    except InspectUnavailable as exc:
+        _fail(str(exc))
+    for path, samples in written:
+        sys.stdout.write(f"wrote {path} ({samples} samples)\n")
+    sys.stdout.write(f"open with: inspect view --log-dir {args.inspect}\n")
+    return 0
