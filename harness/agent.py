@@ -19,7 +19,6 @@ from harness.contracts import (
     ModelPurpose,
     RejectionReason,
     SchemaMode,
-    StopReason,
     ToolChoiceMode,
 )
 from harness.draft import DraftParse, parse_draft

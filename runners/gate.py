@@ -361,6 +361,7 @@ class GateResult:
     def epochs(self) -> int:
         """Paired epochs per case (the smallest over cases)."""
         return self.overall.pairs // max(1, self.overall.cases)
+
     pairs: list[Pair] = field(default_factory=list)
     """The paired case runs the tests were computed on (the summary names the cases that got worse)."""
     db: str = "bench.duckdb"
