@@ -701,7 +701,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
     except OutputWriteError as exc:
         _error(f"{exc} (the verdict above stands)")
-        return verdict if verdict != EXIT_OK else EXIT_INPUT
+        return verdict if verdict == EXIT_REGRESSION else EXIT_INPUT  # a regression stays 1; else the file error
     written = f"{args.summary}, {args.junit} and {args.json}" if args.json else f"{args.summary} and {args.junit}"
     _say(f"wrote {written}")
     return verdict

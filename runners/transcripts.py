@@ -276,11 +276,13 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
         "SELECT m.*, coalesce(m.content, p.content) AS text FROM messages m LEFT JOIN prompts p USING (prompt_hash)"
         " WHERE m.case_run_id = ? ORDER BY m.seq", [case_run_id]))  # fmt: skip
     if not found:
-        why = "with --no-transcripts" if bench_row.get("transcripts") is False else "before transcripts were stored"
+        off = bench_row.get("transcripts") is False
+        why = "with --no-transcripts" if off else "by a harness-bench written before transcripts were stored"
+        again = "without --no-transcripts" if off else "to store one"
         raise TranscriptError(
             TranscriptProblem.NOT_STORED,
             f"case run {case_run_id} has no transcript (its bench run {row['bench_run_id']} was run {why}); run the"
-            f" case again without --no-transcripts: {_rerun(row['case_id'], db)}",
+            f" case again {again}: {_rerun(row['case_id'], db)}",
         )
     base = {"bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "text"}
     messages = tuple(

@@ -126,7 +126,9 @@ def test_a_database_from_before_transcripts_is_named_and_then_migrated(
     con.execute("ALTER TABLE bench_runs DROP COLUMN transcripts")
     con.execute("DELETE FROM schema_version WHERE version = 5")
     con.close()
-    _refused(["show", "--db", str(db), run_id], "written before transcripts were stored", capsys)
+    # read through an upgraded copy (the file itself is left as it is): the case run is named, with the fix
+    line = _refused(["show", "--db", str(db), run_id], "written before transcripts were stored", capsys)
+    assert "harness-bench run --case" in line and "--no-transcripts" not in line
     new_id = _one_run(db)  # the writer migrates the file; the new case run has its transcript
     assert main(["show", "--db", str(db), new_id]) == 0
     _refused(["show", "--db", str(db), run_id], "has no transcript", capsys)
