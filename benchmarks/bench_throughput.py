@@ -12,9 +12,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._timing import measure
-from runners.bench import BenchOptions, run_bench
-from runners.evalset import load_cases
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.domain.evalset import load_cases
+from runners.run.bench import BenchOptions, run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 TMP = Path(tempfile.mkdtemp(prefix="hb-bench-"))

@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb
 
-from runners.bench import BenchOptions
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.bench import BenchOptions
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 TMP = Path(tempfile.mkdtemp(prefix="hb-transcripts-"))
 GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_calls=(6, 10))

@@ -49,13 +49,13 @@ import scipy.stats
 
 from harness.config import HarnessConfig
 from harness.models.scripted import ScriptedChatModel
-from runners import power
-from runners.bench import BenchOptions, run_bench, select_cases
-from runners.case_runner import run_case
-from runners.evalset import EvalCase
-from runners.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
-from runners.metrics_db import connect
-from runners.profiles import trajectory_for
+from runners.analysis import power
+from runners.analysis.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
+from runners.domain.evalset import EvalCase
+from runners.domain.profiles import trajectory_for
+from runners.run.bench import BenchOptions, run_bench, select_cases
+from runners.run.case_runner import run_case
+from runners.store.metrics_db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "reports" / "calibration"
@@ -422,8 +422,8 @@ def _cached_sweep(db: Path, model: str, epochs: int, grid: Any) -> str | None:
 
 def recommend_study(workdir: Path) -> dict[str, Any]:
     """`recommend`'s pick per profile with a known optimum, at epochs 1, 3 and 10."""
-    from runners.recommend import measure, recommend
-    from runners.sweep import SweepGrid, SweepOptions, run_sweep
+    from runners.analysis.recommend import measure, recommend
+    from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
     t0 = time.perf_counter()
     out: dict[str, Any] = {

@@ -12,7 +12,7 @@ from harness.contracts import SchemaMode
 
 @dataclass(frozen=True, slots=True)
 class BenchSetting:
-    """How the bench exposes a settings field (`runners/settings.py` derives the CLI flag, the DuckDB
+    """How the bench exposes a settings field (`runners/plan/settings.py` derives the CLI flag, the DuckDB
     column, the sweep axis and resume from the field plus this marker; a field without it is exposed
     under its own name, not sweepable)."""
 
@@ -31,7 +31,7 @@ class BenchSetting:
 class HarnessConfig(BaseModel):
     """Per-run control settings; out-of-range values fail with the field's name."""
 
-    # Attribute docstrings become field descriptions: the bench's --help text (runners/settings.py).
+    # Attribute docstrings become field descriptions: the bench's --help text (runners/plan/settings.py).
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     no_gain_threshold: Annotated[int, BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4))] = Field(default=2, ge=1)

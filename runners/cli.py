@@ -20,7 +20,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from harness import __version__
-from runners import interrupts, settings, tables
+from runners.analysis import tables
+from runners.plan import settings
+from runners.run import interrupts
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3
@@ -143,7 +145,7 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
 
 
 def _shard_arg(text: str) -> Any:
-    from runners.shard import ShardError, ShardSpec
+    from runners.plan.shard import ShardError, ShardSpec
 
     try:
         return ShardSpec.parse(text)
@@ -160,7 +162,7 @@ def _label_arg(text: str) -> str:
 
 
 def _run_id_arg(text: str) -> str:
-    from runners.shard import ShardError, check_run_id
+    from runners.plan.shard import ShardError, check_run_id
 
     try:
         return check_run_id(text)
@@ -170,7 +172,7 @@ def _run_id_arg(text: str) -> str:
 
 def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     # Execution options say where and how the work runs; none of them is a setting, so none changes
-    # what a run measures (runners/settings.py stays the one declaration of those).
+    # what a run measures (runners/plan/settings.py stays the one declaration of those).
     what = "sweep" if sweep else "run"
     g = p.add_argument_group("execution (never part of a run's settings)")
     g.add_argument("--shard", type=_shard_arg, default=None, metavar="I/N",
@@ -194,7 +196,7 @@ _RAY_EXTRA = "pip install 'harness-bench[ray]'"
 
 # -- checks before any file is created ----------------------------------------------------------
 def _check_db(path: Path, *, must_exist: bool) -> None:
-    from runners.metrics_db import check_database_file
+    from runners.store.metrics_db import check_database_file
 
     check_database_file(path, must_exist=must_exist)
 
@@ -260,8 +262,8 @@ def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingV
 
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
-    from runners.bench import BenchOptions
-    from runners.executors import Executor
+    from runners.run.bench import BenchOptions
+    from runners.run.executors import Executor
 
     run_settings = run_settings or settings.RunSettings.of()
     return BenchOptions(
@@ -276,7 +278,7 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
 
 def _check_execution_flags(args: argparse.Namespace) -> None:
     """--shard needs a shared name, --ray-address needs Ray, Ray needs to be installed."""
-    from runners.executors import Executor, check_available
+    from runners.run.executors import Executor, check_available
 
     if args.shard is not None and args.run_id is None and not args.resume:  # --resume names --shard itself
         _fail(f"--shard {args.shard} needs --run-id NAME, the same on every shard (e.g. the CI run number),"
@@ -288,8 +290,8 @@ def _check_execution_flags(args: argparse.Namespace) -> None:
 
 def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column: str) -> None:
     """A named run must not reuse an id already in --db (checked read-only, before anything is written)."""
-    from runners.metrics_db import connect
-    from runners.shard import refuse_existing
+    from runners.plan.shard import refuse_existing
+    from runners.store.metrics_db import connect
 
     if not args.db.exists():
         return
@@ -305,7 +307,7 @@ def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column:
 
 # -- commands -------------------------------------------------------------------------------------
 def cmd_cases(args: argparse.Namespace) -> int:
-    from runners.bench import select_cases
+    from runners.run.bench import select_cases
 
     cases = select_cases(args.evalset or [], args.case or [])
     out.print(tables.cases_table(cases, out.width))
@@ -313,8 +315,8 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
 
 def _print_family_table(db: Path, bench_run_id: str) -> None:
-    from runners.bench import family_rows
-    from runners.metrics_db import connect
+    from runners.run.bench import family_rows
+    from runners.store.metrics_db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -344,7 +346,7 @@ def _say_resume(commands: Sequence[str]) -> None:
 
 def _claim(db: Path) -> None:
     """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
-    from runners.metrics_db import connect, mark_stale_runs, stale_runs
+    from runners.store.metrics_db import connect, mark_stale_runs, stale_runs
 
     if not db.exists():
         return  # nothing to claim; not creating it here lets a failed preflight leave no file behind
@@ -393,9 +395,9 @@ def _storage_failed(what: str, command: str, db: Path, run_id: str, error: str, 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runners.bench import BenchOptions, check_options, load_resume, run_bench
-    from runners.executors import Executor
-    from runners.metrics_db import connect
+    from runners.run.bench import BenchOptions, check_options, load_resume, run_bench
+    from runners.run.executors import Executor
+    from runners.store.metrics_db import connect
 
     _check_execution_flags(args)
     if args.resume:
@@ -421,7 +423,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_options(opts)
         shard_spec = opts.shard
         if args.run_id:
-            from runners.shard import bench_run_id
+            from runners.plan.shard import bench_run_id
 
             new_id = bench_run_id(args.run_id, run_settings, in_sweep=False)
             _check_new_ids(args, [new_id], "bench_runs", "bench_run_id")
@@ -515,9 +517,9 @@ def _name_run(intr: interrupts.Interrupts, command: str, db: Path, run_id: str) 
 
 
 def cmd_serve_sim(args: argparse.Namespace) -> int:
-    from runners.bench import select_cases
-    from runners.profiles import trajectory_for_model
-    from runners.simulator import SimulatorServer
+    from runners.domain.profiles import trajectory_for_model
+    from runners.endpoints.simulator import SimulatorServer
+    from runners.run.bench import select_cases
 
     cases = select_cases(args.evalset or [], args.case or [])
     try:
@@ -544,11 +546,11 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from runners.bench import BenchOptions
-    from runners.executors import Executor
-    from runners.metrics_db import connect
-    from runners.preflight import preflight
-    from runners.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
+    from runners.run.bench import BenchOptions
+    from runners.run.executors import Executor
+    from runners.run.preflight import preflight
+    from runners.run.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
+    from runners.store.metrics_db import connect
 
     _check_execution_flags(args)
     if args.resume:
@@ -573,7 +575,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = SweepGrid(settings.axes_from_args(args))
         check_sweep(grid, base)
         if args.run_id:
-            from runners.shard import sweep_id
+            from runners.plan.shard import sweep_id
 
             _check_new_ids(args, [sweep_id(args.run_id)], "sweeps", "sweep_id")
         preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
@@ -609,9 +611,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from runners.metrics_db import connect
-    from runners.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
-    from runners.sweep import sweep_ids
+    from runners.analysis.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
+    from runners.run.sweep import sweep_ids
+    from runners.store.metrics_db import connect
 
     if not 0.0 <= args.margin <= 1.0:
         _fail(f"--margin {args.margin:g}: a rate margin must be within [0, 1] (0.02 = 2 points)")
@@ -639,8 +641,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from runners.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
-    from runners.metrics_db import connect
+    from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
+    from runners.store.metrics_db import connect
 
     _check_output_file("--summary", args.summary)
     _check_output_file("--junit", args.junit)
@@ -673,7 +675,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         _fail(str(exc))
     finally:
         con.close()
-    from runners.gate import Verdict, evaluate_sequential, plan
+    from runners.analysis.gate import Verdict, evaluate_sequential, plan
 
     common: dict[str, Any] = dict(k=args.k, max_recall_drop=args.max_recall_drop,
                                   max_cost_increase=args.max_cost_increase, alpha=args.alpha,
@@ -689,7 +691,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.plan:  # advice only: no verdict, nothing written
         _say(plan(result, args.target_mde or args.max_mde))
         return EXIT_OK
-    from runners._files import OutputWriteError
+    from runners.store._files import OutputWriteError
 
     if result.verdict is Verdict.INCONCLUSIVE:
         verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
@@ -708,7 +710,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def _check_power_flags(args: argparse.Namespace) -> None:
-    from runners.gate import GateInputError, sequential_looks
+    from runners.analysis.gate import GateInputError, sequential_looks
 
     if args.target_mde is not None and not 0.0 < args.target_mde <= 1.0:
         raise GateInputError(f"--target-mde {args.target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
@@ -721,10 +723,10 @@ def _check_power_flags(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from runners.metrics_db import connect
-    from runners.recommend import Objective, Rule
-    from runners.report import build_report
-    from runners.sweep import sweep_ids
+    from runners.analysis.recommend import Objective, Rule
+    from runners.analysis.report import build_report
+    from runners.run.sweep import sweep_ids
+    from runners.store.metrics_db import connect
 
     if not 0.0 <= args.margin <= 1.0:
         _fail(f"--margin {args.margin:g}: a rate margin must be within [0, 1] (0.02 = 2 points)")
@@ -756,7 +758,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from runners.merge import merge
+    from runners.store.merge import merge
 
     summary = merge(args.out, args.shards, partial=args.partial)
     for line in summary.runs + summary.sweeps:
@@ -769,7 +771,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from runners.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
+    from runners.store.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
 
     check_database_file(args.db, must_exist=True)
     before = connect(args.db, read_only=True, upgrade=False)
@@ -784,7 +786,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from runners.evalset import json_schema
+    from runners.domain.evalset import json_schema
 
     sys.stdout.write(json_schema())
     return EXIT_OK
@@ -959,7 +961,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     if args.command in ("run", "sweep"):
-        # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/interrupts.py); the
+        # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/run/interrupts.py); the
         # command stops, keeps finished case runs and exits 130 or 143 with the resume command.
         with interrupts.installed() as args.interrupts:
             return _dispatch(args)
@@ -970,10 +972,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; unusable input is one line and exit 2."""
     import duckdb
 
-    from runners._files import OutputWriteError
-    from runners.bench import BenchInputError
-    from runners.evalset import EvalSetError
-    from runners.metrics_db import MetricsDbError, MetricsWriteError
+    from runners.domain.evalset import EvalSetError
+    from runners.run.bench import BenchInputError
+    from runners.store._files import OutputWriteError
+    from runners.store.metrics_db import MetricsDbError, MetricsWriteError
 
     try:
         result: int = args.func(args)

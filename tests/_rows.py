@@ -11,8 +11,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from runners.bench import BenchInputError, BenchOptions, run_bench
-from runners.executors import Executor
+from runners.run.bench import BenchInputError, BenchOptions, run_bench
+from runners.run.executors import Executor
 
 ROOT = Path(__file__).resolve().parent.parent
 # columns that measure time, not behaviour: they differ between any two executions

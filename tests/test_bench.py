@@ -13,12 +13,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from runners.bench import BenchOptions, case_run_id, run_bench
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.metrics_db import MetricsDbError, connect
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, case_run_id, run_bench
+from runners.store.metrics_db import MetricsDbError, connect
 
 ONE = "empty_logs_gateway_timeout_t1"
 

@@ -12,15 +12,15 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.models.scripted import Mistake, ScriptedChatModel
-from runners.bench import BenchOptions, run_bench
-from runners.case_runner import run_case
+from runners.analysis.recommend import Objective, measure, recommend
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.metrics_db import SCHEMA_VERSION, connect, migrate
-from runners.profiles import UnknownProfileError, parse_profile, trajectory_for, trajectory_for_model
-from runners.recommend import Objective, measure, recommend
-from runners.simulator import SimulatorServer
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import UnknownProfileError, parse_profile, trajectory_for, trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
+from runners.run.case_runner import run_case
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE = [c for c in load_cases(["diagnosable"]) if "late" in c.id]
@@ -105,7 +105,7 @@ def test_sweep_recommends_the_known_optimum(sweep_db: tuple[Path, dict[str, str]
         stats = {m: {st.setting("no_gain_threshold"): st for st in measure(con, s)} for m, s in ids.items()}
     finally:
         con.close()
-    # the known optima of the profiles (runners/profiles.py): reference 2, rewriter with k=2 rewrites 4
+    # the known optima of the profiles (runners/domain/profiles.py): reference 2, rewriter with k=2 rewrites 4
     assert recs["scripted"].chosen.setting("no_gain_threshold") == 2
     assert recs["scripted:rewriter?k=2"].chosen.setting("no_gain_threshold") == 4
     # the measured table they follow from: 10 diagnosable cases, 6 of them with late evidence (reached only
@@ -288,7 +288,7 @@ def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 # -- the power study's shortcut: distinct (case, trajectory) run once, reused ---------------------------------
 def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
     from benchmarks.calibration import outcome_table
-    from runners.bench import select_cases
+    from runners.run.bench import select_cases
 
     db = tmp_path / "o.duckdb"
     run_bench(BenchOptions(evalsets=["diagnosable"], model="scripted:sloppy?seed=1", label="s1", db=db, epochs=2))
@@ -325,7 +325,7 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     lost = next(c for c, v in b.recall_epochs.items() if v[0] == 1.0)
     worse_epochs = {**b.recall_epochs, lost: (0.0, *b.recall_epochs[lost][1:])}
     worse_recall = {**b.recall_by_case, lost: float(sum(worse_epochs[lost]) / len(worse_epochs[lost]))}
-    from runners.recommend import wilson
+    from runners.analysis.recommend import wilson
 
     noisy = dataclasses.replace(b, recall_epochs=worse_epochs, recall_by_case=worse_recall,
                                 recall=wilson(sum(worse_recall.values()), len(worse_recall)))  # fmt: skip

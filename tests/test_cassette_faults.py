@@ -16,11 +16,11 @@ import duckdb
 import pytest
 
 from harness.config import HarnessConfig
-from runners.bench import BenchOptions, run_bench
-from runners.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import GUARD_TURN, InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
+from runners.endpoints.simulator import GUARD_TURN, InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
 
 TIMEOUT = InjectedFaultKind.TIMEOUT
 FAULTS = [
@@ -172,7 +172,7 @@ def test_a_cassette_run_never_sends_a_request_no_cassette_is_bound_to(tmp_path: 
 
     import httpx2
 
-    from runners.cassettes import CassetteNotBound, CassetteTransport, use_cassette
+    from runners.endpoints.cassettes import CassetteNotBound, CassetteTransport, use_cassette
 
     sent: list[str] = []
     inner = httpx2.MockTransport(lambda r: (sent.append(str(r.url)), httpx2.Response(200, json={"ok": 1}))[1])

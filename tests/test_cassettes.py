@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from runners.bench import BenchOptions, run_bench
-from runners.case_runner import CaseRun
-from runners.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
-from runners.evalset import load_cases
+from runners.domain.evalset import load_cases
+from runners.endpoints.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
+from runners.run.bench import BenchOptions, run_bench
+from runners.run.case_runner import CaseRun
 
 ROOT = Path(__file__).resolve().parent.parent
 CASSETTES = ROOT / "cassettes"
@@ -156,7 +156,7 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
 def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sweep over committed cassettes: the shared prefix replays; anything else is a named cassette
     miss, never a network call (the socket layer refuses every connect)."""
-    from runners.sweep import SweepGrid, SweepOptions, run_sweep
+    from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
     attempts: list[object] = []
 

@@ -9,10 +9,10 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.models.openai_model import endpoint_slots
-from runners.bench import BenchOptions, run_bench
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
 
 LIMITED = "empty_logs_gateway_timeout_t1"
 OTHERS = ["diagnosable_late_order_deadlock_t4", "diagnosable_late_visa_rate_limit_mall88"]

@@ -18,12 +18,12 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.contracts import ModelErrorKind
-from runners.bench import BenchOptions, run_bench
-from runners.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
 from tests._fake_endpoint import serve
 
 DIAGNOSIS_CUT = "generic_kb_gateway_runbook_timeout_t3"  # 4 diagnosis calls: the 3rd is cut
@@ -167,7 +167,7 @@ def test_deadline_readings_between_calls_replay_in_order(tmp_path: Path) -> None
 
     import httpx2
 
-    from runners.cassettes import CassetteTransport, use_cassette
+    from runners.endpoints.cassettes import CassetteTransport, use_cassette
 
     inner = httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": 1}))
     client = httpx2.Client(transport=CassetteTransport(inner, require_binding=True))

@@ -15,7 +15,7 @@ from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, ReleaseO
 from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
-from runners.preflight import infrastructure_error
+from runners.run.preflight import infrastructure_error
 from tests._fake_endpoint import Endpoint, completion, serve
 from tests.conftest import LINES, LookupTool
 

@@ -37,11 +37,11 @@ import duckdb
 import pytest
 
 from harness.context import CancellationToken
-from runners import interrupts
-from runners.bench import BenchOptions, run_bench, select_cases
 from runners.cli import main
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run import interrupts
+from runners.run.bench import BenchOptions, run_bench, select_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS_BENCH = str(Path(sys.executable).with_name("harness-bench"))
@@ -642,7 +642,7 @@ def test_run_interrupted_names_its_bench_run_and_resume_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`harness-bench run` (in-process): SIGTERM lands while the third case run is being handed back."""
-    import runners.bench as bench
+    import runners.run.bench as bench
 
     real, calls = bench._execute, [0]
 

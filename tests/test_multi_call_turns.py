@@ -20,9 +20,9 @@ from harness.contracts import RejectionReason, ReleaseOutcome, StopReason
 from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
-from runners.bench import BenchOptions, run_bench, select_cases
-from runners.case_runner import run_case
-from runners.simulator import SimulatorServer
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, run_bench, select_cases
+from runners.run.case_runner import run_case
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool
 

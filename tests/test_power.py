@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runners import power
-from runners.cli import EXIT_INCONCLUSIVE, main
-from runners.gate import (
+from runners.analysis import power
+from runners.analysis.gate import (
     GateInputError,
     Pair,
     Verdict,
@@ -26,6 +25,7 @@ from runners.gate import (
     sequential_looks,
     to_json,
 )
+from runners.cli import EXIT_INCONCLUSIVE, main
 
 COST = (2.0, 3.0, 1000.0)
 
@@ -155,7 +155,7 @@ def test_a_regression_stays_a_regression_however_little_power() -> None:
 
 
 def test_cli_exit_codes_for_inconclusive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from runners.bench import BenchOptions, run_bench
+    from runners.run.bench import BenchOptions, run_bench
 
     db = tmp_path / "two.duckdb"
     cases = ["diagnosable_gateway_risk_pool_exhausted_t1", "diagnosable_duplicate_settlement_batch_rerun_shop42"]

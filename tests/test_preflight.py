@@ -11,10 +11,10 @@ import pytest
 
 from harness.models.openai_model import OpenAIChatModel
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.preflight import ProbeRoute, infrastructure_error, probe
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.preflight import ProbeRoute, infrastructure_error, probe
 from tests._fake_endpoint import completion, serve
 
 ONE = "empty_logs_gateway_timeout_t1"
@@ -131,7 +131,7 @@ def test_mid_run_outage_is_classified_and_loud(tmp_path: Path, capsys: pytest.Ca
 
 
 def test_a_partial_outage_warns_but_keeps_the_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from runners.simulator import InjectedFault, InjectedFaultKind
+    from runners.endpoints.simulator import InjectedFault, InjectedFaultKind
 
     db = tmp_path / "w.duckdb"
     down = InjectedFault(ONE, 0, InjectedFaultKind.SERVER_ERROR, times=3)

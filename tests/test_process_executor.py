@@ -11,8 +11,8 @@ from typing import Any
 
 import duckdb
 
-from runners.bench import BenchOptions, run_bench
-from runners.executors import Executor
+from runners.run.bench import BenchOptions, run_bench
+from runners.run.executors import Executor
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent

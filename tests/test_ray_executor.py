@@ -18,9 +18,9 @@ try:
 except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ray is a broken set-up, not a skip
     raise ImportError(f"{exc}; the Ray executor's tests need `pip install -e '.[ray]'` (make venv does it)") from exc
 
-from runners.bench import BenchOptions, run_bench
-from runners.executors import Executor
-from runners.metrics_db import connect
+from runners.run.bench import BenchOptions, run_bench
+from runners.run.executors import Executor
+from runners.store.metrics_db import connect
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent

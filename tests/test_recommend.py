@@ -8,9 +8,7 @@ import duckdb
 import pytest
 import scipy.stats
 
-from runners.bench import BenchOptions
-from runners.cli import main
-from runners.recommend import (
+from runners.analysis.recommend import (
     ConfigStats,
     Interval,
     Objective,
@@ -23,7 +21,9 @@ from runners.recommend import (
     recommend,
     wilson,
 )
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.cli import main
+from runners.run.bench import BenchOptions
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs"]
 

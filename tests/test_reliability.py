@@ -24,8 +24,8 @@ from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
 from harness.trace import EventKind
-from runners.bench import BenchInputError, BenchOptions, run_bench
 from runners.cli import main
+from runners.run.bench import BenchInputError, BenchOptions, run_bench
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupInput, LookupTool
 
@@ -228,9 +228,9 @@ def test_fault_corrupted_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 # -- secrets --------------------------------------------------------------------------------------------
 def test_canary_key_never_lands_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    from runners.evalset import load_cases
-    from runners.profiles import trajectory_for_model
-    from runners.simulator import SimulatorServer
+    from runners.domain.evalset import load_cases
+    from runners.domain.profiles import trajectory_for_model
+    from runners.endpoints.simulator import SimulatorServer
 
     canary = "sk-canary-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", canary)

@@ -12,10 +12,10 @@ import duckdb
 import matplotlib.image as mpimg
 import pytest
 
-from runners.bench import BenchOptions, run_bench
+from runners.analysis.recommend import METRIC_DEFINITIONS
 from runners.cli import main
-from runners.recommend import METRIC_DEFINITIONS
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.bench import BenchOptions, run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs", "generic_kb"]
 EPOCHS = 2

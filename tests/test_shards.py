@@ -17,12 +17,12 @@ from typing import Any
 import duckdb
 import pytest
 
-from runners.bench import BenchOptions, run_bench, select_cases
 from runners.cli import main
-from runners.metrics_db import SCHEMA_VERSION, connect
-from runners.settings import RunSettings
-from runners.shard import ShardError, ShardSpec, identity_json, shard_of
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.plan.settings import RunSettings
+from runners.plan.shard import ShardError, ShardSpec, identity_json, shard_of
+from runners.run.bench import BenchOptions, run_bench, select_cases
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.store.metrics_db import SCHEMA_VERSION, connect
 from tests._rows import behaviour_rows
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,8 +16,8 @@ import pytest
 
 from harness.interceptor import HarnessToolInterceptor
 from harness.progress import Admission, AdmissionKind, DiagnosisProgressTracker
-from runners.case_runner import run_case
-from runners.evalset import load_cases
+from runners.domain.evalset import load_cases
+from runners.run.case_runner import run_case
 
 CASES = load_cases()
 

@@ -14,12 +14,12 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console, RenderableType
 
-from runners import tables
-from runners.bench import BenchOptions, family_rows, run_bench
-from runners.evalset import Family, load_cases
-from runners.metrics_db import connect
-from runners.recommend import measure, recommend
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.analysis import tables
+from runners.analysis.recommend import measure, recommend
+from runners.domain.evalset import Family, load_cases
+from runners.run.bench import BenchOptions, family_rows, run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.store.metrics_db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDTHS = (80, 100)

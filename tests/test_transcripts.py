@@ -24,14 +24,14 @@ from harness.contracts import ModelErrorKind
 from harness.models.base import AssistantMessage, ChatRequest, ModelCallError, ModelResponse, Usage
 from harness.prompts import DiagnosisTask
 from harness.transcript import EntryKind
-from runners.bench import BenchOptions, run_bench
+from runners.analysis.gate import Pair, evaluate
+from runners.analysis.gate_cases import markdown_section
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.gate import Pair, evaluate
-from runners.gate_cases import markdown_section
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
-from runners.transcripts import REDACTED, check_against_requests, load_case_run, observations
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
+from runners.store.transcripts import REDACTED, check_against_requests, load_case_run, observations
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY = "empty_logs_gateway_timeout_t1"

@@ -9,10 +9,10 @@ from __future__ import annotations
 import pytest
 
 from harness.trace import EventKind
-from runners.bench import BenchOptions, run_bench
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
 
 CASE = "empty_logs_gateway_timeout_t1"
 

@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
-from runners.settings import swept_names
+from runners.plan.settings import swept_names
 
 VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")
 

@@ -724,7 +724,7 @@ def test_a_column_named_like_a_session_function_is_read_when_qualified() -> None
 
 
 def test_every_builtin_db_query_step_passes_the_validator_and_runs() -> None:
-    from runners.evalset import load_cases
+    from runners.domain.evalset import load_cases
 
     checked = 0
     for case in load_cases():

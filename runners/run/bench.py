@@ -22,11 +22,23 @@ from harness.config import HarnessConfig
 from harness.context import CancellationToken
 from harness.models.base import ChatModel
 from harness.models.scripted import ScriptedChatModel
-from runners import profiles, shard
-from runners.case_runner import CaseRun, run_case
-from runners.evalset import EvalCase, content_hash, load_cases
-from runners.executors import Executor, iterate_processes, iterate_ray
-from runners.metrics_db import (
+from runners.domain import profiles
+from runners.domain.evalset import EvalCase, content_hash, load_cases
+from runners.plan import shard
+from runners.plan.settings import (
+    ModelSettings,
+    RunSettings,
+    SettingsError,
+    SettingValue,
+    case_run_columns,
+    declaration,
+    legacy_settings,
+)
+from runners.plan.shard import ShardSpec
+from runners.run.case_runner import CaseRun, run_case
+from runners.run.executors import Executor, iterate_processes, iterate_ray
+from runners.run.preflight import preflight
+from runners.store.metrics_db import (
     WRITE_FAILURES,
     MetricsWriteError,
     MetricsWriter,
@@ -36,18 +48,7 @@ from runners.metrics_db import (
     store_settings,
     write_statement,
 )
-from runners.preflight import preflight
-from runners.settings import (
-    ModelSettings,
-    RunSettings,
-    SettingsError,
-    SettingValue,
-    case_run_columns,
-    declaration,
-    legacy_settings,
-)
-from runners.shard import ShardSpec
-from runners.transcripts import transcript_rows
+from runners.store.transcripts import transcript_rows
 
 
 class BenchInputError(ValueError):
@@ -115,14 +116,14 @@ class BenchOptions:
     keep_runs: bool = True
     """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
     cancellation: CancellationToken = field(default_factory=CancellationToken)
-    """Shared by every case run (the CLI's one Ctrl-C/SIGTERM flag, runners/interrupts.py): once set, no
+    """Shared by every case run (the CLI's one Ctrl-C/SIGTERM flag, runners/run/interrupts.py): once set, no
     case run starts, the ones in flight are discarded, the bench run ends `interrupted`."""
     shard: ShardSpec | None = None
-    """Run only this shard's share of the (case, epoch) work (`--shard I/N`, runners/shard.py)."""
+    """Run only this shard's share of the (case, epoch) work (`--shard I/N`, runners/plan/shard.py)."""
     run_id: str | None = None
     """Name shared by every shard of one run; the bench run id derives from it (`--run-id`)."""
     executor: Executor = Executor.LOCAL
-    """Where case runs execute: threads here, or Ray tasks (runners/executors.py)."""
+    """Where case runs execute: threads here, or Ray tasks (runners/run/executors.py)."""
     ray_address: str | None = None
     """Address of an existing Ray cluster (None: start a local instance)."""
     transcripts: bool = True
@@ -223,7 +224,7 @@ class _ModelFactory:
             # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
             # scripted run (the main job, every test subprocess) never needs
             from harness.models.openai_model import OpenAIChatModel
-            from runners.cassettes import CassetteTransport
+            from runners.endpoints.cassettes import CassetteTransport
 
             ms = opts.model_settings
             replay_only = opts.cassettes is not None and opts.record_mode == "none"
@@ -236,7 +237,7 @@ class _ModelFactory:
                 parallel_tool_calls=ms.parallel_tool_calls.wire,
                 temperature=ms.temperature,
                 max_in_flight=opts.max_in_flight or opts.concurrency,
-                # Each case run binds its own cassette to its thread (runners/cassettes.py).
+                # Each case run binds its own cassette to its thread (runners/endpoints/cassettes.py).
                 transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
                 offline=replay_only,
             )
@@ -252,7 +253,7 @@ def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOpti
     model = factory.for_case(case, epoch)
     if opts.cassettes is None or factory.spec.kind != "openai":
         return run_case(case, model, config=opts.config, cancellation=opts.cancellation)
-    from runners.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
+    from runners.endpoints.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
     try:
         with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode) as tape:

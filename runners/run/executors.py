@@ -34,9 +34,9 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from runners.bench import BenchOptions
-    from runners.case_runner import CaseRun
-    from runners.evalset import EvalCase
+    from runners.domain.evalset import EvalCase
+    from runners.run.bench import BenchOptions
+    from runners.run.case_runner import CaseRun
 
 RAY_EXTRA = "pip install 'harness-bench[ray]'"
 
@@ -70,7 +70,7 @@ _WORKER_FACTORY: tuple[str, Any] | None = None
 def _run_one(token: str, opts: BenchOptions, case: EvalCase, epoch: int) -> CaseRun:
     """Body of a Ray task: one case run, exactly as the local executor runs it."""
     global _WORKER_FACTORY
-    from runners.bench import ModelSpec, _execute, _ModelFactory
+    from runners.run.bench import ModelSpec, _execute, _ModelFactory
 
     if _WORKER_FACTORY is None or _WORKER_FACTORY[0] != token:
         _WORKER_FACTORY = (token, _ModelFactory(ModelSpec.parse(opts.model_settings.model), opts))
@@ -102,7 +102,7 @@ def iterate_ray(
     it = iter(todo)
 
     def submit() -> bool:
-        if opts.cancellation.cancelled:  # Ctrl-C/SIGTERM: no new case run starts (runners/interrupts.py)
+        if opts.cancellation.cancelled:  # Ctrl-C/SIGTERM: no new case run starts (runners/run/interrupts.py)
             return False
         nxt = next(it, None)
         if nxt is None:
@@ -149,7 +149,7 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
     exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from runners.bench import ModelSpec, _execute, _ModelFactory
+    from runners.run.bench import ModelSpec, _execute, _ModelFactory
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
     signal.signal(signal.SIGTERM, signal.SIG_IGN)

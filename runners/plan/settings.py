@@ -90,7 +90,7 @@ class ModelSettings(BaseModel):
     @field_validator("tool_choice")
     @classmethod
     def _known_tool(cls, value: str) -> str:
-        from runners.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
+        from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
 
         if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
             raise ValueError(f"expected auto, none, required or a tool name ({', '.join(TOOL_NAMES)})")

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     import openai
 
     from harness.models.openai_model import OpenAIChatModel
-    from runners.bench import BenchOptions
+    from runners.run.bench import BenchOptions
 
 PROBE_TIMEOUT_SECONDS = 15.0
 """Upper bound of one probe request (the run's model timeout when shorter)."""

@@ -1,7 +1,7 @@
 """Per-run metrics in DuckDB: schema, migrations, views, and a batched writer (issue 4).
 
 The settings columns of `bench_runs` (every declared setting) and `case_runs` (every sweepable one)
-and the analyst views come from `runners/settings.py`: at every writer connect, a column missing
+and the analyst views come from `runners/plan/settings.py`: at every writer connect, a column missing
 for a declared setting is added (`ADD COLUMN IF NOT EXISTS`) and the views are recreated, so a
 setting declared later appears without a migration.
 
@@ -26,8 +26,8 @@ import pandas as pd
 
 from harness.agent import RunResult
 from harness.trace import EventKind, TraceEvent
-from runners import settings
-from runners.case_runner import CaseRun
+from runners.plan import settings
+from runners.run.case_runner import CaseRun
 
 SCHEMA_VERSION = 5
 
@@ -177,7 +177,7 @@ _MIGRATIONS: dict[int, list[str]] = {
             FROM case_runs c JOIN bench_runs b USING (bench_run_id)
             WHERE b.sweep_id IS NOT NULL GROUP BY ALL""",
     ],
-    # v3: one declaration of run settings (runners/settings.py). Budgets are BIGINT (a budget above
+    # v3: one declaration of run settings (runners/plan/settings.py). Budgets are BIGINT (a budget above
     # 2^31 overflowed INTEGER and left the run `running`); every setting of a run is kept as JSON
     # (resume restores it) and as one column each (added at connect, see `ensure_settings_columns`).
     3: [
@@ -208,7 +208,7 @@ _MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (bench_run_id, shard_index)
         )""",
     ],
-    # v5: transcripts (runners/transcripts.py). Every case run's conversation as the model saw it, one row
+    # v5: transcripts (runners/store/transcripts.py). Every case run's conversation as the model saw it, one row
     # per message, tool call, failed attempt or guard verdict, with the Harness's decision beside each tool
     # call; prompts shared by many case runs are stored once by hash. `bench_runs.transcripts` says
     # whether the run stored them (`--no-transcripts` turns it off).
@@ -791,7 +791,7 @@ def _write_transcripts(
     con: duckdb.DuckDBPyConnection, messages: list[tuple[Any, ...]], prompts: dict[str, str]
 ) -> None:
     """Insert buffered transcript rows, and the prompts not stored yet (inside the writer's transaction)."""
-    from runners.transcripts import MESSAGE_COLUMNS
+    from runners.store.transcripts import MESSAGE_COLUMNS
 
     frame = pd.DataFrame(messages, columns=MESSAGE_COLUMNS, dtype=object)
     con.register("_hb_messages", frame)

@@ -32,10 +32,10 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from runners.settings import RunSettings, declaration
+from runners.plan.settings import RunSettings, declaration
 
 if TYPE_CHECKING:
-    from runners.evalset import EvalCase
+    from runners.domain.evalset import EvalCase
 
 MAX_SHARDS = 10_000
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")

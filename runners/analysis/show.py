@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runners.transcripts import GUARD_VERDICT, CaseRunInfo, Message
+from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message
 
 __all__ = ["Block", "blocks", "diff_command", "first_divergence", "render_diff", "render_html", "render_text"]
 

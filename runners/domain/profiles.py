@@ -33,7 +33,7 @@ from typing import Any
 
 from harness.contracts import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from harness.models.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
-from runners.evalset import EvalCase
+from runners.domain.evalset import EvalCase
 
 PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel")
 _DEFAULTS: dict[str, dict[str, float]] = {
@@ -91,7 +91,7 @@ def _rng(name: str, params: dict[str, float], case_id: str, epoch: int) -> rando
 @lru_cache(maxsize=1024)
 def _observations(case_json: str) -> tuple[tuple[bool, str | None], ...]:
     """For each reference step: (non-empty?, first record text) as the real tools return them."""
-    from runners.case_runner import build_tools  # local: avoids an import cycle with the bench
+    from runners.run.case_runner import build_tools  # local: avoids an import cycle with the bench
 
     case = EvalCase.model_validate_json(case_json)
     healthy = case.model_copy(update={"fixtures": case.fixtures.model_copy(update={"faults": []})})

@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from runners.show import diff_command
+from runners.analysis.show import diff_command
 
 if TYPE_CHECKING:
-    from runners.gate import GateResult, Hypothesis, Pair
+    from runners.analysis.gate import GateResult, Hypothesis, Pair
 
 __all__ = ["CASE_LIMIT", "WorseCase", "failing_case_lines", "markdown_section", "worse_cases"]
 
@@ -38,14 +38,14 @@ class WorseCase:
 
 
 def _cost_index(name: str) -> int:
-    from runners.gate import COST_METRICS
+    from runners.analysis.gate import COST_METRICS
 
     return list(COST_METRICS).index(name)
 
 
 def worse_cases(result: GateResult, test: Hypothesis, pairs: Sequence[Pair], db: str) -> list[WorseCase]:
     """The cases that got worse for one test, worst first."""
-    from runners.gate import Measure
+    from runners.analysis.gate import Measure
 
     groups: dict[str, list[Pair]] = {}
     for p in pairs:

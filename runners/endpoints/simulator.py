@@ -34,8 +34,8 @@ from harness.models.base import (
 from harness.models.scripted import Trajectory, estimate_usage, guard_answer, next_turn
 from harness.prompts import render_task
 from harness.semantic_guard import GUARD_MARKER
-from runners.case_runner import task_of
-from runners.evalset import EvalCase
+from runners.domain.evalset import EvalCase
+from runners.run.case_runner import task_of
 
 TrajectoryFor = Callable[[EvalCase, str], Trajectory]
 """Maps (case, requested model name) to the trajectory to play (behaviour profiles hook in here)."""

@@ -31,7 +31,7 @@ import duckdb
 import numpy as np
 import scipy.stats
 
-from runners.settings import SettingValue, swept_names
+from runners.plan.settings import SettingValue, swept_names
 
 NO_EVIDENCE_FAMILIES = ("empty_logs", "generic_kb", "missing_context")
 

@@ -53,7 +53,7 @@ from vcr.request import Request
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
-from runners.settings import RunSettings, reproduce_flags
+from runners.plan.settings import RunSettings, reproduce_flags
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",

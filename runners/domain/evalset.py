@@ -30,7 +30,7 @@ from harness.tools.log_search import LogEvent, LogSearchInput
 
 # libyaml's C loader parses the built-in set ~10x faster than the pure-Python one.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-BUILTIN_DIR = Path(__file__).resolve().parent.parent / "evalsets"
+BUILTIN_DIR = Path(__file__).resolve().parents[2] / "evalsets"
 TOOL_NAMES = ("kb_search", "log_search", "db_query")
 
 

@@ -1,6 +1,6 @@
 """Sweeps: the full grid of sweepable settings, each point a bench run tagged with one sweep id.
 
-The axes are the sweepable settings of the one declaration (`runners/settings.py`); a setting
+The axes are the sweepable settings of the one declaration (`runners/plan/settings.py`); a setting
 declared sweepable later is an axis with no edit here. Resumable as a whole: `--resume SWEEP_ID`
 skips completed points, resumes interrupted ones and runs the missing ones, so an interrupted sweep
 loses nothing already written.
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import duckdb
 
-from runners import shard
-from runners.bench import (
+from runners.plan import shard
+from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
+from runners.run.bench import (
     BenchInputError,
     BenchOptions,
     BenchSummary,
@@ -29,8 +30,7 @@ from runners.bench import (
     run_bench,
     select_cases,
 )
-from runners.metrics_db import WRITE_FAILURES, connect, write_statement
-from runners.settings import RunSettings, SettingsError, SettingValue, declaration
+from runners.store.metrics_db import WRITE_FAILURES, connect, write_statement
 
 
 class SweepGrid:

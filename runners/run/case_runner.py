@@ -28,7 +28,7 @@ from harness.tools.db_query import DatabaseQuery
 from harness.tools.kb_search import KnowledgeBaseSearch
 from harness.tools.log_search import LogSearch
 from harness.trace import EventKind
-from runners.evalset import EvalCase, ExactCounts, ExpectedStop, FaultKind, ToolFault
+from runners.domain.evalset import EvalCase, ExactCounts, ExpectedStop, FaultKind, ToolFault
 
 
 class _FaultyTool(BusinessTool[BaseModel]):

@@ -33,8 +33,9 @@ from typing import Any
 
 import duckdb
 
-from runners import settings
-from runners.metrics_db import (
+from runners.plan import settings
+from runners.plan.shard import RunStatus
+from runners.store.metrics_db import (
     SCHEMA_VERSION,
     MetricsDbError,
     _current_version,
@@ -43,7 +44,6 @@ from runners.metrics_db import (
     ensure_settings_columns,
     migrate,
 )
-from runners.shard import RunStatus
 
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them

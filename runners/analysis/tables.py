@@ -79,7 +79,7 @@ def legend(codes: dict[str, str], used: Iterable[str], meanings: dict[str, str] 
 
 
 def family_table(title: str, rows: Sequence[Any]) -> RenderableType:
-    """The end-of-run per-family table (rows: `runners.bench.FamilyRow`) with its legend."""
+    """The end-of-run per-family table (rows: `runners.run.bench.FamilyRow`) with its legend."""
     table = _table(title)
     table.add_column("family", no_wrap=True, overflow="ellipsis", min_width=10)
     table.add_column("runs", justify="right", no_wrap=True)
@@ -131,7 +131,7 @@ GAP = 2
 
 
 def cases_table(cases: Sequence[Any], width: int) -> RenderableType:
-    """The case list (cases: `runners.evalset.EvalCase`), grouped by family. The question gets its own
+    """The case list (cases: `runners.domain.evalset.EvalCase`), grouped by family. The question gets its own
     column when at least 30 cells are left, else a second line under the id; either way it is shortened
     at a word boundary. `steps` is dropped when even id and expectation barely fit."""
     expect = []
@@ -194,7 +194,7 @@ def interval(iv: Any, *, pct: bool = False) -> Text:
 
 
 def stats_table(title: str, rec: Any, stats: Sequence[Any]) -> RenderableType:
-    """`recommend`'s table: one row per configuration (`rec`: a `runners.recommend.Recommendation`, stats its
+    """`recommend`'s table: one row per configuration (`rec`: a `runners.analysis.recommend.Recommendation`, stats its
     `ConfigStats`), the swept settings abbreviated with a legend, intervals wrapping only between words."""
     table = _table(title)
     table.add_column("", no_wrap=True)
