@@ -48,11 +48,11 @@ import numpy as np
 import scipy.stats
 
 from harness.config import HarnessConfig
-from harness.models.scripted import ScriptedChatModel
 from runners.analysis import power
 from runners.analysis.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
 from runners.domain.evalset import EvalCase
 from runners.domain.profiles import trajectory_for
+from runners.domain.scripted import ScriptedChatModel
 from runners.run.bench import BenchOptions, run_bench, select_cases
 from runners.run.case_runner import run_case
 from runners.store.metrics_db import connect

@@ -11,11 +11,11 @@ import duckdb
 import pytest
 
 from harness.config import HarnessConfig
-from harness.models.scripted import Mistake, ScriptedChatModel
 from runners.analysis.recommend import Objective, measure, recommend
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import UnknownProfileError, parse_profile, trajectory_for, trajectory_for_model
+from runners.domain.scripted import Mistake, ScriptedChatModel
 from runners.endpoints.simulator import SimulatorServer
 from runners.run.bench import BenchOptions, run_bench
 from runners.run.case_runner import run_case

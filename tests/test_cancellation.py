@@ -10,10 +10,10 @@ from __future__ import annotations
 from harness.agent import run_diagnosis
 from harness.context import RunContext
 from harness.contracts import InvocationStatus, ReleaseOutcome
-from harness.models.scripted import ScriptedChatModel, ScriptStep, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
 from harness.trace import EventKind
+from runners.domain.scripted import ScriptedChatModel, ScriptStep, Trajectory
 from tests.conftest import LINES, LookupInput, LookupTool
 
 

@@ -16,11 +16,12 @@ from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import BudgetKind, EvidenceStatus, ReleaseOutcome, StopReason, ViolationKind
 from harness.models.base import ChatRequest, ModelResponse, ToolMessage
-from harness.models.scripted import ScriptedChatModel, ScriptStep, Trajectory
-from harness.progress import Violation
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
-from harness.tools.db_query import DatabaseQuery, TableFixture
+from harness.trace import ToolRequestRejected
+from harness.tracker import Violation
+from runners.domain.scripted import ScriptedChatModel, ScriptStep, Trajectory
+from runners.domain.tools.db_query import DatabaseQuery, TableFixture
 from tests.conftest import LINES, LookupTool
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000)
@@ -121,4 +122,4 @@ def test_the_run_wide_observation_budget_stops_the_run_like_the_other_budgets() 
     assert len(model.seen) >= 2 and max(model.seen) <= cfg.max_run_observation_bytes
     assert r.decision.outcome is ReleaseOutcome.FALLBACK, "verified facts are still published"
     # the cut result kept what the protocol needs: the model evaluated it instead of violating
-    assert not [e for e in r.events if e.violation is not None]
+    assert not [e for e in r.events if isinstance(e, ToolRequestRejected) and e.violation is not None]

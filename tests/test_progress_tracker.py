@@ -14,7 +14,7 @@ from harness.contracts import (
     StopReason,
     ViolationKind,
 )
-from harness.progress import AdmissionKind, DiagnosisProgressTracker, PreviousObservation
+from harness.tracker import AdmissionKind, DiagnosisProgressTracker, PreviousObservation
 
 NO_GAIN = InformationGain.NO_GAIN
 GAINED = InformationGain.GAINED

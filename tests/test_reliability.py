@@ -20,11 +20,11 @@ from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import BudgetKind, EvidenceStatus, InvocationStatus, ReleaseOutcome, StopReason
 from harness.models.openai_model import OpenAIChatModel
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
 from harness.trace import EventKind
 from runners.cli import main
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 from runners.run.bench import BenchInputError, BenchOptions, run_bench
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupInput, LookupTool

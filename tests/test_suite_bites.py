@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from harness.interceptor import HarnessToolInterceptor
-from harness.progress import Admission, AdmissionKind, DiagnosisProgressTracker
+from harness.tracker import Admission, AdmissionKind, DiagnosisProgressTracker
 from runners.domain.evalset import load_cases
 from runners.run.case_runner import run_case
 

@@ -22,11 +22,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
-from harness.models.scripted import Mistake, RejectionReaction, Trajectory
 from harness.scope import normalize_timestamp
-from harness.tools.db_query import TableFixture, case_input_model
-from harness.tools.kb_search import KbDocument, KbSearchInput
-from harness.tools.log_search import LogEvent, LogSearchInput
+from runners.domain.scripted import Mistake, RejectionReaction, Trajectory
+from runners.domain.tools.db_query import TableFixture, case_input_model
+from runners.domain.tools.kb_search import KbDocument, KbSearchInput
+from runners.domain.tools.log_search import LogEvent, LogSearchInput
 
 # libyaml's C loader parses the built-in set ~10x faster than the pure-Python one.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)

@@ -32,8 +32,8 @@ from functools import lru_cache
 from typing import Any
 
 from harness.contracts import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
-from harness.models.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
 from runners.domain.evalset import EvalCase
+from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
 
 PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel")
 _DEFAULTS: dict[str, dict[str, float]] = {

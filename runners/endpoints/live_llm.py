@@ -722,7 +722,7 @@ WITH runs AS (SELECT * FROM case_runs WHERE label = ? AND bench_run_id IN (SELEC
 agent AS (SELECT case_run_id, count(*) FILTER (WHERE gain = 'GAINED') gained,
                  count(*) FILTER (WHERE gain = 'NO_GAIN') no_gain
           FROM events WHERE kind = 'GAIN_APPLIED' AND producer = 'AGENT' GROUP BY 1),
-draft AS (SELECT DISTINCT case_run_id FROM events WHERE kind = 'DRAFT_RECEIVED' AND detail IS NULL),
+draft AS (SELECT DISTINCT case_run_id FROM events WHERE kind = 'DRAFT_RECEIVED' AND draft_valid),
 lat AS (SELECT case_run_id, latency_ms FROM events WHERE kind = 'MODEL_CALL' AND purpose = 'DIAGNOSIS'
           AND latency_ms IS NOT NULL AND error_kind IS NULL)
 SELECT count(*) AS runs,

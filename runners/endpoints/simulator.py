@@ -31,10 +31,10 @@ from harness.models.base import (
     ToolMessage,
     UserMessage,
 )
-from harness.models.scripted import Trajectory, estimate_usage, guard_answer, next_turn
 from harness.prompts import render_task
 from harness.semantic_guard import GUARD_MARKER
 from runners.domain.evalset import EvalCase
+from runners.domain.scripted import Trajectory, estimate_usage, guard_answer, next_turn
 from runners.run.case_runner import task_of
 
 TrajectoryFor = Callable[[EvalCase, str], Trajectory]

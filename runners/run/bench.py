@@ -20,10 +20,11 @@ import duckdb
 from harness import __version__
 from harness.config import HarnessConfig
 from harness.context import CancellationToken
+from harness.contracts import ModelErrorKind
 from harness.models.base import ChatModel
-from harness.models.scripted import ScriptedChatModel
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase, content_hash, load_cases
+from runners.domain.scripted import ScriptedChatModel
 from runners.plan import shard
 from runners.plan.settings import (
     ModelSettings,
@@ -263,7 +264,7 @@ def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOpti
         command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode, delete_first=True)  # fmt: skip
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
-    if run.result.error and "cassette miss" in run.result.error:
+    if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
         path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
         command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode)  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 
@@ -21,14 +21,15 @@ from harness.contracts import (
     ReleaseOutcome,
 )
 from harness.models.base import ChatModel
-from harness.models.scripted import ScriptedChatModel
 from harness.prompts import DiagnosisTask, TaskContext
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
-from harness.tools.db_query import DatabaseQuery
-from harness.tools.kb_search import KnowledgeBaseSearch
-from harness.tools.log_search import LogSearch
-from harness.trace import EventKind
+from harness.trace import GainApplied, StopRequiredDelivered, ToolInvocation, ToolRequestRejected
 from runners.domain.evalset import EvalCase, ExactCounts, ExpectedStop, FaultKind, ToolFault
+from runners.domain.prompt import BENCH_SYSTEM_PROMPT
+from runners.domain.scripted import ScriptedChatModel
+from runners.domain.tools.db_query import DatabaseQuery
+from runners.domain.tools.kb_search import KnowledgeBaseSearch
+from runners.domain.tools.log_search import LogSearch
 
 
 class _FaultyTool(BusinessTool[BaseModel]):
@@ -124,9 +125,10 @@ class CaseMetrics:
 
 def metrics_of(result: RunResult) -> CaseMetrics:
     """Derive the per-run counts from the trace."""
-    inv = [e for e in result.events if e.kind is EventKind.TOOL_INVOCATION]
-    rej = [e for e in result.events if e.kind is EventKind.TOOL_REQUEST_REJECTED]
-    gains = [e for e in result.events if e.kind is EventKind.GAIN_APPLIED]
+    inv = [e for e in result.events if isinstance(e, ToolInvocation)]
+    rej = [e for e in result.events if isinstance(e, ToolRequestRejected)]
+    gains = [e for e in result.events if isinstance(e, GainApplied)]
+    stops = [e for e in result.events if isinstance(e, StopRequiredDelivered)]
     first_no_gain = next((e.seq for e in gains if e.gain is InformationGain.NO_GAIN), None)
     wasted = sum(1 for e in inv if first_no_gain is not None and e.seq > first_no_gain)
     return CaseMetrics(
@@ -139,9 +141,9 @@ def metrics_of(result: RunResult) -> CaseMetrics:
         protocol_violations=sum(e.rejection is RejectionReason.PROTOCOL_VIOLATION for e in rej),
         no_gain_count=sum(e.gain is InformationGain.NO_GAIN for e in gains),
         gained_count=sum(e.gain is InformationGain.GAINED and e.producer is GainProducer.AGENT for e in gains),
-        stop_required_delivered=any(e.kind is EventKind.STOP_REQUIRED_DELIVERED for e in result.events),
-        stop_required_deliveries=sum(e.kind is EventKind.STOP_REQUIRED_DELIVERED for e in result.events),
-        rejections=dict(Counter(e.rejection for e in rej if e.rejection is not None)),
+        stop_required_delivered=bool(stops),
+        stop_required_deliveries=len(stops),
+        rejections=dict(Counter(e.rejection for e in rej)),
         awaiting_rejections=sum(e.rejection is RejectionReason.AWAITING_EVALUATION for e in rej),
         observation_bytes=result.usage.observation_bytes,
         budget_hit=result.usage.budget_hit,
@@ -225,6 +227,23 @@ class CaseRun:
         return not self.failures
 
 
+class AgentLoop(Protocol):
+    """A loop that drives one run to its Release: `run_diagnosis`, or a framework adapter's equivalent."""
+
+    def __call__(
+        self,
+        task: DiagnosisTask,
+        tools: Sequence[BusinessTool[Any]],
+        model: ChatModel,
+        *,
+        ctx: RunContext,
+        guard_model: ChatModel | None,
+        system_prompt: str,
+    ) -> RunResult:
+        """Run `task` with `tools` and `model` in `ctx` (the Harness's session) and return the result."""
+        ...
+
+
 def run_case(
     case: EvalCase,
     model: ChatModel | None = None,
@@ -234,14 +253,16 @@ def run_case(
     tools: Sequence[BusinessTool[Any]] | None = None,
     cancellation: CancellationToken | None = None,
     deadline_clock: DeadlineClock | None = None,
+    loop: AgentLoop = run_diagnosis,
 ) -> CaseRun:
     """Run a case (scripted reference model by default) and judge it. `cancellation`: a token shared
     with the caller (the bench's one Ctrl-C/SIGTERM flag); once set, the run ends CANCELLED.
-    `deadline_clock`: how the run reads its deadline (a cassette's, to record or replay the readings)."""
+    `deadline_clock`: how the run reads its deadline (a cassette's, to record or replay the readings);
+    `loop`: the agent loop (the native one, or an agent framework's through its adapter)."""
     chat = model or ScriptedChatModel(case.trajectory)
     backends = tools if tools is not None else build_tools(case)
     # the deadline starts here, as before
     ctx = RunContext.create(config, cancellation=cancellation, deadline_clock=deadline_clock)
-    result = run_diagnosis(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model)
+    result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
     metrics = metrics_of(result)
     return CaseRun(case, result, metrics, tuple(check_expectations(case, result, metrics)))

@@ -13,14 +13,13 @@ Rules:
 - skipped for cassette replay with record mode `none` (offline: nothing may touch the network).
 
 A mid-run outage is not a preflight matter: each case run keeps its classification in
-`case_runs.error` (`model call failed after 3 attempt(s): CONNECTION: …`); the bench tells such a run
-from a model's bad answer by its typed `RunResult.error_kind` (`ModelErrorKind.infrastructure`), and
-`infrastructure_error` reads the same from a stored error text.
+`case_runs.error` (`model call failed after 3 attempt(s): CONNECTION: …`) and its typed kind in
+`case_runs.error_kind`; the bench tells such a run from a model's bad answer by that kind
+(`ModelErrorKind.infrastructure`, typed where the call failed), never by reading the text.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -160,14 +159,3 @@ def preflight(opts: BenchOptions) -> ProbeResult | None:
         return probe(model, name, timeout=timeout, api_key_env=ms.api_key_env)
     finally:
         model.close()
-
-
-_INFRA_KINDS = "|".join(k.value for k in ModelErrorKind if k is not ModelErrorKind.BAD_RESPONSE)
-_INFRA = re.compile(rf"attempt\(s\): ({_INFRA_KINDS}): |^request not in cassette ")
-
-
-def infrastructure_error(error: str | None) -> bool:
-    """A stored case run error (`case_runs.error`) came from the endpoint or the cassette (rate limit, 5xx,
-    timeout, connection, 4xx, a 2xx that is not a chat completion, cassette miss), not from the model's
-    answer (BAD_RESPONSE is the model's). A live run is classified by its typed `error_kind` instead."""
-    return bool(error) and _INFRA.search(error or "") is not None

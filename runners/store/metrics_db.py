@@ -25,11 +25,11 @@ import duckdb
 import pandas as pd
 
 from harness.agent import RunResult
-from harness.trace import EventKind, TraceEvent
+from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
 from runners.plan import settings
 from runners.run.case_runner import CaseRun
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -255,14 +255,26 @@ _MIGRATIONS: dict[int, list[str]] = {
         )""",
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS transcripts BOOLEAN",
     ],
+    # v6: typed events and run errors. Each event class's fields are columns (harness.trace.event_columns; a
+    # test keeps the two in step): RUN_STARTED names its model, DRAFT_RECEIVED says whether the Draft was
+    # valid (no longer "detail IS NULL"), the EvidenceGuard's verdict is EVIDENCE_CHECKED with PASSED/FAILED
+    # (no longer a SemanticVerdict). `case_runs.error_kind`: the typed classification of `error`, from where
+    # the call failed (an endpoint, the network, a cassette miss, or the model's own unusable answer).
+    6: [
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS model VARCHAR",
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS draft_valid BOOLEAN",
+        """UPDATE events SET model = substr(detail, 7), detail = NULL
+           WHERE kind = 'RUN_STARTED' AND detail LIKE 'model=%'""",
+        "UPDATE events SET draft_valid = (detail IS NULL) WHERE kind = 'DRAFT_RECEIVED'",
+        """UPDATE events SET kind = 'EVIDENCE_CHECKED',
+                             verdict = CASE verdict WHEN 'SUPPORTED' THEN 'PASSED' ELSE 'FAILED' END
+           WHERE kind = 'GUARD_VERDICT' AND guard = 'EVIDENCE'""",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS error_kind VARCHAR",
+    ],
 }
 
-_EVENT_COLUMNS = [
-    "seq", "kind", "t_ms", "tool_call_id", "tool", "scope", "invocation_status", "evidence_status", "count",
-    "truncated", "observation_bytes", "rejection", "violation", "gain", "producer", "stop_reason", "budget",
-    "purpose", "attempt", "input_tokens", "output_tokens", "latency_ms", "error_kind", "guard", "verdict",
-    "outcome", "fallback_kind", "detail",
-]  # fmt: skip
+_EVENT_COLUMNS = list(event_columns())
+"""The events table's columns after the two ids: every field of every event class (harness.trace)."""
 
 
 class MetricsDbError(RuntimeError):
@@ -619,28 +631,33 @@ def case_run_rows(
         "observation_bytes": m.observation_bytes, "budget_hit": _enum(m.budget_hit),
         "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "wall_ms": r.wall_ms,
         "reason": d.reason[:500], "conclusion": (d.draft.conclusion if d.draft else None),
-        "error": r.error, "finished_at": pd.Timestamp.now(tz="UTC").tz_localize(None),
+        "error": r.error, "error_kind": _enum(r.error_kind),
+        "finished_at": pd.Timestamp.now(tz="UTC").tz_localize(None),
     }  # fmt: skip
     tool_rows = _tool_call_rows(bench_run_id, case_run_id, r.events)
-    event_rows = [(bench_run_id, case_run_id, *(_enum(getattr(e, c)) for c in _EVENT_COLUMNS)) for e in r.events]
+    event_rows = [(bench_run_id, case_run_id, *(_enum(getattr(e, c, None)) for c in _EVENT_COLUMNS)) for e in r.events]
     return case_row, tool_rows, event_rows
 
 
 def _tool_call_rows(bench_run_id: str, case_run_id: str, events: Sequence[TraceEvent]) -> list[tuple[Any, ...]]:
     """One row per tool request: invocation or rejection, with the gain applied *to* that call."""
-    gains: dict[str, TraceEvent] = {}
-    for e in events:
-        if e.kind is EventKind.GAIN_APPLIED and e.tool_call_id:
-            gains[e.tool_call_id] = e
+    gains = {e.tool_call_id: e for e in events if isinstance(e, GainApplied)}
     rows: list[tuple[Any, ...]] = []
     for e in events:
-        if e.kind not in (EventKind.TOOL_INVOCATION, EventKind.TOOL_REQUEST_REJECTED):
-            continue
-        g = gains.get(e.tool_call_id or "")
+        facts: tuple[Any, ...]
+        match e:
+            case ToolInvocation():
+                facts = (_enum(e.evidence_status), e.count, None, None, e.observation_bytes, e.truncated, e.latency_ms)
+            case ToolRequestRejected():
+                facts = (None, None, _enum(e.rejection), _enum(e.violation), None, None, None)
+            case _:
+                continue
+        g = gains.get(e.tool_call_id)
+        ev, count, rejection, violation, obs_bytes, truncated, latency = facts
         rows.append((
             bench_run_id, case_run_id, e.seq, e.tool_call_id, e.tool, e.scope, _enum(e.invocation_status),
-            _enum(e.evidence_status), e.count, _enum(g.gain) if g else None, _enum(g.producer) if g else None,
-            _enum(e.rejection), _enum(e.violation), e.observation_bytes, e.truncated, e.latency_ms,
+            ev, count, _enum(g.gain) if g else None, _enum(g.producer) if g else None,
+            rejection, violation, obs_bytes, truncated, latency,
         ))  # fmt: skip
     return rows
 

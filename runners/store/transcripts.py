@@ -22,7 +22,17 @@ import duckdb
 
 from harness.agent import RunResult
 from harness.contracts import ModelPurpose, _StrEnum
-from harness.trace import EventKind, TraceEvent
+from harness.trace import (
+    BudgetExhausted,
+    EvidenceChecked,
+    GainApplied,
+    GuardVerdict,
+    ModelCall,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+    TraceEvent,
+)
 from harness.transcript import EntryKind
 
 __all__ = [
@@ -73,8 +83,8 @@ def _v(x: Any) -> Any:
 class _Decision:
     """The Harness's decision on one tool request, assembled from the trace."""
 
-    event: TraceEvent
-    gain: TraceEvent | None = None
+    event: ToolInvocation | ToolRequestRejected
+    gain: GainApplied | None = None
     stop_required: bool = False
     budget_hit: str | None = None
     used: tuple[int, int, int] = (0, 0, 0)
@@ -84,27 +94,26 @@ def _decisions(events: Sequence[TraceEvent]) -> list[_Decision]:
     """One decision per tool request, in trace order (each call gets exactly one request record)."""
     out: list[_Decision] = []
     by_id: dict[str, _Decision] = {}
-    gains: dict[str, TraceEvent] = {}
+    gains: dict[str, GainApplied] = {}
     calls = tools = tokens = 0
     for e in events:
-        kind = e.kind
-        if kind is EventKind.MODEL_CALL:
-            calls += e.purpose is ModelPurpose.DIAGNOSIS
-            tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
-        elif kind is EventKind.TOOL_INVOCATION or kind is EventKind.TOOL_REQUEST_REJECTED:
-            tools += kind is EventKind.TOOL_INVOCATION
-            d = _Decision(e, used=(calls, tools, tokens))
-            out.append(d)
-            if e.tool_call_id:
+        match e:
+            case ModelCall():
+                calls += e.purpose is ModelPurpose.DIAGNOSIS
+                tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
+            case ToolInvocation() | ToolRequestRejected():
+                tools += isinstance(e, ToolInvocation)
+                d = _Decision(e, used=(calls, tools, tokens))
+                out.append(d)
                 by_id[e.tool_call_id] = d
-        elif kind is EventKind.GAIN_APPLIED and e.tool_call_id:
-            gains[e.tool_call_id] = e
-        elif kind is EventKind.STOP_REQUIRED_DELIVERED and e.tool_call_id in by_id:
-            by_id[e.tool_call_id].stop_required = True
-        elif kind is EventKind.BUDGET_EXHAUSTED and e.tool_call_id in by_id:
-            by_id[e.tool_call_id].budget_hit = _v(e.budget)
+            case GainApplied():
+                gains[e.tool_call_id] = e
+            case StopRequiredDelivered() if e.tool_call_id in by_id:
+                by_id[e.tool_call_id].stop_required = True
+            case BudgetExhausted() if e.tool_call_id is not None and e.tool_call_id in by_id:
+                by_id[e.tool_call_id].budget_hit = _v(e.budget)
     for d in out:
-        d.gain = gains.get(d.event.tool_call_id or "")
+        d.gain = gains.get(d.event.tool_call_id)
     return out
 
 
@@ -136,17 +145,21 @@ def transcript_rows(
             rows.append((*head, *(None,) * 14, None, None))
         else:
             ev, g = d.event, d.gain
+            if isinstance(ev, ToolInvocation):
+                evidence, rejection, violation = _v(ev.evidence_status), None, None
+            else:
+                evidence, rejection, violation = None, _v(ev.rejection), _v(ev.violation)
             rows.append((
-                *head, ev.tool_call_id, _v(ev.invocation_status), _v(ev.evidence_status), _v(ev.rejection),
-                _v(ev.violation), scrub(ev.detail, secrets), scrub(ev.scope, secrets), _v(g.gain) if g else None,
+                *head, ev.tool_call_id, _v(ev.invocation_status), evidence, rejection,
+                violation, scrub(ev.detail, secrets), scrub(ev.scope, secrets), _v(g.gain) if g else None,
                 _v(g.producer) if g else None, d.stop_required, d.budget_hit, *d.used, None, None,
             ))  # fmt: skip
         seq += 1
-    for ev in result.events:
-        if ev.kind is EventKind.GUARD_VERDICT:
+    for verdict in result.events:
+        if isinstance(verdict, EvidenceChecked | GuardVerdict):
             rows.append((
                 bench_run_id, case_run_id, seq, ModelPurpose.SEMANTIC_GUARD.value, GUARD_VERDICT, None,
-                scrub(ev.detail, secrets), *(None,) * 23, _v(ev.guard), _v(ev.verdict),
+                scrub(verdict.detail, secrets), *(None,) * 23, _v(verdict.guard), _v(verdict.verdict),
             ))  # fmt: skip
             seq += 1
     return rows, prompts

@@ -37,8 +37,8 @@ if os.environ.get("HB_PROBE_FD"):
 
     import duckdb
 
-    import harness.tools.db_query as _db_query
-    import harness.tools.log_search as _log_search
+    import runners.domain.tools.db_query as _db_query
+    import runners.domain.tools.log_search as _log_search
     import runners.run.bench as _bench
     import runners.run.sweep as _sweep
     import runners.store.metrics_db as _metrics_db

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from sqlglot import exp
 
 from harness.contracts import EvidenceStatus, JsonValue
-from harness.models.scripted import Mistake
-from harness.tools import _duck
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
-from harness.tools.db_query import ALLOWED_FUNCTIONS, DatabaseQuery, DbQueryInput, TableFixture
+from runners.domain.scripted import Mistake
+from runners.domain.tools import _duck
+from runners.domain.tools.db_query import ALLOWED_FUNCTIONS, DatabaseQuery, DbQueryInput, TableFixture
 
 PAYMENTS = TableFixture(
     name="payments",

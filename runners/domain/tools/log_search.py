@@ -22,8 +22,8 @@ from pydantic import (
 
 from harness.contracts import EvidenceStatus, JsonObject, JsonValue
 from harness.scope import normalize_timestamp
-from harness.tools import _duck
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from runners.domain.tools import _duck
 
 LIMIT_CEILING = 200
 """The largest `limit` the input schema accepts; each tool instance clamps further to its max_results."""

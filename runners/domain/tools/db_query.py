@@ -33,8 +33,8 @@ from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
 from harness.contracts import EvidenceStatus, JsonScalar, JsonValue
-from harness.tools import _duck
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
+from runners.domain.tools import _duck
 
 MAX_ROWS_CEILING = 1000
 """The largest max_rows a DatabaseQuery accepts."""

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from harness.canonical_store import CanonicalStore
 from harness.contracts import EvidenceStatus, InvocationStatus, JsonObject, StopReason
-from harness.progress import DiagnosisProgressTracker
+from harness.tracker import DiagnosisProgressTracker
 
 MAX_FACTS = 50
 
