@@ -186,6 +186,10 @@ def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
+    g.add_argument("--agent", default="native", choices=["native", "pydantic-ai"],
+                   help="the agent loop each case run goes through: native (run_diagnosis, default) or pydantic-ai"
+                        " (a pydantic-ai Agent over the case's model, the Harness through its adapter; needs the"
+                        " `adapters` extra, which make venv installs)")  # fmt: skip
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
                         " default: start a local instance")  # fmt: skip
@@ -262,6 +266,7 @@ def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingV
 
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
+    from runners.run.agents import AgentFramework
     from runners.run.bench import BenchOptions
     from runners.run.executors import Executor
 
@@ -272,7 +277,7 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
         config=run_settings.config,
         model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
         keep_runs=False, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
-        ray_address=args.ray_address, transcripts=args.transcripts,
+        ray_address=args.ray_address, transcripts=args.transcripts, agent=AgentFramework(args.agent),
     )  # fmt: skip
 
 

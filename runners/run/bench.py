@@ -36,6 +36,7 @@ from runners.plan.settings import (
     legacy_settings,
 )
 from runners.plan.shard import ShardSpec
+from runners.run.agents import AgentFramework, loop_for
 from runners.run.case_runner import CaseRun, run_case
 from runners.run.executors import Executor, iterate_processes, iterate_ray
 from runners.run.preflight import preflight
@@ -129,6 +130,8 @@ class BenchOptions:
     """Address of an existing Ray cluster (None: start a local instance)."""
     transcripts: bool = True
     """Store every case run's conversation in `messages` (`--no-transcripts` turns it off)."""
+    agent: AgentFramework = AgentFramework.NATIVE
+    """The agent loop each case run goes through (`--agent`: native, or an agent framework's adapter)."""
     # Keywords kept for existing callers; each sets the model setting of the same name (read them
     # from `model_settings`).
     model: InitVar[str | None] = None
@@ -253,13 +256,13 @@ class _ModelFactory:
 def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOptions) -> CaseRun:
     model = factory.for_case(case, epoch)
     if opts.cassettes is None or factory.spec.kind != "openai":
-        return run_case(case, model, config=opts.config, cancellation=opts.cancellation)
+        return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
     from runners.endpoints.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
     try:
         with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode) as tape:
             run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
-                           deadline_clock=tape.deadline_clock)  # fmt: skip
+                           deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
                                    record_mode=opts.record_mode, delete_first=True)  # fmt: skip

@@ -1,0 +1,45 @@
+"""`--agent`: which agent loop drives each case run — the native loop or an agent framework's, through its adapter."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from harness.agent import run_diagnosis
+from harness.context import RunContext
+from harness.contracts import _StrEnum
+from harness.models.base import ChatModel
+from harness.prompts import DiagnosisTask
+from harness.session import HarnessSession, RunResult
+from harness.tools.base import BusinessTool
+from runners.run.case_runner import AgentLoop
+
+
+class AgentFramework(_StrEnum):
+    """The agent loops a bench run can drive its cases through."""
+
+    NATIVE = "native"
+    PYDANTIC_AI = "pydantic-ai"
+
+
+def pydantic_ai_loop(
+    task: DiagnosisTask,
+    tools: Sequence[BusinessTool[Any]],
+    model: ChatModel,
+    *,
+    ctx: RunContext,
+    guard_model: ChatModel | None,
+    system_prompt: str,
+) -> RunResult:
+    """The case's run as a pydantic-ai Agent (FunctionModel over the case's model) under the Harness."""
+    from harness.adapters.pydantic_ai import run_agent
+
+    session = HarnessSession(tools, model_name=model.name, ctx=ctx, system_prompt=system_prompt)
+    return run_agent(session, task, tools, model, system_prompt=system_prompt, guard_model=guard_model)
+
+
+def loop_for(agent: AgentFramework) -> AgentLoop:
+    """The loop behind `--agent`."""
+    if agent is AgentFramework.PYDANTIC_AI:
+        return pydantic_ai_loop
+    return run_diagnosis
