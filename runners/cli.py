@@ -186,10 +186,10 @@ def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
-    g.add_argument("--agent", default="native", choices=["native", "pydantic-ai"],
-                   help="the agent loop each case run goes through: native (run_diagnosis, default) or pydantic-ai"
-                        " (a pydantic-ai Agent over the case's model, the Harness through its adapter; needs the"
-                        " `adapters` extra, which make venv installs)")  # fmt: skip
+    g.add_argument("--agent", default="native", choices=["native", "pydantic-ai", "openai-agents"],
+                   help="the agent loop each case run goes through: native (run_diagnosis, default), pydantic-ai"
+                        " or openai-agents (that framework's agent over the case's model, the Harness through its"
+                        " adapter; needs the `adapters` extra, which make venv installs)")  # fmt: skip
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
                         " default: start a local instance")  # fmt: skip

@@ -17,7 +17,6 @@ before any tool runs), so such a call never reaches the Harness as UNKNOWN_TOOL.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,13 +35,12 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from harness.interceptor import ToolAnswer
+from harness.adapters._batch import EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory, UnknownToolCall
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
     ChatModel,
     SystemMessage,
-    ToolCallRequest,
     ToolMessage,
     UserMessage,
 )
@@ -51,16 +49,6 @@ from harness.session import HarnessSession, RunResult, tool_specs
 from harness.tools.base import BusinessTool
 
 __all__ = ["END_OF_RUN", "HarnessBridge", "run_agent"]
-
-END_OF_RUN = "[harness: the run ended]"
-"""The text the model function answers once the session ended the loop (never handed to Release)."""
-
-_EMPTY_FINAL = "[harness: empty final message]"
-"""Stands in for an empty final message inside the framework (which does not accept one)."""
-
-
-class UnknownToolCall(Exception):
-    """A tool call the framework cannot carry: the agent has no tool of that name."""
 
 
 class HarnessBridge:
@@ -71,11 +59,8 @@ class HarnessBridge:
         self._model = model
         self._tools = tuple(tools)
         self._names = {t.name for t in self._tools}
-        self._lock = threading.Lock()
-        self._calls: dict[str, ToolCallRequest] = {}
-        """Every tool call the model made, by id, with its raw arguments."""
-        self._batch: tuple[ToolCallRequest, ...] = ()
-        self._answers: dict[str, ToolAnswer] = {}
+        self._answers = MessageAnswers(session)
+        self._stable = StableHistory()
         self.final_text: str | None = None
         """The model's own final message, when it wrote one (None: the Harness ended the loop)."""
         self.model_answered_final = False
@@ -92,20 +77,10 @@ class HarnessBridge:
 
     def _tool_function(self, name: str) -> Any:
         def call(ctx: AgentRunContext[None], **_ignored: Any) -> str:
-            return self._answer(ctx.tool_call_id or "")
+            return self._answers.answer(ctx.tool_call_id or "")
 
         call.__name__ = name
         return call
-
-    def _answer(self, tool_call_id: str) -> str:
-        """The Harness's answer to one call: on the message's first call, the whole message is handled in order."""
-        with self._lock:
-            if tool_call_id not in self._answers and self._batch:
-                turn = self.session.handle_tool_calls(self._batch)
-                self._answers.update({a.tool_call_id: a for a in turn.answers})
-                self._batch = ()
-            answer = self._answers.get(tool_call_id)
-        return answer.observation.text if answer is not None else ""
 
     # -- the framework's model --------------------------------------------------------------
     def function_model(self) -> FunctionModel:
@@ -113,25 +88,23 @@ class HarnessBridge:
         return FunctionModel(self._respond, model_name=self._model.name)
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        turn = self.session.complete(self._model, self._history(messages))
+        turn = self.session.complete(self._model, self.history(messages))
         if turn.message is None:
             return ModelResponse(parts=[TextPart(END_OF_RUN)])
         if turn.final:
             self.model_answered_final = True
             self.final_text = turn.message.content
-            return ModelResponse(parts=[TextPart(turn.message.content or _EMPTY_FINAL)])
+            return ModelResponse(parts=[TextPart(turn.message.content or EMPTY_FINAL)])
         calls = turn.message.tool_calls
         unknown = [c.name for c in calls if c.name not in self._names]
         if unknown:
             raise UnknownToolCall(f"the agent has no tool {unknown[0]!r}")
-        with self._lock:
-            self._calls.update({c.id: c for c in calls})
-            self._batch = calls
+        self._answers.expect(calls)
         parts: list[TextPart | ToolCallPart] = [TextPart(turn.message.content)] if turn.message.content else []
         parts += [ToolCallPart(c.name, "{}", tool_call_id=c.id) for c in calls]
         return ModelResponse(parts=parts)
 
-    def _history(self, messages: list[ModelMessage]) -> list[ChatMessage]:
+    def history(self, messages: list[ModelMessage]) -> list[ChatMessage]:
         """The framework's history as the Harness's chat messages (raw arguments restored by call id)."""
         out: list[ChatMessage] = []
         for message in messages:
@@ -147,10 +120,10 @@ class HarnessBridge:
                         out.append(ToolMessage(part.tool_call_id, part.model_response()))
             elif isinstance(message, ModelResponse):
                 text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-                calls = tuple(self._calls[p.tool_call_id] for p in message.parts if isinstance(p, ToolCallPart))
+                calls = tuple(self._answers.calls[p.tool_call_id] for p in message.parts if isinstance(p, ToolCallPart))
                 if calls:
                     out.append(AssistantMessage(text, calls))
-        return out
+        return self._stable(out)
 
 
 def run_agent(
@@ -170,10 +143,10 @@ def run_agent(
     history: list[ChatMessage] = []
     try:
         result = agent.run_sync(render_task(task))
-        history = bridge._history(result.all_messages())
+        history = bridge.history(result.all_messages())
         if bridge.model_answered_final:
             output = result.output
-            session.receive_final(None if output == _EMPTY_FINAL else output)
+            session.receive_final(None if output == EMPTY_FINAL else output)
     except UnknownToolCall:
         pass
     return session.finish(question=task.question, guard_model=guard_model or model, messages=history)
