@@ -43,7 +43,7 @@ class HarnessConfig(BaseModel):
     max_tool_invocations: Annotated[int, BenchSetting("max_tool_calls", sweepable=True)] = Field(default=10, ge=1)
     """Backend tool invocations; rejections never count."""
     max_total_tokens: Annotated[int, BenchSetting("max_tokens", sweepable=True)] = Field(default=200_000, ge=1)
-    """Input plus output tokens over the run's model calls."""
+    """Input plus output tokens over the whole run (a run total, not the per-response `max_tokens` of a request)."""
     max_observation_bytes: int = Field(default=4_096, ge=256)
     """Byte cap of one model observation, header included; the rest is cut and flagged `truncated`."""
     max_run_observation_bytes: int = Field(default=65_536, ge=256)

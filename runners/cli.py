@@ -868,8 +868,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
     p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
     p.add_argument(
-        "--max-recall-drop", type=float, default=0.0, metavar="RATE",
-        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0)",
+        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=float, default=0.0, metavar="RATE",
+        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0; --max-recall-drop is the old"
+        " name: the gate compares pass rates, not recommend's SUCCESS share)",
     )  # fmt: skip
     p.add_argument(
         "--max-cost-increase", type=float, default=0.25, metavar="RATE",
