@@ -1,6 +1,6 @@
 """HarnessToolInterceptor: the only way a model's tool request reaches a backend.
 
-Order (issue 2, seed 000 §4): envelope validation → gain application → duplicate-scope rejection
+Order (seed 000 §4): envelope validation → gain application → duplicate-scope rejection
 → saturation and budget gate → business tool → canonical record → bounded observation.
 """
 

@@ -1,4 +1,4 @@
-"""Interrupts never write a wrong row (issue 12 item 5).
+"""Interrupts never write a wrong row.
 
 SIGINT, SIGTERM and Ctrl-C through a terminal are sent to real `harness-bench sweep` processes at
 moments spread over the run — start-up, inside a tool's DuckDB query, inside a metrics write,
@@ -40,8 +40,9 @@ from harness.context import CancellationToken
 from runners.cli import main
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
 from runners.run import interrupts
-from runners.run.bench import BenchOptions, run_bench, select_cases
+from runners.run.bench import run_bench, select_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS_BENCH = str(Path(sys.executable).with_name("harness-bench"))

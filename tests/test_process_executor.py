@@ -1,4 +1,4 @@
-"""The `processes` executor (issue 13 item 2): case runs in spawned worker processes on this machine, past
+"""The `processes` executor: case runs in spawned worker processes on this machine, past
 one process's GIL, streamed back to the one DuckDB writer in the driver. Rows must equal the local
 executor's, replay must work in workers, and a cancellation must stop the workers without a wrong row."""
 
@@ -11,7 +11,8 @@ from typing import Any
 
 import duckdb
 
-from runners.run.bench import BenchOptions, run_bench
+from runners.plan.options import BenchOptions
+from runners.run.bench import run_bench
 from runners.run.executors import Executor
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 

@@ -1,4 +1,4 @@
-"""The Ray executor (issue 13 item 3): case runs as Ray tasks on a real local Ray instance (one per module:
+"""The Ray executor: case runs as Ray tasks on a real local Ray instance (one per module:
 start-up takes seconds), finished case runs streamed back to the one DuckDB writer in the driver."""
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ try:
 except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ray is a broken set-up, not a skip
     raise ImportError(f"{exc}; the Ray executor's tests need `pip install -e '.[ray]'` (make venv does it)") from exc
 
-from runners.run.bench import BenchOptions, run_bench
+from runners.plan.options import BenchOptions
+from runners.run.bench import run_bench
 from runners.run.executors import Executor
 from runners.store.metrics_db import connect
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context

@@ -1,4 +1,4 @@
-"""One declaration of run settings (issue 13 item 1): every declared setting round-trips
+"""One declaration of run settings: every declared setting round-trips
 CLI -> DuckDB -> resume, and a setting declared only here reaches --help, the sweep grid,
 bench_runs and resume with no other edit."""
 

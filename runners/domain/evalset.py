@@ -1,4 +1,4 @@
-"""Evaluation sets: YAML files of cases, validated by pydantic (issue 3).
+"""Evaluation sets: YAML files of cases, validated by pydantic.
 
 A file holds `cases: [...]`. Every problem is reported with the file, the case id and the field,
 all problems at once, and nothing is half-loaded. Beyond the shapes, a case is checked the way a run

@@ -1,4 +1,4 @@
-"""`harness-bench merge OUT SHARD…`: shard files (or any harness-bench files) into one database (issue 13).
+"""`harness-bench merge OUT SHARD…`: shard files (or any harness-bench files) into one database.
 
 Rules, all checked before OUT is created or changed (a refusal is one line, exit 2):
 
