@@ -158,7 +158,7 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
         con.execute("SELECT count(*), count(DISTINCT case_run_id) FROM case_runs").fetchone() == (4 * 2 * n_cases,) * 2
     )
     assert con.execute(
-        "SELECT count(DISTINCT config_json) FROM bench_runs WHERE sweep_id = ?", [sweep_id]
+        "SELECT count(DISTINCT settings_json) FROM bench_runs WHERE sweep_id = ?", [sweep_id]
     ).fetchone() == (4,)
     con.close()
 

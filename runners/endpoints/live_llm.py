@@ -54,6 +54,8 @@ from typing import Any
 
 import duckdb
 
+from runners.plan.settings import TOOL_CHOICE_MODES
+
 ROOT = Path(__file__).resolve().parents[2]
 SDIST = "llama-cpp-python==0.3.36"
 """Its sdist vendors the llama.cpp sources (`vendor/llama.cpp`); only those are used."""
@@ -1150,7 +1152,7 @@ def probe_tool_choice(server: LlamaServer, body: dict[str, Any]) -> dict[str, st
     name = body["tools"][0]["function"]["name"]
     out: dict[str, str] = {}
     for label, value in (
-        ("auto", "auto"), ("none", "none"), ("required", "required"),
+        *((mode, mode) for mode in TOOL_CHOICE_MODES),
         (f"named {name}", {"type": "function", "function": {"name": name}}),
     ):  # fmt: skip
         before = len(server.log_text())

@@ -229,11 +229,11 @@ def _run(
     try:
         if not opts.resume:
             con.execute(
-                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label, config_json,"
+                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label,"
                 " evalset_hash, evalset_specs, case_ids_json, epochs, planned_case_runs, harness_bench_version,"
-                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    bench_run_id, opts.sweep_id, git_commit(), opts.label, opts.config.model_dump_json(),
+                    bench_run_id, opts.sweep_id, git_commit(), opts.label,
                     content_hash(cases), json.dumps(opts.evalsets), json.dumps(opts.case_ids), opts.epochs,
                     len(planned), __version__, str(opts.cassettes) if opts.cassettes else None,
                     opts.record_mode if opts.cassettes else None,

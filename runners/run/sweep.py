@@ -114,8 +114,6 @@ def _saved(base: BenchOptions) -> str:
         "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
         "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
         "transcripts": base.transcripts,
-        # read by older versions and by analysts
-        "model": base.model_settings.model, "base_url": base.model_settings.base_url,
     })  # fmt: skip
 
 

@@ -42,7 +42,7 @@ _MIGRATIONS: dict[int, list[str]] = {
             git_commit VARCHAR,
             model VARCHAR,
             label VARCHAR,
-            config_json VARCHAR,         -- the config grid point: thresholds and budgets
+            config_json VARCHAR,         -- before v3 only (settings_json holds every setting since)
             evalset_hash VARCHAR,
             evalset_specs VARCHAR,
             case_ids_json VARCHAR,
