@@ -159,16 +159,17 @@ def test_fault_sigkill_half_way_then_resume(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cases = [a for c in ("empty_logs", "missing_context") for a in ("--evalset", c)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runners.cli", "run", "--db", str(db), "--epochs", "150", *cases],
+        [sys.executable, "-m", "runners.cli", "run", "--db", str(db), "--epochs", "60", *cases],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    # Kill once case runs have been committed (the WAL grows with the first flush), well before the end.
+    # Kill once case runs have been committed (the WAL grows with the first flush), well before the end: 60
+    # epochs are several seconds of work, the first flush lands after about one.
     wal = Path(f"{db}.wal")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 50_000):
         assert proc.poll() is None, "the bench run ended before it could be killed"
         time.sleep(0.1)
-    time.sleep(1.5)
+    time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     con = duckdb.connect(str(db), read_only=True)
