@@ -54,8 +54,9 @@ from runners.analysis.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluat
 from runners.domain.evalset import EvalCase
 from runners.domain.profiles import trajectory_for
 from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench, select_cases
+from runners.run.bench import run_bench
 from runners.run.case_runner import run_case
 from runners.store.metrics_db import connect
 

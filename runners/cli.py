@@ -270,7 +270,7 @@ def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column:
 
 # -- commands -------------------------------------------------------------------------------------
 def cmd_cases(args: argparse.Namespace) -> int:
-    from runners.run.bench import select_cases
+    from runners.plan.run_plan import select_cases
 
     cases = select_cases(args.evalset or [], args.case or [])
     out.print(tables.cases_table(cases, out.width))
@@ -481,7 +481,7 @@ def _name_run(intr: interrupts.Interrupts, command: str, db: Path, run_id: str) 
 def cmd_serve_sim(args: argparse.Namespace) -> int:
     from runners.domain.profiles import trajectory_for_model
     from runners.endpoints.simulator import SimulatorServer
-    from runners.run.bench import select_cases
+    from runners.plan.run_plan import select_cases
 
     cases = select_cases(args.evalset or [], args.case or [])
     try:

@@ -225,6 +225,7 @@ def test_cassette_miss_names_the_cassette_and_the_rerecord_command(
 ) -> None:
     monkeypatch.setenv("HB_SIM_KEY", "x")
     cassettes = tmp_path / "empty"
+    cassettes.mkdir()  # a replay of a folder that does not exist is refused by the plan (tests/test_plan_rules.py)
     summary = run_bench(BenchOptions(
         case_ids=[ONE], db=tmp_path / "m.duckdb",
         model_settings=ModelSettings(

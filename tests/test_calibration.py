@@ -307,7 +307,7 @@ def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 # -- the power study's shortcut: distinct (case, trajectory) run once, reused ---------------------------------
 def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
     from benchmarks.calibration import outcome_table
-    from runners.run.bench import select_cases
+    from runners.plan.run_plan import select_cases
 
     db = tmp_path / "o.duckdb"
     run_bench(

@@ -41,8 +41,9 @@ from runners.cli import main
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
 from runners.run import interrupts
-from runners.run.bench import run_bench, select_cases
+from runners.run.bench import run_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS_BENCH = str(Path(sys.executable).with_name("harness-bench"))

@@ -42,8 +42,9 @@ from runners.endpoints.live_llm import (
 )
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench, select_cases
+from runners.run.bench import run_bench
 from runners.run.case_runner import run_case
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -22,8 +22,9 @@ from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench, select_cases
+from runners.run.bench import run_bench
 from runners.run.case_runner import run_case
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool

@@ -96,3 +96,37 @@ def test_the_cli_refuses_through_the_rules(
 
 def test_executor_choices_come_from_the_vocabulary() -> None:
     assert [e.value for e in Executor] == ["local", "processes", "ray"]
+
+
+def test_the_python_api_is_refused_by_the_same_rules(tmp_path: Path) -> None:
+    """run_bench applies the rules to BenchOptions before the database is opened."""
+    from runners.plan.options import BenchOptions
+    from runners.plan.settings import ModelSettings
+    from runners.run.bench import run_bench
+
+    db = tmp_path / "api.duckdb"
+    bad = [
+        BenchOptions(db=db, ray_address="auto"),
+        BenchOptions(db=db, shard=ShardSpec.parse("1/2")),
+        BenchOptions(db=db, cassettes=tmp_path),
+        BenchOptions(db=db, model_settings=ModelSettings(model=OPENAI), cassettes=tmp_path / "none"),
+        BenchOptions(db=db, epochs=0),
+    ]
+    for opts in bad:
+        with pytest.raises(PlanError):
+            run_bench(opts)
+    assert not db.exists(), "nothing is written"
+
+
+def test_a_plan_is_frozen_and_holds_what_the_runner_reads(tmp_path: Path) -> None:
+    import dataclasses
+
+    from runners.plan.options import BenchOptions
+    from runners.plan.run_plan import plan_run
+
+    plan = plan_run(BenchOptions(db=tmp_path / "p.duckdb", evalsets=["empty_logs"], epochs=2))
+    assert plan.model.kind == "scripted" and plan.cases and all(c.family.value == "empty_logs" for c in plan.cases)
+    assert plan.db == tmp_path / "p.duckdb" and plan.executor is Executor.LOCAL and plan.shard is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.cases = ()  # type: ignore[misc]
+    assert not (tmp_path / "p.duckdb").exists()

@@ -19,9 +19,10 @@ import pytest
 
 from runners.cli import main
 from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings, RunSettings
 from runners.plan.shard import ShardError, ShardSpec, identity_json, shard_of
-from runners.run.bench import run_bench, select_cases
+from runners.run.bench import run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 from runners.store.metrics_db import SCHEMA_VERSION, connect
 from tests._rows import behaviour_rows

@@ -12,11 +12,11 @@ from harness.config import HarnessConfig
 from harness.context import CancellationToken
 from runners.domain import profiles
 from runners.plan.executor import Executor
-from runners.plan.rules import BenchInputError
+from runners.plan.rules import BenchInputError, RunRequest
 from runners.plan.settings import ModelSettings, RunSettings, SettingValue
 from runners.plan.shard import ShardSpec
 
-__all__ = ["BenchOptions", "ModelSpec"]
+__all__ = ["BenchOptions", "ModelSpec", "request_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,3 +97,15 @@ class BenchOptions:
     def settings(self) -> RunSettings:
         """Every setting of the run."""
         return RunSettings.of(self.config, self.model_settings)
+
+
+def request_of(opts: BenchOptions) -> RunRequest:
+    """What `opts` asks for, as the flag rules see it (a resume's stored run was checked when it was planned;
+    record mode `none` is the default, not a flag given)."""
+    ms = opts.model_settings
+    return RunRequest(
+        model=ms.model, base_url=ms.base_url, epochs=opts.epochs, concurrency=opts.concurrency,
+        cassettes=opts.cassettes, record_mode=None if opts.record_mode == "none" else opts.record_mode,
+        shard=opts.shard, run_id=opts.run_id, executor=opts.executor, ray_address=opts.ray_address,
+        resume=opts.resume,
+    )  # fmt: skip

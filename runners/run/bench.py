@@ -17,11 +17,12 @@ from typing import Any
 import duckdb
 
 from harness import __version__
-from runners.domain.evalset import EvalCase, content_hash, load_cases
+from runners.domain.evalset import EvalCase, content_hash
 from runners.plan import shard
 from runners.plan.executor import Executor
-from runners.plan.options import BenchOptions, ModelSpec
+from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
+from runners.plan.run_plan import RunPlan, plan_run
 from runners.plan.settings import (
     RunSettings,
     SettingsError,
@@ -95,20 +96,6 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
-    """Load and filter cases; unknown case ids are an input error."""
-    cases = load_cases(evalsets)
-    if case_ids:
-        known = {c.id for c in cases}
-        unknown = [c for c in case_ids if c not in known]
-        if unknown:
-            raise BenchInputError(f"unknown case id(s): {', '.join(unknown)}")
-        cases = [c for c in cases if c.id in set(case_ids)]
-    if not cases:
-        raise BenchInputError("no cases selected")
-    return cases
-
-
 def _new_id() -> str:
     return f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
@@ -131,6 +118,8 @@ def run_bench(
     """Run (or resume) a bench run. Once `opts.cancellation` is set (or on KeyboardInterrupt), finished case
     runs are kept, the ones in flight discarded, and the bench run is marked interrupted."""
     t0 = time.perf_counter()
+    # the flag rules the CLI applies, applied to the Python API's options too, before any file is opened
+    plan_run(opts)
     if not opts.resume:
         preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
     if con is not None:
@@ -184,18 +173,14 @@ def endpoint_overrides(overrides: dict[str, SettingValue], what: str) -> dict[st
 
 
 def check_options(opts: BenchOptions) -> list[EvalCase]:
-    """Everything that can be refused before a file is touched: model, cases, counts, API key. Returns the cases."""
-    return _checked(opts)[0]
+    """Everything that can be refused before a file is touched: the flag rules, model, cases, API key. Returns
+    the cases."""
+    return list(_checked(opts)[0].cases)
 
 
-def _checked(opts: BenchOptions) -> tuple[list[EvalCase], ModelFactory]:
-    spec = ModelSpec.parse(opts.model_settings.model)
-    cases = select_cases(opts.evalsets, opts.case_ids)
-    if opts.epochs < 1:
-        raise BenchInputError("--epochs must be >= 1")
-    if opts.concurrency < 1:
-        raise BenchInputError("--concurrency must be >= 1")
-    return cases, ModelFactory(spec, opts)  # an openai model without its key variable fails here, naming it
+def _checked(opts: BenchOptions) -> tuple[RunPlan, ModelFactory]:
+    plan = plan_run(opts)
+    return plan, ModelFactory(plan.model, opts)  # an openai model without its key variable fails here, naming it
 
 
 def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
@@ -218,7 +203,8 @@ def _run(
         shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
     else:
         bench_run_id = _new_id()
-    cases, factory = _checked(opts)
+    plan, factory = _checked(opts)
+    cases = list(plan.cases)
     spec = factory.spec
     run_settings = opts.settings
     concurrency = opts.concurrency

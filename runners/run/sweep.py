@@ -21,8 +21,9 @@ import duckdb
 from runners.plan import shard
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
-from runners.run.bench import BenchSummary, StartHook, check_options, endpoint_overrides, run_bench, select_cases
+from runners.run.bench import BenchSummary, StartHook, check_options, endpoint_overrides, run_bench
 from runners.store.metrics_db import WRITE_FAILURES, connect, write_statement
 
 
