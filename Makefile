@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook live ci-deps
+.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live ci-deps
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,11 +25,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## Everything CI runs: lint, types, the whole test suite (eval cases included).
+## Everything CI runs: lint, types, the whole test suite (eval cases included), on 2 worker processes
+## (one test file per worker at a time: a module's shared fixture is built once).
+PYTEST_PAR ?= -n 2 --dist loadfile
 test: $(STAMP)
 	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PAR)
+
+## The loop before every commit: the Harness library, the evaluation cases and the bench's modules on their own
+## (everything not marked `slow` in tests/conftest.py), no lint.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
+
+## `make test` with every interrupt moment (20 instead of the sampled 10).
+test-full: $(STAMP)
+	HB_ALL_MOMENTS=1 $(MAKE) test
 
 ## What CI's checks need from the distribution: Chromium (tests/test_report.py measures the report page in it).
 ## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.

@@ -57,7 +57,7 @@ def register(sub: Any, make: Any) -> None:
 
 
 def _fail(message: str) -> Any:
-    from runners.cli import UsageError
+    from runners.plan.rules import UsageError
 
     raise UsageError(message)
 

@@ -1,4 +1,4 @@
-"""Cancellation is never a tool failure (issue 12 item 5, the Harness side).
+"""Cancellation is never a tool failure (the Harness side).
 
 DuckDB turns a SIGINT into "Query interrupted" inside a tool; with the signal turned into one
 cancellation flag, the interrupted backend must not be recorded as a FAILED invocation (that would

@@ -1,4 +1,4 @@
-"""Deadlines are deadlines (issue 10 item 4): every model attempt gets min(model timeout, time left),
+"""Deadlines are deadlines: every model attempt gets min(model timeout, time left),
 the SemanticGuard counts against the model-call budget and the deadline, and no run outlives its
 deadline by more than one second — against a real, slow HTTP endpoint on 127.0.0.1."""
 

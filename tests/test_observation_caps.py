@@ -1,4 +1,4 @@
-"""Byte caps are bounds (issue 12 item 3) and corrections say what to change (issue 10 item 1).
+"""Byte caps are bounds and corrections say what to change.
 
 Every observation the model reads — header, scope, records, error text, model-chosen ids — fits
 `max_observation_bytes`; a run-wide observation budget stops the run like the other budgets.
@@ -68,7 +68,7 @@ def test_every_control_observation_fits_its_cap(cap: int, message: str, call_id:
 
 
 def test_the_reported_long_sql_scope_fits_the_default_cap() -> None:
-    """Issue 12: a 3,936-character SQL scope put a 4,699-byte observation before the model (cap 4,096)."""
+    """A 3,936-character SQL scope put a 4,699-byte observation before the model (cap 4,096)."""
     table = TableFixture(name="t", columns=("a", "b"), rows=tuple((i, "x" * 40) for i in range(200)))
     tool = DatabaseQuery([table])
     sql = "SELECT a, b FROM t WHERE " + " OR ".join(f"b = 'value number {i:04d}'" for i in range(144)) + " OR a >= 0"

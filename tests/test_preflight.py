@@ -1,4 +1,4 @@
-"""Endpoint preflight (issue 10 item 6): an unusable endpoint is exit 2 with one message naming the
+"""Endpoint preflight: an unusable endpoint is exit 2 with one message naming the
 URL and the status, and nothing is written — not even the database file. Real SDK, real HTTP."""
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ from runners.analysis.recommend import (
     wilson,
 )
 from runners.cli import main
-from runners.run.bench import BenchOptions
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
 from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs"]
@@ -99,7 +100,12 @@ def epochs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tupl
     for model in ("scripted", "scripted:rewriter?k=2"):
         for epochs in (1, 3):
             grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5), max_tool_calls=(4, 8))
-            s = run_sweep(SweepOptions(grid, BenchOptions(evalsets=FAMILIES, model=model, db=db, epochs=epochs)))
+            s = run_sweep(
+                SweepOptions(
+                    grid,
+                    BenchOptions(evalsets=FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs),
+                )
+            )
             ids[(model, epochs)] = s.sweep_id
     return db, ids
 

@@ -1,4 +1,4 @@
-"""One declaration of run settings (issue 13 item 1): every declared setting round-trips
+"""One declaration of run settings: every declared setting round-trips
 CLI -> DuckDB -> resume, and a setting declared only here reaches --help, the sweep grid,
 bench_runs and resume with no other edit."""
 
@@ -20,8 +20,8 @@ from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan import settings
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import RunSettings, SettingsError, declaration
-from runners.run.bench import select_cases
 from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 from tests._fake_endpoint import completion, serve
 

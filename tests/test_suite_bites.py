@@ -1,4 +1,4 @@
-"""The evaluation suite must catch a broken Harness, not only pass a correct one (issue 10 item 3).
+"""The evaluation suite must catch a broken Harness, not only pass a correct one.
 
 Each mutation below breaks one clause of the stop contract; the built-in cases, run with the
 scripted reference model, must fail on it — and the multi-call-turn cases, whose expectations pin

@@ -1,5 +1,5 @@
 """The CLI's tables at 80 and 100 columns and in pipes: no line wider than the width, no word split
-across lines, questions cut only at a word boundary (issue 12 item 7)."""
+across lines, questions cut only at a word boundary."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from rich.console import Console, RenderableType
 from runners.analysis import tables
 from runners.analysis.recommend import measure, recommend
 from runners.domain.evalset import Family, load_cases
-from runners.run.bench import BenchOptions, family_rows, run_bench
+from runners.plan.options import BenchOptions
+from runners.run.bench import family_rows, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 from runners.store.metrics_db import connect
 

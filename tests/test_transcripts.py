@@ -24,13 +24,14 @@ from harness.contracts import ModelErrorKind
 from harness.models.base import AssistantMessage, ChatRequest, ModelCallError, ModelResponse, Usage
 from harness.prompts import DiagnosisTask
 from harness.transcript import EntryKind
-from runners.analysis.gate import Pair, evaluate
-from runners.analysis.gate_cases import markdown_section
+from runners.analysis.gate import Pair, evaluate, markdown_section
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
-from runners.run.bench import BenchOptions, run_bench
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
 from runners.store.transcripts import REDACTED, check_against_requests, load_case_run, observations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -295,7 +296,8 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
     db = tmp_path / "live.duckdb"
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         summary = run_bench(BenchOptions(
-            case_ids=ids, db=db, model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY",
+            case_ids=ids, db=db,
+            model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY"),
             cassettes=cassettes, record_mode="once",
         ))  # fmt: skip
     assert summary.executed == len(ids) and not summary.infra_errors

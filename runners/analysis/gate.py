@@ -33,6 +33,8 @@ from __future__ import annotations
 
 import json
 import math
+import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -43,6 +45,7 @@ import numpy as np
 import scipy.stats
 
 from runners.analysis import power
+from runners.analysis.show import diff_command
 
 ALPHA = 0.05
 OVERALL_WEIGHT = 0.8
@@ -785,8 +788,6 @@ def markdown(result: GateResult) -> str:
             f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | "
             f"{t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
-    from runners.analysis.gate_cases import markdown_section
-
     return "\n".join(lines) + "\n" + markdown_section(result, result.db)
 
 
@@ -812,8 +813,6 @@ def junit(result: GateResult, *, allow_inconclusive: bool = False) -> str:
         classname = {Measure.OVERALL: "gate.overall", Measure.FAMILY: "gate.family", Measure.COST: "gate.cost"}
         body = ""
         if t.failed:
-            from runners.analysis.gate_cases import junit_text
-
             # the message stays the verdict line's text; the cases and their diff commands are the failure's body
             body = f'<failure message="{_attr(t.describe())}">{escape(junit_text(result, t, result.db))}</failure>'
         if inconclusive and t.kind is Measure.OVERALL:  # an error without --allow-inconclusive, else skipped
@@ -935,3 +934,112 @@ def write_outputs(
     if json_path is not None:
         text = json.dumps(_finite(to_json(result, allow_inconclusive=allow_inconclusive)), indent=1, allow_nan=False)
         write_text(json_path, text + "\n")
+
+
+# The cases behind a verdict: per failed test the cases that got worse, each with the exact
+# `harness-bench diff` command that opens both transcripts; per recommended configuration its failing
+# case runs with the `harness-bench show` command.
+
+CASE_LIMIT = 10
+"""Cases listed per failed test; the rest are counted (`and N more`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WorseCase:
+    """One case that got worse under the candidate, and how to look at it."""
+
+    case_id: str
+    """The case."""
+    epoch: int
+    """The epoch to open (a flipped one for pass rates, the costliest for costs)."""
+    what: str
+    """How it got worse (`passed 3/3 → 1/3`, `tokens 1,200 → 2,400`)."""
+    command: str
+    """The exact diff command."""
+
+
+def _cost_index(name: str) -> int:
+    return list(COST_METRICS).index(name)
+
+
+def worse_cases(result: GateResult, test: Hypothesis, pairs: Sequence[Pair], db: str) -> list[WorseCase]:
+    """The cases that got worse for one test, worst first."""
+    groups: dict[str, list[Pair]] = {}
+    for p in pairs:
+        if test.kind is Measure.FAMILY and p.family != test.name:
+            continue
+        groups.setdefault(p.case_id, []).append(p)
+    ranked: list[tuple[float, WorseCase]] = []
+    for case_id, ps in groups.items():
+        ps = sorted(ps, key=lambda p: p.epoch)
+        if test.kind is Measure.COST:
+            i = _cost_index(test.name)
+            base = sum(p.base_cost[i] for p in ps) / len(ps)
+            cand = sum(p.cand_cost[i] for p in ps) / len(ps)
+            if cand <= base:
+                continue
+            worst = max(ps, key=lambda p: p.cand_cost[i] - p.base_cost[i])
+            what, score, epoch = f"{test.name} {base:,.1f} → {cand:,.1f} per epoch", cand - base, worst.epoch
+        else:
+            b, c = sum(p.base_pass for p in ps), sum(p.cand_pass for p in ps)
+            if c >= b:
+                continue
+            flipped = next((p for p in ps if p.base_pass and not p.cand_pass), ps[0])
+            what, score, epoch = f"passed {b}/{len(ps)} → {c}/{len(ps)}", float(b - c), flipped.epoch
+        command = diff_command(db, result.baseline, result.candidate, case_id, epoch)
+        ranked.append((score, WorseCase(case_id, epoch, what, command)))
+    ranked.sort(key=lambda x: (-x[0], x[1].case_id))
+    return [w for _, w in ranked]
+
+
+def _lines(cases: list[WorseCase], limit: int, fmt: str) -> list[str]:
+    out = [fmt.format(c=c) for c in cases[:limit]]
+    if len(cases) > limit:
+        out.append(f"and {len(cases) - limit} more")
+    return out
+
+
+def markdown_section(result: GateResult, db: str, *, limit: int = CASE_LIMIT) -> str:
+    """`### Cases that got worse`: per failed test its cases, each with its diff command (empty: no failure)."""
+    failures = result.failures
+    if not failures:
+        return ""
+    lines = ["", "### Cases that got worse", ""]
+    for test in failures:
+        cases = worse_cases(result, test, result.pairs, db)
+        lines.append(f"**{test.describe()}** — {len(cases)} case(s) worse:")
+        lines.append("")
+        if not cases:
+            lines.append("- (no single case is worse on its own; the change is spread over many)")
+        lines.extend(_lines(cases, limit, "- `{c.case_id}` (epoch {c.epoch}): {c.what} — `{c.command}`"))
+        if len(cases) > limit:
+            lines[-1] = "- " + lines[-1]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def junit_text(result: GateResult, test: Hypothesis, db: str, *, limit: int = CASE_LIMIT) -> str:
+    """The same list for one failed JUnit testcase (plain lines)."""
+    cases = worse_cases(result, test, result.pairs, db)
+    head = f"{len(cases)} case(s) worse:"
+    return "\n".join([head, *_lines(cases, limit, "{c.case_id} (epoch {c.epoch}): {c.what}: {c.command}")])
+
+
+def failing_case_lines(
+    con: duckdb.DuckDBPyConnection, db: str, where: str, params: Sequence[object], *, limit: int = CASE_LIMIT
+) -> list[str]:
+    """Failing case runs of one configuration (`where` over `case_runs c JOIN bench_runs b`), each with the
+    `harness-bench show` command that opens its transcript."""
+    rows = con.execute(
+        f"SELECT c.case_run_id, c.case_id, c.epoch, c.outcome, c.stop_reason FROM case_runs c JOIN bench_runs b"
+        f" USING (bench_run_id) WHERE {where} AND NOT c.passed ORDER BY c.case_id, c.epoch",
+        list(params),
+    ).fetchall()
+    out = [
+        f"`{case_id}` (epoch {epoch}): {outcome}, stop {stop or 'NONE'} — "
+        f"`harness-bench show --db {shlex.quote(db)} {shlex.quote(str(run_id))}`"
+        for run_id, case_id, epoch, outcome, stop in rows[:limit]
+    ]
+    if len(rows) > limit:
+        out.append(f"and {len(rows) - limit} more")
+    return out

@@ -25,12 +25,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import duckdb
 import numpy as np
 import scipy.stats
 
+from runners.analysis.choices import DEFAULT_MARGIN as DEFAULT_MARGIN
+from runners.analysis.choices import Objective as Objective
+from runners.analysis.choices import RecommendInputError as RecommendInputError
+from runners.analysis.choices import Rule as Rule
+from runners.analysis.choices import check_margin
 from runners.plan.settings import SettingValue, swept_names
 
 NO_EVIDENCE_FAMILIES = ("empty_logs", "generic_kb", "missing_context")
@@ -42,7 +46,6 @@ def config_columns() -> tuple[str, ...]:
     return tuple(swept_names())
 
 
-DEFAULT_MARGIN = 0.02
 RESOLUTION_LIMIT = 0.10
 """The recall difference the advice for a too-small sweep plans for (the gate's default --max-mde)."""
 CONFIDENCE = 0.95
@@ -59,26 +62,6 @@ METRIC_DEFINITIONS = {
     "pass rate": "share of case runs meeting every expectation of their case",
 }
 """One line per metric, shown by `recommend` and the report."""
-
-
-class Objective(StrEnum):
-    """What "cheapest" means."""
-
-    TOKENS = "tokens"
-    TOOL_INVOCATIONS = "tool_invocations"
-    MODEL_CALLS = "model_calls"
-    WASTED = "wasted"
-
-
-class Rule(StrEnum):
-    """How the recommendation trades recall against cost."""
-
-    NON_INFERIORITY = "non-inferiority"
-    MAX_RECALL = "max-recall"
-
-
-class RecommendInputError(ValueError):
-    """A recommend flag is out of range (exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -405,8 +388,7 @@ def recommend(
     margin: float = DEFAULT_MARGIN,
 ) -> Recommendation:
     """Pick a configuration by the rule; every number it uses is a per-case aggregate."""
-    if not 0.0 <= margin <= 1.0:
-        raise RecommendInputError(f"--margin {margin:g}: a rate margin must be within [0, 1]")
+    check_margin(margin)
     if not stats:
         raise RecommendInputError("the sweep has no case runs")
     cols = swept_columns(stats)

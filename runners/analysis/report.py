@@ -326,7 +326,7 @@ def _sweep_sections(
         FAMILY_DEFINITIONS,
         [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, where, params, label)],
     )
-    from runners.analysis.gate_cases import failing_case_lines
+    from runners.analysis.gate import failing_case_lines
 
     failing = failing_case_lines(con, db, where, params)
     cases = Section(

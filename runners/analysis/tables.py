@@ -1,4 +1,4 @@
-"""The CLI's tables, readable at 80 and 100 columns and in pipes (issue 12 item 7).
+"""The CLI's tables, readable at 80 and 100 columns and in pipes.
 
 Vocabulary values are shown as short codes with a legend line, columns never fold a word (rich's
 `fold` would break `budget_exhaustion` into `budget_exhaust/ion`), and every cell is a `Text`: a

@@ -1,4 +1,4 @@
-"""Evaluation sets: YAML files of cases, validated by pydantic (issue 3).
+"""Evaluation sets: YAML files of cases, validated by pydantic.
 
 A file holds `cases: [...]`. Every problem is reported with the file, the case id and the field,
 all problems at once, and nothing is half-loaded. Beyond the shapes, a case is checked the way a run
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -31,7 +31,9 @@ from runners.domain.tools.log_search import LogEvent, LogSearchInput
 # libyaml's C loader parses the built-in set ~10x faster than the pure-Python one.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "evalsets"
-TOOL_NAMES = ("kb_search", "log_search", "db_query")
+ToolName = Literal["kb_search", "log_search", "db_query"]
+"""The bench's tools, named once."""
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
 
 
 class Family(StrEnum):
@@ -97,7 +99,7 @@ class FaultKind(StrEnum):
 class ToolFault(_Strict):
     """Make one tool's backend fail (tool_failures family)."""
 
-    tool: Literal["kb_search", "log_search", "db_query"]
+    tool: ToolName
     """Which tool."""
     kind: FaultKind = FaultKind.ERROR
     """Error or timeout."""

@@ -1,4 +1,4 @@
-"""Behaviour profiles: seeded transformations of a case's reference trajectory (issue 5).
+"""Behaviour profiles: seeded transformations of a case's reference trajectory.
 
 Calibration needs models that behave differently. Each profile rewrites the reference
 trajectory *before* the run, deterministically from (profile, seed, case, epoch), so the same

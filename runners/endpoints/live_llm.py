@@ -54,6 +54,8 @@ from typing import Any
 
 import duckdb
 
+from runners.plan.settings import TOOL_CHOICE_MODES
+
 ROOT = Path(__file__).resolve().parents[2]
 SDIST = "llama-cpp-python==0.3.36"
 """Its sdist vendors the llama.cpp sources (`vendor/llama.cpp`); only those are used."""
@@ -787,7 +789,7 @@ def reference_conversations(case_ids: Sequence[str]) -> list[Recorded]:
     """The Harness's own wire bodies for scripted reference runs (serve-sim over HTTP, recorded)."""
     from harness.models.openai_model import OpenAIChatModel
     from runners.endpoints.simulator import SimulatorServer
-    from runners.run.bench import select_cases
+    from runners.plan.run_plan import select_cases
     from runners.run.case_runner import run_case
 
     cases = select_cases([], list(case_ids))
@@ -891,7 +893,9 @@ def main(argv: list[str] | None = None) -> int:
 def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     from harness.config import HarnessConfig
     from harness.contracts import SchemaMode
-    from runners.run.bench import BenchOptions, run_bench
+    from runners.plan.options import BenchOptions
+    from runners.plan.settings import ModelSettings
+    from runners.run.bench import run_bench
 
     os.environ.setdefault("HARNESS_BENCH_LIVE_KEY", "not-needed")
     deadline = {} if args.deadline_seconds is None else {"deadline_seconds": args.deadline_seconds}
@@ -950,9 +954,13 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
             proxy.label = f"live-{mode}"
             summary = run_bench(
                 BenchOptions(
-                    case_ids=[case_id], model=f"openai:{MODEL_ALIAS}", base_url=proxy.base_url,
-                    api_key_env="HARNESS_BENCH_LIVE_KEY", db=args.db, label=f"live-{mode}", config=cfg,
-                    tool_choice=mode, keep_runs=True, cassettes=args.cassettes / mode, record_mode="once",
+                    case_ids=[case_id],
+                    model_settings=ModelSettings(
+                        model=f"openai:{MODEL_ALIAS}", base_url=proxy.base_url, api_key_env="HARNESS_BENCH_LIVE_KEY",
+                        tool_choice=mode,
+                    ),
+                    db=args.db, label=f"live-{mode}", config=cfg,
+                    keep_runs=True, cassettes=args.cassettes / mode, record_mode="once",
                 )
             )  # fmt: skip
             bench_ids[mode].append(summary.bench_run_id)
@@ -1044,7 +1052,9 @@ def write_status(path: Path, line: str) -> None:
 
 def replay_live(args: argparse.Namespace, cfg: Any, ran: dict[str, list[str]]) -> tuple[dict[str, str | None], Path]:
     """Replay each mode's live runs from its cassettes into a DuckDB file of their own; bench run ids."""
-    from runners.run.bench import BenchOptions, run_bench
+    from runners.plan.options import BenchOptions
+    from runners.plan.settings import ModelSettings
+    from runners.run.bench import run_bench
 
     replay_db = args.db.with_name(args.db.stem + "-replay.duckdb")
     replay_db.unlink(missing_ok=True)
@@ -1055,8 +1065,11 @@ def replay_live(args: argparse.Namespace, cfg: Any, ran: dict[str, list[str]]) -
             continue
         summary = run_bench(
             BenchOptions(
-                case_ids=cases, model=f"openai:{MODEL_ALIAS}", api_key_env="HARNESS_BENCH_LIVE_KEY", db=replay_db,
-                label=f"replay-{mode}", config=cfg, tool_choice=mode, cassettes=args.cassettes / mode,
+                case_ids=cases,
+                model_settings=ModelSettings(
+                    model=f"openai:{MODEL_ALIAS}", api_key_env="HARNESS_BENCH_LIVE_KEY", tool_choice=mode,
+                ), db=replay_db,
+                label=f"replay-{mode}", config=cfg, cassettes=args.cassettes / mode,
                 record_mode="none",
             )
         )  # fmt: skip
@@ -1139,7 +1152,7 @@ def probe_tool_choice(server: LlamaServer, body: dict[str, Any]) -> dict[str, st
     name = body["tools"][0]["function"]["name"]
     out: dict[str, str] = {}
     for label, value in (
-        ("auto", "auto"), ("none", "none"), ("required", "required"),
+        *((mode, mode) for mode in TOOL_CHOICE_MODES),
         (f"named {name}", {"type": "function", "function": {"name": name}}),
     ):  # fmt: skip
         before = len(server.log_text())

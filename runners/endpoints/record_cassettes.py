@@ -18,7 +18,9 @@ from pathlib import Path
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
-from runners.run.bench import BenchOptions, run_bench
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
 
 MODEL = "openai:scripted"
 KEY_ENV = "HARNESS_BENCH_SIM_KEY"
@@ -33,7 +35,8 @@ def record(out: Path, epochs: int = 1) -> int:
     with tempfile.TemporaryDirectory() as tmp, SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         summary = run_bench(
             BenchOptions(
-                model=MODEL, base_url=sim.base_url, api_key_env=KEY_ENV, db=Path(tmp) / "record.duckdb",
+                model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env=KEY_ENV),
+                db=Path(tmp) / "record.duckdb",
                 cassettes=out, record_mode="all", epochs=epochs,
             )
         )  # fmt: skip

@@ -1,4 +1,4 @@
-"""One declaration of run settings (issue 13): each setting of a bench run is declared once.
+"""One declaration of run settings: each setting of a bench run is declared once.
 
 Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
 `ModelSettings` below, the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the

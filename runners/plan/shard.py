@@ -1,4 +1,4 @@
-"""Shards across machines (issue 13): one run or sweep split by stable ids, named once for every shard.
+"""Shards across machines: one run or sweep split by stable ids, named once for every shard.
 
 Partition. A work item is (grid point, case, epoch); it belongs to shard `I` of `N` (1-based, like
 `--shard=1/4` in Playwright or Jest) when

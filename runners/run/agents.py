@@ -7,22 +7,14 @@ from typing import Any
 
 from harness.agent import run_diagnosis
 from harness.context import RunContext
-from harness.contracts import _StrEnum
 from harness.models.base import ChatModel
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
 from harness.tools.base import BusinessTool
 from runners.domain.evalset import EvalCase
 from runners.domain.scripted import Mistake
+from runners.plan.agent import AgentFramework
 from runners.run.case_runner import AgentLoop
-
-
-class AgentFramework(_StrEnum):
-    """The agent loops a bench run can drive its cases through."""
-
-    NATIVE = "native"
-    PYDANTIC_AI = "pydantic-ai"
-    OPENAI_AGENTS = "openai-agents"
 
 
 def pydantic_ai_loop(

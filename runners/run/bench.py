@@ -9,25 +9,21 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import InitVar, asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from harness import __version__
-from harness.config import HarnessConfig
-from harness.context import CancellationToken
-from harness.contracts import ModelErrorKind
-from harness.models.base import ChatModel
-from runners.domain import profiles
-from runners.domain.evalset import EvalCase, content_hash, load_cases
-from runners.domain.scripted import ScriptedChatModel
+from runners.domain.evalset import EvalCase, content_hash
 from runners.plan import shard
+from runners.plan.executor import Executor
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError
+from runners.plan.run_plan import RunPlan, plan_run
 from runners.plan.settings import (
-    ModelSettings,
     RunSettings,
     SettingsError,
     SettingValue,
@@ -35,10 +31,9 @@ from runners.plan.settings import (
     declaration,
     legacy_settings,
 )
-from runners.plan.shard import ShardSpec
-from runners.run.agents import AgentFramework, loop_for
-from runners.run.case_runner import CaseRun, run_case
-from runners.run.executors import Executor, iterate_processes, iterate_ray
+from runners.run._execute import ModelFactory, execute_case
+from runners.run.case_runner import CaseRun
+from runners.run.executors import iterate_processes, iterate_ray
 from runners.run.preflight import preflight
 from runners.store.metrics_db import (
     WRITE_FAILURES,
@@ -51,106 +46,6 @@ from runners.store.metrics_db import (
     write_statement,
 )
 from runners.store.transcripts import transcript_rows
-
-
-class BenchInputError(ValueError):
-    """Unusable input for a bench run (exit code 2)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """`scripted`, `scripted:<profile>[?seed=N]` or `openai:<model-name>`."""
-
-    kind: str
-    """`scripted` or `openai`."""
-    name: str
-    """Profile (scripted) or model name (openai)."""
-    raw: str
-    """As given on the command line."""
-
-    @classmethod
-    def parse(cls, text: str) -> ModelSpec:
-        """Parse a --model value, naming what is wrong."""
-        if text == "scripted" or text.startswith("scripted:"):
-            profile = text.partition(":")[2] or "reference"
-            try:
-                profiles.parse_profile(profile)
-            except profiles.UnknownProfileError as exc:
-                raise BenchInputError(f"--model {text!r}: {exc}") from None
-            return cls("scripted", profile, text)
-        if text.startswith("openai:") and len(text) > len("openai:"):
-            return cls("openai", text.partition(":")[2], text)
-        raise BenchInputError(f"--model {text!r}: expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'")
-
-
-@dataclass
-class BenchOptions:
-    """Everything one bench run needs."""
-
-    evalsets: list[str] = field(default_factory=list)
-    """Files, folders or family names (empty = all built-in cases)."""
-    case_ids: list[str] = field(default_factory=list)
-    """Only these case ids (empty = all)."""
-    db: Path = Path("bench.duckdb")
-    """DuckDB file."""
-    label: str | None = None
-    """A label to compare runs by (the gate pairs labels)."""
-    epochs: int = 1
-    """Repetitions of every case."""
-    concurrency: int = 1
-    """Case runs in flight."""
-    max_in_flight: int | None = None
-    """Model requests in flight per endpoint (base URL), over all runs (None = `concurrency`)."""
-    config: HarnessConfig = field(default_factory=HarnessConfig)
-    """Thresholds and budgets."""
-    model_settings: ModelSettings = field(default_factory=ModelSettings)
-    """The model under test and how it is asked (model, base URL, tool_choice, ...)."""
-    cassettes: Path | None = None
-    """Cassette folder (openai models only)."""
-    record_mode: str = "none"
-    """vcrpy record mode."""
-    sweep_id: str | None = None
-    """Set when the run is one point of a sweep."""
-    resume: str | None = None
-    """Bench run id to finish."""
-    resume_overrides: dict[str, SettingValue] = field(default_factory=dict)
-    """On resume: endpoint settings (base URL, key variable) that replace the stored ones."""
-    keep_runs: bool = True
-    """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
-    cancellation: CancellationToken = field(default_factory=CancellationToken)
-    """Shared by every case run (the CLI's one Ctrl-C/SIGTERM flag, runners/run/interrupts.py): once set, no
-    case run starts, the ones in flight are discarded, the bench run ends `interrupted`."""
-    shard: ShardSpec | None = None
-    """Run only this shard's share of the (case, epoch) work (`--shard I/N`, runners/plan/shard.py)."""
-    run_id: str | None = None
-    """Name shared by every shard of one run; the bench run id derives from it (`--run-id`)."""
-    executor: Executor = Executor.LOCAL
-    """Where case runs execute: threads here, or Ray tasks (runners/run/executors.py)."""
-    ray_address: str | None = None
-    """Address of an existing Ray cluster (None: start a local instance)."""
-    transcripts: bool = True
-    """Store every case run's conversation in `messages` (`--no-transcripts` turns it off)."""
-    agent: AgentFramework = AgentFramework.NATIVE
-    """The agent loop each case run goes through (`--agent`: native, or an agent framework's adapter)."""
-    # Keywords kept for existing callers; each sets the model setting of the same name (read them
-    # from `model_settings`).
-    model: InitVar[str | None] = None
-    base_url: InitVar[str | None] = None
-    api_key_env: InitVar[str | None] = None
-    tool_choice: InitVar[str | None] = None
-
-    def __post_init__(
-        self, model: str | None, base_url: str | None, api_key_env: str | None, tool_choice: str | None
-    ) -> None:
-        legacy = {"model": model, "base_url": base_url, "api_key_env": api_key_env, "tool_choice": tool_choice}
-        given = {k: v for k, v in legacy.items() if v is not None}
-        if given:
-            self.model_settings = RunSettings.of(None, self.model_settings).with_values(given).model_settings
-
-    @property
-    def settings(self) -> RunSettings:
-        """Every setting of the run."""
-        return RunSettings.of(self.config, self.model_settings)
 
 
 @dataclass
@@ -201,83 +96,8 @@ def git_commit() -> str | None:
     return out.stdout.strip() or None
 
 
-def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
-    """Load and filter cases; unknown case ids are an input error."""
-    cases = load_cases(evalsets)
-    if case_ids:
-        known = {c.id for c in cases}
-        unknown = [c for c in case_ids if c not in known]
-        if unknown:
-            raise BenchInputError(f"unknown case id(s): {', '.join(unknown)}")
-        cases = [c for c in cases if c.id in set(case_ids)]
-    if not cases:
-        raise BenchInputError("no cases selected")
-    return cases
-
-
 def _new_id() -> str:
     return f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-
-
-class _ModelFactory:
-    def __init__(self, spec: ModelSpec, opts: BenchOptions) -> None:
-        self.spec = spec
-        self.opts = opts
-        self._shared: ChatModel | None = None
-        if spec.kind == "openai":
-            # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
-            # scripted run (the main job, every test subprocess) never needs
-            from harness.models.openai_model import OpenAIChatModel
-            from runners.endpoints.cassettes import CassetteTransport
-
-            ms = opts.model_settings
-            replay_only = opts.cassettes is not None and opts.record_mode == "none"
-            self._shared = OpenAIChatModel(
-                spec.name,
-                base_url=ms.base_url,
-                api_key_env=ms.api_key_env,
-                timeout_seconds=opts.config.model_timeout_seconds,
-                tool_choice=ms.tool_choice,
-                parallel_tool_calls=ms.parallel_tool_calls.wire,
-                temperature=ms.temperature,
-                max_in_flight=opts.max_in_flight or opts.concurrency,
-                # Each case run binds its own cassette to its thread (runners/endpoints/cassettes.py).
-                transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
-                offline=replay_only,
-            )
-
-    def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
-        if self._shared is not None:
-            return self._shared
-        traj = profiles.trajectory_for(case, self.spec.name, epoch)
-        return ScriptedChatModel(traj, name=self.spec.raw)
-
-
-def _execute(case: EvalCase, epoch: int, factory: _ModelFactory, opts: BenchOptions) -> CaseRun:
-    model = factory.for_case(case, epoch)
-    if opts.cassettes is None or factory.spec.kind != "openai":
-        return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
-    from runners.endpoints.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
-
-    try:
-        with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode) as tape:
-            run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
-                           deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
-    except CassetteError as exc:
-        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
-                                   record_mode=opts.record_mode, delete_first=True)  # fmt: skip
-        raise BenchInputError(f"{exc}; re-record with: {command}") from None
-    if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
-        path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
-        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
-                                   record_mode=opts.record_mode)  # fmt: skip
-        message = f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: {command}"
-        run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
-    return run
-
-
-def _with_error(run: CaseRun, message: str) -> Any:
-    return replace(run.result, error=message)
 
 
 def _planned(cases: Sequence[EvalCase], epochs: int) -> Iterator[tuple[EvalCase, int]]:
@@ -298,6 +118,8 @@ def run_bench(
     """Run (or resume) a bench run. Once `opts.cancellation` is set (or on KeyboardInterrupt), finished case
     runs are kept, the ones in flight discarded, and the bench run is marked interrupted."""
     t0 = time.perf_counter()
+    # the flag rules the CLI applies, applied to the Python API's options too, before any file is opened
+    plan_run(opts)
     if not opts.resume:
         preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
     if con is not None:
@@ -351,18 +173,14 @@ def endpoint_overrides(overrides: dict[str, SettingValue], what: str) -> dict[st
 
 
 def check_options(opts: BenchOptions) -> list[EvalCase]:
-    """Everything that can be refused before a file is touched: model, cases, counts, API key. Returns the cases."""
-    return _checked(opts)[0]
+    """Everything that can be refused before a file is touched: the flag rules, model, cases, API key. Returns
+    the cases."""
+    return list(_checked(opts)[0].cases)
 
 
-def _checked(opts: BenchOptions) -> tuple[list[EvalCase], _ModelFactory]:
-    spec = ModelSpec.parse(opts.model_settings.model)
-    cases = select_cases(opts.evalsets, opts.case_ids)
-    if opts.epochs < 1:
-        raise BenchInputError("--epochs must be >= 1")
-    if opts.concurrency < 1:
-        raise BenchInputError("--concurrency must be >= 1")
-    return cases, _ModelFactory(spec, opts)  # an openai model without its key variable fails here, naming it
+def _checked(opts: BenchOptions) -> tuple[RunPlan, ModelFactory]:
+    plan = plan_run(opts)
+    return plan, ModelFactory(plan.model, opts)  # an openai model without its key variable fails here, naming it
 
 
 def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
@@ -385,7 +203,8 @@ def _run(
         shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
     else:
         bench_run_id = _new_id()
-    cases, factory = _checked(opts)
+    plan, factory = _checked(opts)
+    cases = list(plan.cases)
     spec = factory.spec
     run_settings = opts.settings
     concurrency = opts.concurrency
@@ -396,11 +215,11 @@ def _run(
     try:
         if not opts.resume:
             con.execute(
-                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label, config_json,"
+                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label,"
                 " evalset_hash, evalset_specs, case_ids_json, epochs, planned_case_runs, harness_bench_version,"
-                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
-                    bench_run_id, opts.sweep_id, git_commit(), opts.label, opts.config.model_dump_json(),
+                    bench_run_id, opts.sweep_id, git_commit(), opts.label,
                     content_hash(cases), json.dumps(opts.evalsets), json.dumps(opts.case_ids), opts.epochs,
                     len(planned), __version__, str(opts.cassettes) if opts.cassettes else None,
                     opts.record_mode if opts.cassettes else None,
@@ -498,7 +317,7 @@ def _secrets(opts: BenchOptions) -> tuple[str, ...]:
 
 
 def _iterate(
-    todo: Sequence[tuple[EvalCase, int]], factory: _ModelFactory, opts: BenchOptions, concurrency: int
+    todo: Sequence[tuple[EvalCase, int]], factory: ModelFactory, opts: BenchOptions, concurrency: int
 ) -> Iterator[tuple[CaseRun, int]]:
     cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
     if opts.executor is Executor.RAY:
@@ -511,7 +330,7 @@ def _iterate(
         for case, epoch in todo:
             if cancellation.cancelled:
                 return
-            yield _execute(case, epoch, factory, opts), epoch
+            yield execute_case(case, epoch, factory, opts), epoch
         return
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
     pending: dict[Future[CaseRun], int] = {}
@@ -520,7 +339,7 @@ def _iterate(
         for case, epoch in it:
             if cancellation.cancelled:
                 break
-            pending[pool.submit(_execute, case, epoch, factory, opts)] = epoch
+            pending[pool.submit(execute_case, case, epoch, factory, opts)] = epoch
             if len(pending) >= concurrency * 2:
                 break
         while pending:
@@ -530,7 +349,7 @@ def _iterate(
                 yield fut.result(), epoch
                 nxt = None if cancellation.cancelled else next(it, None)
                 if nxt is not None:
-                    pending[pool.submit(_execute, nxt[0], nxt[1], factory, opts)] = nxt[1]
+                    pending[pool.submit(execute_case, nxt[0], nxt[1], factory, opts)] = nxt[1]
     finally:
         for fut in pending:
             fut.cancel()

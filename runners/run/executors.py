@@ -1,4 +1,4 @@
-"""Where case runs execute (issue 13): threads in this process, worker processes on this machine, or
+"""Where case runs execute: threads in this process, worker processes on this machine, or
 Ray tasks on a cluster.
 
 A live bench is I/O-bound per case run but CPU-bound per process: every case run costs the client
@@ -19,7 +19,6 @@ set for a live model: the key is never shipped through Ray.
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import math
 import multiprocessing
 import os
@@ -30,37 +29,17 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from enum import StrEnum
 from typing import TYPE_CHECKING, Any
+
+from runners.plan.executor import RAY_EXTRA, Executor, ExecutorError, check_available
+from runners.plan.options import BenchOptions, ModelSpec
+from runners.run._execute import ModelFactory, execute_case
 
 if TYPE_CHECKING:
     from runners.domain.evalset import EvalCase
-    from runners.run.bench import BenchOptions
     from runners.run.case_runner import CaseRun
 
-RAY_EXTRA = "pip install 'harness-bench[ray]'"
-
-
-class Executor(StrEnum):
-    """Where case runs execute."""
-
-    LOCAL = "local"
-    """Threads in this process (`--concurrency` of them)."""
-    PROCESSES = "processes"
-    """One worker process per CPU, `--concurrency` threads spread over them (past one process's GIL)."""
-    RAY = "ray"
-    """Ray tasks: a local instance, or an existing cluster with `--ray-address`."""
-
-
-class ExecutorError(ValueError):
-    """The executor cannot be used (exit 2); the message names the flag and the fix."""
-
-
-def check_available(executor: Executor) -> None:
-    """Refuse `--executor ray` before anything is written when Ray is not installed."""
-    if executor is Executor.RAY and importlib.util.find_spec("ray") is None:
-        raise ExecutorError(f"--executor ray: Ray is not installed in this environment; {RAY_EXTRA}")
-
+__all__ = ["RAY_EXTRA", "Executor", "ExecutorError", "check_available", "iterate_processes", "iterate_ray"]
 
 # A worker process keeps the model factory of the bench run it last served: building an OpenAI
 # client per case run would open a new connection pool every time.
@@ -70,11 +49,9 @@ _WORKER_FACTORY: tuple[str, Any] | None = None
 def _run_one(token: str, opts: BenchOptions, case: EvalCase, epoch: int) -> CaseRun:
     """Body of a Ray task: one case run, exactly as the local executor runs it."""
     global _WORKER_FACTORY
-    from runners.run.bench import ModelSpec, _execute, _ModelFactory
-
     if _WORKER_FACTORY is None or _WORKER_FACTORY[0] != token:
-        _WORKER_FACTORY = (token, _ModelFactory(ModelSpec.parse(opts.model_settings.model), opts))
-    return _execute(case, epoch, _WORKER_FACTORY[1], opts)
+        _WORKER_FACTORY = (token, ModelFactory(ModelSpec.parse(opts.model_settings.model), opts))
+    return execute_case(case, epoch, _WORKER_FACTORY[1], opts)
 
 
 def iterate_ray(
@@ -149,8 +126,6 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
     exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from runners.run.bench import ModelSpec, _execute, _ModelFactory
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     token = opts.cancellation  # this process's own copy of the flag
@@ -166,7 +141,7 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
         results.cancel_join_thread()
 
     threading.Thread(target=watch, name="stop-watch", daemon=True).start()
-    factory = _ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
+    factory = ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
 
     def loop() -> None:
         while not token.cancelled:
@@ -175,7 +150,7 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
                 return
             index, case, epoch = item
             try:
-                results.put((index, epoch, _execute(case, epoch, factory, opts), None))
+                results.put((index, epoch, execute_case(case, epoch, factory, opts), None))
             except BaseException as exc:  # reported to the driver, which raises it there
                 results.put((index, epoch, None, exc))
 

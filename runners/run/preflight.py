@@ -1,4 +1,4 @@
-"""Endpoint preflight (issue 10 item 6): an unusable `openai:` endpoint is exit 2 before any case
+"""Endpoint preflight: an unusable `openai:` endpoint is exit 2 before any case
 runs and before anything is written — never 81 FAILED case runs that look like a bad model.
 
 Rules:
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import openai
 
     from harness.models.openai_model import OpenAIChatModel
-    from runners.run.bench import BenchOptions
+    from runners.plan.options import BenchOptions
 
 PROBE_TIMEOUT_SECONDS = 15.0
 """Upper bound of one probe request (the run's model timeout when shorter)."""

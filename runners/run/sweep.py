@@ -19,17 +19,11 @@ from pathlib import Path
 import duckdb
 
 from runners.plan import shard
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError
+from runners.plan.run_plan import select_cases
 from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
-from runners.run.bench import (
-    BenchInputError,
-    BenchOptions,
-    BenchSummary,
-    StartHook,
-    check_options,
-    endpoint_overrides,
-    run_bench,
-    select_cases,
-)
+from runners.run.bench import BenchSummary, StartHook, check_options, endpoint_overrides, run_bench
 from runners.store.metrics_db import WRITE_FAILURES, connect, write_statement
 
 
@@ -121,8 +115,6 @@ def _saved(base: BenchOptions) -> str:
         "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
         "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
         "transcripts": base.transcripts,
-        # read by older versions and by analysts
-        "model": base.model_settings.model, "base_url": base.model_settings.base_url,
     })  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""`harness-bench merge OUT SHARD…`: shard files (or any harness-bench files) into one database (issue 13).
+"""`harness-bench merge OUT SHARD…`: shard files (or any harness-bench files) into one database.
 
 Rules, all checked before OUT is created or changed (a refusal is one line, exit 2):
 
@@ -150,7 +150,8 @@ def _shared(options_json: str) -> dict[str, Any]:
     decl = settings.declaration()
     endpoint = {s.name for s in decl.settings if s.endpoint}
     saved.pop("shard", None)
-    for key in ("base_url", "evalsets", "cassettes"):  # where things were on that machine, not what was measured
+    # where things were on that machine, not what was measured; `model` is in `settings` (older files stored it twice)
+    for key in ("model", "base_url", "evalsets", "cassettes"):
         saved.pop(key, None)
     if isinstance(saved.get("settings"), dict):
         saved["settings"] = {k: v for k, v in saved["settings"].items() if k not in endpoint}

@@ -1,4 +1,4 @@
-"""Per-run metrics in DuckDB: schema, migrations, views, and a batched writer (issue 4).
+"""Per-run metrics in DuckDB: schema, migrations, views, and a batched writer.
 
 The settings columns of `bench_runs` (every declared setting) and `case_runs` (every sweepable one)
 and the analyst views come from `runners/plan/settings.py`: at every writer connect, a column missing
@@ -42,7 +42,7 @@ _MIGRATIONS: dict[int, list[str]] = {
             git_commit VARCHAR,
             model VARCHAR,
             label VARCHAR,
-            config_json VARCHAR,         -- the config grid point: thresholds and budgets
+            config_json VARCHAR,         -- before v3 only (settings_json holds every setting since)
             evalset_hash VARCHAR,
             evalset_specs VARCHAR,
             case_ids_json VARCHAR,
@@ -193,7 +193,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS observation_bytes BIGINT",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS budget_hit VARCHAR",
     ],
-    # v4: shards (issue 13). A bench run split by `--shard I/N` has one row per shard written into its
+    # v4: shards. A bench run split by `--shard I/N` has one row per shard written into its
     # file; `harness-bench merge` gathers them, so a merged run knows which shards it holds.
     4: [
         """CREATE TABLE IF NOT EXISTS shards (
