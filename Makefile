@@ -4,12 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test lint typecheck venv clean cassettes schema perf notebook live ci-deps
+.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live ci-deps
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters]"
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,11 +25,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## Everything CI runs: lint, types, the whole test suite (eval cases included).
+## Everything CI runs: lint, types, the whole test suite (eval cases included), on 2 worker processes
+## (one test file per worker at a time: a module's shared fixture is built once).
+PYTEST_PAR ?= -n 2 --dist loadfile
 test: $(STAMP)
 	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PAR)
+
+## The loop before every commit: the Harness library, the evaluation cases and the bench's modules on their own
+## (everything not marked `slow` in tests/conftest.py), no lint.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
+
+## `make test` with every interrupt moment (20 instead of the sampled 10).
+test-full: $(STAMP)
+	HB_ALL_MOMENTS=1 $(MAKE) test
 
 ## What CI's checks need from the distribution: Chromium (tests/test_report.py measures the report page in it).
 ## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.
@@ -54,7 +65,7 @@ notebook: $(STAMP)
 ## The script exits 1 on a structural, rendered-prompt or replay violation: make fails. It exits 2 when the server
 ## could not be set up: a loud WARNING, and make succeeds (make would turn both into 2 otherwise); live-status.txt
 ## says PASSED / FAILED / SKIPPED and why (.ci/run prints it last).
-LIVE_CMD ?= $(BIN)/python -m runners.live_llm
+LIVE_CMD ?= $(BIN)/python -m runners.endpoints.live_llm
 live: $(STAMP)
 	@$(LIVE_CMD); rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
@@ -66,7 +77,7 @@ live: $(STAMP)
 
 ## Re-record the committed cassettes through serve-sim (run after changing cases or prompts).
 cassettes: $(STAMP)
-	$(BIN)/python -m runners.record_cassettes --out cassettes
+	$(BIN)/python -m runners.endpoints.record_cassettes --out cassettes
 
 ## Regenerate the evaluation-file JSON Schema.
 schema: $(STAMP)

@@ -165,8 +165,10 @@ def replay(repeats: int, tmp: Path) -> None:
         print(f"| --executor {executor} --concurrency {n} | {s.runs} | {_med(rates)} | {statistics.median(cpus):.0f} |"
               f" {load} |", flush=True)  # fmt: skip
     one = base[("local", 1)]
-    print(f"\nreplay / concurrency 1: threads ×2 {base[('local', 2)] / one:.2f}×, processes ×2"
-          f" {base[('processes', 2)] / one:.2f}×")
+    print(
+        f"\nreplay / concurrency 1: threads ×2 {base[('local', 2)] / one:.2f}×, processes ×2"
+        f" {base[('processes', 2)] / one:.2f}×"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,8 +184,14 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="hb-concurrency-"))
     t0 = time.perf_counter()
     print(f"# {_load()}")
-    live(args.latency_ms, args.jitter_ms, [int(x) for x in args.n.split(",")], args.repeats, tmp,
-         [e for e in args.executors.split(",") if e])
+    live(
+        args.latency_ms,
+        args.jitter_ms,
+        [int(x) for x in args.n.split(",")],
+        args.repeats,
+        tmp,
+        [e for e in args.executors.split(",") if e],
+    )
     if not args.no_replay:
         replay(args.repeats, tmp)
     print(f"\n# done in {time.perf_counter() - t0:.0f}s; {_load()}")

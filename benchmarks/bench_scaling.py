@@ -14,7 +14,7 @@ CHILD = """
 import json, resource, sys, time, tracemalloc
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from runners.bench import BenchOptions, run_bench
+from runners.run.bench import BenchOptions, run_bench
 run_bench(BenchOptions(db=Path({db!r}) / "warm.duckdb", epochs=1))  # imports, DuckDB, fixtures, indexes
 tracemalloc.start()
 t0 = time.perf_counter()

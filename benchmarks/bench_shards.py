@@ -1,4 +1,4 @@
-"""Sharded vs unsharded, and the Ray executor vs threads, on this machine (issue 13 item 3).
+"""Sharded vs unsharded, and the Ray executor vs threads, on this machine.
 
 Every built-in case × EPOCHS with the scripted model, through the real CLI (one process per command,
 as on N machines): the unsharded run, 4 shards one after the other and 4 shards at once, `merge`, and

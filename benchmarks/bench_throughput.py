@@ -12,9 +12,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._timing import measure
-from runners.bench import BenchOptions, run_bench
-from runners.evalset import load_cases
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.domain.evalset import load_cases
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 TMP = Path(tempfile.mkdtemp(prefix="hb-bench-"))
@@ -45,7 +47,10 @@ def replay_ratio() -> tuple[float, float, float]:
     ins = measure(lambda: run_bench(BenchOptions(db=_db())), repeats=5)
     rep = measure(
         lambda: run_bench(BenchOptions(
-            db=_db(), model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_BENCH_KEY",
+            db=_db(),
+            model_settings=ModelSettings(
+                model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_BENCH_KEY",
+            ),
             cassettes=ROOT / "cassettes", record_mode="none",
         )),
         repeats=5,

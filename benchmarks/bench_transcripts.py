@@ -19,8 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import duckdb
 
-from runners.bench import BenchOptions
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.plan.options import BenchOptions
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 TMP = Path(tempfile.mkdtemp(prefix="hb-transcripts-"))
 GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_calls=(6, 10))
@@ -73,18 +73,26 @@ def main() -> int:
     on, off = statistics.median(on_t), statistics.median(off_t)
     print(f"sweep: {runs} case runs per repeat (6 grid points), "
           f"{args.repeats} repeats each way")  # fmt: skip
-    print(f"[T1] sweep wall time: transcripts on {on:.2f} s (min {min(on_t):.2f}, max {max(on_t):.2f}), "
-          f"off {off:.2f} s (min {min(off_t):.2f}, max {max(off_t):.2f}) → {100 * (on / off - 1):+.1f}% (medians), "
-          f"{100 * (min(on_t) / min(off_t) - 1):+.1f}% (fastest of each)")
+    print(
+        f"[T1] sweep wall time: transcripts on {on:.2f} s (min {min(on_t):.2f}, max {max(on_t):.2f}), "
+        f"off {off:.2f} s (min {min(off_t):.2f}, max {max(off_t):.2f}) → {100 * (on / off - 1):+.1f}% (medians), "
+        f"{100 * (min(on_t) / min(off_t) - 1):+.1f}% (fastest of each)"
+    )
     con, coff = statistics.median(on_c), statistics.median(off_c)
-    print(f"[T1] sweep CPU time: transcripts on {con:.2f} s (min {min(on_c):.2f}, max {max(on_c):.2f}), "
-          f"off {coff:.2f} s (min {min(off_c):.2f}, max {max(off_c):.2f}) → {100 * (con / coff - 1):+.1f}% (medians), "
-          f"{100 * (min(on_c) / min(off_c) - 1):+.1f}% (lowest of each)")
-    print(f"[T2] transcript text per 1,000 case runs: {1000 * text / runs / 1e6:.2f} MB in messages "
-          f"(+ {prompts / 1e3:.1f} kB of prompts stored once)")
-    print(f"[T3] DuckDB file per 1,000 case runs: {1000 * on_size / runs / 1e6:.2f} MB with transcripts, "
-          f"{1000 * off_size / runs / 1e6:.2f} MB without → {1000 * (on_size - off_size) / runs / 1e6:.2f} MB "
-          "for the transcripts")
+    print(
+        f"[T1] sweep CPU time: transcripts on {con:.2f} s (min {min(on_c):.2f}, max {max(on_c):.2f}), "
+        f"off {coff:.2f} s (min {min(off_c):.2f}, max {max(off_c):.2f}) → {100 * (con / coff - 1):+.1f}% (medians), "
+        f"{100 * (min(on_c) / min(off_c) - 1):+.1f}% (lowest of each)"
+    )
+    print(
+        f"[T2] transcript text per 1,000 case runs: {1000 * text / runs / 1e6:.2f} MB in messages "
+        f"(+ {prompts / 1e3:.1f} kB of prompts stored once)"
+    )
+    print(
+        f"[T3] DuckDB file per 1,000 case runs: {1000 * on_size / runs / 1e6:.2f} MB with transcripts, "
+        f"{1000 * off_size / runs / 1e6:.2f} MB without → {1000 * (on_size - off_size) / runs / 1e6:.2f} MB "
+        "for the transcripts"
+    )
     return 0
 
 

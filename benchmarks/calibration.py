@@ -1,4 +1,4 @@
-"""The calibration study the project runs on itself (issue 11): are the gate and `recommend` right?
+"""The calibration study the project runs on itself: are the gate and `recommend` right?
 
     .venv/bin/python -m benchmarks.calibration [--part gate|recommend|all] [--pairs 60] [--epochs 3]
 
@@ -48,14 +48,17 @@ import numpy as np
 import scipy.stats
 
 from harness.config import HarnessConfig
-from harness.models.scripted import ScriptedChatModel
-from runners import power
-from runners.bench import BenchOptions, run_bench, select_cases
-from runners.case_runner import run_case
-from runners.evalset import EvalCase
-from runners.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
-from runners.metrics_db import connect
-from runners.profiles import trajectory_for
+from runners.analysis import power
+from runners.analysis.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
+from runners.domain.evalset import EvalCase
+from runners.domain.profiles import trajectory_for
+from runners.domain.scripted import ScriptedChatModel
+from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.case_runner import run_case
+from runners.store.metrics_db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "reports" / "calibration"
@@ -108,7 +111,9 @@ def gate_study(pairs_per_profile: int, epochs: int, workdir: Path) -> dict[str, 
             if f"s{seed}" not in labels:
                 run_bench(
                     BenchOptions(
-                        model=f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted",
+                        model_settings=ModelSettings(
+                            model=f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
+                        ),
                         label=f"s{seed}",
                         db=db,
                         epochs=epochs,
@@ -185,8 +190,13 @@ class OutcomeTable:
                 b, k = self.cost[base_seed, i, e], self.cost[cand_seed, i, e]
                 out.append(
                     Pair(
-                        c.id, c.family, e + 1, bool(self.passed[base_seed, i, e]), bool(self.passed[cand_seed, i, e]),
-                        (float(b[0]), float(b[1]), float(b[2])), (float(k[0]), float(k[1]), float(k[2])),
+                        c.id,
+                        c.family,
+                        e + 1,
+                        bool(self.passed[base_seed, i, e]),
+                        bool(self.passed[cand_seed, i, e]),
+                        (float(b[0]), float(b[1]), float(b[2])),
+                        (float(k[0]), float(k[1]), float(k[2])),
                     )
                 )
         return out
@@ -422,8 +432,8 @@ def _cached_sweep(db: Path, model: str, epochs: int, grid: Any) -> str | None:
 
 def recommend_study(workdir: Path) -> dict[str, Any]:
     """`recommend`'s pick per profile with a known optimum, at epochs 1, 3 and 10."""
-    from runners.recommend import measure, recommend
-    from runners.sweep import SweepGrid, SweepOptions, run_sweep
+    from runners.analysis.recommend import measure, recommend
+    from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
     t0 = time.perf_counter()
     out: dict[str, Any] = {
@@ -441,7 +451,12 @@ def recommend_study(workdir: Path) -> dict[str, Any]:
             sweep_id = (
                 _cached_sweep(db, model, epochs, grid)
                 or run_sweep(
-                    SweepOptions(grid, BenchOptions(evalsets=SWEEP_FAMILIES, model=model, db=db, epochs=epochs))
+                    SweepOptions(
+                        grid,
+                        BenchOptions(
+                            evalsets=SWEEP_FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
+                        ),
+                    )
                 ).sweep_id
             )
             con = connect(db, read_only=True)

@@ -1,95 +1,154 @@
 """harness-bench's Harness: a deterministic control layer around one Diagnosis ReAct agent.
 
 Where each decision lives (BRIEF §2):
+- session.py — HarnessSession, the loop-facing run (budgets, deadline, model calls, stops, Release)
+- agent.py — run_diagnosis, the native loop over a session
 - tools/ + observation.py — objective tool facts and the bounded model view
-- progress.py — the information-gain state machine (DiagnosisProgressTracker)
+- tracker.py — the information-gain state machine (DiagnosisProgressTracker)
 - interceptor.py — the envelope gate in front of every backend call
 - scope.py — ToolScopeNormalizer
 - evidence_guard.py / semantic_guard.py — citations real / conclusion supported
-- release.py — the single published outcome
+- release.py — the single published outcome; snapshot.py — the ProgressSnapshot behind a fallback
+- trace.py — the typed audit events
+
+What an embedder needs is exported here; everything else is an implementation detail.
 """
 
-from harness.agent import RunResult, run_diagnosis, tool_specs
-from harness.canonical_store import CanonicalRecord, CanonicalStore
+from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, CancellationToken, RunContext
 from harness.contracts import (
     BudgetKind,
-    CollectionState,
+    EvidenceCheck,
     EvidenceStatus,
     FallbackKind,
     GainProducer,
+    GuardName,
     InformationGain,
     InvocationStatus,
+    ModelErrorKind,
+    ModelPurpose,
     RejectionReason,
     ReleaseOutcome,
-    Relevance,
+    SchemaMode,
     SemanticVerdict,
     StopReason,
+    ToolChoiceMode,
     ViolationKind,
 )
-from harness.draft import Citation, Claim, Draft, parse_draft
-from harness.evidence_guard import EvidenceVerdict, check_evidence
-from harness.interceptor import BudgetLimitReached, DiagnosisCollectionStopped, HarnessToolInterceptor
-from harness.progress import DiagnosisProgressTracker, PreviousObservation
-from harness.projector import ProgressSnapshot, project_snapshot
-from harness.prompts import DiagnosisTask, TaskContext
-from harness.release import ReleaseDecision, release
-from harness.scope import ToolScopeNormalizer
-from harness.semantic_guard import SemanticGuardResult, parse_verdict
-from harness.trace import EventKind, Trace, TraceEvent
-from harness.transcript import EntryKind, Transcript, TranscriptEntry
+from harness.draft import Citation, Claim, Draft, DraftParse, parse_draft
+from harness.interceptor import ToolAnswer, TurnResult
+from harness.models.base import (
+    AssistantMessage,
+    ChatMessage,
+    ChatModel,
+    ChatRequest,
+    ModelCallError,
+    ModelResponse,
+    SystemMessage,
+    ToolCallRequest,
+    ToolMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+)
+from harness.prompts import DEFAULT_SYSTEM_PROMPT, DiagnosisTask, TaskContext, system_prompt
+from harness.release import Fallback, ReleaseDecision
+from harness.session import HarnessSession, ModelTurn, RunResult, tool_specs
+from harness.snapshot import ProgressSnapshot
+from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
+from harness.trace import (
+    BudgetExhausted,
+    CollectionStopped,
+    DraftReceived,
+    EventKind,
+    EvidenceChecked,
+    GainApplied,
+    GuardVerdict,
+    ModelCall,
+    Released,
+    RunStarted,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+    TraceEvent,
+)
+from harness.transcript import EntryKind, TranscriptEntry
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "AssistantMessage",
+    "BudgetExhausted",
     "BudgetKind",
-    "BudgetLimitReached",
     "BudgetUsage",
+    "BusinessTool",
     "CancellationToken",
-    "CanonicalRecord",
-    "CanonicalStore",
+    "ChatMessage",
+    "ChatModel",
+    "ChatRequest",
     "Citation",
     "Claim",
-    "CollectionState",
-    "DiagnosisCollectionStopped",
-    "DiagnosisProgressTracker",
+    "CollectionStopped",
     "DiagnosisTask",
     "Draft",
+    "DraftParse",
+    "DraftReceived",
     "EntryKind",
     "EventKind",
+    "EvidenceCheck",
+    "EvidenceChecked",
     "EvidenceStatus",
-    "EvidenceVerdict",
+    "Fallback",
     "FallbackKind",
+    "GainApplied",
     "GainProducer",
+    "GuardName",
+    "GuardVerdict",
     "HarnessConfig",
-    "HarnessToolInterceptor",
+    "HarnessSession",
     "InformationGain",
     "InvocationStatus",
-    "PreviousObservation",
+    "ModelCall",
+    "ModelCallError",
+    "ModelErrorKind",
+    "ModelPurpose",
+    "ModelResponse",
+    "ModelTurn",
     "ProgressSnapshot",
     "RejectionReason",
     "ReleaseDecision",
     "ReleaseOutcome",
-    "Relevance",
+    "Released",
     "RunContext",
     "RunResult",
-    "SemanticGuardResult",
+    "RunStarted",
+    "SchemaMode",
     "SemanticVerdict",
     "StopReason",
+    "StopRequiredDelivered",
+    "SystemMessage",
     "TaskContext",
-    "ToolScopeNormalizer",
-    "Trace",
+    "ToolAnswer",
+    "ToolCallRequest",
+    "ToolChoiceMode",
+    "ToolExecutionError",
+    "ToolInputError",
+    "ToolInvocation",
+    "ToolMessage",
+    "ToolRequestRejected",
+    "ToolResult",
+    "ToolSpec",
     "TraceEvent",
-    "Transcript",
     "TranscriptEntry",
+    "TurnResult",
+    "Usage",
+    "UserMessage",
     "ViolationKind",
     "__version__",
-    "check_evidence",
     "parse_draft",
-    "parse_verdict",
-    "project_snapshot",
-    "release",
     "run_diagnosis",
+    "system_prompt",
     "tool_specs",
 ]

@@ -12,7 +12,7 @@ from harness.contracts import SchemaMode
 
 @dataclass(frozen=True, slots=True)
 class BenchSetting:
-    """How the bench exposes a settings field (`runners/settings.py` derives the CLI flag, the DuckDB
+    """How the bench exposes a settings field (`runners/plan/settings.py` derives the CLI flag, the DuckDB
     column, the sweep axis and resume from the field plus this marker; a field without it is exposed
     under its own name, not sweepable)."""
 
@@ -31,7 +31,7 @@ class BenchSetting:
 class HarnessConfig(BaseModel):
     """Per-run control settings; out-of-range values fail with the field's name."""
 
-    # Attribute docstrings become field descriptions: the bench's --help text (runners/settings.py).
+    # Attribute docstrings become field descriptions: the bench's --help text (runners/plan/settings.py).
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     no_gain_threshold: Annotated[int, BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4))] = Field(default=2, ge=1)
@@ -43,7 +43,7 @@ class HarnessConfig(BaseModel):
     max_tool_invocations: Annotated[int, BenchSetting("max_tool_calls", sweepable=True)] = Field(default=10, ge=1)
     """Backend tool invocations; rejections never count."""
     max_total_tokens: Annotated[int, BenchSetting("max_tokens", sweepable=True)] = Field(default=200_000, ge=1)
-    """Input plus output tokens over the run's model calls."""
+    """Input plus output tokens over the whole run (a run total, not the per-response `max_tokens` of a request)."""
     max_observation_bytes: int = Field(default=4_096, ge=256)
     """Byte cap of one model observation, header included; the rest is cut and flagged `truncated`."""
     max_run_observation_bytes: int = Field(default=65_536, ge=256)

@@ -10,9 +10,9 @@ from typing import Protocol
 
 from harness.canonical_store import CanonicalStore, Clock
 from harness.config import HarnessConfig
-from harness.contracts import BudgetKind, StopReason
-from harness.progress import DiagnosisProgressTracker
-from harness.trace import EventKind, Trace
+from harness.contracts import BudgetKind
+from harness.trace import BudgetExhausted, Trace
+from harness.tracker import DiagnosisProgressTracker
 from harness.transcript import Transcript
 
 MIN_OBSERVATION_BYTES = 256
@@ -170,15 +170,16 @@ class RunContext:
             return BudgetKind.OBSERVATION_BYTES
         return None
 
-    def record_budget_stop(self, budget: BudgetKind, detail: str | None = None) -> None:
+    def record_budget_stop(
+        self, budget: BudgetKind, detail: str | None = None, tool_call_id: str | None = None
+    ) -> None:
         """A hard budget stopped the run: BUDGET_LIMIT_REACHED unless an earlier stop reason
-        (INFORMATION_SATURATED, PROGRESS_PROTOCOL_VIOLATED) stands, the first budget hit kept, traced."""
+        (INFORMATION_SATURATED, PROGRESS_PROTOCOL_VIOLATED) stands, the first budget hit kept, traced
+        (`tool_call_id`: the tool call that ran into it). The one place a budget stop is recorded."""
         self.tracker.stop_for_budget()
         if self.usage.budget_hit is None:
             self.usage.budget_hit = budget
-        self.trace.emit(
-            EventKind.BUDGET_EXHAUSTED, budget=budget, stop_reason=StopReason.BUDGET_LIMIT_REACHED, detail=detail
-        )
+        self.trace.emit(BudgetExhausted(budget=budget, tool_call_id=tool_call_id, detail=detail))
 
     def result_observation_cap(self) -> int:
         """Byte cap of the next observation (a tool result or a rejection answer): the per-observation

@@ -147,6 +147,13 @@ class ToolChoiceMode(_StrEnum):
     """No tool call: STOP_REQUIRED was delivered, only the Draft may be written."""
 
 
+class EvidenceCheck(_StrEnum):
+    """The EvidenceGuard's verdict: every citation real and its excerpt found, or not."""
+
+    PASSED = "PASSED"
+    FAILED = "FAILED"
+
+
 class GuardName(_StrEnum):
     """The two guards in front of Release."""
 
@@ -172,6 +179,8 @@ class ModelErrorKind(_StrEnum):
     CLIENT_ERROR = "CLIENT_ERROR"
     NOT_A_COMPLETION = "NOT_A_COMPLETION"
     """The endpoint answered 2xx with a body that is not a chat completion (not JSON, no choices): its fault."""
+    CASSETTE_MISS = "CASSETTE_MISS"
+    """A replayed run sent a request its cassette does not hold (never retried: it would miss again)."""
 
     @property
     def retryable(self) -> bool:

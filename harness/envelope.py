@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 
 from harness.contracts import InformationGain, JsonObject, SchemaMode, ViolationKind
-from harness.progress import PreviousObservation, Violation
+from harness.tracker import PreviousObservation, Violation
 
 GAIN_VALUES = tuple(g.value for g in InformationGain)
 _ALLOWED_KEYS = frozenset({"previous_observation", "input"})
@@ -84,7 +84,7 @@ _GAIN_DESCRIPTION = (
 
 
 def envelope_schema(
-    input_schema: JsonObject, mode: SchemaMode = SchemaMode.STATIC, pending: str | None = None
+    input_schema: JsonObject, mode: SchemaMode = SchemaMode.ADAPTIVE, pending: str | None = None
 ) -> JsonObject:
     """The JSON schema the model sees: the business schema wrapped in the envelope.
 

@@ -1,6 +1,6 @@
 """HarnessToolInterceptor: the only way a model's tool request reaches a backend.
 
-Order (issue 2, seed 000 §4): envelope validation → gain application → duplicate-scope rejection
+Order (seed 000 §4): envelope validation → gain application → duplicate-scope rejection
 → saturation and budget gate → business tool → canonical record → bounded observation.
 """
 
@@ -28,9 +28,18 @@ from harness.contracts import (
 )
 from harness.envelope import parse_envelope
 from harness.models.base import ToolCallRequest
-from harness.progress import Admission, AdmissionKind, Violation
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
-from harness.trace import EventKind
+from harness.trace import (
+    CollectionStopped,
+    GainApplied,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+)
+from harness.tracker import Admission, AdmissionKind, Violation
+
+DEADLINE_SLACK_SECONDS = 0.05
+"""A tool timeout with at most this much of the deadline left is the deadline's stop, not a tool failure."""
 
 _INLINE_BOUND_SECONDS = 2.0
 """Below this much time left, even self-bounded tools run on a worker capped by the deadline."""
@@ -198,7 +207,7 @@ class HarnessToolInterceptor:
             return self._execute(call, tool, parsed, scope, envelope.input, turn)
         if kind is AdmissionKind.STOPPED:
             self._reject(call, scope, RejectionReason.SATURATED, None)
-            ctx.trace.emit(EventKind.COLLECTION_STOPPED, tool_call_id=call.id, stop_reason=admission.stop_reason)
+            ctx.trace.emit(CollectionStopped(tool_call_id=call.id, stop_reason=admission.stop_reason))
             raise DiagnosisCollectionStopped(admission.stop_reason)
         if kind is AdmissionKind.REJECT_VIOLATION:
             assert admission.violation is not None
@@ -231,14 +240,7 @@ class HarnessToolInterceptor:
         exhausted = ctx.tool_budget_exhausted()
         if exhausted is not None:
             self._reject(call, scope, RejectionReason.BUDGET, None)
-            ctx.tracker.stop_for_budget()
-            ctx.usage.budget_hit = exhausted
-            ctx.trace.emit(
-                EventKind.BUDGET_EXHAUSTED,
-                tool_call_id=call.id,
-                budget=exhausted,
-                stop_reason=StopReason.BUDGET_LIMIT_REACHED,
-            )
+            ctx.record_budget_stop(exhausted, tool_call_id=call.id)
             raise BudgetLimitReached(exhausted)
         clock = ctx.store.clock
         started = clock()
@@ -276,16 +278,13 @@ class HarnessToolInterceptor:
             )  # fmt: skip
             ctx.tracker.complete(call.id, call.name, scope, None, turn=turn)
             observation = obs.failed(call.id, call.name, message, ctx.result_observation_cap())
-            ctx.trace.emit(
-                EventKind.TOOL_INVOCATION, tool_call_id=call.id, tool=call.name, scope=scope,
-                invocation_status=InvocationStatus.FAILED, observation_bytes=observation.bytes,
-                latency_ms=round((time.perf_counter() - t0) * 1000, 3), detail=message[:200],
-            )  # fmt: skip
-            if timed_out and ctx.remaining_seconds() <= 0.05:
-                ctx.tracker.stop_for_budget()
-                ctx.usage.budget_hit = BudgetKind.DEADLINE
-                ctx.trace.emit(EventKind.BUDGET_EXHAUSTED, tool_call_id=call.id, budget=BudgetKind.DEADLINE,
-                               stop_reason=StopReason.BUDGET_LIMIT_REACHED)  # fmt: skip
+            ctx.trace.emit(ToolInvocation(
+                tool_call_id=call.id, tool=call.name, scope=scope, invocation_status=InvocationStatus.FAILED,
+                observation_bytes=observation.bytes, latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                detail=message[:200],
+            ))  # fmt: skip
+            if timed_out and ctx.remaining_seconds() <= DEADLINE_SLACK_SECONDS:
+                ctx.record_budget_stop(BudgetKind.DEADLINE, tool_call_id=call.id)
                 raise BudgetLimitReached(BudgetKind.DEADLINE) from None
             return InterceptedCall(observation, None)
         ctx.usage.tool_invocations += 1
@@ -310,23 +309,23 @@ class HarnessToolInterceptor:
             stop_reason=done.stop_reason,
         )
         ctx.trace.emit(
-            EventKind.TOOL_INVOCATION,
-            tool_call_id=call.id,
-            tool=call.name,
-            scope=scope,
-            invocation_status=InvocationStatus.COMPLETED,
-            evidence_status=result.evidence_status,
-            count=result.count,
-            truncated=observation.truncated,
-            observation_bytes=observation.bytes,
-            latency_ms=latency,
+            ToolInvocation(
+                tool_call_id=call.id,
+                tool=call.name,
+                scope=scope,
+                invocation_status=InvocationStatus.COMPLETED,
+                evidence_status=result.evidence_status,
+                count=result.count,
+                truncated=observation.truncated,
+                observation_bytes=observation.bytes,
+                latency_ms=latency,
+            )
         )
         if done.gain is not None:
-            ctx.trace.emit(
-                EventKind.GAIN_APPLIED, tool_call_id=call.id, gain=done.gain.gain, producer=done.gain.producer
-            )
+            ctx.trace.emit(GainApplied(tool_call_id=call.id, gain=done.gain.gain, producer=done.gain.producer))
         if done.stop_required:
-            ctx.trace.emit(EventKind.STOP_REQUIRED_DELIVERED, tool_call_id=call.id, stop_reason=done.stop_reason)
+            stop = done.stop_reason or StopReason.INFORMATION_SATURATED
+            ctx.trace.emit(StopRequiredDelivered(tool_call_id=call.id, stop_reason=stop))
             return InterceptedCall(observation, ControlSignal.STOP_REQUIRED)
         return InterceptedCall(observation, None)
 
@@ -339,7 +338,7 @@ class HarnessToolInterceptor:
             self._reject(call, scope, RejectionReason.DUPLICATE_SCOPE, None)
         else:
             self._reject(call, scope, RejectionReason.SATURATED, None)
-        ctx.trace.emit(EventKind.STOP_REQUIRED_DELIVERED, tool_call_id=call.id, stop_reason=reason)
+        ctx.trace.emit(StopRequiredDelivered(tool_call_id=call.id, stop_reason=reason))
         return InterceptedCall(
             obs.stop_required(call.id, reason, admission.violation, ctx.result_observation_cap()),
             ControlSignal.STOP_REQUIRED,
@@ -349,16 +348,16 @@ class HarnessToolInterceptor:
         self, call: ToolCallRequest, scope: str | None, reason: RejectionReason, violation: Violation | None
     ) -> None:
         self._ctx.trace.emit(
-            EventKind.TOOL_REQUEST_REJECTED,
-            tool_call_id=call.id,
-            tool=call.name[:100],
-            scope=scope,
-            invocation_status=InvocationStatus.REJECTED,
-            rejection=reason,
-            violation=violation.kind if violation else None,
-            detail=violation.message[:300] if violation else None,
+            ToolRequestRejected(
+                tool_call_id=call.id,
+                tool=call.name[:100],
+                scope=scope,
+                rejection=reason,
+                violation=violation.kind if violation else None,
+                detail=violation.message[:300] if violation else None,
+            )
         )
 
     def _trace_gains(self, admission: Admission) -> None:
         for g in admission.gains:
-            self._ctx.trace.emit(EventKind.GAIN_APPLIED, tool_call_id=g.tool_call_id, gain=g.gain, producer=g.producer)
+            self._ctx.trace.emit(GainApplied(tool_call_id=g.tool_call_id, gain=g.gain, producer=g.producer))

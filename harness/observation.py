@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from harness.contracts import ControlSignal, JsonObject, JsonValue, RejectionReason, StopReason, ViolationKind
 from harness.envelope import GAIN_VALUES
-from harness.progress import Violation
 from harness.tools.base import ToolResult
+from harness.tracker import Violation
 
 _STOP_TEXT = (
     "Stop calling tools. Write your final Draft now as JSON. If the evidence does not support a root "

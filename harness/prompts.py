@@ -9,14 +9,10 @@ from dataclasses import dataclass
 
 AGENT_MARKER = "[harness-bench:diagnosis-agent]"
 
-SYSTEM_PROMPT = f"""{AGENT_MARKER} You are a diagnosis assistant for a multi-tenant payment and order \
-platform (gateway, order, settlement, risk and notification services). You investigate an \
-operator's question with the tools provided, then write a Draft.
-
-Tool protocol:
-- Every tool takes {{"previous_observation": {{...}}, "input": {{...}}}}. Business parameters go in "input".
+_PROTOCOL = """Tool protocol:
+- Every tool takes {"previous_observation": {...}, "input": {...}}. Business parameters go in "input".
 - When the previous observation says "evaluation_required": true, your next tool call MUST include
-  "previous_observation": {{"tool_call_id": "<that id>", "information_gain": "GAINED" or "NO_GAIN"}}.
+  "previous_observation": {"tool_call_id": "<that id>", "information_gain": "GAINED" or "NO_GAIN"}.
   GAINED: it confirmed, excluded or narrowed a hypothesis. NO_GAIN: generic, repeated or irrelevant
   content — correct but unhelpful text is NO_GAIN too. Omit previous_observation otherwise.
 - Do not rephrase the same query with similar keywords; repeated scopes are not executed.
@@ -24,11 +20,25 @@ Tool protocol:
 
 You do not have to find a root cause. When the context lacks the tenant, service or time window,
 you may finish without calling any tool. Finish by replying with JSON only (no tool call):
-{{"conclusion": "<root cause>" or null,
-  "claims": [{{"statement": "...",
-              "citations": [{{"tool_call_id": "...", "excerpt": "<verbatim text from that tool result>"}}]}}],
-  "missing_info": ["..."], "next_steps": ["..."]}}
+{"conclusion": "<root cause>" or null,
+  "claims": [{"statement": "...",
+              "citations": [{"tool_call_id": "...", "excerpt": "<verbatim text from that tool result>"}]}],
+  "missing_info": ["..."], "next_steps": ["..."]}
 Cite only tool results you received, copying excerpts verbatim."""
+
+GENERIC_ROLE = (
+    "You are a diagnosis assistant. You investigate an operator's question with the tools provided, then write a Draft."
+)
+"""The role line of the default prompt (a bench or an embedder names its own domain)."""
+
+
+def system_prompt(role: str) -> str:
+    """The Diagnosis Agent's system prompt: `role` (who the agent is, for which system) and the tool protocol."""
+    return f"{AGENT_MARKER} {role}\n\n{_PROTOCOL}"
+
+
+DEFAULT_SYSTEM_PROMPT = system_prompt(GENERIC_ROLE)
+"""The prompt `run_diagnosis` and `HarnessSession` use unless given another."""
 
 
 @dataclass(frozen=True, slots=True)

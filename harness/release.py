@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.context import RunContext
-from harness.contracts import FallbackKind, GuardName, ModelErrorKind, ReleaseOutcome, SemanticVerdict, StopReason
+from harness.contracts import EvidenceCheck, FallbackKind, ModelErrorKind, ReleaseOutcome, SemanticVerdict, StopReason
 from harness.draft import Draft, DraftParse
 from harness.evidence_guard import check_evidence
 from harness.models.base import ChatModel
-from harness.projector import ProgressSnapshot, project_snapshot
 from harness.semantic_guard import review
-from harness.trace import EventKind
+from harness.snapshot import ProgressSnapshot, project_snapshot
+from harness.trace import EvidenceChecked, GuardVerdict, Released
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,16 +82,14 @@ def release(
     if draft is not None and draft.conclusion is not None and draft.conclusion.strip():
         ev = check_evidence(draft, ctx.store, ctx.config.min_excerpt_chars)
         ctx.trace.emit(
-            EventKind.GUARD_VERDICT,
-            guard=GuardName.EVIDENCE,
-            verdict=SemanticVerdict.SUPPORTED if ev.passed else SemanticVerdict.UNSUPPORTED,
-            detail="; ".join(ev.problems)[:300] or None,
+            EvidenceChecked(
+                verdict=EvidenceCheck.PASSED if ev.passed else EvidenceCheck.FAILED,
+                detail="; ".join(ev.problems)[:300] or None,
+            )
         )
         if ev.passed:
             sem = review(ctx, guard_model, question, draft, ev.verified)
-            ctx.trace.emit(
-                EventKind.GUARD_VERDICT, guard=GuardName.SEMANTIC, verdict=sem.verdict, detail=sem.reason[:300]
-            )
+            ctx.trace.emit(GuardVerdict(verdict=sem.verdict, detail=sem.reason[:300]))
             if sem.verdict is SemanticVerdict.SUPPORTED:
                 return _emit(
                     ctx,
@@ -156,10 +154,11 @@ def release(
 
 def _emit(ctx: RunContext, decision: ReleaseDecision) -> ReleaseDecision:
     ctx.trace.emit(
-        EventKind.RELEASED,
-        outcome=decision.outcome,
-        fallback_kind=decision.fallback_kind,
-        stop_reason=decision.stop_reason,
-        detail=decision.reason[:300],
+        Released(
+            outcome=decision.outcome,
+            fallback_kind=decision.fallback_kind,
+            stop_reason=decision.stop_reason,
+            detail=decision.reason[:300],
+        )
     )
     return decision

@@ -10,7 +10,7 @@ from dataclasses import replace
 from harness.context import RunContext
 from harness.contracts import ModelErrorKind, ModelPurpose
 from harness.models.base import ChatModel, ChatRequest, ModelCallError, ModelResponse
-from harness.trace import EventKind
+from harness.trace import ModelCall
 
 Sleep = Callable[[float], None]
 
@@ -68,12 +68,13 @@ def call_model(
         except ModelCallError as err:
             ctx.transcript.failure(request.purpose, err)
             ctx.trace.emit(
-                EventKind.MODEL_CALL,
-                purpose=request.purpose,
-                attempt=attempt,
-                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
-                error_kind=err.kind,
-                detail=str(err)[:300],
+                ModelCall(
+                    purpose=request.purpose,
+                    attempt=attempt,
+                    latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                    error_kind=err.kind,
+                    detail=str(err)[:300],
+                )
             )
             if err.kind is ModelErrorKind.TIMEOUT and cut_by_deadline:
                 raise DeadlineReached(err, attempt) from err
@@ -96,11 +97,12 @@ def call_model(
         ctx.usage.input_tokens += usage.input_tokens
         ctx.usage.output_tokens += usage.output_tokens
         ctx.trace.emit(
-            EventKind.MODEL_CALL,
-            purpose=request.purpose,
-            attempt=attempt,
-            input_tokens=usage.input_tokens,
-            output_tokens=usage.output_tokens,
-            latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+            ModelCall(
+                purpose=request.purpose,
+                attempt=attempt,
+                input_tokens=usage.input_tokens,
+                output_tokens=usage.output_tokens,
+                latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+            )
         )
         return response

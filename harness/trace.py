@@ -1,14 +1,22 @@
-"""The audit trace: typed metadata events, never raw payloads (BRIEF §6)."""
+"""The audit trace: typed metadata events, never raw payloads (BRIEF §6).
+
+One frozen dataclass per event kind; `Trace.emit(event)` stamps its position and time. Consumers
+pattern-match on the classes (`match e: case ToolInvocation(scope=s): ...`). The columns of the
+`events` table are the union of the event fields (`event_columns()`), kept in step by a test.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 
 from harness.contracts import (
     BudgetKind,
+    EvidenceCheck,
     EvidenceStatus,
     FallbackKind,
     GainProducer,
@@ -25,9 +33,29 @@ from harness.contracts import (
     _StrEnum,
 )
 
+__all__ = [
+    "EVENT_TYPES",
+    "BudgetExhausted",
+    "CollectionStopped",
+    "DraftReceived",
+    "EventKind",
+    "EvidenceChecked",
+    "GainApplied",
+    "GuardVerdict",
+    "ModelCall",
+    "Released",
+    "RunStarted",
+    "StopRequiredDelivered",
+    "ToolInvocation",
+    "ToolRequestRejected",
+    "Trace",
+    "TraceEvent",
+    "event_columns",
+]
+
 
 class EventKind(_StrEnum):
-    """Every kind of event a run can log."""
+    """Every kind of event a run can log (one event class each)."""
 
     RUN_STARTED = "RUN_STARTED"
     MODEL_CALL = "MODEL_CALL"
@@ -38,70 +66,231 @@ class EventKind(_StrEnum):
     COLLECTION_STOPPED = "COLLECTION_STOPPED"
     BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
     DRAFT_RECEIVED = "DRAFT_RECEIVED"
+    EVIDENCE_CHECKED = "EVIDENCE_CHECKED"
     GUARD_VERDICT = "GUARD_VERDICT"
     RELEASED = "RELEASED"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TraceEvent:
-    """One audit record. Fields not relevant to a kind stay None."""
+    """What every audit record has: its position and time (stamped by `Trace.emit`)."""
 
-    seq: int
-    """Position in the run's trace, from 0."""
-    kind: EventKind
-    """What happened."""
-    t_ms: float
+    kind: ClassVar[EventKind]
+    """What happened (fixed per event class)."""
+    seq: int = -1
+    """Position in the run's trace, from 0 (-1 until emitted)."""
+    t_ms: float = 0.0
     """Milliseconds since the run started."""
-    tool_call_id: str | None = None
-    """The tool call this event is about."""
-    tool: str | None = None
-    """Tool name for tool events."""
-    scope: str | None = None
-    """Normalised scope for tool events."""
-    invocation_status: InvocationStatus | None = None
-    """COMPLETED / FAILED for TOOL_INVOCATION, REJECTED for rejections."""
-    evidence_status: EvidenceStatus | None = None
-    """EVIDENCE / NO_EVIDENCE of a completed invocation."""
-    count: int | None = None
-    """Records returned by the backend."""
-    truncated: bool | None = None
-    """Whether the observation or result was cut."""
-    observation_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunStarted(TraceEvent):
+    """A run began."""
+
+    kind: ClassVar[EventKind] = EventKind.RUN_STARTED
+    model: str
+    """The diagnosis model's name."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelCall(TraceEvent):
+    """One model call attempt (diagnosis loop or SemanticGuard), answered or failed."""
+
+    kind: ClassVar[EventKind] = EventKind.MODEL_CALL
+    purpose: ModelPurpose
+    """Diagnosis loop or semantic guard."""
+    attempt: int
+    """Attempt number of this call, from 1."""
+    latency_ms: float
+    """Duration of the attempt."""
+    input_tokens: int | None = None
+    """Prompt tokens reported by the endpoint (None when the attempt failed)."""
+    output_tokens: int | None = None
+    """Completion tokens reported by the endpoint (None when the attempt failed)."""
+    error_kind: ModelErrorKind | None = None
+    """Classification of a failed attempt (None when answered)."""
+    detail: str | None = None
+    """The failure message of a failed attempt."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolInvocation(TraceEvent):
+    """An admitted tool request reached the backend (completed or failed)."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL_INVOCATION
+    tool_call_id: str
+    """The tool call invoked."""
+    tool: str
+    """Tool name."""
+    scope: str
+    """Normalised scope."""
+    invocation_status: InvocationStatus
+    """COMPLETED or FAILED."""
+    observation_bytes: int
     """Size of the observation handed to the model."""
-    rejection: RejectionReason | None = None
-    """Why a request was rejected."""
+    latency_ms: float
+    """Duration of the backend call."""
+    evidence_status: EvidenceStatus | None = None
+    """EVIDENCE / NO_EVIDENCE of a completed invocation (None when it failed)."""
+    count: int | None = None
+    """Records returned by the backend (None when it failed)."""
+    truncated: bool | None = None
+    """Whether the observation was cut (None when it failed)."""
+    detail: str | None = None
+    """The failure message of a failed invocation."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolRequestRejected(TraceEvent):
+    """A tool request the Harness answered without running it."""
+
+    kind: ClassVar[EventKind] = EventKind.TOOL_REQUEST_REJECTED
+    tool_call_id: str
+    """The tool call rejected."""
+    tool: str
+    """The requested tool name (as sent, cut to 100 characters)."""
+    rejection: RejectionReason
+    """Why it was rejected."""
+    scope: str | None = None
+    """Normalised scope, when the input was valid."""
     violation: ViolationKind | None = None
     """The protocol violation kind, for protocol rejections."""
-    gain: InformationGain | None = None
-    """Applied gain value."""
-    producer: GainProducer | None = None
-    """Who produced the gain."""
-    stop_reason: StopReason | None = None
-    """Stop reason for STOP_REQUIRED / COLLECTION_STOPPED / RELEASED."""
-    budget: BudgetKind | None = None
-    """Which budget ran out."""
-    purpose: ModelPurpose | None = None
-    """Diagnosis loop or semantic guard, for MODEL_CALL."""
-    attempt: int | None = None
-    """Attempt number of a model call, from 1."""
-    input_tokens: int | None = None
-    """Prompt tokens reported by the model endpoint."""
-    output_tokens: int | None = None
-    """Completion tokens reported by the model endpoint."""
-    latency_ms: float | None = None
-    """Duration of the model call or tool invocation."""
-    error_kind: ModelErrorKind | None = None
-    """Classification of a failed model call."""
-    guard: GuardName | None = None
-    """Which guard gave a verdict."""
-    verdict: SemanticVerdict | None = None
-    """The guard verdict (EvidenceGuard maps pass/fail to SUPPORTED/UNSUPPORTED)."""
-    outcome: ReleaseOutcome | None = None
-    """The released outcome."""
-    fallback_kind: FallbackKind | None = None
-    """The released fallback kind."""
     detail: str | None = None
-    """A short human-readable note (error message, violation text); never payload data."""
+    """The violation text, for protocol rejections."""
+    invocation_status: InvocationStatus = InvocationStatus.REJECTED
+    """Always REJECTED (the column shared with TOOL_INVOCATION)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GainApplied(TraceEvent):
+    """An information gain was applied to a pending invocation."""
+
+    kind: ClassVar[EventKind] = EventKind.GAIN_APPLIED
+    tool_call_id: str
+    """The invocation the gain was applied to."""
+    gain: InformationGain
+    """The gain value."""
+    producer: GainProducer
+    """Who produced it (the agent's envelope or the Harness)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StopRequiredDelivered(TraceEvent):
+    """The observation of this call delivered STOP_REQUIRED."""
+
+    kind: ClassVar[EventKind] = EventKind.STOP_REQUIRED_DELIVERED
+    tool_call_id: str
+    """The call whose answer carries it."""
+    stop_reason: StopReason
+    """Why the collection must stop."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CollectionStopped(TraceEvent):
+    """A tool request after STOP_REQUIRED: the controlled stop."""
+
+    kind: ClassVar[EventKind] = EventKind.COLLECTION_STOPPED
+    tool_call_id: str
+    """The request that ended the collection."""
+    stop_reason: StopReason | None
+    """The stop reason that stands."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BudgetExhausted(TraceEvent):
+    """A hard budget stopped the run."""
+
+    kind: ClassVar[EventKind] = EventKind.BUDGET_EXHAUSTED
+    budget: BudgetKind
+    """Which budget ran out."""
+    stop_reason: StopReason = StopReason.BUDGET_LIMIT_REACHED
+    """Always BUDGET_LIMIT_REACHED (an earlier stop reason may still stand on the tracker)."""
+    tool_call_id: str | None = None
+    """The tool call that ran into it, if a tool call did."""
+    detail: str | None = None
+    """A short note (what ran into the budget)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DraftReceived(TraceEvent):
+    """The model's final message (no tool calls) was read as a Draft."""
+
+    kind: ClassVar[EventKind] = EventKind.DRAFT_RECEIVED
+    draft_valid: bool
+    """Whether it parsed as a valid Draft."""
+    detail: str | None = None
+    """Why it is not a valid Draft (None when valid)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EvidenceChecked(TraceEvent):
+    """The EvidenceGuard's verdict on the Draft's citations."""
+
+    kind: ClassVar[EventKind] = EventKind.EVIDENCE_CHECKED
+    verdict: EvidenceCheck
+    """PASSED or FAILED."""
+    detail: str | None = None
+    """The problems found (None when it passed)."""
+    guard: GuardName = GuardName.EVIDENCE
+    """Always EVIDENCE (the column shared with GUARD_VERDICT)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GuardVerdict(TraceEvent):
+    """The SemanticGuard's verdict on the conclusion."""
+
+    kind: ClassVar[EventKind] = EventKind.GUARD_VERDICT
+    verdict: SemanticVerdict
+    """SUPPORTED, UNSUPPORTED or NEEDS_MORE_EVIDENCE."""
+    detail: str | None = None
+    """The guard's reason."""
+    guard: GuardName = GuardName.SEMANTIC
+    """Always SEMANTIC."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Released(TraceEvent):
+    """The run's single published outcome."""
+
+    kind: ClassVar[EventKind] = EventKind.RELEASED
+    outcome: ReleaseOutcome
+    """The released outcome."""
+    stop_reason: StopReason | None
+    """The Harness stop reason, if it stopped the loop."""
+    fallback_kind: FallbackKind | None = None
+    """The fallback kind, for FALLBACK."""
+    detail: str | None = None
+    """Why this outcome, in one line."""
+
+
+EVENT_TYPES: tuple[type[TraceEvent], ...] = (
+    RunStarted,
+    ModelCall,
+    ToolInvocation,
+    ToolRequestRejected,
+    GainApplied,
+    StopRequiredDelivered,
+    CollectionStopped,
+    BudgetExhausted,
+    DraftReceived,
+    EvidenceChecked,
+    GuardVerdict,
+    Released,
+)
+"""Every event class, one per EventKind."""
+
+
+def event_columns() -> tuple[str, ...]:
+    """The `events` table's columns: `kind`, then the union of every event class's fields, in first-seen order."""
+    names: list[str] = ["kind"]
+    for cls in EVENT_TYPES:
+        for f in dataclasses.fields(cls):
+            if f.name not in names:
+                names.append(f.name)
+    return tuple(names)
+
+
+E = TypeVar("E", bound=TraceEvent)
 
 
 class Trace:
@@ -114,17 +303,14 @@ class Trace:
         self._lock = threading.Lock()
         self._t0 = time.perf_counter()
 
-    def emit(self, kind: EventKind, **fields: object) -> TraceEvent:
-        """Append an event of `kind` with the given metadata fields."""
+    def emit(self, event: E) -> E:
+        """Append `event`, stamped with its position and time; returns the stamped event."""
         with self._lock:
-            event = TraceEvent(
-                len(self._events),
-                kind,
-                round((time.perf_counter() - self._t0) * 1000.0, 3),
-                **fields,  # type: ignore[arg-type]
+            stamped = dataclasses.replace(
+                event, seq=len(self._events), t_ms=round((time.perf_counter() - self._t0) * 1000.0, 3)
             )
-            self._events.append(event)
-        return event
+            self._events.append(stamped)
+        return stamped
 
     @property
     def events(self) -> tuple[TraceEvent, ...]:
@@ -132,9 +318,9 @@ class Trace:
         with self._lock:
             return tuple(self._events)
 
-    def of(self, kind: EventKind) -> list[TraceEvent]:
-        """Events of one kind, in order."""
-        return [e for e in self.events if e.kind is kind]
+    def of(self, cls: type[E]) -> list[E]:
+        """Events of one class, in order."""
+        return [e for e in self.events if isinstance(e, cls)]
 
     def __iter__(self) -> Iterator[TraceEvent]:
         return iter(self.events)

@@ -20,7 +20,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from harness import __version__
-from runners import interrupts, settings, tables
+from runners.analysis import tables
+from runners.plan import settings
+from runners.plan.executor import Executor
+from runners.plan.rules import MAX_CONCURRENCY, MAX_EPOCHS, UsageError
+from runners.run import interrupts
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3
@@ -30,13 +34,6 @@ EXIT_STORAGE = 74
 
 out = tables.make_console()
 err = tables.make_console(stderr=True)
-
-MAX_EPOCHS = 10_000
-MAX_CONCURRENCY = 1_024
-
-
-class UsageError(Exception):
-    """Unusable input: printed as one line, exit 2."""
 
 
 def _fail(message: str) -> NoReturn:
@@ -143,7 +140,7 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
 
 
 def _shard_arg(text: str) -> Any:
-    from runners.shard import ShardError, ShardSpec
+    from runners.plan.shard import ShardError, ShardSpec
 
     try:
         return ShardSpec.parse(text)
@@ -160,7 +157,7 @@ def _label_arg(text: str) -> str:
 
 
 def _run_id_arg(text: str) -> str:
-    from runners.shard import ShardError, check_run_id
+    from runners.plan.shard import ShardError, check_run_id
 
     try:
         return check_run_id(text)
@@ -170,7 +167,7 @@ def _run_id_arg(text: str) -> str:
 
 def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     # Execution options say where and how the work runs; none of them is a setting, so none changes
-    # what a run measures (runners/settings.py stays the one declaration of those).
+    # what a run measures (runners/plan/settings.py stays the one declaration of those).
     what = "sweep" if sweep else "run"
     g = p.add_argument_group("execution (never part of a run's settings)")
     g.add_argument("--shard", type=_shard_arg, default=None, metavar="I/N",
@@ -180,10 +177,14 @@ def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g.add_argument("--run-id", type=_run_id_arg, default=None, metavar="NAME",
                    help=f"name the {what}: its id becomes {'sw-NAME' if sweep else 'br-NAME'} on every machine"
                         " (required with --shard; e.g. the CI run number)")  # fmt: skip
-    g.add_argument("--executor", default="local", choices=["local", "processes", "ray"],
+    g.add_argument("--executor", default=Executor.LOCAL.value, choices=[e.value for e in Executor],
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
+    g.add_argument("--agent", default="native", choices=["native", "pydantic-ai", "openai-agents"],
+                   help="the agent loop each case run goes through: native (run_diagnosis, default), pydantic-ai"
+                        " or openai-agents (that framework's agent over the case's model, the Harness through its"
+                        " adapter; needs the `adapters` extra, which make venv installs)")  # fmt: skip
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
                         " default: start a local instance")  # fmt: skip
@@ -194,7 +195,7 @@ _RAY_EXTRA = "pip install 'harness-bench[ray]'"
 
 # -- checks before any file is created ----------------------------------------------------------
 def _check_db(path: Path, *, must_exist: bool) -> None:
-    from runners.metrics_db import check_database_file
+    from runners.store.metrics_db import check_database_file
 
     check_database_file(path, must_exist=must_exist)
 
@@ -207,61 +208,42 @@ def _check_output_file(flag: str, path: Path) -> None:
             _fail(f"{flag} {path}: {parent} is a file, not a folder")
 
 
-def _check_cassette_flags(args: argparse.Namespace, model: str) -> None:
-    if args.record_mode is not None and args.cassettes is None:
-        _fail(f"--record-mode {args.record_mode} needs --cassettes DIR")
-    if args.cassettes is not None:
-        if not model.startswith("openai:"):
-            _fail(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
-        if args.cassettes.exists() and not args.cassettes.is_dir():
-            _fail(f"--cassettes {args.cassettes} is a file, not a folder")
-        if (args.record_mode or "none") == "none" and not args.cassettes.is_dir():
-            _fail(f"--cassettes {args.cassettes}: no such folder; a replay (--record-mode none) reads recorded"
-                  " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
-
-
-def _check_endpoint_url(base_url: str | None, *, replay: bool) -> None:
-    """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused before anything runs
-    (a live run's --base-url is the preflight's to check; a replay makes no preflight)."""
-    import os
-    from urllib.parse import urlsplit
-
-    if base_url and not replay:
-        return
-    source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
-    if not url:
-        return
-    try:
-        parts = urlsplit(url)
-        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
-    except ValueError:
-        ok = False
-    if not ok:
-        shown = url if len(url) <= 80 else url[:80] + "…"
-        _fail(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
-
-
-def _check_resume_flags(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
-    """With --resume every setting is restored: refuse flags that would be ignored; return the endpoint
-    settings given (a new base URL or key variable may replace the stored one)."""
-    given = settings.given(args)
+def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
+    """The flags given with --resume that a resume would ignore (every setting but the endpoint ones, and the
+    run options the stored run fixes)."""
     decl = settings.declaration()
-    refused = [decl[name].flag for name in given if not decl[name].endpoint]
-    refused += [
-        flag for flag, value in (
-            ("--evalset", args.evalset), ("--case", args.case), ("--label", args.label), ("--epochs", args.epochs),
-            ("--cassettes", args.cassettes), ("--record-mode", args.record_mode), ("--shard", args.shard),
-            ("--run-id", args.run_id), ("--no-transcripts", None if args.transcripts else True),
-        ) if value is not None
-    ]  # fmt: skip
-    if refused:
-        _fail(f"--resume {args.resume} restores the stored settings; remove {', '.join(refused)}")
-    return {k: v for k, v in given.items() if decl[k].endpoint}
+    refused: dict[str, object] = {decl[n].flag: v for n, v in settings.given(args).items() if not decl[n].endpoint}
+    refused |= {
+        "--evalset": args.evalset, "--case": args.case, "--label": args.label, "--epochs": args.epochs,
+        "--cassettes": args.cassettes, "--record-mode": args.record_mode, "--shard": args.shard,
+        "--run-id": args.run_id, "--no-transcripts": None if args.transcripts else True,
+    }  # fmt: skip
+    return refused
+
+
+def _check_request(args: argparse.Namespace, model: str, base_url: str | None) -> None:
+    """Every flag rule (runners/plan/rules.py) before anything is opened or written."""
+    from runners.plan.executor import Executor
+    from runners.plan.rules import RunRequest, check_run_request
+
+    check_run_request(RunRequest(
+        model=model, base_url=base_url, epochs=args.epochs, concurrency=args.concurrency, cassettes=args.cassettes,
+        record_mode=args.record_mode, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
+        ray_address=args.ray_address, resume=args.resume,
+        resume_refused=_resume_refused(args) if args.resume else {},
+    ))  # fmt: skip
+
+
+def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
+    """The endpoint settings given with --resume (a new base URL or key variable replaces the stored one)."""
+    decl = settings.declaration()
+    return {k: v for k, v in settings.given(args).items() if decl[k].endpoint}
 
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
-    from runners.bench import BenchOptions
-    from runners.executors import Executor
+    from runners.plan.agent import AgentFramework
+    from runners.plan.options import BenchOptions
+    from runners.run.executors import Executor
 
     run_settings = run_settings or settings.RunSettings.of()
     return BenchOptions(
@@ -270,26 +252,14 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
         config=run_settings.config,
         model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
         keep_runs=False, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
-        ray_address=args.ray_address, transcripts=args.transcripts,
+        ray_address=args.ray_address, transcripts=args.transcripts, agent=AgentFramework(args.agent),
     )  # fmt: skip
-
-
-def _check_execution_flags(args: argparse.Namespace) -> None:
-    """--shard needs a shared name, --ray-address needs Ray, Ray needs to be installed."""
-    from runners.executors import Executor, check_available
-
-    if args.shard is not None and args.run_id is None and not args.resume:  # --resume names --shard itself
-        _fail(f"--shard {args.shard} needs --run-id NAME, the same on every shard (e.g. the CI run number),"
-              " so that the shards' files merge into one run")  # fmt: skip
-    if args.ray_address is not None and args.executor != Executor.RAY:
-        _fail(f"--ray-address {args.ray_address} applies to --executor ray only")
-    check_available(Executor(args.executor))
 
 
 def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column: str) -> None:
     """A named run must not reuse an id already in --db (checked read-only, before anything is written)."""
-    from runners.metrics_db import connect
-    from runners.shard import refuse_existing
+    from runners.plan.shard import refuse_existing
+    from runners.store.metrics_db import connect
 
     if not args.db.exists():
         return
@@ -305,7 +275,7 @@ def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column:
 
 # -- commands -------------------------------------------------------------------------------------
 def cmd_cases(args: argparse.Namespace) -> int:
-    from runners.bench import select_cases
+    from runners.plan.run_plan import select_cases
 
     cases = select_cases(args.evalset or [], args.case or [])
     out.print(tables.cases_table(cases, out.width))
@@ -313,8 +283,8 @@ def cmd_cases(args: argparse.Namespace) -> int:
 
 
 def _print_family_table(db: Path, bench_run_id: str) -> None:
-    from runners.bench import family_rows
-    from runners.metrics_db import connect
+    from runners.run.bench import family_rows
+    from runners.store.metrics_db import connect
 
     con = connect(db, read_only=True)
     try:
@@ -344,7 +314,7 @@ def _say_resume(commands: Sequence[str]) -> None:
 
 def _claim(db: Path) -> None:
     """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
-    from runners.metrics_db import connect, mark_stale_runs, stale_runs
+    from runners.store.metrics_db import connect, mark_stale_runs, stale_runs
 
     if not db.exists():
         return  # nothing to claim; not creating it here lets a failed preflight leave no file behind
@@ -393,13 +363,14 @@ def _storage_failed(what: str, command: str, db: Path, run_id: str, error: str, 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runners.bench import BenchOptions, check_options, load_resume, run_bench
-    from runners.executors import Executor
-    from runners.metrics_db import connect
+    from runners.plan.options import BenchOptions
+    from runners.run.bench import check_options, load_resume, run_bench
+    from runners.run.executors import Executor
+    from runners.store.metrics_db import connect
 
-    _check_execution_flags(args)
     if args.resume:
-        overrides = _check_resume_flags(args)
+        _check_request(args, "", None)
+        overrides = _resume_overrides(args)
         _check_db(args.db, must_exist=True)
         opts = BenchOptions(db=args.db, resume=args.resume, concurrency=args.concurrency, keep_runs=False,
                             max_in_flight=args.max_in_flight, resume_overrides=overrides,
@@ -413,15 +384,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         shard_spec = resumed.shard
     else:
         run_settings = settings.settings_from_args(args)
-        _check_cassette_flags(args, run_settings.model_settings.model)
-        if run_settings.model_settings.model.startswith("openai:"):
-            _check_endpoint_url(run_settings.model_settings.base_url, replay=args.cassettes is not None)
+        _check_request(args, run_settings.model_settings.model, run_settings.model_settings.base_url)
         _check_db(args.db, must_exist=False)
         opts = _bench_options(args, run_settings, epochs=1)
         check_options(opts)
         shard_spec = opts.shard
         if args.run_id:
-            from runners.shard import bench_run_id
+            from runners.plan.shard import bench_run_id
 
             new_id = bench_run_id(args.run_id, run_settings, in_sweep=False)
             _check_new_ids(args, [new_id], "bench_runs", "bench_run_id")
@@ -515,9 +484,9 @@ def _name_run(intr: interrupts.Interrupts, command: str, db: Path, run_id: str) 
 
 
 def cmd_serve_sim(args: argparse.Namespace) -> int:
-    from runners.bench import select_cases
-    from runners.profiles import trajectory_for_model
-    from runners.simulator import SimulatorServer
+    from runners.domain.profiles import trajectory_for_model
+    from runners.endpoints.simulator import SimulatorServer
+    from runners.plan.run_plan import select_cases
 
     cases = select_cases(args.evalset or [], args.case or [])
     try:
@@ -544,15 +513,15 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from runners.bench import BenchOptions
-    from runners.executors import Executor
-    from runners.metrics_db import connect
-    from runners.preflight import preflight
-    from runners.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
+    from runners.plan.options import BenchOptions
+    from runners.run.executors import Executor
+    from runners.run.preflight import preflight
+    from runners.run.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
+    from runners.store.metrics_db import connect
 
-    _check_execution_flags(args)
     if args.resume:
-        overrides = _check_resume_flags(args)
+        _check_request(args, "", None)
+        overrides = _resume_overrides(args)
         _check_db(args.db, must_exist=True)
         base = BenchOptions(db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
                             keep_runs=False, resume_overrides=overrides, executor=Executor(args.executor),
@@ -565,15 +534,13 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         grid = SweepGrid()
     else:
         base_settings = settings.settings_from_args(args)
-        _check_cassette_flags(args, base_settings.model_settings.model)
-        if base_settings.model_settings.model.startswith("openai:"):
-            _check_endpoint_url(base_settings.model_settings.base_url, replay=args.cassettes is not None)
+        _check_request(args, base_settings.model_settings.model, base_settings.model_settings.base_url)
         _check_db(args.db, must_exist=False)
         base = _bench_options(args, base_settings, epochs=3)
         grid = SweepGrid(settings.axes_from_args(args))
         check_sweep(grid, base)
         if args.run_id:
-            from runners.shard import sweep_id
+            from runners.plan.shard import sweep_id
 
             _check_new_ids(args, [sweep_id(args.run_id)], "sweeps", "sweep_id")
         preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
@@ -609,12 +576,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_recommend(args: argparse.Namespace) -> int:
-    from runners.metrics_db import connect
-    from runners.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
-    from runners.sweep import sweep_ids
+    from runners.analysis.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
+    from runners.run.sweep import sweep_ids
+    from runners.store.metrics_db import connect
 
-    if not 0.0 <= args.margin <= 1.0:
-        _fail(f"--margin {args.margin:g}: a rate margin must be within [0, 1] (0.02 = 2 points)")
     con = connect(args.db, read_only=True)
     try:
         known = sweep_ids(con)
@@ -639,8 +604,8 @@ def cmd_recommend(args: argparse.Namespace) -> int:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    from runners.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
-    from runners.metrics_db import connect
+    from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
+    from runners.store.metrics_db import connect
 
     _check_output_file("--summary", args.summary)
     _check_output_file("--junit", args.junit)
@@ -673,7 +638,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
         _fail(str(exc))
     finally:
         con.close()
-    from runners.gate import Verdict, evaluate_sequential, plan
+    from runners.analysis.gate import Verdict, evaluate_sequential, plan
 
     common: dict[str, Any] = dict(k=args.k, max_recall_drop=args.max_recall_drop,
                                   max_cost_increase=args.max_cost_increase, alpha=args.alpha,
@@ -689,7 +654,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
     if args.plan:  # advice only: no verdict, nothing written
         _say(plan(result, args.target_mde or args.max_mde))
         return EXIT_OK
-    from runners._files import OutputWriteError
+    from runners.store._files import OutputWriteError
 
     if result.verdict is Verdict.INCONCLUSIVE:
         verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
@@ -708,7 +673,7 @@ def cmd_gate(args: argparse.Namespace) -> int:
 
 
 def _check_power_flags(args: argparse.Namespace) -> None:
-    from runners.gate import GateInputError, sequential_looks
+    from runners.analysis.gate import GateInputError, sequential_looks
 
     if args.target_mde is not None and not 0.0 < args.target_mde <= 1.0:
         raise GateInputError(f"--target-mde {args.target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
@@ -721,13 +686,11 @@ def _check_power_flags(args: argparse.Namespace) -> None:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from runners.metrics_db import connect
-    from runners.recommend import Objective, Rule
-    from runners.report import build_report
-    from runners.sweep import sweep_ids
+    from runners.analysis.recommend import Objective, Rule
+    from runners.analysis.report import build_report
+    from runners.run.sweep import sweep_ids
+    from runners.store.metrics_db import connect
 
-    if not 0.0 <= args.margin <= 1.0:
-        _fail(f"--margin {args.margin:g}: a rate margin must be within [0, 1] (0.02 = 2 points)")
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
@@ -756,7 +719,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from runners.merge import merge
+    from runners.store.merge import merge
 
     summary = merge(args.out, args.shards, partial=args.partial)
     for line in summary.runs + summary.sweeps:
@@ -769,7 +732,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
-    from runners.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
+    from runners.store.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
 
     check_database_file(args.db, must_exist=True)
     before = connect(args.db, read_only=True, upgrade=False)
@@ -784,7 +747,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from runners.evalset import json_schema
+    from runners.domain.evalset import json_schema
 
     sys.stdout.write(json_schema())
     return EXIT_OK
@@ -796,6 +759,31 @@ def _sub(sub: Any, name: str, summary: str, description: str | None = None) -> a
         name, help=summary.replace("%", "%%"), description=description or summary + "."
     )
     return parser
+
+
+def _margin_arg(text: str) -> float:
+    from runners.analysis.choices import RecommendInputError, check_margin
+
+    try:
+        return check_margin(float(text))
+    except RecommendInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--margin ")) from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
+    """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
+    from runners.analysis.choices import DEFAULT_MARGIN, Objective, Rule
+
+    p.add_argument("--objective", default=Objective.TOKENS.value, choices=[o.value for o in Objective],
+                   help=f"what 'cheapest' means (default {Objective.TOKENS.value})")  # fmt: skip
+    p.add_argument("--rule", default=Rule.NON_INFERIORITY.value, choices=[r.value for r in Rule],
+                   help="non-inferiority: the cheapest configuration shown within --margin of the best recall and"
+                        " honest fallback (default); max-recall: the highest recall first")  # fmt: skip
+    p.add_argument("--margin", type=_margin_arg, default=DEFAULT_MARGIN, metavar="RATE",
+                   help=f"non-inferiority margin in [0, 1] (default {DEFAULT_MARGIN:g} ="
+                        f" {DEFAULT_MARGIN * 100:g} points)")  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -835,17 +823,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
     p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
     p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
-    p.add_argument(
-        "--objective", default="tokens", choices=["tokens", "tool_invocations", "model_calls", "wasted"],
-        help="what 'cheapest' means (default tokens)",
-    )  # fmt: skip
-    p.add_argument(
-        "--rule", default="non-inferiority", choices=["non-inferiority", "max-recall"],
-        help="non-inferiority: the cheapest configuration shown within --margin of the best recall and honest "
-        "fallback (default); max-recall: the highest recall first",
-    )  # fmt: skip
-    p.add_argument("--margin", type=float, default=0.02, metavar="RATE",
-                   help="non-inferiority margin in [0, 1] (default 0.02 = 2 points)")  # fmt: skip
+    _add_recommend_choices(p)
     p.set_defaults(func=cmd_recommend)
 
     p = _sub(
@@ -861,8 +839,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
     p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
     p.add_argument(
-        "--max-recall-drop", type=float, default=0.0, metavar="RATE",
-        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0)",
+        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=float, default=0.0, metavar="RATE",
+        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0; --max-recall-drop is the old"
+        " name: the gate compares pass rates, not recommend's SUCCESS share)",
     )  # fmt: skip
     p.add_argument(
         "--max-cost-increase", type=float, default=0.25, metavar="RATE",
@@ -907,14 +886,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
     p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
-    p.add_argument(
-        "--objective", default="tokens", choices=["tokens", "tool_invocations", "model_calls", "wasted"],
-        help="what 'cheapest' means for the recommendation (default tokens)",
-    )  # fmt: skip
-    p.add_argument("--rule", default="non-inferiority", choices=["non-inferiority", "max-recall"],
-                   help="decision rule of the recommendation (see `recommend --help`)")  # fmt: skip
-    p.add_argument("--margin", type=float, default=0.02, metavar="RATE",
-                   help="non-inferiority margin in [0, 1] (default 0.02 = 2 points)")  # fmt: skip
+    _add_recommend_choices(p)
     p.set_defaults(func=cmd_report)
 
     p = _sub(sub, "merge", "merge shard files (or any harness-bench databases) into one DuckDB file",
@@ -959,7 +931,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_OK
     if args.command in ("run", "sweep"):
-        # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/interrupts.py); the
+        # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/run/interrupts.py); the
         # command stops, keeps finished case runs and exits 130 or 143 with the resume command.
         with interrupts.installed() as args.interrupts:
             return _dispatch(args)
@@ -970,10 +942,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; unusable input is one line and exit 2."""
     import duckdb
 
-    from runners._files import OutputWriteError
-    from runners.bench import BenchInputError
-    from runners.evalset import EvalSetError
-    from runners.metrics_db import MetricsDbError, MetricsWriteError
+    from runners.domain.evalset import EvalSetError
+    from runners.plan.rules import BenchInputError
+    from runners.store._files import OutputWriteError
+    from runners.store.metrics_db import MetricsDbError, MetricsWriteError
 
     try:
         result: int = args.func(args)

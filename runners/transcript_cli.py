@@ -57,20 +57,20 @@ def register(sub: Any, make: Any) -> None:
 
 
 def _fail(message: str) -> Any:
-    from runners.cli import UsageError
+    from runners.plan.rules import UsageError
 
     raise UsageError(message)
 
 
 def _open(db: Path) -> Any:
-    from runners.metrics_db import connect
+    from runners.store.metrics_db import connect
 
     return connect(db, read_only=True)
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    from runners.show import render_html, render_text
-    from runners.transcripts import load_case_run, resolve_case_run
+    from runners.analysis.show import render_html, render_text
+    from runners.store.transcripts import load_case_run, resolve_case_run
 
     if args.width < 40:
         _fail(f"--width {args.width}: give at least 40 columns")
@@ -99,7 +99,7 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
-    from runners.transcripts import load_case_run, resolve_case_run
+    from runners.store.transcripts import load_case_run, resolve_case_run
 
     is_run = con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [name]).fetchone()
     kwargs = {"bench_run": name} if is_run else {"label": name}
@@ -107,7 +107,7 @@ def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from runners.show import render_diff
+    from runners.analysis.show import render_diff
 
     if args.width < 40:
         _fail(f"--width {args.width}: give at least 40 columns")
@@ -122,7 +122,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from runners.inspect_export import InspectUnavailable, export_inspect
+    from runners.analysis.inspect_export import InspectUnavailable, export_inspect
 
     if args.bench_run and args.label is not None:
         _fail("give --bench-run or --label, not both")

@@ -24,6 +24,26 @@ ALLOWED_CI_SKIPS: dict[str, str] = {
 }
 
 
+# The bench end to end: subprocesses, servers on 127.0.0.1, sweeps, worker processes, Ray, Chromium. Everything
+# else — the Harness library, the evaluation cases, the bench's modules on their own — is the fast loop
+# (`make test-fast`, `pytest -m "not slow"`); `make test` runs both.
+SLOW_MODULES = frozenset({
+    "test_bad_flags.py", "test_bad_paths.py", "test_bench.py", "test_calibration.py", "test_cassette_faults.py",
+    "test_cassettes.py", "test_ci_skips.py", "test_concurrency.py", "test_deadline_replay.py", "test_full_disk.py",
+    "test_interrupts.py", "test_live_llm.py", "test_multi_call_turns.py", "test_power.py", "test_preflight.py",
+    "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
+    "test_report.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
+    "test_unknown_query_e2e.py", "test_views.py",
+})  # fmt: skip
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test of a module in SLOW_MODULES `slow`."""
+    for item in items:
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+
+
 def _in_ci() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
 

@@ -1,5 +1,5 @@
-"""Every bad flag and path is exit 2 with one line naming it, before any file is created or changed
-(issue 12 item 6). Table-driven over the real CLI, in a folder holding a metrics database, a SQLite
+"""Every bad flag and path is exit 2 with one line naming it, before any file is created or changed.
+Table-driven over the real CLI, in a folder holding a metrics database, a SQLite
 database, a garbage file, a text file and a folder."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
-from runners.metrics_db import connect
+from runners.store.metrics_db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 

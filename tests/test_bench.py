@@ -13,12 +13,14 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from runners.bench import BenchOptions, case_run_id, run_bench
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.metrics_db import MetricsDbError, connect
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import case_run_id, run_bench
+from runners.store.metrics_db import MetricsDbError, connect
 
 ONE = "empty_logs_gateway_timeout_t1"
 
@@ -197,8 +199,9 @@ def test_record_through_serve_sim_then_replay_offline(
     inproc = run_bench(BenchOptions(case_ids=ids, db=tmp_path / "a.duckdb"))
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         recorded = run_bench(BenchOptions(
-            case_ids=ids, db=tmp_path / "b.duckdb", model="openai:scripted", base_url=sim.base_url,
-            api_key_env="HB_SIM_KEY", cassettes=cassettes, record_mode="once",
+            case_ids=ids, db=tmp_path / "b.duckdb",
+            model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY"),
+            cassettes=cassettes, record_mode="once",
         ))  # fmt: skip
     assert _outcomes(recorded.runs) == _outcomes(inproc.runs)
     files = sorted(cassettes.rglob("*.json"))
@@ -207,8 +210,11 @@ def test_record_through_serve_sim_then_replay_offline(
         assert "sk-canary-record-test" not in f.read_text()
     request.getfixturevalue("no_network")
     replayed = run_bench(BenchOptions(
-        case_ids=ids, db=tmp_path / "c.duckdb", model="openai:scripted", base_url="http://127.0.0.1:1/v1",
-        api_key_env="HB_SIM_KEY", cassettes=cassettes, record_mode="none",
+        case_ids=ids, db=tmp_path / "c.duckdb",
+        model_settings=ModelSettings(
+            model="openai:scripted", base_url="http://127.0.0.1:1/v1", api_key_env="HB_SIM_KEY",
+        ),
+        cassettes=cassettes, record_mode="none",
     ))  # fmt: skip
     assert _outcomes(replayed.runs) == _outcomes(inproc.runs)
     assert all(r.result.error is None for r in replayed.runs)
@@ -219,9 +225,13 @@ def test_cassette_miss_names_the_cassette_and_the_rerecord_command(
 ) -> None:
     monkeypatch.setenv("HB_SIM_KEY", "x")
     cassettes = tmp_path / "empty"
+    cassettes.mkdir()  # a replay of a folder that does not exist is refused by the plan (tests/test_plan_rules.py)
     summary = run_bench(BenchOptions(
-        case_ids=[ONE], db=tmp_path / "m.duckdb", model="openai:scripted", base_url="http://127.0.0.1:1/v1",
-        api_key_env="HB_SIM_KEY", cassettes=cassettes, record_mode="none", config=_cfg(no_gain_threshold=3),
+        case_ids=[ONE], db=tmp_path / "m.duckdb",
+        model_settings=ModelSettings(
+            model="openai:scripted", base_url="http://127.0.0.1:1/v1", api_key_env="HB_SIM_KEY",
+        ),
+        cassettes=cassettes, record_mode="none", config=_cfg(no_gain_threshold=3),
     ))  # fmt: skip
     (run,) = summary.runs
     assert not run.passed

@@ -28,11 +28,11 @@ from harness.evidence_guard import VerifiedEvidence
 from harness.interceptor import HarnessToolInterceptor
 from harness.models.base import ChatRequest, ModelCallError, ModelResponse, ToolCallRequest
 from harness.models.openai_model import OpenAIChatModel
-from harness.progress import DiagnosisProgressTracker, PreviousObservation
 from harness.prompts import DiagnosisTask
 from harness.semantic_guard import review
-from harness.tools.db_query import DatabaseQuery, TableFixture
 from harness.trace import EventKind
+from harness.tracker import DiagnosisProgressTracker, PreviousObservation
+from runners.domain.tools.db_query import DatabaseQuery, TableFixture
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool, call
 

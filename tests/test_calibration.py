@@ -1,4 +1,4 @@
-"""Calibration: behaviour profiles, sweeps, recommendation, report, gate, notebook (issue 5)."""
+"""Calibration: behaviour profiles, sweeps, recommendation, report, gate, notebook."""
 
 from __future__ import annotations
 
@@ -11,16 +11,18 @@ import duckdb
 import pytest
 
 from harness.config import HarnessConfig
-from harness.models.scripted import Mistake, ScriptedChatModel
-from runners.bench import BenchOptions, run_bench
-from runners.case_runner import run_case
+from runners.analysis.recommend import Objective, measure, recommend
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.metrics_db import SCHEMA_VERSION, connect, migrate
-from runners.profiles import UnknownProfileError, parse_profile, trajectory_for, trajectory_for_model
-from runners.recommend import Objective, measure, recommend
-from runners.simulator import SimulatorServer
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import UnknownProfileError, parse_profile, trajectory_for, trajectory_for_model
+from runners.domain.scripted import Mistake, ScriptedChatModel
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.case_runner import run_case
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
 LATE = [c for c in load_cases(["diagnosable"]) if "late" in c.id]
@@ -73,12 +75,21 @@ def test_sloppy_fabricator_eager_change_behaviour() -> None:
 def test_serve_sim_plays_profiles_like_in_process(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     cases = load_cases(["diagnosable"])
     monkeypatch.setenv("HB_KEY", "x")
-    inproc = run_bench(BenchOptions(evalsets=["diagnosable"], model="scripted:rewriter?k=2", db=tmp_path / "a.duckdb"))
+    inproc = run_bench(
+        BenchOptions(
+            evalsets=["diagnosable"],
+            model_settings=ModelSettings(model="scripted:rewriter?k=2"),
+            db=tmp_path / "a.duckdb",
+        )
+    )
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         http = run_bench(
             BenchOptions(
-                evalsets=["diagnosable"], model="openai:scripted:rewriter?k=2", base_url=sim.base_url,
-                api_key_env="HB_KEY", db=tmp_path / "b.duckdb",
+                evalsets=["diagnosable"],
+                model_settings=ModelSettings(
+                    model="openai:scripted:rewriter?k=2", base_url=sim.base_url, api_key_env="HB_KEY",
+                ),
+                db=tmp_path / "b.duckdb",
             )
         )  # fmt: skip
     outcome = lambda s: {r.case.id: (r.result.decision.outcome, r.metrics.tool_invocations) for r in s.runs}  # noqa: E731
@@ -92,7 +103,9 @@ def sweep_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     ids = {}
     for model in ("scripted", "scripted:rewriter?k=2"):
         s = run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5)),
-                                   BenchOptions(evalsets=CALIBRATION_SET, model=model, db=db, epochs=2)))  # fmt: skip
+                                   BenchOptions(evalsets=CALIBRATION_SET,
+                                   model_settings=ModelSettings(model=model),
+                                   db=db, epochs=2)))  # fmt: skip
         ids[model] = s.sweep_id
     return db, ids
 
@@ -105,7 +118,7 @@ def test_sweep_recommends_the_known_optimum(sweep_db: tuple[Path, dict[str, str]
         stats = {m: {st.setting("no_gain_threshold"): st for st in measure(con, s)} for m, s in ids.items()}
     finally:
         con.close()
-    # the known optima of the profiles (runners/profiles.py): reference 2, rewriter with k=2 rewrites 4
+    # the known optima of the profiles (runners/domain/profiles.py): reference 2, rewriter with k=2 rewrites 4
     assert recs["scripted"].chosen.setting("no_gain_threshold") == 2
     assert recs["scripted:rewriter?k=2"].chosen.setting("no_gain_threshold") == 4
     # the measured table they follow from: 10 diagnosable cases, 6 of them with late evidence (reached only
@@ -145,7 +158,7 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
         con.execute("SELECT count(*), count(DISTINCT case_run_id) FROM case_runs").fetchone() == (4 * 2 * n_cases,) * 2
     )
     assert con.execute(
-        "SELECT count(DISTINCT config_json) FROM bench_runs WHERE sweep_id = ?", [sweep_id]
+        "SELECT count(DISTINCT settings_json) FROM bench_runs WHERE sweep_id = ?", [sweep_id]
     ).fetchone() == (4,)
     con.close()
 
@@ -159,8 +172,14 @@ def gate_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("gate") / "gate.duckdb"
     for model, label in [("scripted", "base"), ("scripted", "base-again"), ("scripted:sloppy?seed=3", "sloppy"),
                          ("scripted:fabricator?seed=3", "fabricator")]:  # fmt: skip
-        run_bench(BenchOptions(evalsets=GATE_SET, model=model, label=label, db=db, epochs=3))
-    run_bench(BenchOptions(evalsets=["diagnosable"], model="scripted", label="partial", db=db, epochs=3))
+        run_bench(
+            BenchOptions(evalsets=GATE_SET, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3)
+        )
+    run_bench(
+        BenchOptions(
+            evalsets=["diagnosable"], model_settings=ModelSettings(model="scripted"), label="partial", db=db, epochs=3
+        )
+    )
     return db
 
 
@@ -288,10 +307,18 @@ def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 # -- the power study's shortcut: distinct (case, trajectory) run once, reused ---------------------------------
 def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
     from benchmarks.calibration import outcome_table
-    from runners.bench import select_cases
+    from runners.plan.run_plan import select_cases
 
     db = tmp_path / "o.duckdb"
-    run_bench(BenchOptions(evalsets=["diagnosable"], model="scripted:sloppy?seed=1", label="s1", db=db, epochs=2))
+    run_bench(
+        BenchOptions(
+            evalsets=["diagnosable"],
+            model_settings=ModelSettings(model="scripted:sloppy?seed=1"),
+            label="s1",
+            db=db,
+            epochs=2,
+        )
+    )
     table = outcome_table("sloppy", 2, 2, select_cases(["diagnosable"], []))
     assert table.distinct_runs < 2 * 2 * len(table.cases)  # some (case, trajectory) are reused
     con = duckdb.connect(str(db), read_only=True)
@@ -313,7 +340,9 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     import dataclasses
 
     db = tmp_path / "r.duckdb"
-    opts = BenchOptions(evalsets=["diagnosable"], model="scripted:sloppy?seed=2", db=db, epochs=2)
+    opts = BenchOptions(
+        evalsets=["diagnosable"], model_settings=ModelSettings(model="scripted:sloppy?seed=2"), db=db, epochs=2
+    )
     sweep_id = run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2, 3)), opts)).sweep_id
     con = duckdb.connect(str(db), read_only=True)
     stats = measure(con, sweep_id)
@@ -325,7 +354,7 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     lost = next(c for c, v in b.recall_epochs.items() if v[0] == 1.0)
     worse_epochs = {**b.recall_epochs, lost: (0.0, *b.recall_epochs[lost][1:])}
     worse_recall = {**b.recall_by_case, lost: float(sum(worse_epochs[lost]) / len(worse_epochs[lost]))}
-    from runners.recommend import wilson
+    from runners.analysis.recommend import wilson
 
     noisy = dataclasses.replace(b, recall_epochs=worse_epochs, recall_by_case=worse_recall,
                                 recall=wilson(sum(worse_recall.values()), len(worse_recall)))  # fmt: skip

@@ -1,4 +1,4 @@
-"""Cancellation is never a tool failure (issue 12 item 5, the Harness side).
+"""Cancellation is never a tool failure (the Harness side).
 
 DuckDB turns a SIGINT into "Query interrupted" inside a tool; with the signal turned into one
 cancellation flag, the interrupted backend must not be recorded as a FAILED invocation (that would
@@ -10,10 +10,10 @@ from __future__ import annotations
 from harness.agent import run_diagnosis
 from harness.context import RunContext
 from harness.contracts import InvocationStatus, ReleaseOutcome
-from harness.models.scripted import ScriptedChatModel, ScriptStep, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
 from harness.trace import EventKind
+from runners.domain.scripted import ScriptedChatModel, ScriptStep, Trajectory
 from tests.conftest import LINES, LookupInput, LookupTool
 
 

@@ -1,4 +1,4 @@
-"""Cassettes reproduce live runs exactly, failed attempts included (issue 10 item 5).
+"""Cassettes reproduce live runs exactly, failed attempts included.
 
 Live: the real openai SDK over HTTP to serve-sim on 127.0.0.1, with injected faults (held requests
 the client times out on, dropped connections, 500s, 429 with Retry-After), recorded by several
@@ -16,11 +16,13 @@ import duckdb
 import pytest
 
 from harness.config import HarnessConfig
-from runners.bench import BenchOptions, run_bench
-from runners.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import GUARD_TURN, InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
+from runners.endpoints.simulator import GUARD_TURN, InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
 
 TIMEOUT = InjectedFaultKind.TIMEOUT
 FAULTS = [
@@ -83,7 +85,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         mp.setenv("HB_FAULTS_KEY", "sk-live-fault-test-0123456789")
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=FAULTS) as sim:
             summary = run_bench(BenchOptions(
-                case_ids=CASES, db=db, model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY",
+                case_ids=CASES, db=db,
+                model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY"),
                 cassettes=cassettes, record_mode="once", config=CONFIG, concurrency=3,
             ))  # fmt: skip
             seen = list(sim.log)
@@ -139,7 +142,9 @@ def test_replay_reproduces_the_live_run_exactly(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     replay_db = tmp_path / "replay.duckdb"
     summary = run_bench(BenchOptions(
-        case_ids=CASES, db=replay_db, model=MODEL, cassettes=cassettes, record_mode="none", config=CONFIG,
+        case_ids=CASES, db=replay_db,
+        model_settings=ModelSettings(model=MODEL),
+        cassettes=cassettes, record_mode="none", config=CONFIG,
         concurrency=concurrency,
     ))  # fmt: skip
     assert summary.executed == len(CASES)
@@ -156,8 +161,9 @@ def test_a_retry_while_recording_reaches_the_endpoint_again(tmp_path: Path, monk
     fault = InjectedFault(case, 0, InjectedFaultKind.SERVER_ERROR)
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=[fault]) as sim:
         summary = run_bench(BenchOptions(
-            case_ids=[case], db=tmp_path / "r.duckdb", model=MODEL, base_url=sim.base_url,
-            api_key_env="HB_FAULTS_KEY", cassettes=tmp_path / "cas", record_mode="new_episodes", config=CONFIG,
+            case_ids=[case], db=tmp_path / "r.duckdb",
+            model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY"),
+            cassettes=tmp_path / "cas", record_mode="new_episodes", config=CONFIG,
         ))  # fmt: skip
         turns = [(r.turn, r.fault) for r in sim.log]
     assert turns[:2] == [(0, InjectedFaultKind.SERVER_ERROR), (0, None)]
@@ -172,7 +178,7 @@ def test_a_cassette_run_never_sends_a_request_no_cassette_is_bound_to(tmp_path: 
 
     import httpx2
 
-    from runners.cassettes import CassetteNotBound, CassetteTransport, use_cassette
+    from runners.endpoints.cassettes import CassetteNotBound, CassetteTransport, use_cassette
 
     sent: list[str] = []
     inner = httpx2.MockTransport(lambda r: (sent.append(str(r.url)), httpx2.Response(200, json={"ok": 1}))[1])

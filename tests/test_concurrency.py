@@ -1,4 +1,4 @@
-"""Live concurrency (issue 13 item 2): one run's 429 backoff never stalls the others, and the
+"""Live concurrency: one run's 429 backoff never stalls the others, and the
 per-endpoint cap bounds the requests in flight. Real SDK over HTTP to serve-sim on 127.0.0.1."""
 
 from __future__ import annotations
@@ -9,10 +9,12 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.models.openai_model import endpoint_slots
-from runners.bench import BenchOptions, run_bench
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import InjectedFault, InjectedFaultKind, SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
 
 LIMITED = "empty_logs_gateway_timeout_t1"
 OTHERS = ["diagnosable_late_order_deadlock_t4", "diagnosable_late_visa_rate_limit_mall88"]
@@ -25,8 +27,9 @@ def test_a_429_backoff_does_not_stall_the_other_runs(tmp_path: Path, monkeypatch
     fault = InjectedFault(LIMITED, 0, InjectedFaultKind.RATE_LIMIT, retry_after=2.0)
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=[fault], latency_ms=100) as sim:
         summary = run_bench(BenchOptions(
-            case_ids=[LIMITED, *OTHERS], db=tmp_path / "c.duckdb", model="openai:scripted", base_url=sim.base_url,
-            api_key_env="HB_CC_KEY", concurrency=3, max_in_flight=1,
+            case_ids=[LIMITED, *OTHERS], db=tmp_path / "c.duckdb",
+            model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_CC_KEY"),
+            concurrency=3, max_in_flight=1,
         ))  # fmt: skip
         log = list(sim.log)
     assert all(r.result.error is None for r in summary.runs)
@@ -47,8 +50,9 @@ def test_the_endpoint_cap_bounds_requests_in_flight(tmp_path: Path, monkeypatch:
     for cap in (2, None):
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, latency_ms=60) as sim:
             run_bench(BenchOptions(
-                case_ids=cases, db=tmp_path / f"cap{cap}.duckdb", model="openai:scripted", base_url=sim.base_url,
-                api_key_env="HB_CC_KEY", concurrency=8, max_in_flight=cap,
+                case_ids=cases, db=tmp_path / f"cap{cap}.duckdb",
+                model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_CC_KEY"),
+                concurrency=8, max_in_flight=cap,
                 config=HarnessConfig(model_timeout_seconds=30),
             ))  # fmt: skip
             peaks[cap] = sim.peak_in_flight

@@ -18,12 +18,14 @@ import pytest
 
 from harness.config import HarnessConfig
 from harness.contracts import ModelErrorKind
-from runners.bench import BenchOptions, run_bench
-from runners.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
 from tests._fake_endpoint import serve
 
 DIAGNOSIS_CUT = "generic_kb_gateway_runbook_timeout_t3"  # 4 diagnosis calls: the 3rd is cut
@@ -66,7 +68,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         mp.setenv("HB_DEADLINE_KEY", "sk-live-deadline-test-0123456789")
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, latency_ms=1500) as sim:
             summary = run_bench(BenchOptions(
-                case_ids=CASES, db=db, model=MODEL, base_url=sim.base_url, api_key_env="HB_DEADLINE_KEY",
+                case_ids=CASES, db=db,
+                model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_DEADLINE_KEY"),
                 cassettes=cassettes, record_mode="once", config=CONFIG, concurrency=2,
             ))  # fmt: skip
     assert summary.executed == len(CASES)
@@ -113,7 +116,9 @@ def test_replay_reproduces_the_deadline_cut_run_exactly(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     replay_db = tmp_path / "replay.duckdb"
     summary = run_bench(BenchOptions(
-        case_ids=CASES, db=replay_db, model=MODEL, cassettes=cassettes, record_mode="none", config=CONFIG,
+        case_ids=CASES, db=replay_db,
+        model_settings=ModelSettings(model=MODEL),
+        cassettes=cassettes, record_mode="none", config=CONFIG,
         concurrency=2,
     ))  # fmt: skip
     assert summary.executed == len(CASES) and summary.infra_errors == 0
@@ -152,8 +157,9 @@ def test_a_200_json_without_choices_is_not_a_completion_either(tmp_path: Path) -
         for _ in range(3):
             ep.push(200, {"status": "ok"})
         summary = run_bench(BenchOptions(
-            case_ids=["empty_logs_gateway_timeout_t1"], db=tmp_path / "j.duckdb", model="openai:m",
-            base_url=ep.base_url, config=HarnessConfig(retry_backoff_seconds=0), keep_runs=True,
+            case_ids=["empty_logs_gateway_timeout_t1"], db=tmp_path / "j.duckdb",
+            model_settings=ModelSettings(model="openai:m", base_url=ep.base_url),
+            config=HarnessConfig(retry_backoff_seconds=0), keep_runs=True,
         ))  # fmt: skip
     (run,) = summary.runs
     assert run.result.error_kind is ModelErrorKind.NOT_A_COMPLETION and summary.infra_errors == 1
@@ -167,7 +173,7 @@ def test_deadline_readings_between_calls_replay_in_order(tmp_path: Path) -> None
 
     import httpx2
 
-    from runners.cassettes import CassetteTransport, use_cassette
+    from runners.endpoints.cassettes import CassetteTransport, use_cassette
 
     inner = httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": 1}))
     client = httpx2.Client(transport=CassetteTransport(inner, require_binding=True))

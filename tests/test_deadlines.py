@@ -1,4 +1,4 @@
-"""Deadlines are deadlines (issue 10 item 4): every model attempt gets min(model timeout, time left),
+"""Deadlines are deadlines: every model attempt gets min(model timeout, time left),
 the SemanticGuard counts against the model-call budget and the deadline, and no run outlives its
 deadline by more than one second — against a real, slow HTTP endpoint on 127.0.0.1."""
 
@@ -14,8 +14,7 @@ from harness.config import HarnessConfig
 from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, ReleaseOutcome, StopReason
 from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
-from harness.trace import EventKind
-from runners.preflight import infrastructure_error
+from harness.trace import EventKind, GuardVerdict
 from tests._fake_endpoint import Endpoint, completion, serve
 from tests.conftest import LINES, LookupTool
 
@@ -69,7 +68,7 @@ def test_the_semantic_guard_call_respects_the_deadline(monkeypatch: pytest.Monke
         elapsed = time.monotonic() - t0
     assert elapsed <= cfg.deadline_seconds + SLACK, f"guard kept the run alive {elapsed:.2f}s"
     assert r.decision.outcome is not ReleaseOutcome.SUCCESS, "an unverified conclusion is never published"
-    guard = [e for e in r.events if e.kind is EventKind.GUARD_VERDICT and e.guard and e.guard.value == "SEMANTIC"]
+    guard = [e for e in r.events if isinstance(e, GuardVerdict)]
     assert guard and "fail closed" in (guard[0].detail or "")
     assert r.error is None, "a deadline is a budget, not an infrastructure failure"
     # never "the agent finished on its own": the deadline stopped the run, as when it cuts a diagnosis call
@@ -92,7 +91,6 @@ def test_a_guard_endpoint_failure_is_an_infrastructure_error_not_a_verdict(monke
     assert requests == 5 and r.usage.guard_calls >= 1
     assert r.decision.outcome is not ReleaseOutcome.SUCCESS
     assert r.error is not None and r.error.startswith("SemanticGuard model call failed after 3 attempt(s)")
-    assert infrastructure_error(r.error)
     assert r.error_kind is ModelErrorKind.SERVER_ERROR and r.error_kind.infrastructure  # typed where it failed
 
 

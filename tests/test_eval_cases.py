@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runners.case_runner import run_case
-from runners.evalset import EvalCase, load_cases
+from runners.domain.evalset import EvalCase, load_cases
+from runners.run.case_runner import run_case
 
 CASES = load_cases()
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from harness.contracts import ViolationKind
-from harness.tools import _duck
 from harness.trace import EventKind
-from runners.case_runner import run_case
 from runners.cli import main
-from runners.evalset import EvalSetError, Family, load_cases
+from runners.domain.evalset import EvalSetError, Family, load_cases
+from runners.domain.tools import _duck
+from runners.run.case_runner import run_case
 
 GOOD = """
 cases:

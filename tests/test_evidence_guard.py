@@ -16,9 +16,9 @@ from harness.contracts import InvocationStatus
 from harness.draft import Draft
 from harness.evidence_guard import check_evidence
 from harness.tools.base import BusinessTool
-from harness.tools.db_query import DatabaseQuery, TableFixture
-from harness.tools.kb_search import KbDocument, KnowledgeBaseSearch
-from harness.tools.log_search import LogEvent, LogSearch
+from runners.domain.tools.db_query import DatabaseQuery, TableFixture
+from runners.domain.tools.kb_search import KbDocument, KnowledgeBaseSearch
+from runners.domain.tools.log_search import LogEvent, LogSearch
 
 LOGS = [
     LogEvent(ts="2026-07-01T14:03:40Z", tenant="t1", service="gateway", level="ERROR",

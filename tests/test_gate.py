@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runners.gate import (
+from runners.analysis.gate import (
     GateInputError,
     Pair,
     RowVerdict,

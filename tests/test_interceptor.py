@@ -16,7 +16,13 @@ from harness.contracts import (
     StopReason,
 )
 from harness.interceptor import BudgetLimitReached, DiagnosisCollectionStopped, HarnessToolInterceptor
-from harness.trace import EventKind
+from harness.trace import (
+    CollectionStopped,
+    GainApplied,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+)
 from tests.conftest import LINES, LookupTool, call
 
 
@@ -40,9 +46,9 @@ def test_duplicate_scope_rejected_before_backend(lookup: LookupTool) -> None:
     body = json.loads(out.observation.text)
     assert body["reason"] == "DUPLICATE_SCOPE" and body["duplicate_of"] == "c1" and body["backend_called"] is False
     assert lookup.calls == 1
-    rejected = ctx.trace.of(EventKind.TOOL_REQUEST_REJECTED)
+    rejected = ctx.trace.of(ToolRequestRejected)
     assert [e.rejection for e in rejected] == [RejectionReason.DUPLICATE_SCOPE]
-    assert len(ctx.trace.of(EventKind.TOOL_INVOCATION)) == 1
+    assert len(ctx.trace.of(ToolInvocation)) == 1
     assert ctx.usage.tool_invocations == 1
 
 
@@ -64,12 +70,12 @@ def test_no_evidence_saturation_rides_on_the_observation(lookup: LookupTool) -> 
     assert second.control is ControlSignal.STOP_REQUIRED
     assert body["control"] == "STOP_REQUIRED" and body["stop_reason"] == "INFORMATION_SATURATED"
     assert body["evidence_status"] == "NO_EVIDENCE", "the empty result itself is still reported"
-    assert len(ctx.trace.of(EventKind.STOP_REQUIRED_DELIVERED)) == 1
+    assert len(ctx.trace.of(StopRequiredDelivered)) == 1
     with pytest.raises(DiagnosisCollectionStopped) as stopped:
         icp.handle(call("c3", "xxx"), 3)
     assert stopped.value.stop_reason is StopReason.INFORMATION_SATURATED
     assert lookup.calls == 2, "no backend call after saturation"
-    assert len(ctx.trace.of(EventKind.COLLECTION_STOPPED)) == 1
+    assert len(ctx.trace.of(CollectionStopped)) == 1
 
 
 def test_failing_tool_is_a_failed_invocation_never_no_gain() -> None:
@@ -78,9 +84,9 @@ def test_failing_tool_is_a_failed_invocation_never_no_gain() -> None:
     out = icp.handle(call("c1", "timeout"), 1)
     body = json.loads(out.observation.text)
     assert body["status"] == "FAILED" and "backend exploded" in body["error"]
-    inv = ctx.trace.of(EventKind.TOOL_INVOCATION)
+    inv = ctx.trace.of(ToolInvocation)
     assert [e.invocation_status for e in inv] == [InvocationStatus.FAILED]
-    assert ctx.trace.of(EventKind.GAIN_APPLIED) == []
+    assert ctx.trace.of(GainApplied) == []
     assert ctx.tracker.consecutive_no_gain == 0
     assert ctx.store.read("c1").record is not None and ctx.store.read("c1").record.status is InvocationStatus.FAILED
     # the same scope may be tried again: a failure is not a completed identity
@@ -95,7 +101,7 @@ def test_tool_budget_stops_without_backend_call(lookup: LookupTool) -> None:
         icp.handle(call("c2", "bbb"), 2)
     assert lookup.calls == 1
     assert ctx.tracker.stop_reason is StopReason.BUDGET_LIMIT_REACHED
-    assert [e.rejection for e in ctx.trace.of(EventKind.TOOL_REQUEST_REJECTED)] == [RejectionReason.BUDGET]
+    assert [e.rejection for e in ctx.trace.of(ToolRequestRejected)] == [RejectionReason.BUDGET]
 
 
 def test_observation_is_bounded_and_canonical_record_is_complete() -> None:
@@ -109,5 +115,5 @@ def test_observation_is_bounded_and_canonical_record_is_complete() -> None:
     rec = ctx.store.read("c1").record
     assert rec is not None and rec.result is not None and len(rec.result.records) == 60
     assert rec.result.evidence_status is EvidenceStatus.EVIDENCE
-    inv = ctx.trace.of(EventKind.TOOL_INVOCATION)[0]
+    inv = ctx.trace.of(ToolInvocation)[0]
     assert inv.truncated is True and inv.observation_bytes == out.observation.bytes

@@ -13,7 +13,7 @@ from harness.context import RunContext
 from harness.contracts import RejectionReason, ViolationKind
 from harness.interceptor import HarnessToolInterceptor
 from harness.models.base import ToolCallRequest
-from harness.trace import EventKind
+from harness.trace import ToolInvocation, ToolRequestRejected
 from tests.conftest import LookupTool, call
 
 
@@ -62,9 +62,9 @@ def test_violation_rejected_before_backend_with_correction(
     assert ctx.usage.tool_invocations == 1
     assert ctx.tracker.consecutive_no_gain == 0, "a violation is never NO_GAIN"
     assert ctx.tracker.pending == "c1"
-    rejected = ctx.trace.of(EventKind.TOOL_REQUEST_REJECTED)
+    rejected = ctx.trace.of(ToolRequestRejected)
     assert [(e.rejection, e.violation) for e in rejected] == [(RejectionReason.PROTOCOL_VIOLATION, kind)]
-    assert len(ctx.trace.of(EventKind.TOOL_INVOCATION)) == 1
+    assert len(ctx.trace.of(ToolInvocation)) == 1
 
 
 def test_unexpected_echo_when_nothing_is_pending(lookup: LookupTool) -> None:

@@ -7,8 +7,8 @@ import pytest
 from harness.agent import run_diagnosis
 from harness.contracts import FallbackKind, ReleaseOutcome
 from harness.draft import parse_draft
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.prompts import DiagnosisTask
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 from tests.conftest import LINES, LookupTool
 
 TASK = DiagnosisTask("why?")

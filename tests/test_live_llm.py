@@ -18,9 +18,7 @@ import openai
 import pytest
 
 from harness.models.openai_model import OpenAIChatModel
-from runners.bench import BenchOptions, run_bench, select_cases
-from runners.case_runner import run_case
-from runners.live_llm import (
+from runners.endpoints.live_llm import (
     DEFAULT_CASES,
     STOP_TEXT,
     Recorded,
@@ -42,7 +40,12 @@ from runners.live_llm import (
     schedule,
     server_command,
 )
-from runners.simulator import SimulatorServer
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.case_runner import run_case
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -162,7 +165,9 @@ def test_schedule_interleaves_modes() -> None:
 def _scripted_live_db(tmp_path: Path) -> tuple[Path, list[str]]:
     db = tmp_path / "live.duckdb"
     ids = [
-        run_bench(BenchOptions(case_ids=[c], model="scripted", db=db, label="live-auto")).bench_run_id
+        run_bench(BenchOptions(case_ids=[c],
+        model_settings=ModelSettings(model="scripted"),
+        db=db, label="live-auto")).bench_run_id
         for c in ("diagnosable_gateway_risk_pool_exhausted_t1", "generic_kb_gateway_runbook_timeout_t3",
                   "missing_context_no_tenant_gateway_429")
     ]  # fmt: skip
@@ -338,7 +343,7 @@ def test_both_server_builds_get_the_same_settings() -> None:
             assert flag in cmd, (flag, cmd)
         assert {cmd[cmd.index(f) + 1] for f in ("--threads", "--parallel")} == {"1"}
     assert wheel[wheel.index("--chat-template-file") + 1] == built[built.index("--chat-template-file") + 1]
-    assert wheel[1:3] == ["-m", "runners._xllamacpp_serve"] and "--jinja" in built
+    assert wheel[1:3] == ["-m", "runners.endpoints._xllamacpp_serve"] and "--jinja" in built
 
 
 def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str]:
@@ -362,7 +367,7 @@ def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str
         ("echo 'SKIPPED: the model server could not be set up: no wheel' > live-status.txt", 0,
          "== live check SKIPPED: the model server could not be set up: no wheel"),
         ("echo 'FAILED: 2 violations' > live-status.txt; exit 2", 2, "== live check FAILED: 2 violations"),
-        ("exit 0", 0, "== live check SKIPPED: runners.live_llm wrote no status"),
+        ("exit 0", 0, "== live check SKIPPED: runners.endpoints.live_llm wrote no status"),
     ],
 )  # fmt: skip
 def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_script: str, code: int, last: str) -> None:
@@ -378,7 +383,7 @@ def test_no_wheel_and_no_build_is_a_skip_that_says_why(
 ) -> None:
     """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
     naming both reasons (the CI summary prints it)."""
-    import runners.live_llm as live
+    import runners.endpoints.live_llm as live
 
     def no_wheel(folder: Path) -> Path:
         raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")

@@ -1,4 +1,4 @@
-"""Multi-call turns over a real OpenAI-compatible server on 127.0.0.1 (issue 10 items 1 and 3).
+"""Multi-call turns over a real OpenAI-compatible server on 127.0.0.1.
 
 A model that puts several tool calls in one message did nothing wrong: it could not evaluate a
 result it had not seen. One pending call at a time, no protocol violation, every tool_call_id
@@ -20,9 +20,12 @@ from harness.contracts import RejectionReason, ReleaseOutcome, StopReason
 from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
-from runners.bench import BenchOptions, run_bench, select_cases
-from runners.case_runner import run_case
-from runners.simulator import SimulatorServer
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.case_runner import run_case
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool
 
@@ -120,8 +123,11 @@ def test_multi_call_cases_over_http_match_in_process_and_duckdb_agrees(tmp_path:
     db = tmp_path / "mc.duckdb"
     with SimulatorServer(cases) as sim:
         summary = run_bench(BenchOptions(
-            evalsets=["multi_call_turns"], model="openai:scripted", base_url=sim.base_url, db=db,
-            api_key_env="HB_UNSET_KEY_FOR_TEST",
+            evalsets=["multi_call_turns"],
+            model_settings=ModelSettings(
+                model="openai:scripted", base_url=sim.base_url, api_key_env="HB_UNSET_KEY_FOR_TEST",
+            ), db=db,
+
         ))  # fmt: skip
     assert summary.executed == len(cases) and summary.failed == 0
     con = duckdb.connect(str(db), read_only=True)

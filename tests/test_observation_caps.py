@@ -1,4 +1,4 @@
-"""Byte caps are bounds (issue 12 item 3) and corrections say what to change (issue 10 item 1).
+"""Byte caps are bounds and corrections say what to change.
 
 Every observation the model reads — header, scope, records, error text, model-chosen ids — fits
 `max_observation_bytes`; a run-wide observation budget stops the run like the other budgets.
@@ -16,11 +16,12 @@ from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import BudgetKind, EvidenceStatus, ReleaseOutcome, StopReason, ViolationKind
 from harness.models.base import ChatRequest, ModelResponse, ToolMessage
-from harness.models.scripted import ScriptedChatModel, ScriptStep, Trajectory
-from harness.progress import Violation
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
-from harness.tools.db_query import DatabaseQuery, TableFixture
+from harness.trace import ToolRequestRejected
+from harness.tracker import Violation
+from runners.domain.scripted import ScriptedChatModel, ScriptStep, Trajectory
+from runners.domain.tools.db_query import DatabaseQuery, TableFixture
 from tests.conftest import LINES, LookupTool
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=3000)
@@ -67,7 +68,7 @@ def test_every_control_observation_fits_its_cap(cap: int, message: str, call_id:
 
 
 def test_the_reported_long_sql_scope_fits_the_default_cap() -> None:
-    """Issue 12: a 3,936-character SQL scope put a 4,699-byte observation before the model (cap 4,096)."""
+    """A 3,936-character SQL scope put a 4,699-byte observation before the model (cap 4,096)."""
     table = TableFixture(name="t", columns=("a", "b"), rows=tuple((i, "x" * 40) for i in range(200)))
     tool = DatabaseQuery([table])
     sql = "SELECT a, b FROM t WHERE " + " OR ".join(f"b = 'value number {i:04d}'" for i in range(144)) + " OR a >= 0"
@@ -121,4 +122,4 @@ def test_the_run_wide_observation_budget_stops_the_run_like_the_other_budgets() 
     assert len(model.seen) >= 2 and max(model.seen) <= cfg.max_run_observation_bytes
     assert r.decision.outcome is ReleaseOutcome.FALLBACK, "verified facts are still published"
     # the cut result kept what the protocol needs: the model evaluated it instead of violating
-    assert not [e for e in r.events if e.violation is not None]
+    assert not [e for e in r.events if isinstance(e, ToolRequestRejected) and e.violation is not None]

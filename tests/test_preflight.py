@@ -1,4 +1,4 @@
-"""Endpoint preflight (issue 10 item 6): an unusable endpoint is exit 2 with one message naming the
+"""Endpoint preflight: an unusable endpoint is exit 2 with one message naming the
 URL and the status, and nothing is written — not even the database file. Real SDK, real HTTP."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from harness.contracts import ModelErrorKind
 from harness.models.openai_model import OpenAIChatModel
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.preflight import ProbeRoute, infrastructure_error, probe
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.run.preflight import ProbeRoute, probe
 from tests._fake_endpoint import completion, serve
 
 ONE = "empty_logs_gateway_timeout_t1"
@@ -125,13 +126,14 @@ def test_mid_run_outage_is_classified_and_loud(tmp_path: Path, capsys: pytest.Ca
     assert "2 of 2 case run(s) ended on an endpoint or cassette error" in err
     assert "served no case run" in err
     con = duckdb.connect(str(db), read_only=True)
-    errors = [r[0] for r in con.execute("SELECT error FROM case_runs ORDER BY case_id").fetchall()]
+    rows = con.execute("SELECT error, error_kind FROM case_runs ORDER BY case_id").fetchall()
     con.close()
-    assert len(errors) == 2 and all("after 3 attempt(s): SERVER_ERROR: HTTP 503" in e for e in errors), errors
+    assert len(rows) == 2 and all("after 3 attempt(s): SERVER_ERROR: HTTP 503" in e for e, _ in rows), rows
+    assert [k for _, k in rows] == ["SERVER_ERROR", "SERVER_ERROR"], "the error is stored typed, beside its text"
 
 
 def test_a_partial_outage_warns_but_keeps_the_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from runners.simulator import InjectedFault, InjectedFaultKind
+    from runners.endpoints.simulator import InjectedFault, InjectedFaultKind
 
     db = tmp_path / "w.duckdb"
     down = InjectedFault(ONE, 0, InjectedFaultKind.SERVER_ERROR, times=3)
@@ -142,24 +144,10 @@ def test_a_partial_outage_warns_but_keeps_the_exit_code(tmp_path: Path, capsys: 
     assert "1 of 2 case run(s) ended on an endpoint or cassette error" in capsys.readouterr().err.replace("\n", "")
 
 
-@pytest.mark.parametrize(
-    ("error", "infra"),
-    [
-        ("model call failed after 3 attempt(s): CONNECTION: connection error: ConnectError: refused", True),
-        ("model call failed after 1 attempt(s): TIMEOUT: deadline before retry: request timed out", True),
-        ("model call failed after 3 attempt(s): RATE_LIMIT: 429 rate limited: slow down", True),
-        ("model call failed after 1 attempt(s): CLIENT_ERROR: HTTP 401: bad key", True),
-        ("request not in cassette cassettes/x/epoch1.json (record mode none); re-record with: …", True),
-        ("model call failed after 1 attempt(s): BAD_RESPONSE: unusable response: ValueError: x", False),
-        (
-            "model call failed after 3 attempt(s): NOT_A_COMPLETION: endpoint http://h/v1: the response has no choices",
-            True,
-        ),
-        (None, False),
-    ],
-)
-def test_infrastructure_errors_are_told_from_model_answers(error: str | None, infra: bool) -> None:
-    assert infrastructure_error(error) is infra
+def test_only_the_models_own_answer_is_not_an_infrastructure_error() -> None:
+    infra = {k for k in ModelErrorKind if k.infrastructure}
+    assert infra == set(ModelErrorKind) - {ModelErrorKind.BAD_RESPONSE}
+    assert ModelErrorKind.CASSETTE_MISS in infra and not ModelErrorKind.CASSETTE_MISS.retryable
 
 
 def test_replay_needs_no_api_key_and_no_probe(

@@ -1,4 +1,4 @@
-"""The `processes` executor (issue 13 item 2): case runs in spawned worker processes on this machine, past
+"""The `processes` executor: case runs in spawned worker processes on this machine, past
 one process's GIL, streamed back to the one DuckDB writer in the driver. Rows must equal the local
 executor's, replay must work in workers, and a cancellation must stop the workers without a wrong row."""
 
@@ -11,8 +11,10 @@ from typing import Any
 
 import duckdb
 
-from runners.bench import BenchOptions, run_bench
-from runners.executors import Executor
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.executors import Executor
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -35,8 +37,8 @@ def test_cassette_replay_runs_in_worker_processes(tmp_path: Path) -> None:
     """vcrpy patches a whole process's transport; each worker is its own process, so replays run side by
     side (concurrency 2 is not clamped to 1 here) and match the in-process replay case by case."""
     common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
-    replay = {"model": "openai:scripted", "base_url": "http://127.0.0.1:9/v1", "cassettes": ROOT / "cassettes",
-              "record_mode": "none"}  # fmt: skip
+    replay = {"model_settings": ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
+              "cassettes": ROOT / "cassettes", "record_mode": "none"}  # fmt: skip
     run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay))
     summary = run_bench(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=2,
                                      **common, **replay))  # fmt: skip

@@ -14,7 +14,7 @@ from harness.contracts import (
     StopReason,
     ViolationKind,
 )
-from harness.progress import AdmissionKind, DiagnosisProgressTracker, PreviousObservation
+from harness.tracker import AdmissionKind, DiagnosisProgressTracker, PreviousObservation
 
 NO_GAIN = InformationGain.NO_GAIN
 GAINED = InformationGain.GAINED
@@ -156,7 +156,7 @@ def test_concurrent_duplicate_admissions_execute_one_scope_once() -> None:
 
 
 def test_turn_is_required_so_a_caller_cannot_spin_after_stop_required() -> None:
-    """Issue 12 item 4: with `turn` defaulted to 0 a caller was rejected forever, never stopped."""
+    """With `turn` defaulted to 0 a caller was rejected forever, never stopped."""
     tr = DiagnosisProgressTracker(1, 1)
     with pytest.raises(TypeError, match="turn"):
         tr.admit("c1", "logs", "s1", None)  # type: ignore[call-arg]

@@ -8,9 +8,9 @@ import pytest
 from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import RejectionReason
-from harness.models.scripted import ScriptedChatModel
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
+from runners.domain.scripted import ScriptedChatModel
 from tests.conftest import LINES, LookupTool
 from tests.test_seed_incident import _incident
 

@@ -1,4 +1,4 @@
-"""The Ray executor (issue 13 item 3): case runs as Ray tasks on a real local Ray instance (one per module:
+"""The Ray executor: case runs as Ray tasks on a real local Ray instance (one per module:
 start-up takes seconds), finished case runs streamed back to the one DuckDB writer in the driver."""
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ try:
 except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ray is a broken set-up, not a skip
     raise ImportError(f"{exc}; the Ray executor's tests need `pip install -e '.[ray]'` (make venv does it)") from exc
 
-from runners.bench import BenchOptions, run_bench
-from runners.executors import Executor
-from runners.metrics_db import connect
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.executors import Executor
+from runners.store.metrics_db import connect
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -86,8 +88,8 @@ def test_cassette_replay_runs_in_ray_workers(local_ray: str, tmp_path: Path) -> 
     """vcrpy patches the HTTP transport of a whole process; each Ray worker is its own process, so cassette
     replays run side by side and still match the in-process run case by case."""
     common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
-    replay = {"model": "openai:scripted", "base_url": "http://127.0.0.1:9/v1", "cassettes": ROOT / "cassettes",
-              "record_mode": "none"}  # fmt: skip
+    replay = {"model_settings": ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
+              "cassettes": ROOT / "cassettes", "record_mode": "none"}  # fmt: skip
     run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay))
     summary = run_bench(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, **common, **replay))
     assert summary.errors == []

@@ -8,9 +8,7 @@ import duckdb
 import pytest
 import scipy.stats
 
-from runners.bench import BenchOptions
-from runners.cli import main
-from runners.recommend import (
+from runners.analysis.recommend import (
     ConfigStats,
     Interval,
     Objective,
@@ -23,7 +21,10 @@ from runners.recommend import (
     recommend,
     wilson,
 )
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.cli import main
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs"]
 
@@ -99,7 +100,12 @@ def epochs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tupl
     for model in ("scripted", "scripted:rewriter?k=2"):
         for epochs in (1, 3):
             grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5), max_tool_calls=(4, 8))
-            s = run_sweep(SweepOptions(grid, BenchOptions(evalsets=FAMILIES, model=model, db=db, epochs=epochs)))
+            s = run_sweep(
+                SweepOptions(
+                    grid,
+                    BenchOptions(evalsets=FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs),
+                )
+            )
             ids[(model, epochs)] = s.sweep_id
     return db, ids
 

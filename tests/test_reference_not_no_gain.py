@@ -10,8 +10,8 @@ from harness.context import RunContext
 from harness.contracts import GainProducer, InformationGain, Relevance
 from harness.interceptor import HarnessToolInterceptor
 from harness.models.base import ToolCallRequest
-from harness.tools.kb_search import KbDocument, KnowledgeBaseSearch
-from harness.trace import EventKind
+from harness.trace import GainApplied, ToolInvocation
+from runners.domain.tools.kb_search import KbDocument, KnowledgeBaseSearch
 
 DOCS = [
     KbDocument(doc_id="runbook", title="Gateway operations runbook",
@@ -34,13 +34,13 @@ def test_reference_hit_is_pending_not_harness_no_gain() -> None:
     # threshold 1 would saturate on any NO_GAIN: nothing was applied, the model must judge it
     assert ctx.tracker.pending == "c1" and ctx.tracker.consecutive_no_gain == 0
     assert body["evaluation_required"] is True and "control" not in body
-    assert not ctx.trace.of(EventKind.GAIN_APPLIED)
+    assert not ctx.trace.of(GainApplied)
     second = ToolCallRequest(
         "c2", "kb_search",
         json.dumps({"previous_observation": {"tool_call_id": "c1", "information_gain": "GAINED"},
                     "input": {"query": "escalation on-call"}}),
     )  # fmt: skip
     icp.handle(second, 2)
-    (applied,) = ctx.trace.of(EventKind.GAIN_APPLIED)
+    (applied,) = ctx.trace.of(GainApplied)
     assert (applied.gain, applied.producer) == (InformationGain.GAINED, GainProducer.AGENT)
-    assert len(ctx.trace.of(EventKind.TOOL_INVOCATION)) == 2
+    assert len(ctx.trace.of(ToolInvocation)) == 2

@@ -7,10 +7,10 @@ from typing import Any
 
 from harness.agent import RunResult, run_diagnosis
 from harness.config import HarnessConfig
-from harness.contracts import FallbackKind, GuardName, ReleaseOutcome, SemanticVerdict, StopReason
-from harness.models.scripted import ScriptedChatModel, Trajectory
+from harness.contracts import EvidenceCheck, FallbackKind, GuardName, ReleaseOutcome, SemanticVerdict, StopReason
 from harness.prompts import DiagnosisTask
-from harness.trace import EventKind
+from harness.trace import EventKind, EvidenceChecked, GuardVerdict
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 from tests.conftest import LINES, LookupTool
 
 TASK = DiagnosisTask("Payments for tenant t1 timed out at 14:02, why?")
@@ -37,10 +37,10 @@ def run(traj: dict[str, Any], tool: LookupTool | None = None, **cfg: Any) -> tup
 def test_model_stop_with_verified_conclusion_is_success() -> None:
     r, _ = run({"steps": [{"tool": "lookup", "input": {"query": "pool"}}], "draft": POOL_DRAFT})
     assert r.decision.outcome is ReleaseOutcome.SUCCESS and r.decision.stop_reason is None
-    verdicts = [(e.guard, e.verdict) for e in r.events if e.kind is EventKind.GUARD_VERDICT]
-    assert verdicts == [
-        (GuardName.EVIDENCE, SemanticVerdict.SUPPORTED),
-        (GuardName.SEMANTIC, SemanticVerdict.SUPPORTED),
+    verdicts = [(e.kind, e.verdict) for e in r.events if isinstance(e, EvidenceChecked | GuardVerdict)]
+    assert verdicts == [  # each guard in its own vocabulary
+        (EventKind.EVIDENCE_CHECKED, EvidenceCheck.PASSED),
+        (EventKind.GUARD_VERDICT, SemanticVerdict.SUPPORTED),
     ]
     assert r.decision.draft is not None and r.decision.draft.conclusion == POOL_DRAFT["conclusion"]
 
@@ -128,7 +128,9 @@ def test_fabricated_citation_blocked_by_evidence_guard() -> None:
     r, _ = run({"steps": [{"tool": "lookup", "input": {"query": "pool"}}], "draft": draft})
     assert r.decision.outcome is ReleaseOutcome.FALLBACK
     assert "never ran" in r.decision.reason
-    assert [e.guard for e in r.events if e.kind is EventKind.GUARD_VERDICT] == [GuardName.EVIDENCE]
+    assert [(e.guard, e.verdict) for e in r.events if isinstance(e, EvidenceChecked | GuardVerdict)] == [
+        (GuardName.EVIDENCE, EvidenceCheck.FAILED)
+    ]
     assert r.usage.guard_calls == 0, "SemanticGuard is not asked about fabricated evidence"
 
 

@@ -20,12 +20,15 @@ from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import BudgetKind, EvidenceStatus, InvocationStatus, ReleaseOutcome, StopReason
 from harness.models.openai_model import OpenAIChatModel
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.tools.base import ToolResult
 from harness.trace import EventKind
-from runners.bench import BenchInputError, BenchOptions, run_bench
 from runners.cli import main
+from runners.domain.scripted import ScriptedChatModel, Trajectory
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupInput, LookupTool
 
@@ -156,16 +159,17 @@ def test_fault_sigkill_half_way_then_resume(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     cases = [a for c in ("empty_logs", "missing_context") for a in ("--evalset", c)]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "runners.cli", "run", "--db", str(db), "--epochs", "150", *cases],
+        [sys.executable, "-m", "runners.cli", "run", "--db", str(db), "--epochs", "60", *cases],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    # Kill once case runs have been committed (the WAL grows with the first flush), well before the end.
+    # Kill once case runs have been committed (the WAL grows with the first flush), well before the end: 60
+    # epochs are several seconds of work, the first flush lands after about one.
     wal = Path(f"{db}.wal")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (wal.exists() and wal.stat().st_size > 50_000):
         assert proc.poll() is None, "the bench run ended before it could be killed"
         time.sleep(0.1)
-    time.sleep(1.5)
+    time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
     con = duckdb.connect(str(db), read_only=True)
@@ -220,17 +224,18 @@ def test_fault_corrupted_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     err = capsys.readouterr().err
     assert str(dst) in err and "re-record with" in err
     with pytest.raises(BenchInputError):
-        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb", model="openai:scripted",
-                               base_url="http://127.0.0.1:9/v1", api_key_env="HB_KEY",
+        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
+        model_settings=ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_KEY"),
+
                                cassettes=tmp_path / "cas"))  # fmt: skip
 
 
 # -- secrets --------------------------------------------------------------------------------------------
 def test_canary_key_never_lands_anywhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                          capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
-    from runners.evalset import load_cases
-    from runners.profiles import trajectory_for_model
-    from runners.simulator import SimulatorServer
+    from runners.domain.evalset import load_cases
+    from runners.domain.profiles import trajectory_for_model
+    from runners.endpoints.simulator import SimulatorServer
 
     canary = "sk-canary-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", canary)

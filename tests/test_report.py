@@ -12,10 +12,12 @@ import duckdb
 import matplotlib.image as mpimg
 import pytest
 
-from runners.bench import BenchOptions, run_bench
+from runners.analysis.recommend import METRIC_DEFINITIONS
 from runners.cli import main
-from runners.recommend import METRIC_DEFINITIONS
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs", "generic_kb"]
 EPOCHS = 2
@@ -26,7 +28,9 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     tmp = tmp_path_factory.mktemp("report")
     db = tmp / "r.duckdb"
     grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_calls=(6, 10))
-    sweep = run_sweep(SweepOptions(grid, BenchOptions(evalsets=FAMILIES, model="scripted:rewriter?k=2", db=db,
+    sweep = run_sweep(SweepOptions(grid, BenchOptions(evalsets=FAMILIES,
+    model_settings=ModelSettings(model="scripted:rewriter?k=2"),
+    db=db,
                                                       epochs=EPOCHS)))  # fmt: skip
     out = tmp / "out"
     assert main(["report", "--db", str(db), "--sweep", sweep.sweep_id, "--out", str(out)]) == 0

@@ -11,9 +11,9 @@ import pytest
 from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
 from harness.contracts import InvocationStatus, RejectionReason, ReleaseOutcome, StopReason
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 from tests.conftest import LINES, LookupTool
 
 

@@ -1,4 +1,4 @@
-"""One declaration of run settings (issue 13 item 1): every declared setting round-trips
+"""One declaration of run settings: every declared setting round-trips
 CLI -> DuckDB -> resume, and a setting declared only here reaches --help, the sweep grid,
 bench_runs and resume with no other edit."""
 
@@ -15,14 +15,14 @@ import pytest
 from pydantic import Field
 
 from harness.config import BenchSetting, HarnessConfig
-from runners import settings
-from runners.bench import select_cases
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.metrics_db import SCHEMA_VERSION, connect, migrate
-from runners.profiles import trajectory_for_model
-from runners.settings import RunSettings, SettingsError, declaration
-from runners.simulator import SimulatorServer
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan import settings
+from runners.plan.run_plan import select_cases
+from runners.plan.settings import RunSettings, SettingsError, declaration
+from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 from tests._fake_endpoint import completion, serve
 
 ONE = "empty_logs_gateway_timeout_t1"

@@ -1,4 +1,4 @@
-"""Shards across machines (issue 13 item 3): `--shard I/N` partitions by stable ids, `merge` joins the
+"""Shards across machines: `--shard I/N` partitions by stable ids, `merge` joins the
 files into one run that equals the unsharded run, case by case and count by count; merging twice adds
 nothing; a shard of another configuration, a foreign file or another schema version is refused (exit 2,
 one line, nothing written). Real DuckDB files, the real CLI (in-process `main`, and one real process)."""
@@ -17,12 +17,14 @@ from typing import Any
 import duckdb
 import pytest
 
-from runners.bench import BenchOptions, run_bench, select_cases
 from runners.cli import main
-from runners.metrics_db import SCHEMA_VERSION, connect
-from runners.settings import RunSettings
-from runners.shard import ShardError, ShardSpec, identity_json, shard_of
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
+from runners.plan.settings import ModelSettings, RunSettings
+from runners.plan.shard import ShardError, ShardSpec, identity_json, shard_of
+from runners.run.bench import run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.store.metrics_db import SCHEMA_VERSION, connect
 from tests._rows import behaviour_rows
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -358,7 +360,9 @@ def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
 ) -> None:
     def sweep(db: Path, shard: ShardSpec | None, concurrency: int = 1) -> None:
         run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4)), BenchOptions(
-            db=db, model="scripted:rewriter", evalsets=["diagnosable", "empty_logs"], epochs=2, run_id="cal",
+            db=db,
+            model_settings=ModelSettings(model="scripted:rewriter"),
+            evalsets=["diagnosable", "empty_logs"], epochs=2, run_id="cal",
             shard=shard, keep_runs=False, concurrency=concurrency,
         )))  # fmt: skip
 

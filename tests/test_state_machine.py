@@ -19,9 +19,9 @@ from harness.context import RunContext
 from harness.contracts import CollectionState, RejectionReason
 from harness.interceptor import BudgetLimitReached, DiagnosisCollectionStopped, HarnessToolInterceptor
 from harness.models.base import ToolCallRequest
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.release import release
-from harness.trace import EventKind
+from harness.trace import EventKind, Released, StopRequiredDelivered, ToolInvocation
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 from tests.conftest import LINES, LookupTool
 
 QUERIES = ["timeout", "pool", "TIMEOUT ", "nothing", "absent", "tenant=t1", "order created"]
@@ -164,7 +164,7 @@ class InterceptorMachine(RuleBasedStateMachine):
     @invariant()
     def stop_required_at_most_once(self) -> None:
         if hasattr(self, "ctx"):
-            delivered = self.ctx.trace.of(EventKind.STOP_REQUIRED_DELIVERED)
+            delivered = self.ctx.trace.of(StopRequiredDelivered)
             assert len(delivered) <= 1
             assert bool(delivered) == self.ctx.tracker.stop_required_delivered
 
@@ -180,16 +180,14 @@ class InterceptorMachine(RuleBasedStateMachine):
     @invariant()
     def invocations_match_backend(self) -> None:
         if hasattr(self, "ctx"):
-            assert (
-                len(self.ctx.trace.of(EventKind.TOOL_INVOCATION)) == self.tool.calls == self.ctx.usage.tool_invocations
-            )
+            assert len(self.ctx.trace.of(ToolInvocation)) == self.tool.calls == self.ctx.usage.tool_invocations
 
     def teardown(self) -> None:
         if not hasattr(self, "ctx"):
             return
         guard = ScriptedChatModel(Trajectory())
         release(self.ctx, question="q", parsed=None, guard_model=guard)
-        assert len(self.ctx.trace.of(EventKind.RELEASED)) == 1
+        assert len(self.ctx.trace.of(Released)) == 1
 
 
 InterceptorMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=25, deadline=None)

@@ -1,4 +1,4 @@
-"""The evaluation suite must catch a broken Harness, not only pass a correct one (issue 10 item 3).
+"""The evaluation suite must catch a broken Harness, not only pass a correct one.
 
 Each mutation below breaks one clause of the stop contract; the built-in cases, run with the
 scripted reference model, must fail on it — and the multi-call-turn cases, whose expectations pin
@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from harness.interceptor import HarnessToolInterceptor
-from harness.progress import Admission, AdmissionKind, DiagnosisProgressTracker
-from runners.case_runner import run_case
-from runners.evalset import load_cases
+from harness.tracker import Admission, AdmissionKind, DiagnosisProgressTracker
+from runners.domain.evalset import load_cases
+from runners.run.case_runner import run_case
 
 CASES = load_cases()
 

@@ -1,5 +1,5 @@
 """The CLI's tables at 80 and 100 columns and in pipes: no line wider than the width, no word split
-across lines, questions cut only at a word boundary (issue 12 item 7)."""
+across lines, questions cut only at a word boundary."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ import pytest
 from rich.cells import cell_len
 from rich.console import Console, RenderableType
 
-from runners import tables
-from runners.bench import BenchOptions, family_rows, run_bench
-from runners.evalset import Family, load_cases
-from runners.metrics_db import connect
-from runners.recommend import measure, recommend
-from runners.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.analysis import tables
+from runners.analysis.recommend import measure, recommend
+from runners.domain.evalset import Family, load_cases
+from runners.plan.options import BenchOptions
+from runners.run.bench import family_rows, run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.store.metrics_db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 WIDTHS = (80, 100)

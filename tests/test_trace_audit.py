@@ -6,9 +6,9 @@ import dataclasses
 
 from harness.agent import run_diagnosis
 from harness.contracts import InvocationStatus, RejectionReason
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.prompts import DiagnosisTask
 from harness.trace import EventKind
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 from tests.conftest import LINES, LookupTool
 
 

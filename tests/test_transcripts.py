@@ -24,14 +24,15 @@ from harness.contracts import ModelErrorKind
 from harness.models.base import AssistantMessage, ChatRequest, ModelCallError, ModelResponse, Usage
 from harness.prompts import DiagnosisTask
 from harness.transcript import EntryKind
-from runners.bench import BenchOptions, run_bench
+from runners.analysis.gate import Pair, evaluate, markdown_section
 from runners.cli import main
-from runners.evalset import load_cases
-from runners.gate import Pair, evaluate
-from runners.gate_cases import markdown_section
-from runners.profiles import trajectory_for_model
-from runners.simulator import SimulatorServer
-from runners.transcripts import REDACTED, check_against_requests, load_case_run, observations
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.settings import ModelSettings
+from runners.run.bench import run_bench
+from runners.store.transcripts import REDACTED, check_against_requests, load_case_run, observations
 
 ROOT = Path(__file__).resolve().parent.parent
 EMPTY = "empty_logs_gateway_timeout_t1"
@@ -124,7 +125,7 @@ def test_a_database_from_before_transcripts_is_named_and_then_migrated(
     con.execute("DROP TABLE messages")
     con.execute("DROP TABLE prompts")
     con.execute("ALTER TABLE bench_runs DROP COLUMN transcripts")
-    con.execute("DELETE FROM schema_version WHERE version = 5")
+    con.execute("DELETE FROM schema_version WHERE version >= 5")
     con.close()
     # read through an upgraded copy (the file itself is left as it is): the case run is named, with the fix
     line = _refused(["show", "--db", str(db), run_id], "written before transcripts were stored", capsys)
@@ -297,7 +298,8 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
     db = tmp_path / "live.duckdb"
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         summary = run_bench(BenchOptions(
-            case_ids=ids, db=db, model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY",
+            case_ids=ids, db=db,
+            model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY"),
             cassettes=cassettes, record_mode="once",
         ))  # fmt: skip
     assert summary.executed == len(ids) and not summary.infra_errors

@@ -1,4 +1,4 @@
-"""The analyst views carry bench_run_id, sweep_id and every swept setting (issue 11 item 5): repeated runs
+"""The analyst views carry bench_run_id, sweep_id and every swept setting: repeated runs
 are never merged, and v_wasted_calls never merges points that differ only in protocol threshold or budgets."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
-from runners.settings import swept_names
+from runners.plan.settings import swept_names
 
 VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")
 

@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict
 
 from harness import DiagnosisTask, run_diagnosis
 from harness.contracts import EvidenceStatus
-from harness.models.scripted import ScriptedChatModel, Trajectory
 from harness.tools.base import BusinessTool, ToolResult
+from runners.domain.scripted import ScriptedChatModel, Trajectory
 
 N = int(sys.argv[1]) if len(sys.argv) > 1 else 500
 TURNS = 6

@@ -16,7 +16,6 @@ from harness.models.base import (
     Usage,
     UserMessage,
 )
-from harness.models.scripted import ScriptedChatModel, Trajectory
 
 if TYPE_CHECKING:
     from harness.models.openai_model import OpenAIChatModel
@@ -40,12 +39,10 @@ __all__ = [
     "ModelCallError",
     "ModelResponse",
     "OpenAIChatModel",
-    "ScriptedChatModel",
     "SystemMessage",
     "ToolCallRequest",
     "ToolMessage",
     "ToolSpec",
-    "Trajectory",
     "Usage",
     "UserMessage",
 ]

@@ -174,7 +174,7 @@ def classify(exc: Exception) -> ModelCallError:
     miss = _cassette_miss(exc)
     if miss is not None:
         # Not retryable: replaying the same request against the same cassette misses again.
-        return ModelCallError(ModelErrorKind.CLIENT_ERROR, f"cassette miss: {miss}")
+        return ModelCallError(ModelErrorKind.CASSETTE_MISS, f"cassette miss: {miss}")
     if isinstance(exc, openai.RateLimitError):
         return ModelCallError(ModelErrorKind.RATE_LIMIT, f"429 rate limited: {exc.message}", _retry_after(exc))
     if isinstance(exc, openai.APITimeoutError):

@@ -37,11 +37,11 @@ if os.environ.get("HB_PROBE_FD"):
 
     import duckdb
 
-    import harness.tools.db_query as _db_query
-    import harness.tools.log_search as _log_search
-    import runners.bench as _bench
-    import runners.metrics_db as _metrics_db
-    import runners.sweep as _sweep
+    import runners.domain.tools.db_query as _db_query
+    import runners.domain.tools.log_search as _log_search
+    import runners.run.bench as _bench
+    import runners.run.sweep as _sweep
+    import runners.store.metrics_db as _metrics_db
 
     _FD = int(os.environ["HB_PROBE_FD"])
     _GO = int(os.environ["HB_PROBE_GO_FD"])
@@ -50,7 +50,7 @@ if os.environ.get("HB_PROBE_FD"):
     _lock = threading.Lock()  # tools run on worker threads with --concurrency
 
     def _received() -> str:
-        """1 once the process's SIGINT/SIGTERM handler has run (runners.interrupts), 0 before, - unknown."""
+        """1 once the process's SIGINT/SIGTERM handler has run (runners.run.interrupts), 0 before, - unknown."""
         state = getattr(signal.getsignal(signal.SIGINT), "__self__", None)
         return "-" if not hasattr(state, "received") else str(int(state.received is not None))
 

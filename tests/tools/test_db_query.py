@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from sqlglot import exp
 
 from harness.contracts import EvidenceStatus, JsonValue
-from harness.models.scripted import Mistake
-from harness.tools import _duck
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
-from harness.tools.db_query import ALLOWED_FUNCTIONS, DatabaseQuery, DbQueryInput, TableFixture
+from runners.domain.scripted import Mistake
+from runners.domain.tools import _duck
+from runners.domain.tools.db_query import ALLOWED_FUNCTIONS, DatabaseQuery, DbQueryInput, TableFixture
 
 PAYMENTS = TableFixture(
     name="payments",
@@ -724,7 +724,7 @@ def test_a_column_named_like_a_session_function_is_read_when_qualified() -> None
 
 
 def test_every_builtin_db_query_step_passes_the_validator_and_runs() -> None:
-    from runners.evalset import load_cases
+    from runners.domain.evalset import load_cases
 
     checked = 0
     for case in load_cases():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from harness.contracts import EvidenceStatus, JsonValue, Relevance
 from harness.tools.base import ToolInputError, ToolResult
-from harness.tools.kb_search import (
+from runners.domain.tools.kb_search import (
     DEFAULT_MIN_SCORE,
     MAX_CHUNK_CHARS,
     KbDocument,

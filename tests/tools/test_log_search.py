@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.contracts import EvidenceStatus, JsonValue
-from harness.tools import _duck
 from harness.tools.base import ToolInputError, ToolResult
-from harness.tools.log_search import LogEvent, LogSearch, LogSearchInput
+from runners.domain.tools import _duck
+from runners.domain.tools.log_search import LogEvent, LogSearch, LogSearchInput
 
 # An acquirer slowdown hits tenant acme's card payments at 14:03 UTC; other services keep logging.
 EVENTS = [

@@ -1,0 +1,8 @@
+"""The Harness under agent frameworks users already have (optional extras: `pip install harness-bench[adapters]`).
+
+- `harness.adapters.pydantic_ai` — pydantic-ai (`pydantic-ai-slim`): `HarnessBridge` and `run_agent`.
+
+Each adapter routes every model call through `HarnessSession.complete` and every tool call, with its raw
+arguments, through `HarnessSession.handle_tool_calls`; the framework's argument validation and retries never
+see a protocol violation (the Harness answers it), and the final text goes to Release.
+"""

@@ -1,0 +1,152 @@
+"""The Harness under pydantic-ai: the framework runs the agent loop, the Harness decides everything else.
+
+- **Tools**: each business tool becomes a pydantic-ai tool with the envelope schema and no argument
+  validation; the raw arguments the model sent reach the Harness, which answers every call of a message
+  in order (envelope, admission, duplicate scopes, NO_GAIN, STOP_REQUIRED, the controlled stop) exactly as
+  the native loop does. The framework is handed arguments that always validate (`{}`), so its own
+  validation and retries can never hide a protocol violation: the Harness's retries are the only retries.
+- **Model**: a `FunctionModel` whose function asks the session for each model call (budgets, deadline,
+  retries, tool_choice after STOP_REQUIRED), reading the conversation from the framework's history.
+  When the session has ended the loop (a stop, a budget, a failure), the function answers the run's end
+  and no model call is made or counted.
+- **Release**: the agent's final text output goes to the session as the Draft.
+
+Not expressible: a tool name the agent does not have (pydantic-ai answers it with its own retry prompt
+before any tool runs), so such a call never reaches the Harness as UNKNOWN_TOOL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from pydantic_ai import Agent, Tool
+from pydantic_ai import RunContext as AgentRunContext
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from harness.adapters._batch import EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory, UnknownToolCall
+from harness.models.base import (
+    AssistantMessage,
+    ChatMessage,
+    ChatModel,
+    SystemMessage,
+    ToolMessage,
+    UserMessage,
+)
+from harness.prompts import DiagnosisTask, render_task
+from harness.session import HarnessSession, RunResult, tool_specs
+from harness.tools.base import BusinessTool
+
+__all__ = ["END_OF_RUN", "HarnessBridge", "run_agent"]
+
+
+class HarnessBridge:
+    """Connects one HarnessSession to one pydantic-ai agent run: its tools and its model function."""
+
+    def __init__(self, session: HarnessSession, model: ChatModel, tools: Sequence[BusinessTool[Any]]) -> None:
+        self.session = session
+        self._model = model
+        self._tools = tuple(tools)
+        self._names = {t.name for t in self._tools}
+        self._answers = MessageAnswers(session)
+        self._stable = StableHistory()
+        self.final_text: str | None = None
+        """The model's own final message, when it wrote one (None: the Harness ended the loop)."""
+        self.model_answered_final = False
+
+    # -- the framework's tools --------------------------------------------------------------
+    def tools(self) -> list[Tool[None]]:
+        """One pydantic-ai tool per business tool: the envelope schema, no validation, the Harness's answer."""
+        specs = tool_specs(self._tools, self.session.ctx.config.schema_mode, None)
+        return [
+            Tool.from_schema(self._tool_function(spec.name), spec.name, spec.description, spec.parameters,
+                             takes_ctx=True, sequential=True)
+            for spec in specs
+        ]  # fmt: skip
+
+    def _tool_function(self, name: str) -> Any:
+        def call(ctx: AgentRunContext[None], **_ignored: Any) -> str:
+            return self._answers.answer(ctx.tool_call_id or "")
+
+        call.__name__ = name
+        return call
+
+    # -- the framework's model --------------------------------------------------------------
+    def function_model(self) -> FunctionModel:
+        """The FunctionModel whose every call is a HarnessSession model call."""
+        return FunctionModel(self._respond, model_name=self._model.name)
+
+    def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn = self.session.complete(self._model, self.history(messages))
+        if turn.message is None:
+            return ModelResponse(parts=[TextPart(END_OF_RUN)])
+        if turn.final:
+            self.model_answered_final = True
+            self.final_text = turn.message.content
+            return ModelResponse(parts=[TextPart(turn.message.content or EMPTY_FINAL)])
+        calls = turn.message.tool_calls
+        unknown = [c.name for c in calls if c.name not in self._names]
+        if unknown:
+            raise UnknownToolCall(f"the agent has no tool {unknown[0]!r}")
+        self._answers.expect(calls)
+        parts: list[TextPart | ToolCallPart] = [TextPart(turn.message.content)] if turn.message.content else []
+        parts += [ToolCallPart(c.name, "{}", tool_call_id=c.id) for c in calls]
+        return ModelResponse(parts=parts)
+
+    def history(self, messages: list[ModelMessage]) -> list[ChatMessage]:
+        """The framework's history as the Harness's chat messages (raw arguments restored by call id)."""
+        out: list[ChatMessage] = []
+        for message in messages:
+            if isinstance(message, ModelRequest):
+                for part in message.parts:
+                    if isinstance(part, SystemPromptPart):
+                        out.append(SystemMessage(part.content))
+                    elif isinstance(part, UserPromptPart):
+                        out.append(UserMessage(part.content if isinstance(part.content, str) else str(part.content)))
+                    elif isinstance(part, ToolReturnPart):
+                        out.append(ToolMessage(part.tool_call_id, str(part.content)))
+                    elif isinstance(part, RetryPromptPart):  # never produced: the Harness answers every call
+                        out.append(ToolMessage(part.tool_call_id, part.model_response()))
+            elif isinstance(message, ModelResponse):
+                text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
+                calls = tuple(self._answers.calls[p.tool_call_id] for p in message.parts if isinstance(p, ToolCallPart))
+                if calls:
+                    out.append(AssistantMessage(text, calls))
+        return self._stable(out)
+
+
+def run_agent(
+    session: HarnessSession,
+    task: DiagnosisTask,
+    tools: Sequence[BusinessTool[Any]],
+    model: ChatModel,
+    *,
+    system_prompt: str,
+    guard_model: ChatModel | None = None,
+) -> RunResult:
+    """Run `task` as a pydantic-ai Agent under the Harness and release its single outcome."""
+    bridge = HarnessBridge(session, model, tools)
+    agent: Agent[None, str] = Agent(
+        bridge.function_model(), system_prompt=system_prompt, tools=bridge.tools(), retries=0, output_type=str
+    )
+    history: list[ChatMessage] = []
+    try:
+        result = agent.run_sync(render_task(task))
+        history = bridge.history(result.all_messages())
+        if bridge.model_answered_final:
+            output = result.output
+            session.receive_final(None if output == EMPTY_FINAL else output)
+    except UnknownToolCall:
+        pass
+    return session.finish(question=task.question, guard_model=guard_model or model, messages=history)

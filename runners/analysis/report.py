@@ -1,0 +1,484 @@
+"""`harness-bench report`: a report that decides — Markdown + self-contained HTML, read from DuckDB.
+
+For a sweep: the recommendation and its rule first, then the per-configuration table with 95%
+intervals over cases (each metric defined in one line), recall and wasted calls against the
+first swept setting, the Pareto front (every Pareto point labelled, the recommendation marked),
+and the per-family table of the recommended configuration — never pooled across grid points.
+For bench runs: one per-family table and figure per bench run. Both documents are rendered from
+one list of sections, so they always say the same thing.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import duckdb
+import matplotlib
+
+matplotlib.use("Agg")  # headless: reports are files, never windows
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from runners.analysis.recommend import (
+    DEFAULT_MARGIN,
+    METRIC_DEFINITIONS,
+    ConfigStats,
+    Objective,
+    Recommendation,
+    Rule,
+    config_columns,
+    config_key,
+    measure,
+    recommend,
+    table_rows,
+)
+
+MAX_BENCH_RUNS = 6
+"""Bench runs shown one by one in a report that is not about a sweep."""
+STOP_REASONS = {
+    "INFORMATION_SATURATED": "saturated",
+    "BUDGET_LIMIT_REACHED": "budget",
+    "PROGRESS_PROTOCOL_VIOLATED": "protocol",
+    None: "on its own",
+}
+"""stop_reason -> bar label; None is a run that finished without a Harness stop."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One PNG figure."""
+
+    name: str
+    """File name (`recall_vs_threshold.png`)."""
+    title: str
+    """Caption."""
+    png: bytes
+    """Image bytes."""
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    """A table with its header."""
+
+    header: list[str]
+    """Column names."""
+    rows: list[list[str]]
+    """Cells as text."""
+
+
+@dataclass
+class Section:
+    """One heading of the report."""
+
+    title: str
+    """Heading."""
+    paragraphs: list[str] = field(default_factory=list)
+    """Text, one paragraph each."""
+    tables: list[TableBlock] = field(default_factory=list)
+    """Tables after the text."""
+    definitions: dict[str, str] = field(default_factory=dict)
+    """term -> one-line definition, after the tables."""
+    figures: list[Figure] = field(default_factory=list)
+    """Figures last."""
+
+
+def _png(fig: MplFigure) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+# -- per family ---------------------------------------------------------------------------------------
+def family_table(con: duckdb.DuckDBPyConnection, where: str, params: Sequence[object]) -> pd.DataFrame:
+    """Per family of one bench run or configuration: cases, pass rate, outcome mix, stop reasons, means."""
+    return con.execute(
+        f"""
+        SELECT family, count(DISTINCT case_id) AS cases, count(*) AS case_runs,
+               round(avg(passed::INT), 3) AS pass_rate,
+               count(*) FILTER (WHERE outcome = 'SUCCESS') AS success,
+               count(*) FILTER (WHERE outcome = 'FALLBACK') AS fallback,
+               count(*) FILTER (WHERE outcome NOT IN ('SUCCESS', 'FALLBACK')) AS failed,
+               count(*) FILTER (WHERE stop_reason = 'INFORMATION_SATURATED') AS saturated,
+               count(*) FILTER (WHERE stop_reason = 'BUDGET_LIMIT_REACHED') AS budget,
+               count(*) FILTER (WHERE stop_reason = 'PROGRESS_PROTOCOL_VIOLATED') AS protocol,
+               count(*) FILTER (WHERE stop_reason IS NULL) AS on_its_own,
+               round(avg(tool_invocations), 2) AS mean_tool_invocations,
+               round(avg(tool_rejections), 2) AS mean_rejections,
+               round(avg(wasted_invocations), 2) AS mean_wasted
+        FROM case_runs c JOIN bench_runs b USING (bench_run_id)
+        WHERE {where}
+        GROUP BY family ORDER BY family
+        """,
+        params,
+    ).df()
+
+
+FAMILY_HEADER = [
+    "family",
+    "cases",
+    "case runs",
+    "pass rate",
+    "outcomes S / F / X",
+    "stops sat / budget / proto / own",
+    "tools",
+    "rejections",
+    "wasted",
+]
+FAMILY_DEFINITIONS = {
+    "pass rate": "share of case runs meeting every expectation of their case",
+    "outcomes S / F / X": "case runs released as SUCCESS / FALLBACK / FAILED or CANCELLED",
+    "stops": "Harness stop reason: information saturated / budget / protocol violations / none (finished on its own)",
+    "tools, rejections, wasted": "per case run: tool invocations, rejected tool requests, invocations after the "
+    "first NO_GAIN on cases without evidence",
+}
+
+
+def _family_block(df: pd.DataFrame) -> TableBlock:
+    rows = [
+        [
+            str(r.family),
+            str(r.cases),
+            str(r.case_runs),
+            f"{r.pass_rate:.0%}",
+            f"{r.success} / {r.fallback} / {r.failed}",
+            f"{r.saturated} / {r.budget} / {r.protocol} / {r.on_its_own}",
+            f"{r.mean_tool_invocations:.2f}",
+            f"{r.mean_rejections:.2f}",
+            f"{r.mean_wasted:.2f}",
+        ]
+        for r in df.itertuples(index=False)
+    ]
+    return TableBlock(FAMILY_HEADER, rows)
+
+
+def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
+    idx = df.set_index("family")
+    idx[["success", "fallback", "failed"]].plot.barh(
+        stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
+    )
+    axes[0].set(title="Outcome per family", xlabel="case runs", ylabel="family")
+    stops = idx[["saturated", "budget", "protocol", "on_its_own"]].rename(columns={"on_its_own": "on its own"})
+    stops.plot.barh(stacked=True, ax=axes[1], color=["tab:purple", "tab:orange", "tab:red", "tab:gray"])
+    axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
+    return Figure(name, f"Outcome and stop reason per family — {what}", _png(fig))
+
+
+def _tool_distribution(con: duckdb.DuckDBPyConnection, where: str, params: Sequence[object], what: str) -> Figure:
+    df = con.execute(
+        "SELECT tool_invocations, tool_rejections FROM case_runs c JOIN bench_runs b USING (bench_run_id) "
+        f"WHERE {where}",
+        params,
+    ).df()
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
+    bins = [x - 0.5 for x in range(top + 2)]
+    ax.hist([df["tool_invocations"], df["tool_rejections"]], bins=bins, label=["invocations", "rejections"])
+    ax.set_xticks(range(top + 1))
+    ax.set(xlabel="tool requests per case run", ylabel="case runs", title="Tool invocations and rejections")
+    ax.legend()
+    return Figure("tool_call_distribution.png", f"Tool invocations and rejections per case run — {what}", _png(fig))
+
+
+# -- sweep figures -----------------------------------------------------------------------------------------
+def _short(s: ConfigStats, cols: tuple[str, ...]) -> str:
+    return "/".join(str(s.setting(c)) for c in cols)
+
+
+def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
+    x_col, series_cols = rec.columns[0], rec.columns[1:]
+    # x positions by rank, labelled with the values: integer ticks for thresholds, names for text settings
+    xs = sorted({s.setting(x_col) for s in stats}, key=lambda v: config_key((v,)))
+    pos = {v: i for i, v in enumerate(xs)}
+    groups: dict[str, list[ConfigStats]] = {}
+    for s in sorted(stats, key=lambda s: config_key(s.config)):
+        key = ", ".join(f"{c}={s.setting(c)}" for c in series_cols) or "all"
+        groups.setdefault(key, []).append(s)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    width = 0.3 / max(len(groups), 1)
+    for gi, (key, group) in enumerate(groups.items()):
+        dx = (gi - (len(groups) - 1) / 2) * width  # spread the series so intervals do not hide each other
+        x = [pos[s.setting(x_col)] + dx for s in group]
+        for ax, metric in ((axes[0], "recall"), (axes[1], "wasted")):
+            ivs = [getattr(s, metric) for s in group]
+            ax.errorbar(
+                x,
+                [i.value for i in ivs],
+                yerr=[[i.value - i.low for i in ivs], [i.high - i.value for i in ivs]],
+                marker="o",
+                ms=4,
+                capsize=3,
+                label=key,
+            )
+    c = rec.chosen
+    for ax, iv in ((axes[0], c.recall), (axes[1], c.wasted)):
+        ax.scatter([pos[c.setting(x_col)]], [iv.value], marker="*", s=260, color="tab:red", zorder=5,
+                   label="recommended" if rec.separable else "rule's pick (unresolved)")  # fmt: skip
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_xlabel(x_col)
+        ax.legend(fontsize=7)
+    axes[0].set(ylim=(-0.05, 1.05), ylabel="diagnosis recall (share of cases)", title="Recall, 95% interval over cases")
+    axes[1].set(ylabel="wasted invocations per case run", title="Wasted invocations on no-evidence cases")
+    return Figure("recall_wasted_vs_threshold.png", f"Recall and wasted invocations against {x_col}", _png(fig))
+
+
+def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
+    obj = rec.objective
+    fig, ax = plt.subplots(figsize=(9, 4.6))
+    for s in stats:
+        on_front = s in rec.front
+        ax.errorbar(
+            [s.cost(obj)],
+            [s.recall.value],
+            yerr=[[s.recall.value - s.recall.low], [s.recall.high - s.recall.value]],
+            fmt="o",
+            ms=6 if on_front else 4,
+            color="tab:orange" if on_front else "tab:gray",
+            capsize=2,
+            alpha=1.0 if on_front else 0.6,
+        )
+    front = sorted(rec.front, key=lambda s: s.cost(obj))
+    ax.plot(
+        [s.cost(obj) for s in front], [s.recall.value for s in front], color="tab:orange", lw=1, label="Pareto front"
+    )
+    ax.scatter(
+        [rec.chosen.cost(obj)],
+        [rec.chosen.recall.value],
+        marker="*",
+        s=320,
+        color="tab:red",
+        zorder=5,
+        label=f"recommended ({_short(rec.chosen, rec.columns)})",
+    )
+    # every Pareto point labelled; points at the same place share one label
+    spots: dict[tuple[float, float], list[str]] = {}
+    for s in front:
+        spots.setdefault((round(s.cost(obj), 1), round(s.recall.value, 4)), []).append(_short(s, rec.columns))
+    for i, ((x, y), names) in enumerate(sorted(spots.items())):
+        ax.annotate(", ".join(names), (x, y), textcoords="offset points", xytext=(8, -14 if i % 2 else 8), fontsize=8)
+    ax.set(
+        xlabel=f"{obj.value} per case run (mean over cases)",
+        ylabel="diagnosis recall (share of cases)",
+        ylim=(-0.05, 1.1),
+        title=f"Recall against cost; labels are {'/'.join(rec.columns)}",
+    )
+    ax.plot([], [], "o", color="tab:gray", alpha=0.6, label="dominated")
+    ax.legend(fontsize=8, loc="lower right")
+    return Figure("pareto_front.png", "Pareto front: recall against cost, every front point labelled", _png(fig))
+
+
+# -- document -----------------------------------------------------------------------------------------------
+def _config_where(stats: ConfigStats) -> tuple[str, list[object]]:
+    # NULL-safe: case runs stored before a setting was declared hold NULL for it (and their point says so)
+    return " AND ".join(f"c.{c} IS NOT DISTINCT FROM ?" for c in config_columns()), list(stats.config)
+
+
+def _sweep_sections(
+    con: duckdb.DuckDBPyConnection, sweep_id: str, objective: Objective, rule: Rule, margin: float,
+    db: str = "bench.duckdb",
+) -> list[Section]:  # fmt: skip
+    stats = measure(con, sweep_id)
+    if not stats:
+        raise ValueError(f"sweep {sweep_id} has no case runs")
+    rec = recommend(stats, objective, rule=rule, margin=margin)
+    header, rows = table_rows(rec, stats)
+    per_config = Section(
+        "Per configuration",
+        [
+            f"{len(stats)} configurations; ★ recommended, ◆ on the Pareto front. Intervals are 95% over cases "
+            "(Wilson for rates, a bootstrap resampling cases for means); epochs are averaged within each case first."
+            + (
+                " The deficit bound is the one-sided 95% upper bound of the per-case recall / honest-fallback "
+                "deficit to the best; ✓ = within the margin."
+                if rec.checks
+                else ""
+            )
+        ],
+        [TableBlock(header, rows)],
+        METRIC_DEFINITIONS,
+        [_curves(stats, rec), _pareto(stats, rec)],
+    )
+    cfg_where, cfg_params = _config_where(rec.chosen)
+    where, params = f"b.sweep_id = ? AND {cfg_where}", [sweep_id, *cfg_params]
+    fam = family_table(con, where, params)
+    label = rec.chosen.label(rec.columns)
+    title = (
+        f"Per family at the recommended configuration ({label})"
+        if rec.separable
+        else f"Per family at the rule's pick ({label}; not a recommendation: the sweep cannot separate it)"
+    )
+    per_family = Section(
+        title,
+        [f"Only the case runs of {label}; other grid points are not pooled in."],
+        [_family_block(fam)],
+        FAMILY_DEFINITIONS,
+        [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, where, params, label)],
+    )
+    from runners.analysis.gate import failing_case_lines
+
+    failing = failing_case_lines(con, db, where, params)
+    cases = Section(
+        f"Failing cases at the recommended configuration ({label})",
+        [f"{len(failing)} listed; each command prints the case run's transcript.", *failing]
+        if failing else ["Every case run of this configuration met its expectations."],
+    )  # fmt: skip
+    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases]
+
+
+def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Section]:
+    where, params = ("b.bench_run_id = ?", [bench_run_id]) if bench_run_id else ("TRUE", [])
+    runs = con.execute(
+        f"""SELECT b.bench_run_id, any_value(b.model), any_value(b.label), count(*), any_value(b.started_at)
+            FROM case_runs c JOIN bench_runs b USING (bench_run_id) WHERE {where}
+            GROUP BY 1 ORDER BY 5 DESC""",
+        params,
+    ).fetchall()
+    if not runs:
+        raise ValueError(f"no case runs for {'bench run ' + bench_run_id if bench_run_id else 'any bench run'}")
+    sections = [
+        Section(
+            "Summary",
+            [
+                f"{len(runs)} bench run(s), each reported on its own (configurations are never pooled)"
+                + (f"; the newest {MAX_BENCH_RUNS} are shown." if len(runs) > MAX_BENCH_RUNS else ".")
+            ],
+        )
+    ]
+    for i, (run_id, model, label, n, _) in enumerate(runs[:MAX_BENCH_RUNS]):
+        w, p = "b.bench_run_id = ?", [run_id]
+        fam = family_table(con, w, p)
+        what = f"{run_id} ({model}{', label ' + label if label else ''})"
+        figs = [_outcome_figure(fam, f"outcomes_per_family_{i + 1}.png", what)]
+        if i == 0:
+            figs.append(_tool_distribution(con, w, p, what))
+        sections.append(
+            Section(
+                f"Bench run {what}",
+                [f"{n} case runs."],
+                [_family_block(fam)],
+                FAMILY_DEFINITIONS if i == 0 else {},
+                figs,
+            )
+        )
+    return sections
+
+
+def build_report(
+    db: Path,
+    out: Path,
+    *,
+    sweep_id: str | None = None,
+    bench_run_id: str | None = None,
+    objective: Objective = Objective.TOKENS,
+    rule: Rule = Rule.NON_INFERIORITY,
+    margin: float = DEFAULT_MARGIN,
+) -> tuple[Path, Path]:
+    """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
+    from runners.store.metrics_db import connect
+
+    con = connect(db, read_only=True)
+    try:
+        if sweep_id:
+            known = {r[0] for r in con.execute("SELECT sweep_id FROM sweeps").fetchall()}
+            if sweep_id not in known:
+                raise ValueError(f"unknown sweep {sweep_id!r}; known: {', '.join(sorted(known)[:5]) or 'none'}")
+            scope = f"sweep {sweep_id}"
+            sections = _sweep_sections(con, sweep_id, objective, rule, margin, str(db))
+        else:
+            scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
+            sections = _bench_sections(con, bench_run_id)
+    finally:
+        con.close()
+    from runners.store._files import write_bytes, write_text
+
+    for s in sections:  # each file complete or not written (no 0-byte PNG on a full disk)
+        for f in s.figures:
+            write_bytes(out / f.name, f.png)
+    title = f"harness-bench report — {scope}"
+    md_path, html_path = out / "report.md", out / "report.html"
+    write_text(md_path, _markdown(title, str(db), sections))
+    write_text(html_path, _html(title, str(db), sections))
+    return md_path, html_path
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _markdown(title: str, db: str, sections: list[Section]) -> str:
+    md = [f"# {title}", "", f"Source: `{db}`.", ""]
+    for s in sections:
+        md += [f"## {s.title}", ""]
+        for p in s.paragraphs:
+            md += [p, ""]
+        for t in s.tables:
+            md += ["| " + " | ".join(_md_cell(h) or " " for h in t.header) + " |", "|" + "---|" * len(t.header)]
+            md += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+            md.append("")
+        for term, definition in s.definitions.items():
+            md.append(f"- **{term}**: {definition.split(' — ')[-1]}")
+        if s.definitions:
+            md.append("")
+        for f in s.figures:
+            md += [f"### {f.title}", "", f"![{f.title}]({f.name})", ""]
+    return "\n".join(md)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1040px;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#222}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+p{margin:.6rem 0}
+table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0;max-width:100%}
+td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right;vertical-align:top}
+th{overflow-wrap:anywhere}
+th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}
+dl{font-size:.85rem}dt{font-weight:600;display:inline}dd{display:inline;margin:0}dd::after{content:"";display:block}
+img{max-width:100%;height:auto}figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#555}
+code{overflow-wrap:anywhere}
+"""
+
+
+def _cell(text: str) -> str:
+    """Escaped; an interval `[a, b]` never breaks inside, so a narrow column wraps before it."""
+    return re.sub(r"\[([^\]]*?), ([^\]]*?)\]", "[\\1,&nbsp;\\2]", html.escape(text))
+
+
+def _html(title: str, db: str, sections: list[Section]) -> str:
+    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>Source: <code>{html.escape(db)}</code></p>"]
+    for s in sections:
+        parts.append(f"<h2>{html.escape(s.title)}</h2>")
+        parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
+        for t in s.tables:
+            head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
+            body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        if s.definitions:
+            items = "".join(
+                f"<dt>{html.escape(k)}:</dt> <dd>{html.escape(v.split(' — ')[-1])}</dd>"
+                for k, v in s.definitions.items()
+            )
+            parts.append(f"<dl>{items}</dl>")
+        for f in s.figures:
+            data = base64.b64encode(f.png).decode()
+            parts.append(
+                f"<figure><img alt='{html.escape(f.title)}' src='data:image/png;base64,{data}'/>"
+                f"<figcaption>{html.escape(f.title)}</figcaption></figure>"
+            )
+    body = "\n".join(parts)
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )

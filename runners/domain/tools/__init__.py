@@ -1,0 +1,1 @@
+"""The bench's domain tools: knowledge-base search, log search and database query over a case's fixtures."""

@@ -1,0 +1,149 @@
+"""The flag rules of a run: every flag that would be ignored, or that contradicts another, is refused here,
+before anything is opened or written. Each rule is one function that raises `PlanError` with one line naming
+the flag, the value and what to do; `check_run_request` applies them all in order. The command line, the
+Python API and the notebook reach a run only through these rules (`runners.plan.run_plan`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from runners.plan.executor import Executor, check_available
+
+__all__ = [
+    "MAX_CONCURRENCY",
+    "MAX_EPOCHS",
+    "BenchInputError",
+    "PlanError",
+    "RunRequest",
+    "UsageError",
+    "check_cassettes",
+    "check_counts",
+    "check_endpoint_url",
+    "check_execution",
+    "check_resume",
+    "check_run_request",
+]
+
+MAX_EPOCHS = 10_000
+"""Upper bound of `--epochs`."""
+MAX_CONCURRENCY = 1_024
+"""Upper bound of `--concurrency` and `--max-in-flight`."""
+
+
+class BenchInputError(ValueError):
+    """Unusable input for a bench run (exit code 2)."""
+
+
+class PlanError(BenchInputError):
+    """A flag that would be ignored or contradicts another (exit 2); the message names the flag and the fix."""
+
+
+class UsageError(Exception):
+    """Unusable command-line input: printed as one line, exit 2."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """What was asked for a bench run or a sweep, before it is planned (None: not given)."""
+
+    model: str
+    """The --model value (after the settings are parsed)."""
+    base_url: str | None = None
+    """The --base-url value."""
+    epochs: int | None = None
+    """--epochs."""
+    concurrency: int = 1
+    """--concurrency."""
+    cassettes: Path | None = None
+    """--cassettes."""
+    record_mode: str | None = None
+    """--record-mode."""
+    shard: object | None = None
+    """--shard (a ShardSpec)."""
+    run_id: str | None = None
+    """--run-id."""
+    executor: Executor = Executor.LOCAL
+    """--executor."""
+    ray_address: str | None = None
+    """--ray-address."""
+    resume: str | None = None
+    """--resume (a bench run or sweep id)."""
+    resume_refused: Mapping[str, object] = field(default_factory=dict)
+    """With --resume: the flags given that a resume would ignore (flag → value)."""
+
+
+def check_counts(epochs: int | None, concurrency: int) -> None:
+    """--epochs and --concurrency are at least 1."""
+    if epochs is not None and not 1 <= epochs <= MAX_EPOCHS:
+        raise PlanError(f"--epochs {epochs}: expected 1..{MAX_EPOCHS}")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise PlanError(f"--concurrency {concurrency}: expected 1..{MAX_CONCURRENCY}")
+
+
+def check_resume(resume: str | None, refused: Mapping[str, object]) -> None:
+    """A resume restores every stored setting and run option: a flag that would be ignored is refused."""
+    given = [flag for flag, value in dict(refused).items() if value is not None]
+    if resume and given:
+        raise PlanError(f"--resume {resume} restores the stored settings; remove {', '.join(given)}")
+
+
+def check_cassettes(model: str, cassettes: Path | None, record_mode: str | None) -> None:
+    """--record-mode needs --cassettes; cassettes record an openai model's HTTP; a replay reads a folder."""
+    if record_mode is not None and cassettes is None:
+        raise PlanError(f"--record-mode {record_mode} needs --cassettes DIR")
+    if cassettes is None:
+        return
+    if not model.startswith("openai:"):
+        raise PlanError(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
+    if cassettes.exists() and not cassettes.is_dir():
+        raise PlanError(f"--cassettes {cassettes} is a file, not a folder")
+    if (record_mode or "none") == "none" and not cassettes.is_dir():
+        raise PlanError(f"--cassettes {cassettes}: no such folder; a replay (--record-mode none) reads recorded"
+                        " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
+
+
+def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> None:
+    """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused (a live run's
+    --base-url is the preflight's to check; a replay makes no preflight)."""
+    if not model.startswith("openai:") or (base_url and not replay):
+        return
+    source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        shown = url if len(url) <= 80 else url[:80] + "…"
+        raise PlanError(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
+
+
+def check_execution(
+    shard: object | None, run_id: str | None, executor: Executor, ray_address: str | None, *, resume: bool
+) -> None:
+    """--shard needs a shared --run-id, --ray-address needs --executor ray, Ray needs to be installed."""
+    if shard is not None and run_id is None and not resume:  # a resume restores its shard itself
+        raise PlanError(f"--shard {shard} needs --run-id NAME, the same on every shard (e.g. the CI run number),"
+                        " so that the shards' files merge into one run")  # fmt: skip
+    if ray_address is not None and executor is not Executor.RAY:
+        raise PlanError(f"--ray-address {ray_address} applies to --executor ray only")
+    check_available(executor)
+
+
+def check_run_request(request: RunRequest) -> None:
+    """Every rule, in the order a user fixes them: execution, resume, counts, cassettes, endpoint."""
+    check_execution(request.shard, request.run_id, request.executor, request.ray_address,
+                    resume=request.resume is not None)  # fmt: skip
+    check_resume(request.resume, request.resume_refused)
+    if request.resume:
+        return  # the rest is the stored run's, checked when it was planned
+    check_counts(request.epochs, request.concurrency)
+    check_cassettes(request.model, request.cassettes, request.record_mode)
+    check_endpoint_url(request.model, request.base_url, replay=request.cassettes is not None)

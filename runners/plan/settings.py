@@ -1,0 +1,595 @@
+"""One declaration of run settings: each setting of a bench run is declared once.
+
+Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
+`ModelSettings` below, the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
+attribute docstring (help) and an optional `BenchSetting` marker (public name, sweepable, ...).
+From that come the CLI options of `run` and `sweep`, the sweep's grid axes, the `bench_runs` and
+`case_runs` columns, `--resume` and the flags that reproduce a run. A new field in either model is
+the only edit a new setting needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import types
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from functools import lru_cache
+from typing import Annotated, Any, Union, get_args, get_origin
+
+import annotated_types
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+
+from harness.config import BenchSetting, HarnessConfig
+
+SettingValue = int | float | str | None
+"""A setting's value as the CLI, DuckDB and JSON see it (enums as their string value)."""
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+TOOL_CHOICE_MODES = ("auto", "none", "required")
+
+
+class SettingsError(ValueError):
+    """A setting value is unusable; the message names the flag, the value and what is allowed."""
+
+
+class ParallelToolCalls(StrEnum):
+    """Whether the request asks for one tool call per assistant turn."""
+
+    TRUE = "true"
+    """Allow several calls per turn."""
+    FALSE = "false"
+    """One call per turn (seed 000: one pending call at a time)."""
+    OMIT = "omit"
+    """Do not send the field (for endpoints that refuse it)."""
+
+    @property
+    def wire(self) -> bool | None:
+        """The `parallel_tool_calls` value sent (None: not sent)."""
+        return {ParallelToolCalls.TRUE: True, ParallelToolCalls.FALSE: False}.get(self)
+
+
+class ModelSettings(BaseModel):
+    """The model under test and how it is asked; declared once like HarnessConfig."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    model: Annotated[str, BenchSetting(metavar="MODEL")] = Field(
+        default="scripted", min_length=1, examples=["openai:scripted:reference"]
+    )
+    """'scripted', 'scripted:<profile>' or 'openai:<model-name>'."""
+    base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
+        default=None, examples=["http://127.0.0.1:8765/v1"]
+    )
+    """OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, serve-sim); unset: the OpenAI API."""
+    api_key_env: Annotated[str, BenchSetting(metavar="VAR", endpoint=True)] = Field(
+        default="OPENAI_API_KEY", examples=["HB_TEST_KEY"]
+    )
+    """Environment variable holding the API key (local servers need none)."""
+    tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|TOOL")] = Field(
+        default="auto", examples=["kb_search"]
+    )
+    """OpenAI tool_choice sent with the tools; a tool name forces that tool."""
+    parallel_tool_calls: ParallelToolCalls = ParallelToolCalls.FALSE
+    """Ask for one tool call per turn (false), allow several (true), or omit the field."""
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    """Sampling temperature."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str) -> str:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+            raise ValueError("expected an environment variable name like OPENAI_API_KEY")
+        return value
+
+    @field_validator("tool_choice")
+    @classmethod
+    def _known_tool(cls, value: str) -> str:
+        from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
+
+        if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
+            raise ValueError(f"expected auto, none, required or a tool name ({', '.join(TOOL_NAMES)})")
+        return value
+
+    @model_validator(mode="after")
+    def _openai_only(self) -> ModelSettings:
+        # The scripted model sends no request: every other model setting would be silently ignored.
+        if self.model == "scripted" or self.model.startswith("scripted:"):
+            for name, info in type(self).model_fields.items():
+                if name != "model" and getattr(self, name) != info.default:
+                    raise ValueError(
+                        f"--{name.replace('_', '-')} applies to openai:<model-name> only, not to --model {self.model}"
+                    )
+        return self
+
+
+class SettingOwner(StrEnum):
+    """Which model a setting belongs to."""
+
+    HARNESS = "harness"
+    MODEL = "model"
+
+
+class ValueKind(StrEnum):
+    """The value type of a setting."""
+
+    INT = "int"
+    FLOAT = "float"
+    TEXT = "text"
+    CHOICE = "choice"
+
+
+_SQL_TYPES = {
+    ValueKind.INT: "BIGINT", ValueKind.FLOAT: "DOUBLE", ValueKind.TEXT: "VARCHAR", ValueKind.CHOICE: "VARCHAR",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One declared setting, derived from a pydantic field."""
+
+    name: str
+    """Public name: the CLI flag `--name-with-dashes` and the DuckDB column."""
+    owner: SettingOwner
+    """HarnessConfig or ModelSettings."""
+    field: str
+    """The field name in its owner model."""
+    kind: ValueKind
+    """Value type."""
+    default: SettingValue
+    """Default value."""
+    help: str
+    """One line for --help (the field's docstring)."""
+    sweepable: bool
+    """`sweep` takes a comma list and makes it a grid axis; `case_runs` has a column."""
+    sweep_default: tuple[SettingValue, ...]
+    """The sweep CLI's axis when the flag is not given (empty: the default alone)."""
+    choices: tuple[str, ...]
+    """Allowed values of a CHOICE setting."""
+    nullable: bool
+    """Whether the value may be unset (None)."""
+    lower: float | None
+    """Lower bound, if any."""
+    lower_strict: bool
+    """The lower bound is exclusive (`gt`)."""
+    upper: float | None
+    """Upper bound, if any (ints are always bounded by the BIGINT column)."""
+    upper_strict: bool
+    """The upper bound is exclusive (`lt`)."""
+    metavar: str
+    """Placeholder in --help."""
+    endpoint: bool
+    """Where the model is reached, not what is measured: `--resume` may take a new value."""
+    examples: tuple[SettingValue, ...]
+    """Declared example values (tests use them; derived when absent)."""
+    enum_type: type[Enum] | None
+    """The enum of a CHOICE setting (to rebuild the model value)."""
+
+    @property
+    def flag(self) -> str:
+        """`--public-name`."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def sql_type(self) -> str:
+        """DuckDB column type."""
+        return _SQL_TYPES[self.kind]
+
+    def allowed(self, value: object = None) -> str:
+        """What the setting accepts, for error messages (the BIGINT limit only when `value` passes it)."""
+        if self.kind is ValueKind.CHOICE:
+            return "one of " + ", ".join(self.choices)
+        if self.kind is ValueKind.TEXT:
+            return "a text value"
+        noun = "an integer" if self.kind is ValueKind.INT else "a finite number"
+        parts = []
+        beyond_column = isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX
+        if self.lower is not None and (self.lower != INT64_MIN or beyond_column):
+            parts.append(f"{'>' if self.lower_strict else '≥'} {_num(self.lower)}")
+        if self.upper is not None and (self.upper != INT64_MAX or beyond_column):
+            parts.append(f"{'<' if self.upper_strict else '≤'} {_num(self.upper)}")
+        return noun + (" " + " and ".join(parts) if parts else "")
+
+    def check(self, value: SettingValue) -> SettingValue:
+        """`value` if allowed, else SettingsError naming the flag and the allowed range."""
+        if value is None:
+            if self.nullable:
+                return None
+            raise SettingsError(f"{self.flag}: a value is required ({self.allowed()})")
+        ok = True
+        if self.kind is ValueKind.INT:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif self.kind is ValueKind.FLOAT:
+            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        elif self.kind is ValueKind.CHOICE:
+            ok = value in self.choices
+        else:
+            ok = isinstance(value, str)
+        if ok and isinstance(value, int | float) and not isinstance(value, bool):
+            lo_ok = self.lower is None or (value > self.lower if self.lower_strict else value >= self.lower)
+            hi_ok = self.upper is None or (value < self.upper if self.upper_strict else value <= self.upper)
+            ok = lo_ok and hi_ok
+        if not ok:
+            raise SettingsError(f"{self.flag} {_show(value)}: must be {self.allowed(value)}")
+        return value
+
+    def parse(self, text: str) -> SettingValue:
+        """A command-line value, checked."""
+        value: SettingValue
+        if self.kind is ValueKind.INT:
+            try:
+                value = int(text.strip())
+            except ValueError:
+                raise SettingsError(f"{self.flag} {text!r}: must be {self.allowed()}") from None
+        elif self.kind is ValueKind.FLOAT:
+            try:
+                value = float(text.strip())
+            except ValueError:
+                raise SettingsError(f"{self.flag} {text!r}: must be {self.allowed()}") from None
+        else:
+            value = text
+        try:
+            return self.check(value)
+        except SettingsError:
+            shown = text.strip() if isinstance(value, int | float) else repr(text)
+            raise SettingsError(f"{self.flag} {shown}: must be {self.allowed(value)}") from None
+
+    def parse_axis(self, text: str) -> tuple[SettingValue, ...]:
+        """A comma-separated sweep axis, each value checked, duplicates dropped."""
+        noun = {ValueKind.INT: "integers", ValueKind.FLOAT: "numbers"}.get(self.kind, "values")
+        hint = ",".join(self.choices) if self.choices else "1,2,3"
+        parts = [p.strip() for p in text.split(",")]
+        if not any(parts):
+            raise SettingsError(f"{self.flag} {text!r}: the grid is empty; expected comma-separated {noun} like {hint}")
+        values = []
+        for part in parts:
+            try:
+                values.append(self.parse(part))
+            except SettingsError as exc:
+                if len(parts) == 1:
+                    raise
+                reason = str(exc).removeprefix(self.flag).strip()
+                expected = f"expected comma-separated {noun} like {hint}"
+                raise SettingsError(f"{self.flag} {text!r}: {reason}; {expected}") from None
+        return tuple(dict.fromkeys(values))
+
+    def cli_text(self, value: SettingValue) -> str:
+        """How `value` is written on the command line."""
+        return _num(value) if isinstance(value, int | float) else str(value)
+
+    def example(self) -> SettingValue:
+        """A valid value other than the default (declared examples first)."""
+        for v in self.examples:
+            if v != self.default:
+                return v
+        if self.kind is ValueKind.CHOICE:
+            return next(c for c in self.choices if c != self.default)
+        if self.kind in (ValueKind.INT, ValueKind.FLOAT):
+            base = self.default if isinstance(self.default, int | float) else (self.lower or 0)
+            step = 1 if self.kind is ValueKind.INT else max(abs(float(base)), 1.0)
+            for candidate in (base + step, base - step):
+                try:
+                    return self.check(candidate)
+                except SettingsError:
+                    continue
+            raise ValueError(f"{self.name}: no example value inside its bounds")
+        return f"{self.default or self.name}-example"
+
+
+def _num(value: float | int) -> str:
+    text = repr(value)
+    return text.removesuffix(".0") if isinstance(value, float) else text
+
+
+def _show(value: object) -> str:
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _num(value)
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+# -- derivation from the pydantic models -------------------------------------------------------------
+def _base_type(annotation: Any) -> tuple[Any, bool]:
+    """(type, nullable) of `T` or `T | None`."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        args = [a for a in get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0], True
+    return annotation, False
+
+
+def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
+    marker = next((m for m in info.metadata if isinstance(m, BenchSetting)), BenchSetting())
+    base, nullable = _base_type(info.annotation)
+    enum_type: type[Enum] | None = None
+    choices: tuple[str, ...] = ()
+    if isinstance(base, type) and issubclass(base, Enum):
+        kind, enum_type, choices = ValueKind.CHOICE, base, tuple(str(m.value) for m in base)
+    elif base is bool:
+        # A flag would need its own spelling (true|false); declare an enum instead, as parallel_tool_calls does.
+        raise TypeError(f"{model.__name__}.{field}: bool settings are not supported; use a StrEnum")
+    elif base is int:
+        kind = ValueKind.INT
+    elif base is float:
+        kind = ValueKind.FLOAT
+    elif base is str:
+        kind = ValueKind.TEXT
+    else:
+        raise TypeError(f"{model.__name__}.{field}: type {base!r} cannot be a bench setting (int, float, str, enum)")
+    lower = upper = None
+    lower_strict = upper_strict = False
+    for m in info.metadata:
+        if isinstance(m, annotated_types.Ge):
+            lower, lower_strict = float(m.ge), False  # type: ignore[arg-type]
+        elif isinstance(m, annotated_types.Gt):
+            lower, lower_strict = float(m.gt), True  # type: ignore[arg-type]
+        elif isinstance(m, annotated_types.Le):
+            upper, upper_strict = float(m.le), False  # type: ignore[arg-type]
+        elif isinstance(m, annotated_types.Lt):
+            upper, upper_strict = float(m.lt), True  # type: ignore[arg-type]
+    if kind is ValueKind.INT:  # the column is BIGINT: a larger value must be refused, not overflow at insert
+        lower = INT64_MIN if lower is None else max(lower, INT64_MIN)
+        upper = INT64_MAX if upper is None else min(upper, INT64_MAX)
+        lower, upper = int(lower), int(upper)
+    default = info.get_default(call_default_factory=True)
+    return Setting(
+        name=marker.public_name or field, owner=owner, field=field, kind=kind, default=_plain(default),
+        help=" ".join((info.description or field.replace("_", " ")).split()), sweepable=marker.sweepable,
+        sweep_default=tuple(_plain(v) for v in marker.sweep_default), choices=choices, nullable=nullable,
+        lower=lower, lower_strict=lower_strict, upper=upper, upper_strict=upper_strict,
+        metavar=marker.metavar or _metavar(kind, choices), endpoint=marker.endpoint,
+        examples=tuple(_plain(v) for v in info.examples or ()), enum_type=enum_type,
+    )  # fmt: skip
+
+
+def _metavar(kind: ValueKind, choices: tuple[str, ...]) -> str:
+    return {ValueKind.INT: "N", ValueKind.FLOAT: "X", ValueKind.TEXT: "TEXT"}.get(kind) or "|".join(choices)
+
+
+def _plain(value: object) -> SettingValue:
+    if isinstance(value, Enum):
+        return str(value.value)
+    if value is None or isinstance(value, int | float | str):
+        return value
+    raise TypeError(f"setting value {value!r} is not an int, float, str or enum")
+
+
+@dataclass(frozen=True, slots=True)
+class Declaration:
+    """Every setting, model ones first, in field order."""
+
+    harness_class: type[HarnessConfig]
+    """The HarnessConfig class the harness settings come from."""
+    settings: tuple[Setting, ...]
+    """The settings."""
+
+    def __getitem__(self, name: str) -> Setting:
+        for s in self.settings:
+            if s.name == name:
+                return s
+        raise KeyError(name)
+
+    def names(self) -> list[str]:
+        """Public names."""
+        return [s.name for s in self.settings]
+
+    @property
+    def sweepable(self) -> tuple[Setting, ...]:
+        """The settings that can be grid axes."""
+        return tuple(s for s in self.settings if s.sweepable)
+
+
+HARNESS_CONFIG: type[HarnessConfig] = HarnessConfig
+"""The class harness settings are derived from (a test may swap in a subclass with a new field)."""
+
+
+@lru_cache(maxsize=8)
+def _declare(harness_class: type[HarnessConfig]) -> Declaration:
+    settings = [_derive(SettingOwner.MODEL, ModelSettings, n, f) for n, f in ModelSettings.model_fields.items()]
+    settings += [_derive(SettingOwner.HARNESS, harness_class, n, f) for n, f in harness_class.model_fields.items()]
+    names = [s.name for s in settings]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"settings declared twice: {duplicates}")
+    return Declaration(harness_class, tuple(settings))
+
+
+def declaration() -> Declaration:
+    """The current declaration of every run setting."""
+    return _declare(HARNESS_CONFIG)
+
+
+# -- the settings of one run --------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """Every setting of one run: the Harness config and the model settings."""
+
+    config: HarnessConfig
+    """Thresholds and budgets (an instance of the declared HarnessConfig class)."""
+    model_settings: ModelSettings
+    """The model under test and how it is asked."""
+
+    @classmethod
+    def of(cls, config: HarnessConfig | None = None, model_settings: ModelSettings | None = None) -> RunSettings:
+        """Settings from the two models (a base HarnessConfig is lifted to the declared class)."""
+        harness_class = declaration().harness_class
+        if config is None:
+            config = harness_class()
+        elif type(config) is not harness_class:
+            config = _validated(lambda: harness_class.model_validate(config.model_dump()), SettingOwner.HARNESS)
+        return cls(config, model_settings or ModelSettings())
+
+    @classmethod
+    def from_values(cls, values: Mapping[str, SettingValue], base: RunSettings | None = None) -> RunSettings:
+        """Settings from public-name values over `base` (default: every default); errors name the flag."""
+        decl = declaration()
+        known = set(decl.names())
+        unknown = [n for n in values if n not in known]
+        if unknown:
+            raise SettingsError(f"unknown setting(s) {', '.join(sorted(unknown))}; known: {', '.join(sorted(known))}")
+        base = base or cls.of()
+        harness: dict[str, Any] = base.config.model_dump()
+        model: dict[str, Any] = base.model_settings.model_dump()
+        for name, value in values.items():
+            s = decl[name]
+            (harness if s.owner is SettingOwner.HARNESS else model)[s.field] = s.check(value)
+        config = _validated(lambda: decl.harness_class.model_validate(harness), SettingOwner.HARNESS)
+        return cls(config, _validated(lambda: ModelSettings.model_validate(model), SettingOwner.MODEL))
+
+    @classmethod
+    def from_json(cls, text: str) -> RunSettings:
+        """Settings stored by `to_json` (a setting added since then takes its default)."""
+        data = json.loads(text)
+        if not isinstance(data, dict):
+            raise SettingsError("stored settings are not a JSON object")
+        return cls.from_values(data)
+
+    def values(self) -> dict[str, SettingValue]:
+        """Every setting by public name, in declaration order."""
+        out: dict[str, SettingValue] = {}
+        for s in declaration().settings:
+            source: BaseModel = self.config if s.owner is SettingOwner.HARNESS else self.model_settings
+            out[s.name] = _plain(getattr(source, s.field))
+        return out
+
+    def value(self, name: str) -> SettingValue:
+        """One setting by public name."""
+        return self.values()[name]
+
+    def to_json(self) -> str:
+        """Canonical JSON of every setting (sorted keys): stored in bench_runs and compared by sweeps."""
+        return json.dumps(self.values(), sort_keys=True, separators=(",", ":"))
+
+    def with_values(self, values: Mapping[str, SettingValue]) -> RunSettings:
+        """A copy with some settings changed (validated)."""
+        return RunSettings.from_values(values, base=self)
+
+
+def legacy_settings(config_json: str | None, model: str | None, base_url: str | None) -> RunSettings:
+    """The settings of a bench run written before schema v3 (config_json + model + base_url columns);
+    fields unknown today are dropped, settings unknown then take their defaults."""
+    harness_class = declaration().harness_class
+    config = {k: v for k, v in json.loads(config_json or "{}").items() if k in harness_class.model_fields}
+    harness = _validated(lambda: harness_class.model_validate(config), SettingOwner.HARNESS)
+    return RunSettings.of(harness).with_values({"model": model or "scripted", "base_url": base_url})
+
+
+def _validated(build: Any, owner: SettingOwner) -> Any:
+    """Run a pydantic constructor; a ValidationError becomes one SettingsError line naming the flags."""
+    try:
+        return build()
+    except ValidationError as exc:
+        raise SettingsError(_describe(exc, owner)) from None
+
+
+def _describe(exc: ValidationError, owner: SettingOwner) -> str:
+    by_field = {s.field: s for s in declaration().settings if s.owner is owner}
+    problems = []
+    for e in exc.errors():
+        msg = str(e["msg"]).removeprefix("Value error, ")
+        field = str(e["loc"][0]) if e["loc"] else ""
+        s = by_field.get(field)
+        if s is None:
+            problems.append(msg)
+        else:
+            problems.append(f"{s.flag} {_show(_plain_or_text(e.get('input')))}: {msg}")
+    return "; ".join(problems)
+
+
+def _plain_or_text(value: object) -> object:
+    try:
+        return _plain(value)
+    except TypeError:
+        return str(value)
+
+
+# -- the command line ---------------------------------------------------------------------------------
+_GROUPS = {
+    SettingOwner.MODEL: "model",
+    SettingOwner.HARNESS: "harness config (never shown to the model)",
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
+    """One option per declared setting. With `sweep`, sweepable settings take comma lists (grid axes)."""
+    for owner, title in _GROUPS.items():
+        group = parser.add_argument_group(title)
+        for s in declaration().settings:
+            if s.owner is not owner:
+                continue
+            axis = sweep and s.sweepable
+            default = s.sweep_default if axis and s.sweep_default else (s.default,)
+            shown = ",".join(s.cli_text(v) for v in default) if default != (None,) else "unset"
+            suffix = f" [grid axis: comma list, default {shown}]" if axis else f" (default {shown})"
+            group.add_argument(
+                s.flag, dest=s.name, default=None, metavar=f"{s.metavar}[,…]" if axis else s.metavar,
+                type=_arg_type(s, axis), help=(s.help.rstrip(".") + suffix).replace("%", "%%"),
+            )  # fmt: skip
+
+
+def _arg_type(s: Setting, axis: bool) -> Any:
+    def parse(text: str) -> object:
+        try:
+            return s.parse_axis(text) if axis else s.parse(text)
+        except SettingsError as exc:
+            # argparse prefixes "argument --flag:"; keep only what follows the flag in our message
+            raise argparse.ArgumentTypeError(str(exc).removeprefix(s.flag).strip()) from None
+
+    parse.__name__ = s.name
+    return parse
+
+
+def given(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings passed explicitly on the command line (values, or tuples for sweep axes)."""
+    return {s.name: getattr(args, s.name) for s in declaration().settings if getattr(args, s.name, None) is not None}
+
+
+def settings_from_args(args: argparse.Namespace, base: RunSettings | None = None) -> RunSettings:
+    """The run's settings: the flags given over `base` (default: every default)."""
+    scalars = {k: v for k, v in given(args).items() if not isinstance(v, tuple)}
+    return RunSettings.from_values(scalars, base)
+
+
+def axes_from_args(args: argparse.Namespace) -> dict[str, tuple[SettingValue, ...]]:
+    """The sweep's grid axes: the comma lists given, and the declared sweep defaults of the others."""
+    axes: dict[str, tuple[SettingValue, ...]] = {}
+    for s in declaration().sweepable:
+        value = getattr(args, s.name, None)
+        if value is not None:
+            axes[s.name] = tuple(value)
+        elif s.sweep_default:
+            axes[s.name] = s.sweep_default
+    return axes
+
+
+def reproduce_flags(settings: RunSettings, *, always: Iterable[str] = (), skip: Iterable[str] = ()) -> list[str]:
+    """The CLI arguments that reproduce `settings`: every setting that differs from its default, plus
+    `always`, minus `skip`, in declaration order (join with `shlex.join`)."""
+    keep, drop = set(always), set(skip)
+    out: list[str] = []
+    for s in declaration().settings:
+        value = settings.value(s.name)
+        if s.name in drop or value is None or (value == s.default and s.name not in keep):
+            continue
+        out += [s.flag, s.cli_text(value)]
+    return out
+
+
+# -- storage ------------------------------------------------------------------------------------------
+def bench_run_columns() -> list[tuple[str, str]]:
+    """(column, DuckDB type) of `bench_runs`: one per declared setting."""
+    return [(s.name, s.sql_type) for s in declaration().settings]
+
+
+def case_run_columns() -> list[tuple[str, str]]:
+    """(column, DuckDB type) of `case_runs`: one per sweepable setting (the grid coordinates)."""
+    return [(s.name, s.sql_type) for s in declaration().sweepable]
+
+
+def swept_names() -> list[str]:
+    """Public names of the sweepable settings (the views group by them)."""
+    return [s.name for s in declaration().sweepable]

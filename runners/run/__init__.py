@@ -1,0 +1,4 @@
+"""Executing a plan: the bench loop over cases and epochs, one case run through the harness, the serial/process/Ray
+executors, the settings sweep, the interrupt handling that marks a run stale, and the preflight that checks an
+endpoint before any case runs. The code here reads a validated plan, never command-line flags.
+"""

@@ -1,0 +1,85 @@
+"""One case run of a bench run, as every executor runs it: the model for the case (a scripted trajectory, or
+the run's one shared OpenAI client), its cassette when the run records or replays, and the re-record command
+when a cassette is missing or does not match."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from typing import Any
+
+from harness.contracts import ModelErrorKind
+from harness.models.base import ChatModel
+from runners.domain import profiles
+from runners.domain.evalset import EvalCase
+from runners.domain.scripted import ScriptedChatModel
+from runners.plan.options import BenchOptions, ModelSpec
+from runners.plan.rules import BenchInputError
+from runners.run.agents import loop_for
+from runners.run.case_runner import CaseRun, run_case
+
+__all__ = ["ModelFactory", "execute_case"]
+
+
+class ModelFactory:
+    """The model of each case run of one bench run."""
+
+    def __init__(self, spec: ModelSpec, opts: BenchOptions) -> None:
+        self.spec = spec
+        self.opts = opts
+        self._shared: ChatModel | None = None
+        if spec.kind == "openai":
+            # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
+            # scripted run (the main job, every test subprocess) never needs
+            from harness.models.openai_model import OpenAIChatModel
+            from runners.endpoints.cassettes import CassetteTransport
+
+            ms = opts.model_settings
+            replay_only = opts.cassettes is not None and opts.record_mode == "none"
+            self._shared = OpenAIChatModel(
+                spec.name,
+                base_url=ms.base_url,
+                api_key_env=ms.api_key_env,
+                timeout_seconds=opts.config.model_timeout_seconds,
+                tool_choice=ms.tool_choice,
+                parallel_tool_calls=ms.parallel_tool_calls.wire,
+                temperature=ms.temperature,
+                max_in_flight=opts.max_in_flight or opts.concurrency,
+                # Each case run binds its own cassette to its thread (runners/endpoints/cassettes.py).
+                transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
+                offline=replay_only,
+            )
+
+    def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
+        if self._shared is not None:
+            return self._shared
+        traj = profiles.trajectory_for(case, self.spec.name, epoch)
+        return ScriptedChatModel(traj, name=self.spec.raw)
+
+
+def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchOptions) -> CaseRun:
+    """Run one case at one epoch through `factory`'s model (under its cassette when the run has one)."""
+    model = factory.for_case(case, epoch)
+    if opts.cassettes is None or factory.spec.kind != "openai":
+        return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
+    from runners.endpoints.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
+
+    try:
+        with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode) as tape:
+            run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
+                           deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
+    except CassetteError as exc:
+        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
+                                   record_mode=opts.record_mode, delete_first=True)  # fmt: skip
+        raise BenchInputError(f"{exc}; re-record with: {command}") from None
+    if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
+        path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
+        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
+                                   record_mode=opts.record_mode)  # fmt: skip
+        message = f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: {command}"
+        run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
+    return run
+
+
+def _with_error(run: CaseRun, message: str) -> Any:
+    return replace(run.result, error=message)

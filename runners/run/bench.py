@@ -1,0 +1,407 @@
+"""A bench run: cases × epochs through one model at one config, every case run into DuckDB."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from harness import __version__
+from runners.domain.evalset import EvalCase, content_hash
+from runners.plan import shard
+from runners.plan.executor import Executor
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError
+from runners.plan.run_plan import RunPlan, plan_run
+from runners.plan.settings import (
+    RunSettings,
+    SettingsError,
+    SettingValue,
+    case_run_columns,
+    declaration,
+    legacy_settings,
+)
+from runners.run._execute import ModelFactory, execute_case
+from runners.run.case_runner import CaseRun
+from runners.run.executors import iterate_processes, iterate_ray
+from runners.run.preflight import preflight
+from runners.store.metrics_db import (
+    WRITE_FAILURES,
+    MetricsWriteError,
+    MetricsWriter,
+    case_run_rows,
+    commit,
+    connect,
+    store_settings,
+    write_statement,
+)
+from runners.store.transcripts import transcript_rows
+
+
+@dataclass
+class BenchSummary:
+    """What a bench run did."""
+
+    bench_run_id: str
+    """Its id."""
+    status: str
+    """completed | interrupted | failed."""
+    planned: int
+    """Case runs planned in total."""
+    executed: int
+    """Case runs executed by this invocation."""
+    skipped: int
+    """Case runs already present (resume)."""
+    wall_seconds: float
+    """Wall time of this invocation."""
+    write_seconds: float
+    """Time spent writing DuckDB."""
+    rows_written: int
+    """Rows written (case_runs + tool_calls + events)."""
+    runs: list[CaseRun] = field(default_factory=list)
+    """The case runs executed by this invocation (when `keep_runs`)."""
+    failed: int = 0
+    """Case runs that missed their expectations."""
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    """(case id, error) of case runs that hit a loop-level error (first 50)."""
+    settings: RunSettings | None = None
+    """The settings the case runs were made with (restored ones on resume)."""
+    infra_errors: int = 0
+    """Case runs that ended on an endpoint or cassette error (not a model verdict)."""
+    storage_error: str | None = None
+    """Why writing the database failed (full disk, I/O error): the run stopped, `interrupted`."""
+    status_recorded: bool = True
+    """False when even the final status could not be written (the row stays `running` until the next
+    writer marks it `interrupted`)."""
+
+
+def git_commit() -> str | None:
+    """The current commit of the working directory's repository, if any."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def _new_id() -> str:
+    return f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+
+
+def _planned(cases: Sequence[EvalCase], epochs: int) -> Iterator[tuple[EvalCase, int]]:
+    for epoch in range(1, epochs + 1):
+        for case in cases:
+            yield case, epoch
+
+
+ProgressHook = Callable[[int, int, CaseRun | None], None]
+StartHook = Callable[[str], None]
+"""Called with the bench run (or sweep) id once its row is committed (the CLI names it if killed)."""
+
+
+def run_bench(
+    opts: BenchOptions, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None,
+    on_start: StartHook | None = None,
+) -> BenchSummary:  # fmt: skip
+    """Run (or resume) a bench run. Once `opts.cancellation` is set (or on KeyboardInterrupt), finished case
+    runs are kept, the ones in flight discarded, and the bench run is marked interrupted."""
+    t0 = time.perf_counter()
+    # the flag rules the CLI applies, applied to the Python API's options too, before any file is opened
+    plan_run(opts)
+    if not opts.resume:
+        preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
+    if con is not None:
+        return _run(con, opts, t0, on_progress, on_start)
+    own = connect(opts.db)
+    try:
+        return _run(own, opts, t0, on_progress, on_start)
+    finally:
+        own.close()
+
+
+def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[BenchOptions, list[str]]:
+    """The options of the bench run `opts.resume` (every setting restored; endpoint settings given in
+    `opts` — base URL, key variable — replace the stored ones) and its finished case-run ids."""
+    cur = con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [opts.resume])
+    row = cur.fetchone()
+    if row is None:
+        raise BenchInputError(f"--resume {opts.resume}: no such bench run in {opts.db}")
+    stored: dict[str, Any] = dict(zip([d[0] for d in cur.description], row, strict=True))
+    if stored["status"] == "completed":
+        raise BenchInputError(f"--resume {opts.resume}: that bench run is already completed")
+    try:
+        if stored.get("settings_json"):
+            restored = RunSettings.from_json(stored["settings_json"])
+        else:  # written before schema v3 (a read-only look before the writer migrates it)
+            restored = legacy_settings(stored["config_json"], stored["model"], stored["base_url"])
+        restored = restored.with_values(endpoint_overrides(opts.resume_overrides, f"--resume {opts.resume}"))
+    except (SettingsError, ValueError) as exc:
+        raise BenchInputError(f"--resume {opts.resume}: its stored settings are unusable ({exc})") from None
+    resumed = BenchOptions(
+        evalsets=json.loads(stored["evalset_specs"]), case_ids=json.loads(stored["case_ids_json"]), db=opts.db,
+        label=stored["label"], epochs=stored["epochs"], concurrency=opts.concurrency, config=restored.config,
+        model_settings=restored.model_settings, cassettes=Path(stored["cassettes"]) if stored["cassettes"] else None,
+        record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
+        keep_runs=opts.keep_runs, cancellation=opts.cancellation, shard=shard.stored_shard(con, str(opts.resume)),
+        executor=opts.executor, ray_address=opts.ray_address, transcripts=stored.get("transcripts") is not False,
+    )  # fmt: skip
+    done = [
+        r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
+    ]
+    return resumed, done
+
+
+def endpoint_overrides(overrides: dict[str, SettingValue], what: str) -> dict[str, SettingValue]:
+    """`overrides` if they are all endpoint settings (where the model is reached, not what is measured)."""
+    decl = declaration()
+    bad = [n for n in overrides if n not in decl.names() or not decl[n].endpoint]
+    if bad:
+        raise BenchInputError(f"{what} restores every stored setting; only endpoint settings may change, not {bad}")
+    return overrides
+
+
+def check_options(opts: BenchOptions) -> list[EvalCase]:
+    """Everything that can be refused before a file is touched: the flag rules, model, cases, API key. Returns
+    the cases."""
+    return list(_checked(opts)[0].cases)
+
+
+def _checked(opts: BenchOptions) -> tuple[RunPlan, ModelFactory]:
+    plan = plan_run(opts)
+    return plan, ModelFactory(plan.model, opts)  # an openai model without its key variable fails here, naming it
+
+
+def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
+    """Deterministic id: resuming can never duplicate a case run."""
+    return f"{bench_run_id}/{case_id}/{epoch}"
+
+
+def _run(
+    con: duckdb.DuckDBPyConnection, opts: BenchOptions, t0: float, on_progress: ProgressHook | None,
+    on_start: StartHook | None = None,
+) -> BenchSummary:  # fmt: skip
+    done: set[str] = set()
+    if opts.resume:
+        opts, done_ids = load_resume(con, opts)
+        bench_run_id = str(opts.resume)
+        done = set(done_ids)
+        preflight(opts)
+    elif opts.run_id:
+        bench_run_id = shard.bench_run_id(opts.run_id, opts.settings, in_sweep=opts.sweep_id is not None)
+        shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
+    else:
+        bench_run_id = _new_id()
+    plan, factory = _checked(opts)
+    cases = list(plan.cases)
+    spec = factory.spec
+    run_settings = opts.settings
+    concurrency = opts.concurrency
+    values = run_settings.values()
+    swept = {name: values[name] for name, _ in case_run_columns()}
+    planned = shard.select(opts.shard, run_settings, _planned(cases, opts.epochs))
+    con.execute("BEGIN")
+    try:
+        if not opts.resume:
+            con.execute(
+                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label,"
+                " evalset_hash, evalset_specs, case_ids_json, epochs, planned_case_runs, harness_bench_version,"
+                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    bench_run_id, opts.sweep_id, git_commit(), opts.label,
+                    content_hash(cases), json.dumps(opts.evalsets), json.dumps(opts.case_ids), opts.epochs,
+                    len(planned), __version__, str(opts.cassettes) if opts.cassettes else None,
+                    opts.record_mode if opts.cassettes else None,
+                ],
+            )  # fmt: skip
+            if opts.shard is not None:
+                shard.record(con, bench_run_id, opts.shard, len(planned))
+        else:
+            con.execute(
+                "UPDATE bench_runs SET status = 'running', finished_at = NULL WHERE bench_run_id = ?", [bench_run_id]
+            )
+            shard.set_status(con, bench_run_id, "running", finished=False)
+        store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
+        con.execute("UPDATE bench_runs SET transcripts = ? WHERE bench_run_id = ?", [opts.transcripts, bench_run_id])
+        commit(con)  # a full disk here: MetricsWriteError, nothing started
+    except MetricsWriteError:
+        raise
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    if on_start:
+        on_start(bench_run_id)
+    todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
+    writer = MetricsWriter(con)
+    secrets = _secrets(opts)
+    summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
+    summary.settings = run_settings
+    status = "failed"
+    error: str | None = None
+    try:
+        if on_progress:
+            on_progress(summary.skipped, len(planned), None)
+        for run, epoch in _iterate(todo, factory, opts, concurrency):
+            if opts.cancellation.cancelled:
+                # In flight when Ctrl-C/SIGTERM came: discarded, never a row shaped by the interrupt
+                # (CANCELLED, or a backend cut short); --resume re-runs it under the same id.
+                continue
+            run_id = case_run_id(bench_run_id, run.case.id, epoch)
+            rows = case_run_rows(bench_run_id, run_id, spec.raw, opts.label, epoch, swept, run)
+            if opts.transcripts:  # buffered with the case run's rows: one transaction
+                writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result, secrets))
+            writer.add(rows)
+            summary.executed += 1
+            summary.failed += not run.passed
+            # typed where the call failed (an endpoint, network or cassette failure), never read from the text
+            kind = run.result.error_kind
+            summary.infra_errors += kind is not None and kind.infrastructure
+            if run.result.error and len(summary.errors) < 50:
+                summary.errors.append((run.case.id, run.result.error))
+            if opts.keep_runs:
+                summary.runs.append(run)
+            if on_progress:
+                on_progress(summary.skipped + summary.executed, len(planned), run)
+        writer.flush()  # before the status: a run whose last rows were not stored is never `completed`
+        status = "completed" if summary.executed == len(todo) else "interrupted"
+    except MetricsWriteError as exc:  # full disk, I/O error: stop, keep what is stored, resumable
+        opts.cancellation.cancel()  # no new case run starts; the ones in flight are discarded
+        status, summary.storage_error = "interrupted", str(exc)
+        summary.executed = writer.cases_written  # what this invocation stored
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except BaseException as exc:
+        error = f"{type(exc).__name__}: {exc}"
+        raise
+    finally:
+        try:
+            writer.flush()
+        except MetricsWriteError as exc:
+            status, summary.storage_error = "interrupted", summary.storage_error or str(exc)
+            summary.executed = writer.cases_written
+        try:
+            write_statement(
+                con,
+                "UPDATE bench_runs SET status = ?, finished_at = now(), error = ? WHERE bench_run_id = ?",
+                [status, error or (f"storage: {summary.storage_error}" if summary.storage_error else None),
+                 bench_run_id],
+            )  # fmt: skip
+            shard.set_status(con, bench_run_id, status, finished=True)
+        except WRITE_FAILURES as exc:
+            # left `running` (never `completed`): the next writer marks it `interrupted`
+            status, summary.status_recorded = "interrupted", False
+            summary.storage_error = summary.storage_error or str(exc).splitlines()[0]
+        summary.status = status
+        summary.wall_seconds = time.perf_counter() - t0
+        summary.write_seconds = writer.write_seconds
+        summary.rows_written = writer.rows_written
+    return summary
+
+
+def _secrets(opts: BenchOptions) -> tuple[str, ...]:
+    """Values no transcript row may hold: the run's API key (its key variable's value)."""
+    key = os.environ.get(opts.model_settings.api_key_env or "")
+    return (key,) if key and len(key) >= 8 else ()
+
+
+def _iterate(
+    todo: Sequence[tuple[EvalCase, int]], factory: ModelFactory, opts: BenchOptions, concurrency: int
+) -> Iterator[tuple[CaseRun, int]]:
+    cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
+    if opts.executor is Executor.RAY:
+        yield from iterate_ray(todo, opts, concurrency)
+        return
+    if opts.executor is Executor.PROCESSES:
+        yield from iterate_processes(todo, opts, concurrency)
+        return
+    if concurrency == 1:
+        for case, epoch in todo:
+            if cancellation.cancelled:
+                return
+            yield execute_case(case, epoch, factory, opts), epoch
+        return
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
+    pending: dict[Future[CaseRun], int] = {}
+    it = iter(todo)
+    try:
+        for case, epoch in it:
+            if cancellation.cancelled:
+                break
+            pending[pool.submit(execute_case, case, epoch, factory, opts)] = epoch
+            if len(pending) >= concurrency * 2:
+                break
+        while pending:
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                epoch = pending.pop(fut)
+                yield fut.result(), epoch
+                nxt = None if cancellation.cancelled else next(it, None)
+                if nxt is not None:
+                    pending[pool.submit(execute_case, nxt[0], nxt[1], factory, opts)] = nxt[1]
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+@dataclass(frozen=True, slots=True)
+class FamilyRow:
+    """One family of one bench run (the end-of-run table)."""
+
+    family: str
+    """Family name."""
+    runs: int
+    """Case runs."""
+    pass_rate: float
+    """Share of case runs that met their expectations."""
+    outcomes: dict[str, int]
+    """Case runs per outcome (`FALLBACK/INSUFFICIENT_EVIDENCE` style)."""
+    stop_reasons: dict[str, int]
+    """Case runs per stop reason (`NONE`: the agent finished on its own)."""
+    mean_tools: float
+    """Mean tool invocations."""
+    mean_rejections: float
+    """Mean rejected tool requests."""
+    mean_wasted: float
+    """Mean wasted invocations."""
+
+
+def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[FamilyRow]:
+    """Per-family summary of one bench run, with counts per outcome and stop reason."""
+    rows = con.execute(
+        """
+        SELECT family, count(*), avg(passed::INT),
+               histogram(outcome || coalesce('/' || fallback_kind, '')),
+               histogram(coalesce(stop_reason, 'NONE')),
+               avg(tool_invocations), avg(tool_rejections), avg(wasted_invocations)
+        FROM case_runs WHERE bench_run_id = ? GROUP BY family ORDER BY family
+        """,
+        [bench_run_id],
+    ).fetchall()
+    return [
+        FamilyRow(str(f), int(n), float(p), dict(o), dict(s), float(t), float(r), float(w))
+        for f, n, p, o, s, t, r, w in rows
+    ]
+
+
+def family_table(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[dict[str, Any]]:
+    """Per-family summary of one bench run as dicts (outcomes and stop reasons as comma lists)."""
+    rows = []
+    for r in family_rows(con, bench_run_id):
+        row: dict[str, Any] = asdict(r)
+        row["outcomes"] = ", ".join(sorted(r.outcomes))
+        row["stop_reasons"] = ", ".join(sorted(r.stop_reasons))
+        rows.append(row)
+    return rows

@@ -1,0 +1,216 @@
+"""Where case runs execute: threads in this process, worker processes on this machine, or
+Ray tasks on a cluster.
+
+A live bench is I/O-bound per case run but CPU-bound per process: every case run costs the client
+~25–45 ms of Python (SDK, Harness, tools, rows) under one GIL, so one process tops out near one core.
+`processes` runs one worker process per CPU, each with its share of `--concurrency` threads, and
+streams finished case runs back to the one DuckDB writer here.
+
+The DuckDB writer stays in the driver either way: a Ray task runs one case run on some node and
+returns the finished CaseRun; the driver yields each one as soon as it completes (`ray.wait`, one at a
+time), so the writer's one-second batches land while the rest are still running. Ray is an optional
+extra (`pip install 'harness-bench[ray]'`) and is imported only when `--executor ray` is used.
+
+Nodes of an existing cluster need the same harness-bench installed (the tasks import `runners` and
+`harness`), the cassette folder at the same path when `--cassettes` is used, and the API-key variable
+set for a live model: the key is never shipped through Ray.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import multiprocessing
+import os
+import queue
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from runners.plan.executor import RAY_EXTRA, Executor, ExecutorError, check_available
+from runners.plan.options import BenchOptions, ModelSpec
+from runners.run._execute import ModelFactory, execute_case
+
+if TYPE_CHECKING:
+    from runners.domain.evalset import EvalCase
+    from runners.run.case_runner import CaseRun
+
+__all__ = ["RAY_EXTRA", "Executor", "ExecutorError", "check_available", "iterate_processes", "iterate_ray"]
+
+# A worker process keeps the model factory of the bench run it last served: building an OpenAI
+# client per case run would open a new connection pool every time.
+_WORKER_FACTORY: tuple[str, Any] | None = None
+
+
+def _run_one(token: str, opts: BenchOptions, case: EvalCase, epoch: int) -> CaseRun:
+    """Body of a Ray task: one case run, exactly as the local executor runs it."""
+    global _WORKER_FACTORY
+    if _WORKER_FACTORY is None or _WORKER_FACTORY[0] != token:
+        _WORKER_FACTORY = (token, ModelFactory(ModelSpec.parse(opts.model_settings.model), opts))
+    return execute_case(case, epoch, _WORKER_FACTORY[1], opts)
+
+
+def iterate_ray(
+    todo: Sequence[tuple[EvalCase, int]], opts: BenchOptions, concurrency: int
+) -> Iterator[tuple[CaseRun, int]]:
+    """Run `todo` as Ray tasks and yield each (CaseRun, epoch) as it finishes (completion order).
+
+    Connects to `opts.ray_address`, or reuses an initialised Ray, or starts a local instance (shut down
+    at the end). At most max(concurrency, cluster CPUs) × 2 tasks are submitted at a time, so a large
+    run never floods the object store and an interrupt cancels little."""
+    check_available(Executor.RAY)
+    import ray
+
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=opts.ray_address, include_dashboard=False, log_to_driver=False)
+        started = True
+    elif opts.ray_address is not None:
+        raise ExecutorError(f"--ray-address {opts.ray_address}: Ray is already initialised in this process")
+    remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
+    token = uuid.uuid4().hex
+    opts_ref = ray.put(opts)
+    window = 2 * max(concurrency, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+    pending: dict[Any, int] = {}
+    it = iter(todo)
+
+    def submit() -> bool:
+        if opts.cancellation.cancelled:  # Ctrl-C/SIGTERM: no new case run starts (runners/run/interrupts.py)
+            return False
+        nxt = next(it, None)
+        if nxt is None:
+            return False
+        pending[remote.remote(token, opts_ref, nxt[0], nxt[1])] = nxt[1]
+        return True
+
+    try:
+        while len(pending) < window and submit():
+            pass
+        while pending and not opts.cancellation.cancelled:  # queued tasks are cancelled below
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                epoch = pending.pop(ref)
+                try:
+                    run: CaseRun = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:
+                    # the task's own exception (e.g. a corrupted cassette's BenchInputError), not Ray's wrapper
+                    cause = getattr(exc, "cause", None)
+                    if isinstance(cause, BaseException):
+                        raise cause from None
+                    raise
+                yield run, epoch
+                submit()
+    finally:
+        for ref in pending:
+            ray.cancel(ref, force=False)
+        if started:
+            ray.shutdown()
+
+
+# -- worker processes on this machine ------------------------------------------------------------------
+_POLL_SECONDS = 0.5
+"""How often the driver checks, while waiting for a result, that it was not cancelled and no worker died."""
+
+TaskItem = tuple[int, "EvalCase", int] | None
+"""(index, case, epoch), or None: no more work for the thread that takes it."""
+ResultItem = tuple[int, int, "CaseRun | None", "BaseException | None"]
+"""(index, epoch, the finished case run, or the exception it raised)."""
+
+
+def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+    """Body of one worker process: `threads` threads take (case, epoch) items until a None, run each
+    exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    token = opts.cancellation  # this process's own copy of the flag
+
+    def watch() -> None:
+        # a lock-free shared flag, polled: a multiprocessing Event takes a shared lock even to read, and a
+        # worker that exits while a daemon thread holds it would leave the driver's set() waiting forever
+        while not stop.value:
+            time.sleep(_POLL_SECONDS / 5)
+        token.cancel()  # case runs in flight end CANCELLED; the driver discards them
+        # ...so their results need not be delivered: without this, a worker whose unread results fill the
+        # pipe waits at exit for a driver that stopped reading
+        results.cancel_join_thread()
+
+    threading.Thread(target=watch, name="stop-watch", daemon=True).start()
+    factory = ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
+
+    def loop() -> None:
+        while not token.cancelled:
+            item: TaskItem = tasks.get()
+            if item is None:
+                return
+            index, case, epoch = item
+            try:
+                results.put((index, epoch, execute_case(case, epoch, factory, opts), None))
+            except BaseException as exc:  # reported to the driver, which raises it there
+                results.put((index, epoch, None, exc))
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="case") as pool:
+        for f in [pool.submit(loop) for _ in range(threads)]:
+            f.result()
+
+
+def iterate_processes(
+    todo: Sequence[tuple[EvalCase, int]], opts: BenchOptions, concurrency: int
+) -> Iterator[tuple[CaseRun, int]]:
+    """Run `todo` in one worker process per CPU (each with its share of `concurrency` threads) and yield
+    each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
+
+    Workers are spawned (never forked: the driver holds DuckDB and HTTP state that must not be copied);
+    a cancellation of the driver's flag stops them taking work, and a worker that dies is an error."""
+    if not todo:
+        return
+    workers = max(1, min(os.cpu_count() or 1, concurrency, len(todo)))
+    threads = math.ceil(concurrency / workers)
+    cap = math.ceil((opts.max_in_flight or concurrency) / workers)
+    ctx = multiprocessing.get_context("spawn")
+    tasks: Any = ctx.Queue()
+    results: Any = ctx.Queue()
+    stop = ctx.RawValue(ctypes.c_bool, False)
+    worker_opts = replace(opts, max_in_flight=cap, keep_runs=False)
+    for index, (case, epoch) in enumerate(todo):
+        tasks.put((index, case, epoch))
+    for _ in range(workers * threads):
+        tasks.put(None)
+    procs = [
+        ctx.Process(target=_process_worker, args=(worker_opts, tasks, results, stop, threads), daemon=True,
+                    name=f"harness-bench-worker-{i + 1}")
+        for i in range(workers)
+    ]  # fmt: skip
+    for p in procs:
+        p.start()
+    try:
+        for _ in range(len(todo)):
+            while True:
+                if opts.cancellation.cancelled:
+                    return  # the finally stops the workers; runs in flight are discarded by the bench
+                try:
+                    item: ResultItem = results.get(timeout=_POLL_SECONDS)
+                    break
+                except queue.Empty:
+                    dead = [p.name for p in procs if p.exitcode not in (None, 0)]
+                    if dead:
+                        raise ExecutorError(f"--executor processes: worker {dead[0]} died") from None
+            _, epoch, run, exc = item
+            if exc is not None:
+                raise exc
+            assert run is not None
+            yield run, epoch
+    finally:
+        stop.value = True
+        for p in procs:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()  # workers ignore SIGTERM (the driver owns it), so terminate() would not end one
+                p.join(timeout=5)
+        tasks.cancel_join_thread()
+        results.cancel_join_thread()

@@ -1,0 +1,161 @@
+"""Endpoint preflight: an unusable `openai:` endpoint is exit 2 before any case
+runs and before anything is written — never 81 FAILED case runs that look like a bad model.
+
+Rules:
+
+- the base URL must be http(s) (`ftp://…` is refused before any request);
+- `GET {base_url}/models` through an SDK client built as the run's (same URL resolution, key, proxies);
+  2xx → usable. 404/405/501 (no such route: llama.cpp builds, bare proxies) → one chat request of
+  one output token; 2xx, 400 and 422 there → usable (the route exists and answered);
+- 429 on either probe → usable (reachable and authenticated; the Harness backs off per attempt);
+- unreachable (refused, DNS, TLS, timeout), 401/403, 404 on the chat route, 5xx → PreflightError
+  naming the URL and the status;
+- skipped for cassette replay with record mode `none` (offline: nothing may touch the network).
+
+A mid-run outage is not a preflight matter: each case run keeps its classification in
+`case_runs.error` (`model call failed after 3 attempt(s): CONNECTION: …`) and its typed kind in
+`case_runs.error_kind`; the bench tells such a run from a model's bad answer by that kind
+(`ModelErrorKind.infrastructure`, typed where the call failed), never by reading the text.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING
+
+from harness.contracts import ModelErrorKind
+
+if TYPE_CHECKING:
+    import openai
+
+    from harness.models.openai_model import OpenAIChatModel
+    from runners.plan.options import BenchOptions
+
+PROBE_TIMEOUT_SECONDS = 15.0
+"""Upper bound of one probe request (the run's model timeout when shorter)."""
+
+
+class PreflightError(ValueError):
+    """The endpoint cannot serve this bench run (exit 2, nothing written)."""
+
+
+class ProbeRoute(StrEnum):
+    """Which request proved the endpoint usable."""
+
+    MODELS = "GET /models"
+    """The model list answered."""
+    CHAT = "POST /chat/completions"
+    """No model list; a one-token chat request answered."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    """A usable endpoint."""
+
+    url: str
+    """The probed URL."""
+    route: ProbeRoute
+    """The request that answered."""
+    status: int
+    """Its HTTP status."""
+    latency_ms: float
+    """Its round trip."""
+
+
+_ROUTE_ABSENT = frozenset({404, 405, 501})
+_CHAT_ANSWERED = frozenset({400, 422})
+
+
+def _status_text(exc: openai.APIStatusError) -> str:
+    try:
+        phrase = exc.response.reason_phrase
+    except (AttributeError, RuntimeError):
+        phrase = ""
+    return f"HTTP {exc.status_code}{' ' + phrase if phrase else ''}"
+
+
+def probe(model: OpenAIChatModel, model_name: str, *, timeout: float = PROBE_TIMEOUT_SECONDS,
+          api_key_env: str = "OPENAI_API_KEY") -> ProbeResult:  # fmt: skip
+    """Probe the model's endpoint; raise PreflightError naming the URL and the status when unusable."""
+    import httpx2  # the SDK stack is imported only when an endpoint is really probed
+    import openai
+
+    base = model.base_url
+    try:
+        scheme = httpx2.URL(base).scheme
+    except httpx2.InvalidURL as exc:
+        raise PreflightError(f"endpoint {base}: not a URL ({exc})") from None
+    if scheme not in ("http", "https"):
+        raise PreflightError(f"endpoint {base}: unsupported scheme {scheme or '(none)'!r}; use http:// or https://")
+    models_url = f"{base}/models"
+    t0 = time.perf_counter()
+    try:
+        response = model.client.get("/models", cast_to=httpx2.Response, options={"timeout": timeout})
+        return ProbeResult(models_url, ProbeRoute.MODELS, response.status_code, _ms(t0))
+    except openai.APIStatusError as exc:
+        if exc.status_code == 429:
+            return ProbeResult(models_url, ProbeRoute.MODELS, 429, _ms(t0))
+        if exc.status_code not in _ROUTE_ABSENT:
+            raise PreflightError(model.redact(_unusable(models_url, exc, api_key_env))) from None
+    except openai.APIError as exc:
+        raise PreflightError(model.redact(_unusable(models_url, exc, api_key_env))) from None
+    chat_url = f"{base}/chat/completions"
+    t0 = time.perf_counter()
+    try:
+        raw = model.client.chat.completions.with_raw_response.create(
+            model=model_name, messages=[{"role": "user", "content": "ping"}], max_tokens=1, timeout=timeout
+        )
+        return ProbeResult(chat_url, ProbeRoute.CHAT, raw.http_response.status_code, _ms(t0))
+    except openai.APIStatusError as exc:
+        if exc.status_code == 429 or exc.status_code in _CHAT_ANSWERED:
+            return ProbeResult(chat_url, ProbeRoute.CHAT, exc.status_code, _ms(t0))
+        raise PreflightError(model.redact(_unusable(chat_url, exc, api_key_env))) from None
+    except openai.APIError as exc:
+        raise PreflightError(model.redact(_unusable(chat_url, exc, api_key_env))) from None
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1000, 1)
+
+
+def _unusable(url: str, exc: openai.APIError, api_key_env: str) -> str:
+    import openai
+
+    from harness.models.openai_model import classify
+
+    head = f"endpoint preflight failed: {url}"
+    if isinstance(exc, openai.APIStatusError):
+        hint = ""
+        if exc.status_code in (401, 403):
+            hint = f"; check the API key in ${api_key_env} (--api-key-env)"
+        elif exc.status_code == 404:
+            hint = "; check --base-url (OpenAI-compatible servers usually end in /v1) and the model name"
+        return f"{head} answered {_status_text(exc)}: {exc.message}"[:400] + hint
+    err = classify(exc)
+    what = "timed out" if err.kind is ModelErrorKind.TIMEOUT else f"is unreachable ({err})"
+    return f"{head} {what}"[:400]
+
+
+def needs_preflight(opts: BenchOptions) -> bool:
+    """An `openai:` model that may reach the network (not a replay-only cassette run)."""
+    if not opts.model_settings.model.startswith("openai:"):
+        return False
+    return not (opts.cassettes is not None and opts.record_mode == "none")
+
+
+def preflight(opts: BenchOptions) -> ProbeResult | None:
+    """Probe the endpoint of a bench run when it may reach the network; PreflightError when unusable."""
+    if not needs_preflight(opts):
+        return None
+    from harness.models.openai_model import OpenAIChatModel
+
+    ms = opts.model_settings
+    name = ms.model.partition(":")[2]
+    timeout = min(PROBE_TIMEOUT_SECONDS, opts.config.model_timeout_seconds)
+    model = OpenAIChatModel(name, base_url=ms.base_url, api_key_env=ms.api_key_env, timeout_seconds=timeout)
+    try:
+        return probe(model, name, timeout=timeout, api_key_env=ms.api_key_env)
+    finally:
+        model.close()

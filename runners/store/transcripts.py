@@ -1,0 +1,350 @@
+"""Transcripts as data: a case run's conversation in the `messages` table, and reading it back.
+
+Rows come from the run's transcript (recorded at the model-call boundary, harness/transcript.py) and
+its trace: beside every tool call, the Harness's decision on it (admitted or rejected, why, the scope,
+the gain applied to it, STOP_REQUIRED, the budget state after it); after the conversation, every
+guard verdict. System and user prompts are stored once, by hash, in `prompts`.
+
+Secrets never land in the table: the API key of the run (the value of its key variable) and anything
+shaped like a bearer token or an `sk-` key is replaced by `[REDACTED]`, as in cassettes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from harness.agent import RunResult
+from harness.contracts import ModelPurpose, _StrEnum
+from harness.trace import (
+    BudgetExhausted,
+    EvidenceChecked,
+    GainApplied,
+    GuardVerdict,
+    ModelCall,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+    TraceEvent,
+)
+from harness.transcript import EntryKind
+
+__all__ = [
+    "GUARD_VERDICT",
+    "MESSAGE_COLUMNS",
+    "REDACTED",
+    "CaseRunInfo",
+    "Message",
+    "TranscriptError",
+    "TranscriptProblem",
+    "check_against_requests",
+    "load_case_run",
+    "observations",
+    "resolve_case_run",
+    "scrub",
+    "transcript_rows",
+]
+
+MESSAGE_COLUMNS = [
+    "bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "prompt_hash", "tool_call_id",
+    "tool", "arguments", "sent", "input_tokens", "output_tokens", "finish_reason", "error_kind", "harness_call_id",
+    "invocation_status", "evidence_status", "rejection", "violation", "decision_detail", "scope", "gain",
+    "gain_producer", "stop_required", "budget_hit", "used_model_calls", "used_tool_invocations", "used_tokens",
+    "guard", "verdict",
+]  # fmt: skip
+GUARD_VERDICT = "GUARD_VERDICT"
+"""The `kind` of a guard-verdict row (EvidenceGuard or SemanticGuard), after the conversation."""
+REDACTED = "[REDACTED]"
+_SECRET_SHAPES = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}")
+_PROMPT_KINDS = (EntryKind.SYSTEM, EntryKind.USER)
+
+
+def scrub(text: str | None, secrets: Sequence[str]) -> str | None:
+    """`text` with every secret (and anything shaped like an API key or bearer token) replaced."""
+    if not text:
+        return text
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return _SECRET_SHAPES.sub(REDACTED, text) if ("sk-" in text or "earer" in text) else text
+
+
+def _v(x: Any) -> Any:
+    return getattr(x, "value", x)
+
+
+@dataclass(slots=True)
+class _Decision:
+    """The Harness's decision on one tool request, assembled from the trace."""
+
+    event: ToolInvocation | ToolRequestRejected
+    gain: GainApplied | None = None
+    stop_required: bool = False
+    budget_hit: str | None = None
+    used: tuple[int, int, int] = (0, 0, 0)
+
+
+def _decisions(events: Sequence[TraceEvent]) -> list[_Decision]:
+    """One decision per tool request, in trace order (each call gets exactly one request record)."""
+    out: list[_Decision] = []
+    by_id: dict[str, _Decision] = {}
+    gains: dict[str, GainApplied] = {}
+    calls = tools = tokens = 0
+    for e in events:
+        match e:
+            case ModelCall():
+                calls += e.purpose is ModelPurpose.DIAGNOSIS
+                tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
+            case ToolInvocation() | ToolRequestRejected():
+                tools += isinstance(e, ToolInvocation)
+                d = _Decision(e, used=(calls, tools, tokens))
+                out.append(d)
+                by_id[e.tool_call_id] = d
+            case GainApplied():
+                gains[e.tool_call_id] = e
+            case StopRequiredDelivered() if e.tool_call_id in by_id:
+                by_id[e.tool_call_id].stop_required = True
+            case BudgetExhausted() if e.tool_call_id is not None and e.tool_call_id in by_id:
+                by_id[e.tool_call_id].budget_hit = _v(e.budget)
+    for d in out:
+        d.gain = gains.get(d.event.tool_call_id)
+    return out
+
+
+def prompt_hash(text: str) -> str:
+    """The key of a stored prompt."""
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def transcript_rows(
+    bench_run_id: str, case_run_id: str, result: RunResult, secrets: Sequence[str] = ()
+) -> tuple[list[tuple[Any, ...]], dict[str, str]]:
+    """The `messages` rows of one case run and the prompts they name."""
+    rows: list[tuple[Any, ...]] = []
+    prompts: dict[str, str] = {}
+    decisions = iter(_decisions(result.events))
+    seq = 0
+    for e in result.transcript:
+        content = scrub(e.content, secrets)
+        key = None
+        if e.kind in _PROMPT_KINDS and content is not None and len(content) > 64:
+            key = prompt_hash(content)
+            prompts[key] = content
+            content = None
+        head = (bench_run_id, case_run_id, seq, e.purpose.value, e.kind.value, e.model_call, content, key,
+                e.tool_call_id, scrub(e.tool, secrets), scrub(e.arguments, secrets), e.sent, e.input_tokens,
+                e.output_tokens, e.finish_reason, _v(e.error_kind))  # fmt: skip
+        d = next(decisions, None) if e.kind is EntryKind.TOOL_CALL else None
+        if d is None:
+            rows.append((*head, *(None,) * 14, None, None))
+        else:
+            ev, g = d.event, d.gain
+            if isinstance(ev, ToolInvocation):
+                evidence, rejection, violation = _v(ev.evidence_status), None, None
+            else:
+                evidence, rejection, violation = None, _v(ev.rejection), _v(ev.violation)
+            rows.append((
+                *head, ev.tool_call_id, _v(ev.invocation_status), evidence, rejection,
+                violation, scrub(ev.detail, secrets), scrub(ev.scope, secrets), _v(g.gain) if g else None,
+                _v(g.producer) if g else None, d.stop_required, d.budget_hit, *d.used, None, None,
+            ))  # fmt: skip
+        seq += 1
+    for verdict in result.events:
+        if isinstance(verdict, EvidenceChecked | GuardVerdict):
+            rows.append((
+                bench_run_id, case_run_id, seq, ModelPurpose.SEMANTIC_GUARD.value, GUARD_VERDICT, None,
+                scrub(verdict.detail, secrets), *(None,) * 23, _v(verdict.guard), _v(verdict.verdict),
+            ))  # fmt: skip
+            seq += 1
+    return rows, prompts
+
+
+# -- reading back ---------------------------------------------------------------------------------
+class TranscriptProblem(_StrEnum):
+    """Why a transcript cannot be shown."""
+
+    UNKNOWN_CASE_RUN = "UNKNOWN_CASE_RUN"
+    UNKNOWN_BENCH_RUN = "UNKNOWN_BENCH_RUN"
+    UNKNOWN_LABEL = "UNKNOWN_LABEL"
+    UNKNOWN_CASE = "UNKNOWN_CASE"
+    OLDER_SCHEMA = "OLDER_SCHEMA"
+    NOT_STORED = "NOT_STORED"
+
+
+class TranscriptError(ValueError):
+    """A transcript cannot be found or was never stored (exit 2); the message says how to get it."""
+
+    def __init__(self, problem: TranscriptProblem, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One stored transcript row, prompts resolved."""
+
+    seq: int
+    """Order within the case run."""
+    purpose: str
+    """DIAGNOSIS or SEMANTIC_GUARD."""
+    kind: str
+    """SYSTEM, USER, ASSISTANT, TOOL_CALL, OBSERVATION, MODEL_ERROR or GUARD_VERDICT."""
+    model_call: int | None
+    """The model call attempt that sent or produced it."""
+    content: str | None
+    """The text."""
+    fields: dict[str, Any]
+    """Every other column (tool, arguments, the Harness's decision, usage)."""
+
+    def get(self, name: str) -> Any:
+        """A column's value (None when absent)."""
+        return self.fields.get(name)
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRunInfo:
+    """A case run's identity, verdict and transcript."""
+
+    case_run_id: str
+    """Its id."""
+    row: dict[str, Any]
+    """Its `case_runs` row."""
+    bench: dict[str, Any]
+    """Its bench run's row."""
+    messages: tuple[Message, ...]
+    """The transcript, in order."""
+
+
+def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()
+    return bool(row and row[0])
+
+
+def _rerun(case_id: str, db: str) -> str:
+    return f"harness-bench run --case {case_id} --db {db}"
+
+
+def resolve_case_run(
+    con: duckdb.DuckDBPyConnection, db: str, *, bench_run: str | None = None, label: str | None = None,
+    case: str, epoch: int | None = None,
+) -> str:  # fmt: skip
+    """The case run id of `case` (epoch `epoch`, default the first) in a bench run, or for a label the newest
+    case run of that case and epoch under it (the one the gate pairs)."""
+    if bench_run is None:
+        if not con.execute("SELECT 1 FROM case_runs WHERE label IS NOT DISTINCT FROM ? LIMIT 1", [label]).fetchone():
+            raise TranscriptError(
+                TranscriptProblem.UNKNOWN_LABEL, f"{label!r} is neither a bench run id nor a label in {db}"
+            )
+        where, key = "label IS NOT DISTINCT FROM ?", label
+    else:
+        if not con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [bench_run]).fetchone():
+            raise TranscriptError(
+                TranscriptProblem.UNKNOWN_BENCH_RUN, f"--bench-run {bench_run}: no such bench run in {db}"
+            )
+        where, key = "bench_run_id = ?", bench_run
+    what = f"bench run {bench_run}" if bench_run is not None else f"label {label!r}"
+    runs = con.execute(
+        f"SELECT case_run_id, epoch FROM case_runs WHERE {where} AND case_id = ? ORDER BY epoch, finished_at DESC",
+        [key, case],
+    ).fetchall()
+    if not runs:
+        raise TranscriptError(TranscriptProblem.UNKNOWN_CASE, f"--case {case}: {what} has no case run of it")
+    for run_id, e in runs:
+        if epoch is None or e == epoch:
+            return str(run_id)
+    epochs = ", ".join(dict.fromkeys(str(e) for _, e in runs))
+    raise TranscriptError(TranscriptProblem.UNKNOWN_CASE, f"--epoch {epoch}: case {case} of {what} has epochs {epochs}")
+
+
+def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    names = [d[0] for d in cur.description or ()]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+
+def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> CaseRunInfo:
+    """A case run and its transcript; a missing id or transcript is a TranscriptError naming the fix."""
+    rows = _dicts(con.execute("SELECT * FROM case_runs WHERE case_run_id = ?", [case_run_id]))
+    if not rows:
+        raise TranscriptError(
+            TranscriptProblem.UNKNOWN_CASE_RUN,
+            f"no case run {case_run_id!r} in {db} (ids are BENCH_RUN_ID/CASE/EPOCH; or give --bench-run ID --case"
+            " CASE)",
+        )
+    row = rows[0]
+    bench = _dicts(con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [row["bench_run_id"]]))
+    bench_row = bench[0] if bench else {}
+    if not _has_messages(con):
+        raise TranscriptError(
+            TranscriptProblem.OLDER_SCHEMA,
+            f"{db} was written before transcripts were stored (no messages table); run the case again to store"
+            f" one: {_rerun(row['case_id'], db)}",
+        )
+    found = _dicts(con.execute(
+        "SELECT m.*, coalesce(m.content, p.content) AS text FROM messages m LEFT JOIN prompts p USING (prompt_hash)"
+        " WHERE m.case_run_id = ? ORDER BY m.seq", [case_run_id]))  # fmt: skip
+    if not found:
+        off = bench_row.get("transcripts") is False
+        why = "with --no-transcripts" if off else "by a harness-bench written before transcripts were stored"
+        again = "without --no-transcripts" if off else "to store one"
+        raise TranscriptError(
+            TranscriptProblem.NOT_STORED,
+            f"case run {case_run_id} has no transcript (its bench run {row['bench_run_id']} was run {why}); run the"
+            f" case again {again}: {_rerun(row['case_id'], db)}",
+        )
+    base = {"bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "text"}
+    messages = tuple(
+        Message(
+            int(m["seq"]),
+            str(m["purpose"]),
+            str(m["kind"]),
+            m["model_call"],
+            m["text"],
+            {k: v for k, v in m.items() if k not in base and v is not None},
+        )
+        for m in found
+    )
+    return CaseRunInfo(case_run_id, row, bench_row, messages)
+
+
+def observations(messages: Iterable[Message]) -> list[str]:
+    """The observation texts the model was sent, in order."""
+    return [m.content or "" for m in messages if m.kind == EntryKind.OBSERVATION.value and m.get("sent")]
+
+
+def check_against_requests(db: str | Path, bench_run_ids: Sequence[str], bodies: Sequence[Any]) -> list[str]:
+    """Every stored transcript against the chat request bodies an endpoint received (a request log or
+    cassette): for each case run, some diagnosis request of the log carries its system and user prompts and,
+    as its `tool` messages, exactly the observation texts the transcript says were sent. Returns the
+    case runs for which no request matches (an empty list: the transcripts are what the model saw)."""
+    sent: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+    for body in bodies:
+        messages = body.get("messages") if isinstance(body, dict) else None
+        if not isinstance(messages, list):
+            continue
+        head = tuple(str(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
+        sent.setdefault(head, []).append(tuple(str(m.get("content")) for m in messages if m.get("role") == "tool"))
+    con = duckdb.connect(str(db), read_only=True)
+    problems: list[str] = []
+    try:
+        ids = [str(r[0]) for r in con.execute(
+            "SELECT case_run_id FROM case_runs WHERE bench_run_id IN (SELECT unnest(?::VARCHAR[])) ORDER BY 1",
+            [list(bench_run_ids)]).fetchall()]  # fmt: skip
+        for case_run_id in ids:
+            info = load_case_run(con, str(db), case_run_id)
+            diagnosis = [m for m in info.messages if m.purpose == ModelPurpose.DIAGNOSIS.value]
+            head = tuple(m.content or "" for m in diagnosis if m.kind in (EntryKind.SYSTEM.value, EntryKind.USER.value))
+            stored = tuple(observations(diagnosis))
+            if stored not in sent.get(head, []):
+                problems.append(
+                    f"{case_run_id}: its stored observations ({len(stored)}) are not the tool messages of any"
+                    " request the endpoint received"
+                )
+    finally:
+        con.close()
+    return problems

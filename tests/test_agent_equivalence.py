@@ -1,0 +1,56 @@
+"""`--agent pydantic-ai` and `--agent openai-agents` write the rows `--agent native` writes, for every
+built-in case the framework can express (the rest are named, with the reason, in the README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from runners.cli import main
+from runners.domain.evalset import load_cases
+from runners.run.agents import AgentFramework, inexpressible
+
+_SKIP = {"bench_run_id", "case_run_id", "wall_ms", "finished_at", "latency_ms", "t_ms"}
+CASES = load_cases()
+
+
+def _rows(db: Path, table: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of `table` without ids and timings, by case id, in order."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in _SKIP]
+        order = "x.case_id" if table == "case_runs" else "c.case_id, x.seq"
+        join = "" if table == "case_runs" else " JOIN case_runs c USING (case_run_id)"
+        case = "x.case_id" if table == "case_runs" else "c.case_id"
+        out: dict[str, list[tuple[Any, ...]]] = {}
+        picked = ", ".join("x." + c for c in cols)
+        for row in con.execute(f"SELECT {case}, {picked} FROM {table} x{join} ORDER BY {order}").fetchall():
+            out.setdefault(row[0], []).append(row[1:])
+        return out
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("native") / "n.duckdb"
+    assert main(["run", "--db", str(db)]) == 0
+    return db
+
+
+@pytest.mark.parametrize("agent", [AgentFramework.PYDANTIC_AI, AgentFramework.OPENAI_AGENTS])
+def test_every_expressible_case_gives_the_native_rows(agent: AgentFramework, native: Path, tmp_path: Path) -> None:
+    db = tmp_path / "a.duckdb"
+    assert main(["run", "--db", str(db), "--agent", agent.value]) == 0
+    expressible = [c.id for c in CASES if inexpressible(c, agent) is None]
+    assert len(expressible) == 84, "the README states the count per framework"
+    for table in ("case_runs", "tool_calls", "events", "messages"):
+        want, got = _rows(native, table), _rows(db, table)
+        differing = sorted(c for c in expressible if want.get(c) != got.get(c))
+        assert differing == [], f"{agent}: {table} rows differ from native for {differing}"
+    # the inexpressible ones do differ: the framework answered the unknown tool name, the Harness never saw it
+    left = {c.id for c in CASES} - set(expressible)
+    assert all(_rows(native, "case_runs")[c] != _rows(db, "case_runs")[c] for c in left)

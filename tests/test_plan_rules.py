@@ -1,0 +1,132 @@
+"""The flag rules (runners/plan/rules.py): a flag that would be ignored, or contradicts another, is refused
+before anything is opened or written — one test per rule, on the rules themselves and through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runners.cli import main
+from runners.plan import rules
+from runners.plan.executor import Executor
+from runners.plan.rules import PlanError, RunRequest, check_run_request
+from runners.plan.shard import ShardSpec
+
+OPENAI = "openai:m"
+
+
+def _refused(request: RunRequest, *words: str) -> None:
+    with pytest.raises(PlanError) as info:
+        check_run_request(request)
+    assert all(w in str(info.value) for w in words), str(info.value)
+
+
+def test_record_mode_needs_cassettes() -> None:
+    _refused(RunRequest(model=OPENAI, record_mode="all"), "--record-mode all needs --cassettes")
+
+
+def test_cassettes_need_an_openai_model(tmp_path: Path) -> None:
+    _refused(RunRequest(model="scripted", cassettes=tmp_path), "--cassettes", "--model scripted makes none")
+
+
+def test_cassettes_must_be_a_folder(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    _refused(RunRequest(model=OPENAI, cassettes=tmp_path / "f", record_mode="all"), "is a file, not a folder")
+
+
+def test_a_replay_needs_an_existing_cassette_folder(tmp_path: Path) -> None:
+    _refused(RunRequest(model=OPENAI, cassettes=tmp_path / "none"), "no such folder", "--record-mode all")
+    check_run_request(RunRequest(model=OPENAI, cassettes=tmp_path / "none", record_mode="all"))  # recording: made
+
+
+def test_a_base_url_is_http_with_a_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    _refused(RunRequest(model=OPENAI, base_url="ftp://x", cassettes=tmp_path), "--base-url 'ftp://x'")
+    monkeypatch.setenv("OPENAI_BASE_URL", "nonsense")
+    _refused(RunRequest(model=OPENAI), "OPENAI_BASE_URL 'nonsense'")
+    check_run_request(RunRequest(model="scripted"))  # a scripted model reaches no URL
+
+
+def test_shard_needs_a_run_id() -> None:
+    _refused(RunRequest(model="scripted", shard=ShardSpec.parse("1/2")), "--shard 1/2 needs --run-id")
+    check_run_request(RunRequest(model="scripted", shard=ShardSpec.parse("1/2"), run_id="ci-1"))
+
+
+def test_ray_address_needs_the_ray_executor() -> None:
+    _refused(RunRequest(model="scripted", ray_address="auto"), "--ray-address auto applies to --executor ray")
+
+
+def test_resume_refuses_flags_it_would_ignore() -> None:
+    request = RunRequest(model="", resume="br-x", resume_refused={"--epochs": 3, "--label": None, "--case": ["a"]})
+    _refused(request, "--resume br-x restores the stored settings; remove --epochs, --case")
+    check_run_request(RunRequest(model="", resume="br-x", resume_refused={"--epochs": None}))
+
+
+def test_counts_are_in_range() -> None:
+    _refused(RunRequest(model="scripted", epochs=0), "--epochs 0")
+    _refused(RunRequest(model="scripted", concurrency=rules.MAX_CONCURRENCY + 1), "--concurrency")
+
+
+def test_every_rule_is_applied_by_the_one_entry_point() -> None:
+    """check_run_request applies each rule function of the module (none is left for a caller to forget)."""
+    checks = {n for n in rules.__all__ if n.startswith("check_") and n != "check_run_request"}
+    source = Path(rules.__file__).read_text().split("def check_run_request", 1)[1]
+    assert checks and all(f"{c}(" in source for c in checks), checks
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["run", "--record-mode", "all"], "--record-mode all needs --cassettes"),
+        (["run", "--shard", "1/2"], "--shard 1/2 needs --run-id"),
+        (["run", "--ray-address", "auto"], "--ray-address auto applies to --executor ray only"),
+        (["run", "--resume", "br-x", "--epochs", "2"], "remove --epochs"),
+        (["sweep", "--resume", "sw-x", "--label", "a"], "remove --label"),
+    ],
+)
+def test_the_cli_refuses_through_the_rules(
+    argv: list[str], words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, "--db", str(tmp_path / "x.duckdb")]) == 2
+    assert words in " ".join(capsys.readouterr().err.split())
+    assert not (tmp_path / "x.duckdb").exists(), "nothing is written"
+
+
+def test_executor_choices_come_from_the_vocabulary() -> None:
+    assert [e.value for e in Executor] == ["local", "processes", "ray"]
+
+
+def test_the_python_api_is_refused_by_the_same_rules(tmp_path: Path) -> None:
+    """run_bench applies the rules to BenchOptions before the database is opened."""
+    from runners.plan.options import BenchOptions
+    from runners.plan.settings import ModelSettings
+    from runners.run.bench import run_bench
+
+    db = tmp_path / "api.duckdb"
+    bad = [
+        BenchOptions(db=db, ray_address="auto"),
+        BenchOptions(db=db, shard=ShardSpec.parse("1/2")),
+        BenchOptions(db=db, cassettes=tmp_path),
+        BenchOptions(db=db, model_settings=ModelSettings(model=OPENAI), cassettes=tmp_path / "none"),
+        BenchOptions(db=db, epochs=0),
+    ]
+    for opts in bad:
+        with pytest.raises(PlanError):
+            run_bench(opts)
+    assert not db.exists(), "nothing is written"
+
+
+def test_a_plan_is_frozen_and_holds_what_the_runner_reads(tmp_path: Path) -> None:
+    import dataclasses
+
+    from runners.plan.options import BenchOptions
+    from runners.plan.run_plan import plan_run
+
+    plan = plan_run(BenchOptions(db=tmp_path / "p.duckdb", evalsets=["empty_logs"], epochs=2))
+    assert plan.model.kind == "scripted" and plan.cases and all(c.family.value == "empty_logs" for c in plan.cases)
+    assert plan.db == tmp_path / "p.duckdb" and plan.executor is Executor.LOCAL and plan.shard is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        plan.cases = ()  # type: ignore[misc]
+    assert not (tmp_path / "p.duckdb").exists()
