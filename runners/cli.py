@@ -23,7 +23,7 @@ from harness import __version__
 from runners.analysis import tables
 from runners.plan import settings
 from runners.plan.executor import Executor
-from runners.plan.rules import MAX_CONCURRENCY, MAX_EPOCHS, UsageError
+from runners.plan.rules import MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, UsageError
 from runners.run import interrupts
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -114,7 +114,7 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g = p.add_argument_group("cassettes")
     g.add_argument("--cassettes", type=Path, default=None, metavar="DIR",
                    help="record/replay the model's HTTP with vcrpy (openai:<model-name> only)")  # fmt: skip
-    g.add_argument("--record-mode", default=None, choices=["none", "once", "new_episodes", "all"],
+    g.add_argument("--record-mode", default=None, choices=RECORD_MODES,
                    help="vcrpy record mode with --cassettes (default none: replay only, no network; all: re-record,"
                         " replacing stale episodes)")  # fmt: skip
     g = p.add_argument_group("bench")

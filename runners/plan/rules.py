@@ -17,6 +17,7 @@ from runners.plan.executor import Executor, check_available
 __all__ = [
     "MAX_CONCURRENCY",
     "MAX_EPOCHS",
+    "RECORD_MODES",
     "BenchInputError",
     "PlanError",
     "RunRequest",
@@ -29,6 +30,8 @@ __all__ = [
     "check_run_request",
 ]
 
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+"""vcrpy's record modes, the values of `--record-mode`."""
 MAX_EPOCHS = 10_000
 """Upper bound of `--epochs`."""
 MAX_CONCURRENCY = 1_024
