@@ -23,7 +23,7 @@ from harness import __version__
 from runners.analysis import tables
 from runners.plan import settings
 from runners.plan.executor import Executor
-from runners.plan.rules import MAX_CONCURRENCY, MAX_EPOCHS, UsageError
+from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, UsageError
 from runners.run import interrupts
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -114,11 +114,11 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g = p.add_argument_group("cassettes")
     g.add_argument("--cassettes", type=Path, default=None, metavar="DIR",
                    help="record/replay the model's HTTP with vcrpy (openai:<model-name> only)")  # fmt: skip
-    g.add_argument("--record-mode", default=None, choices=["none", "once", "new_episodes", "all"],
+    g.add_argument("--record-mode", default=None, choices=RECORD_MODES,
                    help="vcrpy record mode with --cassettes (default none: replay only, no network; all: re-record,"
                         " replacing stale episodes)")  # fmt: skip
     g = p.add_argument_group("bench")
-    g.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    g.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
     g.add_argument("--label", type=_label_arg, default=None,
                    help="label stored with every case run (the gate pairs labels)")  # fmt: skip
     epochs = 3 if sweep else 1
@@ -821,7 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_sweep)
 
     p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
     p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
     _add_recommend_choices(p)
     p.set_defaults(func=cmd_recommend)
@@ -834,7 +834,7 @@ def build_parser() -> argparse.ArgumentParser:
         "3 inconclusive (the comparison could not have detected a drop of --max-mde; the verdict line says how many "
         "cases or epochs would).",
     )
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
     p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
     p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
     p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
@@ -881,7 +881,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_gate)
 
     p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
     p.add_argument("--sweep", default=None, metavar="SWEEP_ID",
                    help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
@@ -904,7 +904,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _sub(sub, "migrate", "upgrade a metrics database in place to this harness-bench's schema version",
              "Reading commands read older databases through an upgraded temporary copy; this upgrades the file"
              " itself (what every writing command does first).")  # fmt: skip
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
     p.set_defaults(func=cmd_migrate)
 
     from runners.transcript_cli import register as register_transcript_commands

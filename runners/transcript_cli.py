@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from runners.plan.rules import DEFAULT_DB
+
 __all__ = ["register"]
 
 
 def _db_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", type=Path, default=Path("bench.duckdb"), help="DuckDB file (default bench.duckdb)")
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
 
 
 def register(sub: Any, make: Any) -> None:

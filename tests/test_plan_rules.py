@@ -130,3 +130,20 @@ def test_a_plan_is_frozen_and_holds_what_the_runner_reads(tmp_path: Path) -> Non
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.cases = ()  # type: ignore[misc]
     assert not (tmp_path / "p.duckdb").exists()
+
+
+def test_cli_choices_come_from_their_one_declaration() -> None:
+    """--record-mode, --executor, --objective and --rule list the vocabularies they are checked against."""
+    from runners.analysis.choices import Objective, Rule
+    from runners.cli import build_parser
+
+    def choices(command: str, dest: str) -> list[str]:
+        sub = next(a for a in build_parser()._actions if a.dest == "command")
+        parser = sub.choices[command]  # type: ignore[index]
+        return list(next(a for a in parser._actions if a.dest == dest).choices)
+
+    assert choices("run", "record_mode") == list(rules.RECORD_MODES)
+    assert choices("sweep", "executor") == [e.value for e in Executor]
+    for command in ("recommend", "report"):
+        assert choices(command, "objective") == [o.value for o in Objective]
+        assert choices(command, "rule") == [r.value for r in Rule]

@@ -121,7 +121,7 @@ def test_pick_is_the_known_optimum_and_does_not_move_with_epochs(
     finally:
         con.close()
 
-    # the issue: reference picked max_tool_calls=4 at epochs 1 and 8 at epochs 3; rewriter budget 8 then 16
+    # the regression pinned: reference picked max_tool_calls=4 at epochs 1 and 8 at epochs 3; rewriter 8 then 16
     def named(s: ConfigStats) -> tuple[object, ...]:
         return tuple(s.setting(c) for c in ("no_gain_threshold", "protocol_violation_threshold", "max_tool_calls",
                                             "max_model_calls", "max_tokens"))  # fmt: skip

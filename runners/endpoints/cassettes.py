@@ -53,6 +53,7 @@ from vcr.request import Request
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
+from runners.plan.rules import RECORD_MODES
 from runners.plan.settings import RunSettings, reproduce_flags
 
 SCRUB_REQUEST_HEADERS = (
@@ -63,7 +64,6 @@ SCRUB_RESPONSE_HEADERS = (
     "set-cookie", "openai-organization", "openai-project", "x-request-id", "request-id", "cf-ray",
     "x-amzn-requestid", "apim-request-id",
 )  # fmt: skip
-RECORD_MODES = ("none", "once", "new_episodes", "all")
 
 
 def _slug(text: str) -> str:

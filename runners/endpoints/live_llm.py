@@ -54,6 +54,8 @@ from typing import Any
 
 import duckdb
 
+from harness.config import HarnessConfig
+from harness.contracts import SchemaMode
 from runners.plan.settings import TOOL_CHOICE_MODES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -864,8 +866,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=len(DEFAULT_CASES), help="built-in cases per mode (default 8)")
     parser.add_argument("--modes", default=",".join(MODES), help="tool_choice values to run (default auto,required)")
     parser.add_argument("--max-live-seconds", type=float, default=600.0, help="ceiling of the live phase (600)")
-    parser.add_argument("--schema-mode", choices=("adaptive", "static"), default="adaptive",
-                        help="agent-facing envelope schema of the live runs (default adaptive)")  # fmt: skip
+    default_mode = HarnessConfig.model_fields["schema_mode"].default
+    parser.add_argument("--schema-mode", choices=[m.value for m in SchemaMode], default=default_mode.value,
+                        help=f"envelope schema of the live runs (default {default_mode.value})")  # fmt: skip
     parser.add_argument("--db", type=Path, default=ROOT / "live.duckdb", help="DuckDB file (default live.duckdb)")
     parser.add_argument("--deadline-seconds", type=float, default=None,
                         help="the runs' deadline (default the Harness's); shorter: more runs cut by it")  # fmt: skip

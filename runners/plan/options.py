@@ -13,7 +13,7 @@ from harness.context import CancellationToken
 from runners.domain import profiles
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
-from runners.plan.rules import BenchInputError, RunRequest
+from runners.plan.rules import DEFAULT_DB, BenchInputError, RunRequest
 from runners.plan.settings import ModelSettings, RunSettings, SettingValue
 from runners.plan.shard import ShardSpec
 
@@ -54,7 +54,7 @@ class BenchOptions:
     """Files, folders or family names (empty = all built-in cases)."""
     case_ids: list[str] = field(default_factory=list)
     """Only these case ids (empty = all)."""
-    db: Path = Path("bench.duckdb")
+    db: Path = DEFAULT_DB
     """DuckDB file."""
     label: str | None = None
     """A label to compare runs by (the gate pairs labels)."""

@@ -15,8 +15,10 @@ from urllib.parse import urlsplit
 from runners.plan.executor import Executor, check_available
 
 __all__ = [
+    "DEFAULT_DB",
     "MAX_CONCURRENCY",
     "MAX_EPOCHS",
+    "RECORD_MODES",
     "BenchInputError",
     "PlanError",
     "RunRequest",
@@ -29,6 +31,10 @@ __all__ = [
     "check_run_request",
 ]
 
+DEFAULT_DB = Path("bench.duckdb")
+"""The metrics database every command reads or writes unless `--db` names another."""
+RECORD_MODES = ("none", "once", "new_episodes", "all")
+"""vcrpy's record modes, the values of `--record-mode`."""
 MAX_EPOCHS = 10_000
 """Upper bound of `--epochs`."""
 MAX_CONCURRENCY = 1_024
