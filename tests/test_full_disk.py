@@ -60,9 +60,29 @@ def _rows(db: Path) -> tuple[list[tuple[object, ...]], int]:
         con.close()
 
 
-def test_a_disk_that_fills_during_a_run_interrupts_it_and_resume_completes_it(small_disk: Path) -> None:
+@pytest.fixture
+def disk_for_a_few_flushes(tmp_path: Path) -> Iterator[Path]:
+    """A tmpfs with room for a database that has stored one case run, plus 1.5 MB: the run below starts, commits
+    some case runs and fills it half-way (sized from a probe run, since DuckDB's block layout sets the floor)."""
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    made = _cli(probe, "run", "--db", "p.duckdb", "--case", "empty_logs_gateway_timeout_t1")
+    assert made.returncode == 0, made.stderr[-1500:]
+    base_kib = (probe / "p.duckdb").stat().st_size // 1024
+    disk = tmp_path / "disk"
+    why = _mount(disk, f"{base_kib + 1536}k")
+    if why is not None:
+        pytest.skip(f"cannot make a small filesystem: {why}")
+    try:
+        yield disk
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)
+
+
+def test_a_disk_that_fills_during_a_run_interrupts_it_and_resume_completes_it(disk_for_a_few_flushes: Path) -> None:
+    small_disk = disk_for_a_few_flushes
     db = small_disk / "bench.duckdb"
-    first = _cli(small_disk.parent, "run", "--db", str(db), "--epochs", "4")
+    first = _cli(small_disk.parent, "run", "--db", str(db), "--epochs", "20")
     assert first.returncode == EXIT_STORAGE, first.stdout[-1500:] + first.stderr[-1500:]
     assert "No space left on device" in first.stderr and "interrupted" in first.stderr
     resume = next(line.strip() for line in first.stderr.splitlines() if "--resume" in line)
@@ -70,7 +90,7 @@ def test_a_disk_that_fills_during_a_run_interrupts_it_and_resume_completes_it(sm
     assert status == "interrupted", "never `completed` with rows missing"
     assert 0 < stored < int(str(planned)), f"{stored} of {planned} stored"
 
-    subprocess.run(["mount", "-o", "remount,size=16m", str(small_disk)], check=True)
+    subprocess.run(["mount", "-o", "remount,size=64m", str(small_disk)], check=True)
     argv = shlex.split(resume)
     assert argv[:2] == ["harness-bench", "run"]
     second = _cli(small_disk.parent, *argv[1:])
