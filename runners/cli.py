@@ -22,6 +22,7 @@ from rich.text import Text
 from harness import __version__
 from runners.analysis import tables
 from runners.plan import settings
+from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, UsageError
 from runners.run import interrupts
@@ -181,7 +182,7 @@ def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
-    g.add_argument("--agent", default="native", choices=["native", "pydantic-ai", "openai-agents"],
+    g.add_argument("--agent", default=AgentFramework.NATIVE.value, choices=[a.value for a in AgentFramework],
                    help="the agent loop each case run goes through: native (run_diagnosis, default), pydantic-ai"
                         " or openai-agents (that framework's agent over the case's model, the Harness through its"
                         " adapter; needs the `adapters` extra, which make venv installs)")  # fmt: skip
@@ -217,6 +218,7 @@ def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
         "--evalset": args.evalset, "--case": args.case, "--label": args.label, "--epochs": args.epochs,
         "--cassettes": args.cassettes, "--record-mode": args.record_mode, "--shard": args.shard,
         "--run-id": args.run_id, "--no-transcripts": None if args.transcripts else True,
+        "--agent": None if args.agent == AgentFramework.NATIVE.value else args.agent,
     }  # fmt: skip
     return refused
 
@@ -241,7 +243,6 @@ def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingVal
 
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
-    from runners.plan.agent import AgentFramework
     from runners.plan.options import BenchOptions
     from runners.run.executors import Executor
 

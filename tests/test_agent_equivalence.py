@@ -54,3 +54,25 @@ def test_every_expressible_case_gives_the_native_rows(agent: AgentFramework, nat
     # the inexpressible ones do differ: the framework answered the unknown tool name, the Harness never saw it
     left = {c.id for c in CASES} - set(expressible)
     assert all(_rows(native, "case_runs")[c] != _rows(db, "case_runs")[c] for c in left)
+
+
+def test_a_resumed_run_keeps_its_agent_and_refuses_another(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--agent` is stored with the bench run: a resume drives the rest of its cases through the same loop (an
+    inexpressible case would come out differently under native), and a resume naming another loop is refused."""
+    agent = AgentFramework.PYDANTIC_AI
+    odd = next(c.id for c in CASES if inexpressible(c, agent) is not None)
+    db = tmp_path / "r.duckdb"
+    assert main(["run", "--db", str(db), "--agent", agent.value, "--case", odd]) == 0
+    before = _rows(db, "case_runs")[odd]
+    con = duckdb.connect(str(db))
+    (run_id, stored) = con.execute("SELECT bench_run_id, agent FROM bench_runs").fetchone() or ("", "")
+    assert stored == agent.value
+    for table in ("messages", "events", "tool_calls", "case_runs"):  # as if interrupted before this case run
+        con.execute(f"DELETE FROM {table}")
+    con.execute("UPDATE bench_runs SET status = 'interrupted'")
+    con.close()
+    capsys.readouterr()
+    assert main(["run", "--db", str(db), "--resume", run_id, "--agent", "openai-agents"]) == 2
+    assert "--agent" in capsys.readouterr().err
+    assert main(["run", "--db", str(db), "--resume", run_id]) == 0
+    assert _rows(db, "case_runs")[odd] == before, "the resumed case run went through the stored agent loop"

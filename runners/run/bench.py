@@ -19,6 +19,7 @@ import duckdb
 from harness import __version__
 from runners.domain.evalset import EvalCase, content_hash
 from runners.plan import shard
+from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
@@ -156,6 +157,7 @@ def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[Ben
         record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
         keep_runs=opts.keep_runs, cancellation=opts.cancellation, shard=shard.stored_shard(con, str(opts.resume)),
         executor=opts.executor, ray_address=opts.ray_address, transcripts=stored.get("transcripts") is not False,
+        agent=AgentFramework(stored.get("agent") or AgentFramework.NATIVE.value),
     )  # fmt: skip
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
@@ -233,7 +235,8 @@ def _run(
             )
             shard.set_status(con, bench_run_id, "running", finished=False)
         store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
-        con.execute("UPDATE bench_runs SET transcripts = ? WHERE bench_run_id = ?", [opts.transcripts, bench_run_id])
+        con.execute("UPDATE bench_runs SET transcripts = ?, agent = ? WHERE bench_run_id = ?",
+                    [opts.transcripts, opts.agent.value, bench_run_id])  # fmt: skip
         commit(con)  # a full disk here: MetricsWriteError, nothing started
     except MetricsWriteError:
         raise

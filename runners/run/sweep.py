@@ -19,6 +19,7 @@ from pathlib import Path
 import duckdb
 
 from runners.plan import shard
+from runners.plan.agent import AgentFramework
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.plan.run_plan import select_cases
@@ -115,6 +116,7 @@ def _saved(base: BenchOptions) -> str:
         "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
         "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
         "transcripts": base.transcripts,
+        "agent": base.agent.value,
     })  # fmt: skip
 
 
@@ -144,6 +146,7 @@ def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions
         cancellation=base.cancellation,
         shard=shard.ShardSpec.parse(saved["shard"]) if saved.get("shard") else None, run_id=saved.get("run_id"),
         executor=base.executor, ray_address=base.ray_address, transcripts=saved.get("transcripts", True),
+        agent=AgentFramework(saved.get("agent", AgentFramework.NATIVE.value)),
     )  # fmt: skip
     return grid, options
 

@@ -270,6 +270,8 @@ _MIGRATIONS: dict[int, list[str]] = {
                              verdict = CASE verdict WHEN 'SUPPORTED' THEN 'PASSED' ELSE 'FAILED' END
            WHERE kind = 'GUARD_VERDICT' AND guard = 'EVIDENCE'""",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS error_kind VARCHAR",
+        # the agent loop (`--agent`) the bench run's cases went through; NULL: native (written before it existed)
+        "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS agent VARCHAR",
     ],
 }
 
