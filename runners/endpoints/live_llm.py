@@ -1014,7 +1014,19 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     problems += check_structure(args.db, all_ids, cfg.deadline_seconds)
     from runners.store.transcripts import check_against_requests  # the stored transcripts are what the server got
 
-    problems += check_against_requests(args.db, all_ids, [rec.body for rec in records])
+    mismatched = check_against_requests(args.db, all_ids, [rec.body for rec in records])
+    con = duckdb.connect(str(args.db), read_only=True)
+    try:
+        (checked,) = con.execute(
+            "SELECT count(*) FROM case_runs WHERE bench_run_id IN (SELECT unnest(?::VARCHAR[]))", [all_ids]
+        ).fetchone() or (0,)
+    finally:
+        con.close()
+    _log(
+        f"transcripts: {checked} live case runs' stored observations checked against the {len(records)} requests"
+        f" the server received: {len(mismatched)} mismatches"
+    )
+    problems += mismatched
 
     # 5. Every live run replays exactly from its cassette (offline, record mode none): deadline cuts included.
     with _phase("replay of every live run from its cassette"):
