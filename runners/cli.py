@@ -2,10 +2,10 @@
 record metrics.
 
 Exit codes: 0 ok · 1 regression (gate) or failing cases with --strict · 2
-unusable input · 3 inconclusive (gate without the power to pass; --allow-
-inconclusive makes it 0) · 74 the database could not be written (full disk,
-I/O error) · 130 interrupted (Ctrl-C) · 143 terminated (SIGTERM); interrupted
-runs and sweeps continue with --resume.
+unusable input · 3 inconclusive (gate without the power to pass;
+--allow-inconclusive makes it 0) · 74 the database could not be written (full
+disk, I/O error) · 130 interrupted (Ctrl-C) · 143 terminated (SIGTERM);
+interrupted runs and sweeps continue with --resume.
 """
 
 from __future__ import annotations
