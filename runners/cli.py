@@ -137,6 +137,7 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g.add_argument("--no-transcripts", dest="transcripts", action="store_false",
                    help="do not store each case run's conversation (the `messages` table that `show`, `diff` and"
                         " `export --inspect` read); for very large sweeps")  # fmt: skip
+    run_options.add_arguments(p)
     _add_execution(p, sweep=sweep)
 
 

@@ -10,9 +10,10 @@ option is one entry here (plus its `BenchOptions` field and its argparse flag).
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RUN_OPTIONS",
     "RunOption",
+    "add_arguments",
     "bench_run_columns",
     "bench_run_values",
     "declared",
@@ -88,10 +90,21 @@ class RunOption:
     """The argparse value means the flag was not given."""
     stored_value: Callable[[BenchOptions], Stored] | None = None
     """What the column holds, when not simply the encoded field (e.g. a record mode only with cassettes)."""
+    argument: Mapping[str, Any] | None = None
+    """`add_argument` keywords (help, metavar, type, ...) when the flag is added from here (None: runners/cli.py
+    adds it by hand, with its group and per-command help)."""
+    default: Any = None
+    """The value when neither given nor stored (options without a `BenchOptions` field of their own)."""
+
+    def value(self, opts: BenchOptions) -> Any:
+        """The option's value in `opts`."""
+        if _has_field(self.name):
+            return getattr(opts, self.name)
+        return opts.more_options.get(self.name, self.default)
 
     def column_value(self, opts: BenchOptions) -> Stored:
         """The value written to `bench_runs.<column>`."""
-        value = self.stored_value(opts) if self.stored_value else self.encode(getattr(opts, self.name))
+        value = self.stored_value(opts) if self.stored_value else self.encode(self.value(opts))
         return json.dumps(value) if self.column_json and value is not None else value
 
     def from_column(self, value: Stored) -> Any:
@@ -129,6 +142,27 @@ def declared() -> tuple[RunOption, ...]:
     return RUN_OPTIONS
 
 
+def _has_field(name: str) -> bool:
+    from runners.plan.options import BenchOptions
+
+    return name in {f.name for f in fields(BenchOptions)}
+
+
+def _as_fields(values: dict[str, Any]) -> dict[str, Any]:
+    """`BenchOptions` keywords: options without a field of their own go into `more_options`."""
+    more = {k: values.pop(k) for k in list(values) if not _has_field(k)}
+    return values | {"more_options": more} if more else values
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of the run options declared with `argument` keywords."""
+    declared_here = [o for o in declared() if o.argument is not None]
+    if declared_here:
+        group = parser.add_argument_group("run options")
+        for o in declared_here:
+            group.add_argument(o.flag, dest=o.dest, default=None, **dict(o.argument or {}))
+
+
 def given_flags(args: Any) -> dict[str, object]:
     """Each run option's flag -> its argparse value, None where not given (what `--resume` refuses)."""
     return {o.flag: None if o.not_given(getattr(args, o.dest, None)) else getattr(args, o.dest) for o in declared()}
@@ -143,17 +177,17 @@ def options_from_args(args: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
             value = defaults.get(o.name)
         if value is not None:
             out[o.name] = value
-    return out
+    return _as_fields(out)
 
 
 def saved_values(opts: BenchOptions) -> dict[str, Stored]:
     """What a sweep saves of its shared run options (`sweeps.options_json`)."""
-    return {o.saved_key: o.encode(getattr(opts, o.name)) for o in declared() if o.saved_key}
+    return {o.saved_key: o.encode(o.value(opts)) for o in declared() if o.saved_key}
 
 
 def restore_saved(saved: Mapping[str, Stored]) -> dict[str, Any]:
     """The `BenchOptions` fields of a sweep's saved options (absent keys: the option's old default)."""
-    return {o.name: o.decode(saved.get(o.saved_key)) for o in declared() if o.saved_key}
+    return _as_fields({o.name: o.decode(saved.get(o.saved_key)) for o in declared() if o.saved_key})
 
 
 def bench_run_values(opts: BenchOptions) -> dict[str, Stored]:
@@ -163,7 +197,7 @@ def bench_run_values(opts: BenchOptions) -> dict[str, Stored]:
 
 def restore_bench_run(stored: Mapping[str, Stored]) -> dict[str, Any]:
     """The `BenchOptions` fields of a stored bench run row (absent columns: the option's old default)."""
-    return {o.name: o.from_column(stored.get(o.column)) for o in declared() if o.column}
+    return _as_fields({o.name: o.from_column(stored.get(o.column)) for o in declared() if o.column})
 
 
 def bench_run_columns() -> list[tuple[str, str]]:
