@@ -23,7 +23,7 @@ from rich.text import Text
 
 from harness import __version__
 from runners.analysis import tables
-from runners.plan import settings
+from runners.plan import run_options, settings
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, UsageError
@@ -139,6 +139,7 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     g.add_argument("--no-transcripts", dest="transcripts", action="store_false",
                    help="do not store each case run's conversation (the `messages` table that `show`, `diff` and"
                         " `export --inspect` read); for very large sweeps")  # fmt: skip
+    run_options.add_arguments(p)
     _add_execution(p, sweep=sweep)
 
 
@@ -216,12 +217,7 @@ def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
     run options the stored run fixes)."""
     decl = settings.declaration()
     refused: dict[str, object] = {decl[n].flag: v for n, v in settings.given(args).items() if not decl[n].endpoint}
-    refused |= {
-        "--evalset": args.evalset, "--case": args.case, "--label": args.label, "--epochs": args.epochs,
-        "--cassettes": args.cassettes, "--record-mode": args.record_mode, "--shard": args.shard,
-        "--run-id": args.run_id, "--no-transcripts": None if args.transcripts else True,
-        "--agent": None if args.agent == AgentFramework.NATIVE.value else args.agent,
-    }  # fmt: skip
+    refused |= run_options.given_flags(args)
     return refused
 
 
@@ -250,13 +246,16 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
 
     run_settings = run_settings or settings.RunSettings.of()
     return BenchOptions(
-        evalsets=args.evalset or [], case_ids=args.case or [], db=args.db, label=args.label,
-        epochs=args.epochs or epochs, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
+        db=args.db,
+        concurrency=args.concurrency,
+        max_in_flight=args.max_in_flight,
         config=run_settings.config,
-        model_settings=run_settings.model_settings, cassettes=args.cassettes, record_mode=args.record_mode or "none",
-        keep_runs=False, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
-        ray_address=args.ray_address, transcripts=args.transcripts, agent=AgentFramework(args.agent),
-    )  # fmt: skip
+        model_settings=run_settings.model_settings,
+        keep_runs=False,
+        executor=Executor(args.executor),
+        ray_address=args.ray_address,
+        **run_options.options_from_args(args, {"epochs": epochs}),
+    )
 
 
 def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column: str) -> None:

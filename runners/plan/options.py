@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from harness.config import HarnessConfig
 from harness.context import CancellationToken
@@ -95,6 +96,8 @@ class BenchOptions:
     """Store every case run's conversation in `messages` (`--no-transcripts` turns it off)."""
     agent: AgentFramework = AgentFramework.NATIVE
     """The agent loop each case run goes through (`--agent`: native, or an agent framework's adapter)."""
+    more_options: dict[str, Any] = field(default_factory=dict)
+    """Declared run options without a field of their own (runners/plan/run_options.py), by name."""
 
     @property
     def settings(self) -> RunSettings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -11,15 +10,13 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from harness import __version__
 from runners.domain.evalset import EvalCase, content_hash
-from runners.plan import shard
-from runners.plan.agent import AgentFramework
+from runners.plan import run_options, shard
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
@@ -43,6 +40,7 @@ from runners.store.metrics_db import (
     case_run_rows,
     commit,
     connect,
+    store_run_options,
     store_settings,
     write_statement,
 )
@@ -150,15 +148,23 @@ def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[Ben
         restored = restored.with_values(endpoint_overrides(opts.resume_overrides, f"--resume {opts.resume}"))
     except (SettingsError, ValueError) as exc:
         raise BenchInputError(f"--resume {opts.resume}: its stored settings are unusable ({exc})") from None
+    try:
+        restored_options = run_options.restore_bench_run(stored)
+    except ValueError as exc:
+        raise BenchInputError(f"--resume {opts.resume}: its stored options are unusable ({exc})") from None
     resumed = BenchOptions(
-        evalsets=json.loads(stored["evalset_specs"]), case_ids=json.loads(stored["case_ids_json"]), db=opts.db,
-        label=stored["label"], epochs=stored["epochs"], concurrency=opts.concurrency, config=restored.config,
-        model_settings=restored.model_settings, cassettes=Path(stored["cassettes"]) if stored["cassettes"] else None,
-        record_mode=stored["record_mode"] or "none", sweep_id=stored["sweep_id"], resume=opts.resume,
-        keep_runs=opts.keep_runs, cancellation=opts.cancellation, shard=shard.stored_shard(con, str(opts.resume)),
-        executor=opts.executor, ray_address=opts.ray_address, transcripts=stored.get("transcripts") is not False,
-        agent=AgentFramework(stored.get("agent") or AgentFramework.NATIVE.value),
-    )  # fmt: skip
+        db=opts.db,
+        concurrency=opts.concurrency,
+        config=restored.config,
+        model_settings=restored.model_settings,
+        sweep_id=stored["sweep_id"],
+        resume=opts.resume,
+        keep_runs=opts.keep_runs,
+        cancellation=opts.cancellation,
+        executor=opts.executor,
+        ray_address=opts.ray_address,
+        **(restored_options | {"shard": shard.stored_shard(con, str(opts.resume))}),
+    )
     done = [
         r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
     ]
@@ -217,15 +223,9 @@ def _run(
     try:
         if not opts.resume:
             con.execute(
-                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit, label,"
-                " evalset_hash, evalset_specs, case_ids_json, epochs, planned_case_runs, harness_bench_version,"
-                " cassettes, record_mode) VALUES (?, ?, now(), 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    bench_run_id, opts.sweep_id, git_commit(), opts.label,
-                    content_hash(cases), json.dumps(opts.evalsets), json.dumps(opts.case_ids), opts.epochs,
-                    len(planned), __version__, str(opts.cassettes) if opts.cassettes else None,
-                    opts.record_mode if opts.cassettes else None,
-                ],
+                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit,"
+                " evalset_hash, planned_case_runs, harness_bench_version) VALUES (?, ?, now(), 'running', ?, ?, ?, ?)",
+                [bench_run_id, opts.sweep_id, git_commit(), content_hash(cases), len(planned), __version__],
             )  # fmt: skip
             if opts.shard is not None:
                 shard.record(con, bench_run_id, opts.shard, len(planned))
@@ -235,8 +235,7 @@ def _run(
             )
             shard.set_status(con, bench_run_id, "running", finished=False)
         store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
-        con.execute("UPDATE bench_runs SET transcripts = ?, agent = ? WHERE bench_run_id = ?",
-                    [opts.transcripts, opts.agent.value, bench_run_id])  # fmt: skip
+        store_run_options(con, bench_run_id, run_options.bench_run_values(opts))
         commit(con)  # a full disk here: MetricsWriteError, nothing started
     except MetricsWriteError:
         raise

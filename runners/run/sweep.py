@@ -14,12 +14,10 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path
 
 import duckdb
 
-from runners.plan import shard
-from runners.plan.agent import AgentFramework
+from runners.plan import run_options, shard
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.plan.run_plan import select_cases
@@ -111,13 +109,7 @@ def _find_point(con: duckdb.DuckDBPyConnection, sweep_id: str, point: RunSetting
 
 def _saved(base: BenchOptions) -> str:
     """What every point shares, as stored in `sweeps.options_json`."""
-    return json.dumps({
-        "evalsets": base.evalsets, "case_ids": base.case_ids, "label": base.label, "epochs": base.epochs,
-        "cassettes": str(base.cassettes) if base.cassettes else None, "record_mode": base.record_mode,
-        "settings": base.settings.values(), "shard": str(base.shard) if base.shard else None, "run_id": base.run_id,
-        "transcripts": base.transcripts,
-        "agent": base.agent.value,
-    })  # fmt: skip
+    return json.dumps({**run_options.saved_values(base), "settings": base.settings.values()})
 
 
 def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions) -> tuple[SweepGrid, BenchOptions]:
@@ -138,16 +130,22 @@ def load_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, base: BenchOptions
         restored = restored.with_values(endpoint_overrides(base.resume_overrides, f"--resume {sweep_id}"))
     except SettingsError as exc:
         raise BenchInputError(f"--resume {sweep_id}: its stored settings are unusable ({exc})") from None
+    try:
+        restored_options = run_options.restore_saved(saved)
+    except ValueError as exc:
+        raise BenchInputError(f"--resume {sweep_id}: its stored options are unusable ({exc})") from None
     options = BenchOptions(
-        evalsets=saved["evalsets"], case_ids=saved["case_ids"], db=base.db, label=saved["label"],
-        epochs=saved["epochs"], concurrency=base.concurrency, config=restored.config,
-        model_settings=restored.model_settings, cassettes=Path(saved["cassettes"]) if saved["cassettes"] else None,
-        record_mode=saved["record_mode"], resume_overrides=base.resume_overrides, keep_runs=base.keep_runs,
+        db=base.db,
+        concurrency=base.concurrency,
+        config=restored.config,
+        model_settings=restored.model_settings,
+        resume_overrides=base.resume_overrides,
+        keep_runs=base.keep_runs,
         cancellation=base.cancellation,
-        shard=shard.ShardSpec.parse(saved["shard"]) if saved.get("shard") else None, run_id=saved.get("run_id"),
-        executor=base.executor, ray_address=base.ray_address, transcripts=saved.get("transcripts", True),
-        agent=AgentFramework(saved.get("agent", AgentFramework.NATIVE.value)),
-    )  # fmt: skip
+        executor=base.executor,
+        ray_address=base.ray_address,
+        **restored_options,
+    )
     return grid, options
 
 

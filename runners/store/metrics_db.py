@@ -26,7 +26,7 @@ import pandas as pd
 
 from harness.agent import RunResult
 from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
-from runners.plan import settings
+from runners.plan import run_options, settings
 from runners.run.case_runner import CaseRun
 
 SCHEMA_VERSION = 6
@@ -535,7 +535,8 @@ def ensure_settings_columns(con: duckdb.DuckDBPyConnection) -> None:
     ).fetchall()
     for table, column in rows:
         existing.setdefault(table, set()).add(column)
-    for table, columns in (("bench_runs", settings.bench_run_columns()), ("case_runs", settings.case_run_columns())):
+    bench_columns = settings.bench_run_columns() + run_options.bench_run_columns()
+    for table, columns in (("bench_runs", bench_columns), ("case_runs", settings.case_run_columns())):
         for name, sql_type in columns:
             if name not in existing.get(table, set()):
                 con.execute(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {sql_type}')
@@ -576,6 +577,12 @@ def store_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str, run: setti
         f"UPDATE bench_runs SET settings_json = ?, {assignments} WHERE bench_run_id = ?",
         [run.to_json(), *values.values(), bench_run_id],
     )
+
+
+def store_run_options(con: duckdb.DuckDBPyConnection, bench_run_id: str, values: Mapping[str, Any]) -> None:
+    """Write a bench run's run options (runners/plan/run_options.py): column -> value."""
+    assignments = ", ".join(f'"{name}" = ?' for name in values)
+    con.execute(f"UPDATE bench_runs SET {assignments} WHERE bench_run_id = ?", [*values.values(), bench_run_id])
 
 
 VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")

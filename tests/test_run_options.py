@@ -1,0 +1,73 @@
+"""One declaration of run options: the flags `--resume` refuses, a sweep's saved options and a bench run's
+columns all come from runners/plan/run_options.py, and a run option declared only here reaches --help,
+bench_runs, the sweep's saved options and resume with no other edit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from runners.cli import main
+from runners.plan import run_options
+from runners.plan.options import BenchOptions
+from runners.plan.run_options import RunOption
+from runners.store.metrics_db import connect
+from tests.test_settings import ONE, _drop_epoch, _q
+
+PROBE = RunOption(
+    "probe_note", "--probe-note", "probe_note", "probe_note", "probe_note",
+    argument={"metavar": "TEXT", "help": "a note kept with the run, an option declared only by this test"},
+)  # fmt: skip
+
+
+@pytest.fixture
+def new_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(run_options, "RUN_OPTIONS", (*run_options.RUN_OPTIONS, PROBE))
+
+
+def test_every_declared_option_names_a_field_and_a_flag_of_run() -> None:
+    fields = set(BenchOptions.__dataclass_fields__)
+    for option in run_options.declared():
+        assert option.name in fields, option
+        assert option.flag.startswith("--"), option
+
+
+def test_a_new_run_option_appears_in_help(new_option: None, capsys: pytest.CaptureFixture[str]) -> None:
+    for command in ("run", "sweep"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "--probe-note TEXT" in text and "an option declared only by this test" in text
+
+
+def test_a_new_run_option_is_stored_refused_on_resume_and_restored(new_option: None, tmp_path: Path) -> None:
+    db = tmp_path / "run.duckdb"
+    connect(db).close()  # a database made before the option existed: the column is added at connect
+    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--probe-note", "kept"]) == 0
+    ((bench_run_id, note),) = _q(db, "SELECT bench_run_id, probe_note FROM bench_runs")
+    assert note == "kept"
+    _drop_epoch(db, str(bench_run_id), 2)
+    assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--probe-note", "other"]) == 2
+    assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
+    # the resume writes its options again: a value it did not restore would be lost here
+    assert _q(db, "SELECT probe_note, status FROM bench_runs") == [("kept", "completed")]
+    assert _q(db, "SELECT count(*) FROM case_runs") == [(2,)]
+
+
+def test_a_new_run_option_is_saved_with_a_sweep_and_restored(new_option: None, tmp_path: Path) -> None:
+    db = tmp_path / "sweep.duckdb"
+    assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2,3",
+                 "--probe-note", "swept"]) == 0  # fmt: skip
+    ((sweep_id, saved),) = _q(db, "SELECT sweep_id, options_json FROM sweeps")
+    assert json.loads(str(saved))["probe_note"] == "swept"
+    ((point,),) = _q(db, "SELECT bench_run_id FROM bench_runs WHERE no_gain_threshold = 3")
+    _drop_epoch(db, str(point), 2)
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE sweeps SET status = 'interrupted'")
+    con.close()
+    assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
+    assert _q(db, "SELECT DISTINCT probe_note FROM bench_runs") == [("swept",)]
+    assert _q(db, "SELECT count(*) FROM case_runs") == [(4,)]
