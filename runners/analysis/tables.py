@@ -231,7 +231,14 @@ def cases_lines(cases: Sequence[Any], width: int) -> Iterator[str]:
         if not lay.own_column:
             yield "  " + shorten(c.question, lay.id_w - 2)
     yield ""
-    yield _cases_legend(used)
+    line = ""
+    for part in _cases_legend(used).split(" · "):  # the legend wraps between two meanings, never inside one
+        if line and cell_len(f"{line} · {part}") > width:
+            yield line + " ·"
+            line = part
+        else:
+            line = f"{line} · {part}" if line else part
+    yield line
 
 
 def abbreviation(name: str) -> str:
