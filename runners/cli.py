@@ -279,9 +279,47 @@ def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column:
 def cmd_cases(args: argparse.Namespace) -> int:
     from runners.plan.run_plan import select_cases
 
-    cases = select_cases(args.evalset or [], args.case or [])
-    out.print(tables.cases_table(cases, out.width))
+    cases = _load_with_progress(lambda: select_cases(args.evalset or [], args.case or []))
+    if len(cases) <= tables.STREAM_CASES_ABOVE:
+        out.print(tables.cases_table(cases, out.width))
+        return EXIT_OK
+    for line in tables.cases_lines(cases, out.width):
+        out.file.write(line + "\n")
+    out.file.flush()
     return EXIT_OK
+
+
+def _load_with_progress(load: Callable[[], list[Any]]) -> list[Any]:
+    """`load()` with a progress bar on stderr for the cases being validated, when stderr is a terminal and the
+    load lasts more than a second (rich shows nothing before then: `transient`, drawn once a file reports);
+    in a pipe nothing is drawn."""
+    if not sys.stderr.isatty():
+        return load()
+    import time
+
+    from runners.domain.evalset import reporting_progress
+
+    started = time.monotonic()
+    progress = Progress(
+        TextColumn("validating {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=tables.make_console(stderr=True), transient=True,
+    )  # fmt: skip
+    tasks: dict[Path, Any] = {}
+
+    def report(path: Path, done: int, total: int) -> None:
+        if path not in tasks:
+            if time.monotonic() - started < 1.0 and done == total:
+                return  # a small file: no bar at all
+            if not progress.live.is_started:
+                progress.start()
+            tasks[path] = progress.add_task(path.name, total=total)
+        progress.update(tasks[path], completed=done)
+
+    try:
+        with reporting_progress(report):
+            return load()
+    finally:
+        progress.stop()
 
 
 def _print_family_table(db: Path, bench_run_id: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from rich import box
@@ -130,23 +130,45 @@ GAP = 2
 """Cells between two columns of these tables."""
 
 
+STREAM_CASES_ABOVE = 1_000
+"""Above this many cases the case list is printed as plain aligned rows, one written at a time (a rich table
+holds every row, and measures each, before it prints the first)."""
+
+
+def _expect_code(c: Any) -> str:
+    e = c.expect
+    key = e.outcome.value + (f"/{e.fallback_kind.value}" if e.fallback_kind else "")
+    stop = f"/{_code(STOP_CODES, e.stop_reason.value)}" if e.stop_reason else ""
+    return _code(OUTCOME_CODES, key) + stop
+
+
+class _CasesLayout:
+    """Column widths of the case list for `width` cells."""
+
+    def __init__(self, cases: Sequence[Any], expect: Iterable[str], width: int) -> None:
+        self.id_w = min(max([cell_len(c.id) for c in cases] + [2]), max(width - 8 - GAP, 10))
+        self.exp_w = max([len(x) for x in expect] + [len("expect")])
+        left = width - self.id_w - GAP - self.exp_w
+        self.show_steps = left >= GAP + len("steps")
+        left -= (GAP + len("steps")) if self.show_steps else 0
+        self.question_w = left - GAP
+        self.own_column = self.question_w >= 30
+
+
+def _cases_legend(expect: Iterable[str]) -> str:
+    expect = list(expect)
+    used_o = {x.split("/")[0] for x in expect}
+    used_s = {x.split("/")[1] for x in expect if "/" in x}
+    return "expect: " + legend(OUTCOME_CODES, used_o) + (" / " + legend(STOP_CODES, used_s) if used_s else "")
+
+
 def cases_table(cases: Sequence[Any], width: int) -> RenderableType:
     """The case list (cases: `runners.domain.evalset.EvalCase`), grouped by family. The question gets its own
     column when at least 30 cells are left, else a second line under the id; either way it is shortened
     at a word boundary. `steps` is dropped when even id and expectation barely fit."""
-    expect = []
-    for c in cases:
-        e = c.expect
-        key = e.outcome.value + (f"/{e.fallback_kind.value}" if e.fallback_kind else "")
-        stop = f"/{_code(STOP_CODES, e.stop_reason.value)}" if e.stop_reason else ""
-        expect.append(_code(OUTCOME_CODES, key) + stop)
-    id_w = min(max([cell_len(c.id) for c in cases] + [2]), max(width - 8 - GAP, 10))
-    exp_w = max([len(x) for x in expect] + [len("expect")])
-    left = width - id_w - GAP - exp_w
-    show_steps = left >= GAP + len("steps")
-    left -= (GAP + len("steps")) if show_steps else 0
-    question_w = left - GAP
-    own_column = question_w >= 30
+    expect = [_expect_code(c) for c in cases]
+    lay = _CasesLayout(cases, expect, width)
+    id_w, question_w, own_column, show_steps = lay.id_w, lay.question_w, lay.own_column, lay.show_steps
     table = _table(f"{len(cases)} evaluation cases")
     table.add_column("id" if own_column else "id / question", no_wrap=True, overflow="ellipsis", max_width=id_w)
     table.add_column("expect", no_wrap=True)
@@ -170,10 +192,53 @@ def cases_table(cases: Sequence[Any], width: int) -> RenderableType:
         if own_column:
             cells.append(Text(shorten(c.question, question_w)))
         table.add_row(*cells)
-    used_o = {x.split("/")[0] for x in expect}
-    used_s = {x.split("/")[1] for x in expect if "/" in x}
-    notes = "expect: " + legend(OUTCOME_CODES, used_o) + (" / " + legend(STOP_CODES, used_s) if used_s else "")
-    return Group(table, Text(notes, style="dim"))
+    return Group(table, Text(_cases_legend(expect), style="dim"))
+
+
+def _pad(text: str, width: int) -> str:
+    text = text if cell_len(text) <= width else shorten(text, width)
+    return text + " " * max(width - cell_len(text), 0)
+
+
+def cases_lines(cases: Sequence[Any], width: int) -> Iterator[str]:
+    """The same case list as plain aligned rows (no newline), one at a time: what `cases` prints for more than
+    `STREAM_CASES_ABOVE` cases, so the first row shows at once and memory stays that of one row. Same
+    columns, widths and legend as `cases_table`; a family name is a line of its own before its cases."""
+    lay = _CasesLayout(cases, (_expect_code(c) for c in cases), width)
+    sep = " " * GAP
+    head = [_pad("id" if lay.own_column else "id / question", lay.id_w), _pad("expect", lay.exp_w)]
+    if lay.show_steps:
+        head.append("steps")
+    if lay.own_column:
+        head.append("question")
+    yield f"{len(cases)} evaluation cases"
+    yield sep.join(head).rstrip()
+    family = None
+    used: set[str] = set()
+    for c in cases:
+        if c.family.value != family:
+            family = c.family.value
+            yield ""
+            yield family
+        x = _expect_code(c)
+        used.add(x)
+        cells = [_pad(c.id, lay.id_w), _pad(x, lay.exp_w)]
+        if lay.show_steps:
+            cells.append(f"{len(c.trajectory.steps):>5}")
+        if lay.own_column:
+            cells.append(shorten(c.question, lay.question_w))
+        yield sep.join(cells).rstrip()
+        if not lay.own_column:
+            yield "  " + shorten(c.question, lay.id_w - 2)
+    yield ""
+    line = ""
+    for part in _cases_legend(used).split(" · "):  # the legend wraps between two meanings, never inside one
+        if line and cell_len(f"{line} · {part}") > width:
+            yield line + " ·"
+            line = part
+        else:
+            line = f"{line} · {part}" if line else part
+    yield line
 
 
 def abbreviation(name: str) -> str:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
@@ -269,6 +270,25 @@ def _loc(loc: Iterable[int | str]) -> str:
 
 _PARSED: dict[tuple[str, int, int], tuple[list[EvalCase], list[str]]] = {}
 
+ProgressCallback = Callable[[Path, int, int], None]
+"""Called as (file, cases validated so far, cases in the file) while a file's cases are validated."""
+_progress: list[ProgressCallback] = []
+
+
+@contextmanager
+def reporting_progress(callback: ProgressCallback) -> Iterator[None]:
+    """Within the block, every file parsed reports its validation progress to `callback` (the `cases`
+    command draws a progress bar with it); the first call, with 0 done, comes right after the YAML parse."""
+    _progress.append(callback)
+    try:
+        yield
+    finally:
+        _progress.remove(callback)
+
+
+_PROGRESS_EVERY = 500
+"""Cases validated between two progress reports."""
+
 
 def _parse_file(path: Path, problems: list[str]) -> list[EvalCase]:
     """Parse one file, memoised by (path, mtime, size): sweeps load the same set once per grid point."""
@@ -296,6 +316,7 @@ def _parse_file_uncached(path: Path, problems: list[str]) -> list[EvalCase]:
         return []
     try:
         doc = yaml.load(text, Loader=_Loader)
+        del text  # the parsed tree is what is needed now; the text of a large file is not kept beside it
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
@@ -305,7 +326,17 @@ def _parse_file_uncached(path: Path, problems: list[str]) -> list[EvalCase]:
         problems.append(f"{path}: top level must be a mapping with a 'cases' list")
         return []
     cases: list[EvalCase] = []
-    for i, raw in enumerate(doc["cases"]):
+    raws: list[object] = doc["cases"]
+    del doc
+    report = _progress[-1] if _progress else None
+    total = len(raws)
+    if report is not None:
+        report(path, 0, total)
+    for i in range(total):
+        # each raw case is released once validated: peak memory is the parsed tree, not tree + cases
+        raw, raws[i] = raws[i], None
+        if report is not None and i and i % _PROGRESS_EVERY == 0:
+            report(path, i, total)
         case_id = raw.get("id") if isinstance(raw, dict) else None
         label = f"case {case_id!r}" if case_id else f"case #{i + 1}"
         try:
@@ -325,6 +356,8 @@ def _parse_file_uncached(path: Path, problems: list[str]) -> list[EvalCase]:
         problems.extend(f"{path}: {label}: field {where}: {msg}" for where, msg in step_problems)
         if not step_problems:
             cases.append(case)
+    if report is not None:
+        report(path, total, total)
     return cases
 
 
