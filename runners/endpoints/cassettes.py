@@ -1,4 +1,5 @@
-"""Cassettes: a live model's answers made replayable offline (issues 4, 10, 13).
+"""Cassettes: a live model's answers made replayable offline (recorded once, replayed with the network
+blocked; failed and deadline-cut attempts included).
 
 One cassette per (case, model, epoch), in vcrpy's JSON format. Requests match on method, path and
 JSON body — not on host or port, so a cassette recorded against one local server replays against

@@ -187,7 +187,7 @@ _MIGRATIONS: dict[int, list[str]] = {
         ),
         "ALTER TABLE case_runs ALTER max_tokens TYPE BIGINT",
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS settings_json VARCHAR",
-        # multi-call turns, exact STOP_REQUIRED counts, the run-wide observation budget (issues 10, 12)
+        # multi-call turns, exact STOP_REQUIRED counts, the run-wide observation budget
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS awaiting_rejections INTEGER",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS stop_required_deliveries INTEGER",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS observation_bytes BIGINT",
