@@ -68,3 +68,19 @@ def assert_a_broken_cassette_fails_the_run(tmp_path: Path, executor: Executor, c
         assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]
     finally:
         con.close()
+
+
+# a case run's identity and timing: what differs between a live run and its replay
+VOLATILE = {"bench_run_id", "case_run_id", "label", "wall_ms", "finished_at"}
+
+
+def case_runs_by_case(db: Path) -> dict[str, dict[str, object]]:
+    """Every case_runs row of `db` by case id, without the columns in VOLATILE."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute("SELECT * FROM case_runs ORDER BY case_id")
+        cols = [d[0] for d in cur.description]
+        return {row[cols.index("case_id")]: {c: v for c, v in zip(cols, row, strict=True) if c not in VOLATILE}
+                for row in cur.fetchall()}  # fmt: skip
+    finally:
+        con.close()

@@ -23,6 +23,7 @@ from runners.endpoints.simulator import GUARD_TURN, InjectedFault, InjectedFault
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import run_bench
+from tests._rows import case_runs_by_case
 
 TIMEOUT = InjectedFaultKind.TIMEOUT
 FAULTS = [
@@ -41,18 +42,6 @@ CLEAN = ["empty_logs_settlement_batch_acme_pay_zh", "duplicate_scopes_sql_layout
 CASES = sorted({f.case_id for f in FAULTS} | set(CLEAN))
 CONFIG = HarnessConfig(model_timeout_seconds=1.0, retry_backoff_seconds=0.05)
 MODEL = "openai:scripted"
-VOLATILE = {"bench_run_id", "case_run_id", "label", "wall_ms", "finished_at"}
-
-
-def _case_runs(db: Path) -> dict[str, dict[str, object]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cur = con.execute("SELECT * FROM case_runs ORDER BY case_id")
-        cols = [d[0] for d in cur.description]
-        return {row[cols.index("case_id")]: {c: v for c, v in zip(cols, row, strict=True) if c not in VOLATILE}
-                for row in cur.fetchall()}  # fmt: skip
-    finally:
-        con.close()
 
 
 def _model_attempts(db: Path) -> list[tuple[object, ...]]:
@@ -100,7 +89,7 @@ def test_the_live_run_saw_every_kind_of_failed_attempt(recorded: tuple[Path, Pat
     _, db = recorded
     kinds = {k for (_, _, _, _, k, _, _) in _model_attempts(db) if k is not None}
     assert kinds == {"TIMEOUT", "CONNECTION", "SERVER_ERROR", "RATE_LIMIT"}
-    runs = _case_runs(db)
+    runs = case_runs_by_case(db)
     assert "SERVER_ERROR" in str(runs["missing_context_no_tenant_gateway_429"]["error"])
     assert "TIMEOUT" in str(runs["missing_context_no_time_acme_pay_refunds"]["error"])
     # a retried attempt is a model call: one more than the clean reference run (2 for the guard: guard_calls)
@@ -148,7 +137,7 @@ def test_replay_reproduces_the_live_run_exactly(
         concurrency=concurrency,
     ))  # fmt: skip
     assert summary.executed == len(CASES)
-    live, replay = _case_runs(live_db), _case_runs(replay_db)
+    live, replay = case_runs_by_case(live_db), case_runs_by_case(replay_db)
     assert replay == live
     assert _model_attempts(replay_db) == _model_attempts(live_db)
 

@@ -27,24 +27,13 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import run_bench
 from tests._fake_endpoint import serve
+from tests._rows import case_runs_by_case
 
 DIAGNOSIS_CUT = "generic_kb_gateway_runbook_timeout_t3"  # 4 diagnosis calls: the 3rd is cut
 GUARD_CUT = "diagnosable_gateway_risk_pool_exhausted_t1"  # 2 diagnosis calls, then the guard: the guard is cut
 CASES = [DIAGNOSIS_CUT, GUARD_CUT]
 CONFIG = HarnessConfig(deadline_seconds=4.0, model_timeout_seconds=2.5, retry_backoff_seconds=0.05)
 MODEL = "openai:scripted"
-VOLATILE = {"bench_run_id", "case_run_id", "label", "wall_ms", "finished_at"}
-
-
-def _case_runs(db: Path) -> dict[str, dict[str, object]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cur = con.execute("SELECT * FROM case_runs ORDER BY case_id")
-        cols = [d[0] for d in cur.description]
-        return {row[cols.index("case_id")]: {c: v for c, v in zip(cols, row, strict=True) if c not in VOLATILE}
-                for row in cur.fetchall()}  # fmt: skip
-    finally:
-        con.close()
 
 
 def _events(db: Path) -> list[tuple[object, ...]]:
@@ -78,7 +67,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 def test_a_deadline_in_any_call_is_a_budget_stop(recorded: tuple[Path, Path]) -> None:
     _, db = recorded
-    runs = _case_runs(db)
+    runs = case_runs_by_case(db)
     for case_id in CASES:
         row = runs[case_id]
         assert (row["stop_reason"], row["budget_hit"]) == ("BUDGET_LIMIT_REACHED", "DEADLINE"), (case_id, row)
@@ -122,7 +111,7 @@ def test_replay_reproduces_the_deadline_cut_run_exactly(
         concurrency=2,
     ))  # fmt: skip
     assert summary.executed == len(CASES) and summary.infra_errors == 0
-    assert _case_runs(replay_db) == _case_runs(live_db)
+    assert case_runs_by_case(replay_db) == case_runs_by_case(live_db)
     assert _events(replay_db) == _events(live_db)
 
 
