@@ -15,8 +15,8 @@ from benchmarks._timing import measure
 from runners.domain.evalset import load_cases
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
-from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.bench import plan_run, run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parent.parent
 TMP = Path(tempfile.mkdtemp(prefix="hb-bench-"))
@@ -34,7 +34,7 @@ def scripted(concurrency: int, epochs: int = 3) -> tuple[float, float, float]:
     shares = []
 
     def once() -> None:
-        s = run_bench(BenchOptions(db=_db(), epochs=epochs, concurrency=concurrency))
+        s = run_bench(plan_run(BenchOptions(db=_db(), epochs=epochs, concurrency=concurrency)))
         shares.append(s.write_seconds / s.wall_seconds)
 
     t = measure(once, repeats=5)
@@ -44,15 +44,15 @@ def scripted(concurrency: int, epochs: int = 3) -> tuple[float, float, float]:
 
 def replay_ratio() -> tuple[float, float, float]:
     os.environ.setdefault("HB_BENCH_KEY", "not-used")
-    ins = measure(lambda: run_bench(BenchOptions(db=_db())), repeats=5)
+    ins = measure(lambda: run_bench(plan_run(BenchOptions(db=_db()))), repeats=5)
     rep = measure(
-        lambda: run_bench(BenchOptions(
+        lambda: run_bench(plan_run(BenchOptions(
             db=_db(),
             model_settings=ModelSettings(
                 model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_BENCH_KEY",
             ),
             cassettes=ROOT / "cassettes", record_mode="none",
-        )),
+        ))),
         repeats=5,
     )  # fmt: skip
     return rep.median / ins.median, ins.median, rep.median
@@ -60,7 +60,7 @@ def replay_ratio() -> tuple[float, float, float]:
 
 def writes() -> tuple[float, float, int]:
     db = _db()
-    s = run_bench(BenchOptions(db=db, epochs=5))
+    s = run_bench(plan_run(BenchOptions(db=db, epochs=5)))
     return s.rows_written / s.write_seconds, s.write_seconds / s.wall_seconds, s.rows_written
 
 
@@ -68,10 +68,10 @@ def sweep_3600() -> tuple[float, int]:
     """4 thresholds x 3 tool budgets x 60 cases x 5 epochs = 3,600 case runs."""
     ids = [c.id for c in load_cases()][:60]
     t0 = time.perf_counter()
-    run_sweep(SweepOptions(
+    run_sweep(plan_sweep(SweepOptions(
         SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_calls=(6, 10, 16)),
         BenchOptions(case_ids=ids, db=_db(), epochs=5),
-    ))  # fmt: skip
+    )))  # fmt: skip
     return time.perf_counter() - t0, 4 * 3 * len(ids) * 5
 
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import duckdb
 
 from runners.plan.options import BenchOptions
-from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
 TMP = Path(tempfile.mkdtemp(prefix="hb-transcripts-"))
 GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_calls=(6, 10))
@@ -29,7 +29,8 @@ GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_calls=(6, 10))
 def _sweep(db: Path, transcripts: bool, epochs: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process — less sensitive to other work on a shared machine)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    run_sweep(SweepOptions(GRID, BenchOptions(db=db, epochs=epochs, keep_runs=False, transcripts=transcripts)))
+    base = BenchOptions(db=db, epochs=epochs, keep_runs=False, transcripts=transcripts)
+    run_sweep(plan_sweep(SweepOptions(GRID, base)))
     return time.perf_counter() - t0, time.process_time() - c0
 
 

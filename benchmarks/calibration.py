@@ -56,7 +56,7 @@ from runners.domain.scripted import ScriptedChatModel
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
 from runners.store.metrics_db import connect
 
@@ -110,7 +110,7 @@ def gate_study(pairs_per_profile: int, epochs: int, workdir: Path) -> dict[str, 
         for seed in seeds:  # a run already in the work folder is reused (the study can be re-analysed)
             if f"s{seed}" not in labels:
                 run_bench(
-                    BenchOptions(
+                    plan_run(BenchOptions(
                         model_settings=ModelSettings(
                             model=f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
                         ),
@@ -118,7 +118,7 @@ def gate_study(pairs_per_profile: int, epochs: int, workdir: Path) -> dict[str, 
                         db=db,
                         epochs=epochs,
                         keep_runs=False,
-                    )
+                    ))
                 )
         con = connect(db, read_only=True)
         try:
@@ -433,7 +433,7 @@ def _cached_sweep(db: Path, model: str, epochs: int, grid: Any) -> str | None:
 def recommend_study(workdir: Path) -> dict[str, Any]:
     """`recommend`'s pick per profile with a known optimum, at epochs 1, 3 and 10."""
     from runners.analysis.recommend import measure, recommend
-    from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+    from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
     t0 = time.perf_counter()
     out: dict[str, Any] = {
@@ -451,12 +451,12 @@ def recommend_study(workdir: Path) -> dict[str, Any]:
             sweep_id = (
                 _cached_sweep(db, model, epochs, grid)
                 or run_sweep(
-                    SweepOptions(
+                    plan_sweep(SweepOptions(
                         grid,
                         BenchOptions(
                             evalsets=SWEEP_FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
                         ),
-                    )
+                    ))
                 ).sweep_id
             )
             con = connect(db, read_only=True)

@@ -198,12 +198,6 @@ _RAY_EXTRA = "pip install 'harness-bench[ray]'"
 
 
 # -- checks before any file is created ----------------------------------------------------------
-def _check_db(path: Path, *, must_exist: bool) -> None:
-    from runners.store.metrics_db import check_database_file
-
-    check_database_file(path, must_exist=must_exist)
-
-
 def _check_output_file(flag: str, path: Path) -> None:
     if path.is_dir():
         _fail(f"{flag} {path} is a folder; give a file path")
@@ -221,17 +215,21 @@ def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
     return refused
 
 
-def _check_request(args: argparse.Namespace, model: str, base_url: str | None) -> None:
-    """Every flag rule (runners/plan/rules.py) before anything is opened or written."""
+def _request(args: argparse.Namespace, run_settings: settings.RunSettings | None) -> Any:
+    """What the command line asks, flag by flag, for the flag rules (runners/plan/rules.py) the plan applies
+    (`run_settings` None: a resume, whose model is the stored run's)."""
     from runners.plan.executor import Executor
-    from runners.plan.rules import RunRequest, check_run_request
+    from runners.plan.rules import RunRequest
 
-    check_run_request(RunRequest(
-        model=model, base_url=base_url, epochs=args.epochs, concurrency=args.concurrency, cassettes=args.cassettes,
+    ms = run_settings.model_settings if run_settings is not None else None
+    return RunRequest(
+        model=ms.model if ms else "", base_url=ms.base_url if ms else None,
+        api_key_env=ms.api_key_env if ms else "OPENAI_API_KEY", epochs=args.epochs, concurrency=args.concurrency,
+        cassettes=args.cassettes,
         record_mode=args.record_mode, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
         ray_address=args.ray_address, resume=args.resume,
         resume_refused=_resume_refused(args) if args.resume else {},
-    ))  # fmt: skip
+    )  # fmt: skip
 
 
 def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
@@ -240,39 +238,26 @@ def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingVal
     return {k: v for k, v in settings.given(args).items() if decl[k].endpoint}
 
 
-def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int) -> Any:
+def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int,
+                   cancellation: Any) -> Any:  # fmt: skip
+    """The options the flags give (with --resume: only where and how it executes; the rest is the stored run's)."""
+    from runners.plan.executor import Executor
     from runners.plan.options import BenchOptions
-    from runners.run.executors import Executor
 
-    run_settings = run_settings or settings.RunSettings.of()
-    return BenchOptions(
+    invocation = dict(
         db=args.db,
         concurrency=args.concurrency,
         max_in_flight=args.max_in_flight,
-        config=run_settings.config,
-        model_settings=run_settings.model_settings,
         keep_runs=False,
         executor=Executor(args.executor),
         ray_address=args.ray_address,
-        **run_options.options_from_args(args, {"epochs": epochs}),
+        cancellation=cancellation,
     )
-
-
-def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column: str) -> None:
-    """A named run must not reuse an id already in --db (checked read-only, before anything is written)."""
-    from runners.plan.shard import refuse_existing
-    from runners.store.metrics_db import connect
-
-    if not args.db.exists():
-        return
-    con = connect(args.db, read_only=True)
-    try:
-        if con.execute(f"SELECT count(*) FROM information_schema.tables WHERE table_name = '{table}'").fetchone() != (
-            0,
-        ):
-            refuse_existing(con, table, column, ids, args.db)
-    finally:
-        con.close()
+    if args.resume:
+        return BenchOptions(resume=args.resume, resume_overrides=_resume_overrides(args), **invocation)
+    run_settings = run_settings or settings.RunSettings.of()
+    return BenchOptions(config=run_settings.config, model_settings=run_settings.model_settings, **invocation,
+                        **run_options.options_from_args(args, {"epochs": epochs}))  # fmt: skip
 
 
 # -- commands -------------------------------------------------------------------------------------
@@ -403,41 +388,16 @@ def _storage_failed(what: str, command: str, db: Path, run_id: str, error: str, 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from runners.plan.options import BenchOptions
-    from runners.run.bench import check_options, load_resume, run_bench
-    from runners.run.executors import Executor
-    from runners.store.metrics_db import connect
+    from runners.plan.run_plan import plan_run
+    from runners.run.bench import run_bench
 
-    if args.resume:
-        _check_request(args, "", None)
-        overrides = _resume_overrides(args)
-        _check_db(args.db, must_exist=True)
-        opts = BenchOptions(db=args.db, resume=args.resume, concurrency=args.concurrency, keep_runs=False,
-                            max_in_flight=args.max_in_flight, resume_overrides=overrides,
-                            executor=Executor(args.executor), ray_address=args.ray_address)  # fmt: skip
-        con = connect(args.db, read_only=True)
-        try:
-            resumed = load_resume(con, opts)[0]
-            check_options(resumed)
-        finally:
-            con.close()
-        shard_spec = resumed.shard
-    else:
-        run_settings = settings.settings_from_args(args)
-        _check_request(args, run_settings.model_settings.model, run_settings.model_settings.base_url)
-        _check_db(args.db, must_exist=False)
-        opts = _bench_options(args, run_settings, epochs=1)
-        check_options(opts)
-        shard_spec = opts.shard
-        if args.run_id:
-            from runners.plan.shard import bench_run_id
-
-            new_id = bench_run_id(args.run_id, run_settings, in_sweep=False)
-            _check_new_ids(args, [new_id], "bench_runs", "bench_run_id")
     intr = _interrupts(args)
+    run_settings = None if args.resume else settings.settings_from_args(args)
+    opts = _bench_options(args, run_settings, epochs=1, cancellation=intr.token)
+    plan = plan_run(opts, request=_request(args, run_settings))
+    shard_spec = plan.shard
     if intr.received:
         return _interrupted(intr, "bench run", "run", args.db, None, "", 0, 0)
-    opts.cancellation = intr.token
     _claim(args.db)
     passed = [0]
     with _progress() as progress:
@@ -448,7 +408,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 passed[0] += 1
             progress.update(task, completed=done, total=total, passed=f"{passed[0]} passed")
 
-        summary = run_bench(opts, on_progress=hook, on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))
+        summary = run_bench(plan, on_progress=hook, on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))
     if summary.storage_error is not None:
         return _storage_failed("bench run", "run", args.db, summary.bench_run_id, summary.storage_error,
                                summary.skipped + summary.executed, summary.planned,
@@ -480,7 +440,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             f" not on the model's answer; see case_runs.error in {args.db}", style="red",
         ))  # fmt: skip
         if summary.infra_errors == summary.executed:
-            _error(f"the endpoint {_endpoint_named(summary.settings, opts)} served no case run (exit 2)")
+            _error(f"the endpoint {_endpoint_named(summary.settings, plan.options)} served no case run (exit 2)")
             return EXIT_INPUT
     failing = summary.failed
     if failing and args.strict:
@@ -553,41 +513,18 @@ def cmd_serve_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from runners.plan.options import BenchOptions
-    from runners.run.executors import Executor
     from runners.run.preflight import preflight
-    from runners.run.sweep import SweepGrid, SweepOptions, check_sweep, load_sweep, run_sweep
-    from runners.store.metrics_db import connect
+    from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
-    if args.resume:
-        _check_request(args, "", None)
-        overrides = _resume_overrides(args)
-        _check_db(args.db, must_exist=True)
-        base = BenchOptions(db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight,
-                            keep_runs=False, resume_overrides=overrides, executor=Executor(args.executor),
-                            ray_address=args.ray_address)  # fmt: skip
-        con = connect(args.db, read_only=True)
-        try:
-            check_sweep(*load_sweep(con, args.resume, base))
-        finally:
-            con.close()
-        grid = SweepGrid()
-    else:
-        base_settings = settings.settings_from_args(args)
-        _check_request(args, base_settings.model_settings.model, base_settings.model_settings.base_url)
-        _check_db(args.db, must_exist=False)
-        base = _bench_options(args, base_settings, epochs=3)
-        grid = SweepGrid(settings.axes_from_args(args))
-        check_sweep(grid, base)
-        if args.run_id:
-            from runners.plan.shard import sweep_id
-
-            _check_new_ids(args, [sweep_id(args.run_id)], "sweeps", "sweep_id")
-        preflight(base)  # before the sweeps row: an unusable endpoint writes nothing
     intr = _interrupts(args)
+    base_settings = None if args.resume else settings.settings_from_args(args)
+    base = _bench_options(args, base_settings, epochs=3, cancellation=intr.token)
+    grid = SweepGrid() if args.resume else SweepGrid(settings.axes_from_args(args))
+    plan = plan_sweep(SweepOptions(grid, base, args.resume), request=_request(args, base_settings))
+    if not plan.resumes:
+        preflight(plan.base.options)  # before the sweeps row: an unusable endpoint writes nothing
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)
-    base.cancellation = intr.token
     _claim(args.db)
     counts = [0, 0]  # case runs stored, planned (the progress callback's view)
 
@@ -597,7 +534,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")
-        summary = run_sweep(SweepOptions(grid, base, args.resume), on_progress=on_progress,
+        summary = run_sweep(plan, on_progress=on_progress,
                             on_start=lambda sweep_id: _name_run(intr, "sweep", args.db, sweep_id))  # fmt: skip
     failed = next((b for b in summary.bench_runs if b.storage_error is not None), None)
     if failed is not None and failed.storage_error is not None:

@@ -14,7 +14,7 @@ import pytest
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.executors import Executor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,10 +59,10 @@ def assert_a_broken_cassette_fails_the_run(tmp_path: Path, executor: Executor, c
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"\x00\xff" * 50)
     with pytest.raises(BenchInputError, match="re-record with"):
-        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
+        run_bench(plan_run(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
         model_settings=ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
                                cassettes=tmp_path / "cas",
-                               executor=executor, concurrency=concurrency))  # fmt: skip
+                               executor=executor, concurrency=concurrency)))  # fmt: skip
     con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]

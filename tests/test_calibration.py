@@ -19,9 +19,9 @@ from runners.domain.scripted import Mistake, ScriptedChatModel
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
-from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,21 +76,23 @@ def test_serve_sim_plays_profiles_like_in_process(monkeypatch: pytest.MonkeyPatc
     cases = load_cases(["diagnosable"])
     monkeypatch.setenv("HB_KEY", "x")
     inproc = run_bench(
-        BenchOptions(
-            evalsets=["diagnosable"],
-            model_settings=ModelSettings(model="scripted:rewriter?k=2"),
-            db=tmp_path / "a.duckdb",
+        plan_run(
+            BenchOptions(
+                evalsets=["diagnosable"],
+                model_settings=ModelSettings(model="scripted:rewriter?k=2"),
+                db=tmp_path / "a.duckdb",
+            )
         )
     )
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         http = run_bench(
-            BenchOptions(
+            plan_run(BenchOptions(
                 evalsets=["diagnosable"],
                 model_settings=ModelSettings(
                     model="openai:scripted:rewriter?k=2", base_url=sim.base_url, api_key_env="HB_KEY",
                 ),
                 db=tmp_path / "b.duckdb",
-            )
+            ))
         )  # fmt: skip
     outcome = lambda s: {r.case.id: (r.result.decision.outcome, r.metrics.tool_invocations) for r in s.runs}  # noqa: E731
     assert outcome(http) == outcome(inproc)
@@ -102,10 +104,10 @@ def sweep_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     db = tmp_path_factory.mktemp("sweep") / "sweep.duckdb"
     ids = {}
     for model in ("scripted", "scripted:rewriter?k=2"):
-        s = run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5)),
+        s = run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5)),
                                    BenchOptions(evalsets=CALIBRATION_SET,
                                    model_settings=ModelSettings(model=model),
-                                   db=db, epochs=2)))  # fmt: skip
+                                   db=db, epochs=2))))  # fmt: skip
         ids[model] = s.sweep_id
     return db, ids
 
@@ -144,13 +146,16 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
 
     grid = SweepGrid(no_gain_threshold=(1, 2), max_tool_calls=(6, 10))
     with pytest.raises(KeyboardInterrupt):
-        run_sweep(SweepOptions(grid, BenchOptions(evalsets=["empty_logs"], db=db, epochs=2)), on_progress=interrupt)
+        run_sweep(
+            plan_sweep(SweepOptions(grid, BenchOptions(evalsets=["empty_logs"], db=db, epochs=2))),
+            on_progress=interrupt,
+        )
     con = duckdb.connect(str(db), read_only=True)
     ((sweep_id, status),) = con.execute("SELECT sweep_id, status FROM sweeps").fetchall()
     kept = con.execute("SELECT count(*) FROM case_runs").fetchone()[0]  # type: ignore[index]
     con.close()
     assert status == "interrupted" and kept >= 14
-    done = run_sweep(SweepOptions(grid, BenchOptions(db=db), resume=sweep_id))
+    done = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions(db=db), resume=sweep_id)))
     assert done.status == "completed"
     con = duckdb.connect(str(db), read_only=True)
     n_cases = len(load_cases(["empty_logs"]))
@@ -173,11 +178,19 @@ def gate_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for model, label in [("scripted", "base"), ("scripted", "base-again"), ("scripted:sloppy?seed=3", "sloppy"),
                          ("scripted:fabricator?seed=3", "fabricator")]:  # fmt: skip
         run_bench(
-            BenchOptions(evalsets=GATE_SET, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3)
+            plan_run(
+                BenchOptions(evalsets=GATE_SET, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3)
+            )
         )
     run_bench(
-        BenchOptions(
-            evalsets=["diagnosable"], model_settings=ModelSettings(model="scripted"), label="partial", db=db, epochs=3
+        plan_run(
+            BenchOptions(
+                evalsets=["diagnosable"],
+                model_settings=ModelSettings(model="scripted"),
+                label="partial",
+                db=db,
+                epochs=3,
+            )
         )
     )
     return db
@@ -311,12 +324,14 @@ def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
 
     db = tmp_path / "o.duckdb"
     run_bench(
-        BenchOptions(
-            evalsets=["diagnosable"],
-            model_settings=ModelSettings(model="scripted:sloppy?seed=1"),
-            label="s1",
-            db=db,
-            epochs=2,
+        plan_run(
+            BenchOptions(
+                evalsets=["diagnosable"],
+                model_settings=ModelSettings(model="scripted:sloppy?seed=1"),
+                label="s1",
+                db=db,
+                epochs=2,
+            )
         )
     )
     table = outcome_table("sloppy", 2, 2, select_cases(["diagnosable"], []))
@@ -343,7 +358,7 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     opts = BenchOptions(
         evalsets=["diagnosable"], model_settings=ModelSettings(model="scripted:sloppy?seed=2"), db=db, epochs=2
     )
-    sweep_id = run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2, 3)), opts)).sweep_id
+    sweep_id = run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2, 3)), opts))).sweep_id
     con = duckdb.connect(str(db), read_only=True)
     stats = measure(con, sweep_id)
     con.close()

@@ -22,7 +22,7 @@ from runners.endpoints.cassettes import FAULT_HEADER, FaultKind, cassette_path, 
 from runners.endpoints.simulator import GUARD_TURN, InjectedFault, InjectedFaultKind, SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from tests._rows import case_runs_by_case
 
 TIMEOUT = InjectedFaultKind.TIMEOUT
@@ -73,11 +73,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HB_FAULTS_KEY", "sk-live-fault-test-0123456789")
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=FAULTS) as sim:
-            summary = run_bench(BenchOptions(
+            summary = run_bench(plan_run(BenchOptions(
                 case_ids=CASES, db=db,
                 model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY"),
                 cassettes=cassettes, record_mode="once", config=CONFIG, concurrency=3,
-            ))  # fmt: skip
+            )))  # fmt: skip
             seen = list(sim.log)
     assert summary.executed == len(CASES)
     injected = {(r.case_id, r.turn) for r in seen if r.fault is not None}
@@ -130,12 +130,12 @@ def test_replay_reproduces_the_live_run_exactly(
     _block_network(monkeypatch)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     replay_db = tmp_path / "replay.duckdb"
-    summary = run_bench(BenchOptions(
+    summary = run_bench(plan_run(BenchOptions(
         case_ids=CASES, db=replay_db,
         model_settings=ModelSettings(model=MODEL),
         cassettes=cassettes, record_mode="none", config=CONFIG,
         concurrency=concurrency,
-    ))  # fmt: skip
+    )))  # fmt: skip
     assert summary.executed == len(CASES)
     live, replay = case_runs_by_case(live_db), case_runs_by_case(replay_db)
     assert replay == live
@@ -149,11 +149,11 @@ def test_a_retry_while_recording_reaches_the_endpoint_again(tmp_path: Path, monk
     case = "empty_logs_gateway_timeout_t1"
     fault = InjectedFault(case, 0, InjectedFaultKind.SERVER_ERROR)
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=[fault]) as sim:
-        summary = run_bench(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions(
             case_ids=[case], db=tmp_path / "r.duckdb",
             model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY"),
             cassettes=tmp_path / "cas", record_mode="new_episodes", config=CONFIG,
-        ))  # fmt: skip
+        )))  # fmt: skip
         turns = [(r.turn, r.fault) for r in sim.log]
     assert turns[:2] == [(0, InjectedFaultKind.SERVER_ERROR), (0, None)]
     (run,) = summary.runs

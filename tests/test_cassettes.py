@@ -13,7 +13,7 @@ from runners.domain.evalset import load_cases
 from runners.endpoints.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import CaseRun
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -42,7 +42,7 @@ def _verdict(r: CaseRun) -> tuple[object, ...]:
 
 
 def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    inproc = run_bench(BenchOptions(db=tmp_path / "in.duckdb"))
+    inproc = run_bench(plan_run(BenchOptions(db=tmp_path / "in.duckdb")))
     expected = {r.case.id: _verdict(r) for r in inproc.runs}
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -51,13 +51,13 @@ def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
-    replay = run_bench(BenchOptions(
+    replay = run_bench(plan_run(BenchOptions(
         db=tmp_path / "replay.duckdb",
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_REPLAY_KEY",
         ),
         cassettes=CASSETTES, record_mode="none", concurrency=3,
-    ))  # fmt: skip  # each case run replays its own cassette on its own thread
+    )))  # fmt: skip  # each case run replays its own cassette on its own thread
     got = {r.case.id: _verdict(r) for r in replay.runs}
     assert [r.case.id for r in replay.runs if r.result.error] == []
     assert got == expected
@@ -135,14 +135,14 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
 
     # the merged database is what one unsharded job would have written
     monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
-    whole = run_bench(BenchOptions(
+    whole = run_bench(plan_run(BenchOptions(
         db=tmp_path / "whole.duckdb",
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://model-endpoint/v1", api_key_env="HB_REPLAY_KEY",
         ),
         cassettes=CASSETTES, record_mode="none", label="baseline",
         run_id="4242-1-baseline", keep_runs=False,
-    ))  # fmt: skip
+    )))  # fmt: skip
     q = (
         "SELECT case_run_id, outcome, fallback_kind, stop_reason, passed, model_calls, tool_invocations,"
         " tool_rejections, input_tokens, output_tokens FROM case_runs WHERE label = 'baseline' ORDER BY 1"
@@ -164,7 +164,7 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
 def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sweep over committed cassettes: the shared prefix replays; anything else is a named cassette
     miss, never a network call (the socket layer refuses every connect)."""
-    from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+    from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
     attempts: list[object] = []
 
@@ -176,7 +176,7 @@ def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("HB_SWEEP_KEY", "x")
     db = tmp_path / "sweep.duckdb"
-    run_sweep(SweepOptions(
+    run_sweep(plan_sweep(SweepOptions(
         SweepGrid(no_gain_threshold=(2, 3)),
         BenchOptions(evalsets=["empty_logs", "missing_context"], db=db,
         model_settings=ModelSettings(
@@ -184,7 +184,7 @@ def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch:
         ),
                      cassettes=CASSETTES,
                      record_mode="none"),
-    ))  # fmt: skip
+    )))  # fmt: skip
     assert attempts == []
     import duckdb
 

@@ -14,7 +14,7 @@ from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import InjectedFault, InjectedFaultKind, SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 
 LIMITED = "empty_logs_gateway_timeout_t1"
 OTHERS = ["diagnosable_late_order_deadlock_t4", "diagnosable_late_visa_rate_limit_mall88"]
@@ -26,11 +26,11 @@ def test_a_429_backoff_does_not_stall_the_other_runs(tmp_path: Path, monkeypatch
     monkeypatch.setenv("HB_CC_KEY", "x")
     fault = InjectedFault(LIMITED, 0, InjectedFaultKind.RATE_LIMIT, retry_after=2.0)
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=[fault], latency_ms=100) as sim:
-        summary = run_bench(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions(
             case_ids=[LIMITED, *OTHERS], db=tmp_path / "c.duckdb",
             model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_CC_KEY"),
             concurrency=3, max_in_flight=1,
-        ))  # fmt: skip
+        )))  # fmt: skip
         log = list(sim.log)
     assert all(r.result.error is None for r in summary.runs)
     (limited,) = [r for r in log if r.fault is InjectedFaultKind.RATE_LIMIT]
@@ -49,12 +49,12 @@ def test_the_endpoint_cap_bounds_requests_in_flight(tmp_path: Path, monkeypatch:
     peaks = {}
     for cap in (2, None):
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, latency_ms=60) as sim:
-            run_bench(BenchOptions(
+            run_bench(plan_run(BenchOptions(
                 case_ids=cases, db=tmp_path / f"cap{cap}.duckdb",
                 model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_CC_KEY"),
                 concurrency=8, max_in_flight=cap,
                 config=HarnessConfig(model_timeout_seconds=30),
-            ))  # fmt: skip
+            )))  # fmt: skip
             peaks[cap] = sim.peak_in_flight
     assert peaks[2] == 2
     assert peaks[None] > 2, "without a cap of its own, --concurrency bounds it (the cap defaults to it)"

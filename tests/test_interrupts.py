@@ -43,7 +43,7 @@ from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.run import interrupts
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS_BENCH = str(Path(sys.executable).with_name("harness-bench"))
@@ -619,13 +619,13 @@ def test_a_cancelled_bench_discards_what_was_in_flight_and_resumes(tmp_path: Pat
 
     db = tmp_path / "b.duckdb"
     opts = BenchOptions(case_ids=list(CASES), epochs=2, db=db, concurrency=concurrency, cancellation=token)
-    summary = run_bench(opts, on_progress=cancel_after_three)
+    summary = run_bench(plan_run(opts), on_progress=cancel_after_three)
     assert summary.status == "interrupted" and summary.executed == 3 == len(seen)
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*), count(*) FILTER (outcome = 'CANCELLED') FROM case_runs").fetchone() == (3, 0)
     assert con.execute("SELECT status FROM bench_runs").fetchone() == ("interrupted",)
     con.close()
-    done = run_bench(BenchOptions(db=db, resume=summary.bench_run_id))
+    done = run_bench(plan_run(BenchOptions(db=db, resume=summary.bench_run_id)))
     assert done.status == "completed" and done.executed == 2 * len(CASES) - 3
 
 

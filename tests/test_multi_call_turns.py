@@ -24,7 +24,7 @@ from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool
@@ -122,13 +122,13 @@ def test_multi_call_cases_over_http_match_in_process_and_duckdb_agrees(tmp_path:
     expected = {c.id: run_case(c) for c in cases}
     db = tmp_path / "mc.duckdb"
     with SimulatorServer(cases) as sim:
-        summary = run_bench(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions(
             evalsets=["multi_call_turns"],
             model_settings=ModelSettings(
                 model="openai:scripted", base_url=sim.base_url, api_key_env="HB_UNSET_KEY_FOR_TEST",
             ), db=db,
 
-        ))  # fmt: skip
+        )))  # fmt: skip
     assert summary.executed == len(cases) and summary.failed == 0
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -35,9 +35,24 @@ def test_cassettes_must_be_a_folder(tmp_path: Path) -> None:
     _refused(RunRequest(model=OPENAI, cassettes=tmp_path / "f", record_mode="all"), "is a file, not a folder")
 
 
-def test_a_replay_needs_an_existing_cassette_folder(tmp_path: Path) -> None:
+def test_a_replay_needs_an_existing_cassette_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _refused(RunRequest(model=OPENAI, cassettes=tmp_path / "none"), "no such folder", "--record-mode all")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
     check_run_request(RunRequest(model=OPENAI, cassettes=tmp_path / "none", record_mode="all"))  # recording: made
+
+
+def test_the_openai_api_needs_its_key_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the OpenAI API itself needs the key: a replay is offline, a local server ignores the key."""
+    monkeypatch.delenv("MY_KEY", raising=False)
+    _refused(RunRequest(model=OPENAI, api_key_env="MY_KEY"), "MY_KEY is not set", "--api-key-env")
+    _refused(RunRequest(model=OPENAI, api_key_env="MY_KEY", cassettes=tmp_path, record_mode="all"), "MY_KEY")
+    check_run_request(RunRequest(model=OPENAI, api_key_env="MY_KEY", cassettes=tmp_path))  # a replay
+    check_run_request(RunRequest(model=OPENAI, api_key_env="MY_KEY", base_url="http://127.0.0.1:9/v1"))
+    # a resume's flags are checked before its stored model is known; the stored model is checked after
+    check_run_request(RunRequest(model="", resume="br-x"))
+    _refused(RunRequest(model=OPENAI, api_key_env="MY_KEY", resume="br-x"), "MY_KEY is not set")
+    monkeypatch.setenv("MY_KEY", "sk-test-not-a-secret")
+    check_run_request(RunRequest(model=OPENAI, api_key_env="MY_KEY"))
 
 
 def test_a_base_url_is_http_with_a_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -102,7 +117,7 @@ def test_the_python_api_is_refused_by_the_same_rules(tmp_path: Path) -> None:
     """run_bench applies the rules to BenchOptions before the database is opened."""
     from runners.plan.options import BenchOptions
     from runners.plan.settings import ModelSettings
-    from runners.run.bench import run_bench
+    from runners.run.bench import plan_run, run_bench
 
     db = tmp_path / "api.duckdb"
     bad = [
@@ -114,7 +129,7 @@ def test_the_python_api_is_refused_by_the_same_rules(tmp_path: Path) -> None:
     ]
     for opts in bad:
         with pytest.raises(PlanError):
-            run_bench(opts)
+            run_bench(plan_run(opts))
     assert not db.exists(), "nothing is written"
 
 

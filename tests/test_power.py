@@ -157,12 +157,16 @@ def test_a_regression_stays_a_regression_however_little_power() -> None:
 
 def test_cli_exit_codes_for_inconclusive(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from runners.plan.options import BenchOptions
-    from runners.run.bench import run_bench
+    from runners.run.bench import plan_run, run_bench
 
     db = tmp_path / "two.duckdb"
     cases = ["diagnosable_gateway_risk_pool_exhausted_t1", "diagnosable_duplicate_settlement_batch_rerun_shop42"]
     for label, model in (("base", "scripted"), ("cand", "scripted:rewriter?k=3")):
-        run_bench(BenchOptions(case_ids=cases, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3))
+        run_bench(
+            plan_run(
+                BenchOptions(case_ids=cases, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3)
+            )
+        )
     out = [f"--summary={tmp_path / 's.md'}", f"--junit={tmp_path / 'j.xml'}", f"--json={tmp_path / 'r.json'}"]
     argv = ["gate", "--db", str(db), "--baseline", "base", "--candidate", "cand", *out]
     assert main(argv) == EXIT_INCONCLUSIVE == 3

@@ -13,7 +13,7 @@ import duckdb
 
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.executors import Executor
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
@@ -24,9 +24,9 @@ _rows = behaviour_rows
 
 def test_worker_processes_write_what_the_local_executor_writes(tmp_path: Path) -> None:
     common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 2, "run_id": "same", "keep_runs": False}
-    local = run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common))
-    procs = run_bench(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=4,
-                                   **common))  # fmt: skip
+    local = run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common)))
+    procs = run_bench(plan_run(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=4,
+                                   **common)))  # fmt: skip
     assert procs.status == "completed" and procs.executed == local.executed == local.planned > 40
     assert procs.failed == local.failed
     for table in ("case_runs", "tool_calls", "events"):
@@ -39,9 +39,9 @@ def test_cassette_replay_runs_in_worker_processes(tmp_path: Path) -> None:
     common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
     replay = {"model_settings": ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
               "cassettes": ROOT / "cassettes", "record_mode": "none"}  # fmt: skip
-    run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay))
-    summary = run_bench(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=2,
-                                     **common, **replay))  # fmt: skip
+    run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay)))
+    summary = run_bench(plan_run(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=2,
+                                     **common, **replay)))  # fmt: skip
     assert summary.errors == [] and summary.executed > 10
     assert _rows(tmp_path / "procs.duckdb", "case_runs") == _rows(tmp_path / "local.duckdb", "case_runs")
 
@@ -69,7 +69,7 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
             time.sleep(0.2)  # the workers run ahead: their results fill the pipe while the driver sleeps
 
     t0 = time.monotonic()
-    cut = run_bench(opts, on_progress=hook)
+    cut = run_bench(plan_run(opts), on_progress=hook)
     assert multiprocessing.active_children() == [], "every worker process has exited"
     assert time.monotonic() - t0 < 30
     assert cut.status == "interrupted" and 10 <= cut.executed < cut.planned
@@ -79,11 +79,11 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
     finally:
         con.close()
     assert stored == (cut.executed, 0)
-    resumed = run_bench(BenchOptions(db=db, resume=cut.bench_run_id, keep_runs=False,
-                                     executor=Executor.PROCESSES, concurrency=2))  # fmt: skip
+    resumed = run_bench(plan_run(BenchOptions(db=db, resume=cut.bench_run_id, keep_runs=False,
+                                     executor=Executor.PROCESSES, concurrency=2)))  # fmt: skip
     assert resumed.status == "completed" and resumed.skipped == cut.executed
-    run_bench(BenchOptions(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=4, run_id="same",
-                           keep_runs=False))  # fmt: skip
+    run_bench(plan_run(BenchOptions(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=4, run_id="same",
+                           keep_runs=False)))  # fmt: skip
     for table in ("case_runs", "tool_calls"):
         assert _rows(db, table) == _rows(tmp_path / "whole.duckdb", table), table
 

@@ -20,7 +20,7 @@ except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ra
 
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.run.executors import Executor
 from runners.store.metrics_db import connect
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
@@ -42,8 +42,10 @@ def local_ray() -> Iterator[str]:
 
 def test_ray_tasks_write_what_the_local_executor_writes(local_ray: str, tmp_path: Path) -> None:
     common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 1, "run_id": "same", "keep_runs": False}
-    local = run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common))
-    remote = run_bench(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, concurrency=2, **common))
+    local = run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common)))
+    remote = run_bench(
+        plan_run(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, concurrency=2, **common))
+    )
     assert remote.status == "completed" and remote.executed == local.executed == local.planned > 30
     assert remote.failed == local.failed
     for table in ("case_runs", "tool_calls", "events"):
@@ -70,7 +72,7 @@ def test_finished_case_runs_stream_to_duckdb_while_tasks_still_run(local_ray: st
     t0 = time.perf_counter()
     try:
         summary = run_bench(
-            BenchOptions(db=db, evalsets=FAMILIES, epochs=3, executor=Executor.RAY, keep_runs=False),
+            plan_run(BenchOptions(db=db, evalsets=FAMILIES, epochs=3, executor=Executor.RAY, keep_runs=False)),
             on_progress=hook, con=con,
         )  # fmt: skip
     finally:
@@ -90,8 +92,8 @@ def test_cassette_replay_runs_in_ray_workers(local_ray: str, tmp_path: Path) -> 
     common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
     replay = {"model_settings": ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
               "cassettes": ROOT / "cassettes", "record_mode": "none"}  # fmt: skip
-    run_bench(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay))
-    summary = run_bench(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, **common, **replay))
+    run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay)))
+    summary = run_bench(plan_run(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, **common, **replay)))
     assert summary.errors == []
     assert _rows(tmp_path / "ray.duckdb", "case_runs") == _rows(tmp_path / "local.duckdb", "case_runs")
 

@@ -24,7 +24,7 @@ from runners.analysis.recommend import (
 from runners.cli import main
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs"]
 
@@ -101,9 +101,13 @@ def epochs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tupl
         for epochs in (1, 3):
             grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5), max_tool_calls=(4, 8))
             s = run_sweep(
-                SweepOptions(
-                    grid,
-                    BenchOptions(evalsets=FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs),
+                plan_sweep(
+                    SweepOptions(
+                        grid,
+                        BenchOptions(
+                            evalsets=FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
+                        ),
+                    )
                 )
             )
             ids[(model, epochs)] = s.sweep_id

@@ -28,7 +28,7 @@ from runners.domain.scripted import ScriptedChatModel, Trajectory
 from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupInput, LookupTool
 
@@ -224,10 +224,10 @@ def test_fault_corrupted_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     err = capsys.readouterr().err
     assert str(dst) in err and "re-record with" in err
     with pytest.raises(BenchInputError):
-        run_bench(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
+        run_bench(plan_run(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
         model_settings=ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_KEY"),
 
-                               cassettes=tmp_path / "cas"))  # fmt: skip
+                               cassettes=tmp_path / "cas")))  # fmt: skip
 
 
 # -- secrets --------------------------------------------------------------------------------------------

@@ -18,8 +18,8 @@ from runners.analysis import tables
 from runners.analysis.recommend import measure, recommend
 from runners.domain.evalset import Family, load_cases
 from runners.plan.options import BenchOptions
-from runners.run.bench import family_rows, run_bench
-from runners.run.sweep import SweepGrid, SweepOptions, run_sweep
+from runners.run.bench import family_rows, plan_run, run_bench
+from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from runners.store.metrics_db import connect
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,11 +40,11 @@ def _assert_fits(lines: list[str], width: int) -> None:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
     path = tmp_path_factory.mktemp("tables") / "t.duckdb"
-    bench_run_id = run_bench(BenchOptions(db=path, keep_runs=False)).bench_run_id
-    sweep = run_sweep(SweepOptions(
+    bench_run_id = run_bench(plan_run(BenchOptions(db=path, keep_runs=False))).bench_run_id
+    sweep = run_sweep(plan_sweep(SweepOptions(
         SweepGrid(no_gain_threshold=(1, 2), protocol_violation_threshold=(1, 2)),
         BenchOptions(evalsets=["empty_logs", "diagnosable"], db=path),
-    ))  # fmt: skip
+    )))  # fmt: skip
     yield path, bench_run_id, sweep.sweep_id
 
 

@@ -31,7 +31,7 @@ from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 from runners.store.transcripts import REDACTED, check_against_requests, load_case_run, observations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -297,11 +297,11 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
     cassettes = tmp_path / "cassettes"
     db = tmp_path / "live.duckdb"
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
-        summary = run_bench(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions(
             case_ids=ids, db=db,
             model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY"),
             cassettes=cassettes, record_mode="once",
-        ))  # fmt: skip
+        )))  # fmt: skip
     assert summary.executed == len(ids) and not summary.infra_errors
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -339,7 +339,7 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
 def test_export_inspect_of_every_case_reads_back_with_every_sample(tmp_path: Path) -> None:
     log_api = pytest.importorskip("inspect_ai.log")
     db = tmp_path / "all.duckdb"
-    summary = run_bench(BenchOptions(db=db))
+    summary = run_bench(plan_run(BenchOptions(db=db)))
     n = summary.executed
     assert n == len(load_cases())
     out = tmp_path / "logs"

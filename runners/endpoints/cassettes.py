@@ -37,9 +37,10 @@ import shlex
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
@@ -54,8 +55,9 @@ from vcr.request import Request
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
+from runners.plan.options import BenchOptions
 from runners.plan.rules import RECORD_MODES
-from runners.plan.settings import RunSettings, reproduce_flags
+from runners.plan.stored_plan import run_argv
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",
@@ -431,22 +433,21 @@ def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[Cassett
     return _bound(path, record_mode)
 
 
-def rerecord_command(
-    cassettes: str | Path, case_id: str, epoch: int, run: RunSettings, *, evalsets: Sequence[str] = (),
-    record_mode: str = "none", delete_first: bool = False,
-) -> str:  # fmt: skip
-    """The command that re-records one case's cassette, reproducing the run: model, tool_choice, schema
-    mode and every other non-default setting. Record mode `all` replaces each recorded episode the new
-    run sends (vcrpy >= 8.4 replaces a matching recording instead of appending beside it) and keeps the
-    episodes of other thresholds that share the file. `delete_first` prefixes an `rm` of the cassette
-    (for a corrupted file, which vcrpy cannot load)."""
-    ms = run.model_settings
-    argv = ["harness-bench", "run", *(a for spec in evalsets for a in ("--evalset", spec)), "--case", case_id]
-    if epoch > 1:
-        argv += ["--epochs", str(epoch)]
-    argv += reproduce_flags(run, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
+def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_first: bool = False) -> str:
+    """The command that re-records one case's cassette, derived from the run's plan (`opts`, as stored): its
+    case selection narrowed to the case, epochs up to `epoch`, every other run option and every non-default
+    setting (model, tool_choice and schema mode always), the cassettes, record mode `all`
+    (runners/plan/stored_plan.py `run_argv`). Record mode `all` replaces each recorded episode the new run sends
+    (vcrpy >= 8.4 replaces a matching recording instead of appending beside it) and keeps the episodes of other
+    thresholds that share the file. `delete_first` prefixes an `rm` of the cassette (for a corrupted file, which
+    vcrpy cannot load). Where it executes (shard, run id, database) is not part of it."""
+    assert opts.cassettes is not None, "a re-record command is for a run with cassettes"
+    cassettes = opts.cassettes
+    ms = opts.model_settings
+    record = replace(opts, case_ids=[case_id], epochs=epoch, record_mode="all", shard=None, run_id=None)
+    argv = run_argv(record, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
     name = ms.model.partition(":")[2] or ms.model
-    if ms.base_url and record_mode != "none":
+    if ms.base_url and opts.record_mode != "none":
         argv += ["--base-url", ms.base_url]
         note = f"--base-url is the endpoint this run recorded from: it must be serving {name} live"
     elif ms.base_url:
@@ -457,7 +458,6 @@ def rerecord_command(
         )
     else:
         note = f"records from the OpenAI API with the key in ${ms.api_key_env}"
-    argv += ["--cassettes", str(cassettes), "--record-mode", "all"]
     command = shlex.join(argv)
     if delete_first:
         path = cassette_path(cassettes, ms.model, case_id, epoch)

@@ -898,7 +898,7 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
     from harness.contracts import SchemaMode
     from runners.plan.options import BenchOptions
     from runners.plan.settings import ModelSettings
-    from runners.run.bench import run_bench
+    from runners.run.bench import plan_run, run_bench
 
     os.environ.setdefault("HARNESS_BENCH_LIVE_KEY", "not-needed")
     deadline = {} if args.deadline_seconds is None else {"deadline_seconds": args.deadline_seconds}
@@ -956,7 +956,7 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
                 continue
             proxy.label = f"live-{mode}"
             summary = run_bench(
-                BenchOptions(
+                plan_run(BenchOptions(
                     case_ids=[case_id],
                     model_settings=ModelSettings(
                         model=f"openai:{MODEL_ALIAS}", base_url=proxy.base_url, api_key_env="HARNESS_BENCH_LIVE_KEY",
@@ -964,7 +964,7 @@ def _live(server: LlamaServer, args: argparse.Namespace, t0: float) -> int:
                     ),
                     db=args.db, label=f"live-{mode}", config=cfg,
                     keep_runs=True, cassettes=args.cassettes / mode, record_mode="once",
-                )
+                ))
             )  # fmt: skip
             bench_ids[mode].append(summary.bench_run_id)
             ran[mode].append(case_id)
@@ -1069,7 +1069,7 @@ def replay_live(args: argparse.Namespace, cfg: Any, ran: dict[str, list[str]]) -
     """Replay each mode's live runs from its cassettes into a DuckDB file of their own; bench run ids."""
     from runners.plan.options import BenchOptions
     from runners.plan.settings import ModelSettings
-    from runners.run.bench import run_bench
+    from runners.run.bench import plan_run, run_bench
 
     replay_db = args.db.with_name(args.db.stem + "-replay.duckdb")
     replay_db.unlink(missing_ok=True)
@@ -1079,14 +1079,14 @@ def replay_live(args: argparse.Namespace, cfg: Any, ran: dict[str, list[str]]) -
             ids[mode] = None
             continue
         summary = run_bench(
-            BenchOptions(
+            plan_run(BenchOptions(
                 case_ids=cases,
                 model_settings=ModelSettings(
                     model=f"openai:{MODEL_ALIAS}", api_key_env="HARNESS_BENCH_LIVE_KEY", tool_choice=mode,
                 ), db=replay_db,
                 label=f"replay-{mode}", config=cfg, cassettes=args.cassettes / mode,
                 record_mode="none",
-            )
+            ))
         )  # fmt: skip
         ids[mode] = summary.bench_run_id
     return ids, replay_db

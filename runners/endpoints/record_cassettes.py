@@ -20,7 +20,7 @@ from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import run_bench
+from runners.run.bench import plan_run, run_bench
 
 MODEL = "openai:scripted"
 KEY_ENV = "HARNESS_BENCH_SIM_KEY"
@@ -34,11 +34,11 @@ def record(out: Path, epochs: int = 1) -> int:
     os.environ.setdefault(KEY_ENV, "sk-sim-not-a-secret")
     with tempfile.TemporaryDirectory() as tmp, SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         summary = run_bench(
-            BenchOptions(
+            plan_run(BenchOptions(
                 model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env=KEY_ENV),
                 db=Path(tmp) / "record.duckdb",
                 cassettes=out, record_mode="all", epochs=epochs,
-            )
+            ))
         )  # fmt: skip
     bad = [r for r in summary.runs if r.result.error]
     for r in bad:

@@ -110,8 +110,9 @@ def request_of(opts: BenchOptions) -> RunRequest:
     record mode `none` is the default, not a flag given)."""
     ms = opts.model_settings
     return RunRequest(
-        model=ms.model, base_url=ms.base_url, epochs=opts.epochs, concurrency=opts.concurrency,
-        cassettes=opts.cassettes, record_mode=None if opts.record_mode == "none" else opts.record_mode,
+        model=ms.model, base_url=ms.base_url, api_key_env=ms.api_key_env, epochs=opts.epochs,
+        concurrency=opts.concurrency, cassettes=opts.cassettes,
+        record_mode=None if opts.record_mode == "none" else opts.record_mode,
         shard=opts.shard, run_id=opts.run_id, executor=opts.executor, ray_address=opts.ray_address,
         resume=opts.resume,
     )  # fmt: skip

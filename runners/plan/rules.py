@@ -23,6 +23,7 @@ __all__ = [
     "PlanError",
     "RunRequest",
     "UsageError",
+    "check_api_key",
     "check_cassettes",
     "check_counts",
     "check_endpoint_url",
@@ -61,6 +62,8 @@ class RunRequest:
     """The --model value (after the settings are parsed)."""
     base_url: str | None = None
     """The --base-url value."""
+    api_key_env: str = "OPENAI_API_KEY"
+    """The --api-key-env value (the variable that holds the API key)."""
     epochs: int | None = None
     """--epochs."""
     concurrency: int = 1
@@ -131,6 +134,15 @@ def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> Non
         raise PlanError(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
 
 
+def check_api_key(model: str, base_url: str | None, api_key_env: str, *, replay: bool) -> None:
+    """An openai model served by the OpenAI API (no base URL) needs its key variable set; a replay (offline) and
+    a local server (which ignores the key) need none. Checked on every invocation, a resume's too: the key is
+    this shell's, never stored."""
+    if not model.startswith("openai:") or base_url is not None or replay or os.environ.get(api_key_env):
+        return
+    raise PlanError(f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME")
+
+
 def check_execution(
     shard: object | None, run_id: str | None, executor: Executor, ray_address: str | None, *, resume: bool
 ) -> None:
@@ -144,12 +156,16 @@ def check_execution(
 
 
 def check_run_request(request: RunRequest) -> None:
-    """Every rule, in the order a user fixes them: execution, resume, counts, cassettes, endpoint."""
+    """Every rule, in the order a user fixes them: execution, resume, counts, cassettes, endpoint, API key. A
+    resume is checked twice: its flags before the stored run is read (no model yet), then the stored run's model
+    for this invocation's API key (the rest is the stored run's, checked when it was planned)."""
     check_execution(request.shard, request.run_id, request.executor, request.ray_address,
                     resume=request.resume is not None)  # fmt: skip
     check_resume(request.resume, request.resume_refused)
-    if request.resume:
-        return  # the rest is the stored run's, checked when it was planned
-    check_counts(request.epochs, request.concurrency)
-    check_cassettes(request.model, request.cassettes, request.record_mode)
-    check_endpoint_url(request.model, request.base_url, replay=request.cassettes is not None)
+    replay = request.cassettes is not None and (request.record_mode or "none") == "none"
+    if not request.resume:
+        check_counts(request.epochs, request.concurrency)
+        check_cassettes(request.model, request.cassettes, request.record_mode)
+        check_endpoint_url(request.model, request.base_url, replay=request.cassettes is not None)
+    if request.model:
+        check_api_key(request.model, request.base_url, request.api_key_env, replay=replay)

@@ -1,10 +1,11 @@
 """One declaration of the run options a stored run fixes: which cases, label, epochs, cassettes, shard, run id,
 transcripts, agent loop. Settings (what a run measures) are declared in runners/plan/settings.py; these are the
-rest of what `--resume` restores.
+rest of what `--resume` restores (runners/plan/stored_plan.py reads both stored forms back).
 
 Each `RunOption` names its `BenchOptions` field, its CLI flag and argparse destination, its key in a sweep's
 `options_json` and its `bench_runs` column. From the table come: the flags `--resume` refuses, the options the
-CLI builds, the JSON a sweep saves and reads back, and the `bench_runs` columns written and restored. A new run
+CLI builds, the JSON a sweep saves and reads back, the `bench_runs` columns written and restored, and the flags
+that reproduce a run (the re-record command). A new run
 option is one entry here (plus its `BenchOptions` field and its argparse flag).
 """
 
@@ -95,6 +96,9 @@ class RunOption:
     adds it by hand, with its group and per-command help)."""
     default: Any = None
     """The value when neither given nor stored (options without a `BenchOptions` field of their own)."""
+    to_argv: Callable[[Any], list[str]] | None = None
+    """Field value -> the CLI arguments that reproduce it (None: `flag value` unless the value is the default,
+    once per item for a list; runners/plan/stored_plan.py)."""
 
     def value(self, opts: BenchOptions) -> Any:
         """The option's value in `opts`."""
@@ -127,7 +131,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("shard", "--shard", "shard", "shard", None, encode=_shard_text, decode=_shard_parse),
     RunOption("run_id", "--run-id", "run_id", "run_id", None),
     RunOption("transcripts", "--no-transcripts", "transcripts", "transcripts", "transcripts", sql_type="BOOLEAN",
-              decode=lambda v: v is not False, not_given=lambda v: v is not False),
+              decode=lambda v: v is not False, not_given=lambda v: v is not False,
+              to_argv=lambda v: [] if v else ["--no-transcripts"]),
     RunOption("agent", "--agent", "agent", "agent", "agent",
               encode=lambda v: AgentFramework(v).value,
               decode=lambda v: AgentFramework(v or AgentFramework.NATIVE.value),

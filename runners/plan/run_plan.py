@@ -1,22 +1,31 @@
-"""The plan of one bench run: its options checked by every flag rule, its model parsed and its cases selected,
-frozen, before any file is opened. The command line, the Python API (`run_bench`, `run_sweep`) and the notebook
-reach a run only through `plan_run`; the runner reads the plan's fields, never a flag.
+"""The plan of one bench run: its options checked by every flag rule, its model parsed, its cases selected and
+the id it writes fixed, frozen, before any file is written. The command line, the Python API and the notebook
+reach `run_bench` only with a plan from `plan_run`; the runner reads the plan's fields, never a flag.
+
+A resume is planned too: `plan_run` reads the stored bench run (read only, runners/plan/stored_plan.py) and
+returns the same kind of plan, marked `resumes`, so the runner has one code path for both.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
+
+import duckdb
 
 from runners.domain.evalset import EvalCase, load_cases
+from runners.plan import shard, stored_plan
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions, ModelSpec, request_of
-from runners.plan.rules import BenchInputError, check_run_request
+from runners.plan.rules import BenchInputError, RunRequest, check_run_request
 from runners.plan.settings import RunSettings
 from runners.plan.shard import ShardSpec
 
-__all__ = ["RunPlan", "plan_run", "select_cases"]
+__all__ = ["RunPlan", "plan_run", "planned", "read_stored", "refuse_taken", "select_cases"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,11 +33,17 @@ class RunPlan:
     """A validated bench run: what the runner executes."""
 
     options: BenchOptions
-    """The run options (cases asked for, epochs, label, cassettes, where it executes, the database)."""
+    """The run options (cases asked for, epochs, label, cassettes, where it executes, the database); on resume,
+    the stored run's."""
     model: ModelSpec
     """The model under test, parsed."""
     cases: tuple[EvalCase, ...]
     """The cases selected, in order."""
+    bench_run_id: str | None = None
+    """The id the run writes: the stored run's on resume, derived from `--run-id`, or None (a new one when the run
+    starts)."""
+    resumes: bool = False
+    """The bench run is stored already: its finished case runs are kept, the others run."""
 
     @property
     def settings(self) -> RunSettings:
@@ -50,6 +65,15 @@ class RunPlan:
         """The DuckDB file the run writes."""
         return self.options.db
 
+    def point(self, settings: RunSettings, sweep_id: str, resume: str | None) -> RunPlan:
+        """This plan at one grid point of sweep `sweep_id` (`resume`: the point's stored bench run, to finish)."""
+        options = replace(self.options, config=settings.config, model_settings=settings.model_settings,
+                          sweep_id=sweep_id, keep_runs=False, resume=resume)  # fmt: skip
+        run_id = self.options.run_id
+        bench_run_id = resume or (shard.bench_run_id(run_id, settings, in_sweep=True) if run_id else None)
+        return RunPlan(options, ModelSpec.parse(settings.model_settings.model), self.cases, bench_run_id,
+                       resume is not None)  # fmt: skip
+
 
 def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
     """Load and filter cases; unknown case ids are an input error."""
@@ -65,9 +89,59 @@ def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalC
     return cases
 
 
-def plan_run(opts: BenchOptions) -> RunPlan:
-    """Apply every flag rule to `opts`, parse its model and select its cases; raises `BenchInputError` (exit 2)
-    naming what is wrong. Nothing is opened or written."""
-    check_run_request(request_of(opts))
+def read_stored(db: Path, con: duckdb.DuckDBPyConnection | None, read: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+    """`read(con)` through `con`, else through a read-only connection to `db` opened for it."""
+    if con is not None:
+        return read(con)
+    from runners.store.metrics_db import connect
+
+    own = connect(db, read_only=True)
+    try:
+        return read(own)
+    finally:
+        own.close()
+
+
+def refuse_taken(db: Path, table: str, column: str, ids: Sequence[str]) -> None:
+    """A named run must not reuse an id already in `db` (read only; nothing to check when `db` is not there)."""
+    if not db.exists():
+        return
+
+    def check(con: duckdb.DuckDBPyConnection) -> None:
+        tables = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table])
+        if tables.fetchone() != (0,):
+            shard.refuse_existing(con, table, column, ids, db)
+
+    read_stored(db, None, check)
+
+
+def planned(opts: BenchOptions, bench_run_id: str | None = None, *, resumes: bool = False) -> RunPlan:
+    """The plan of options whose flag rules passed: the model parsed, the cases selected."""
     model = ModelSpec.parse(opts.model_settings.model)
-    return RunPlan(opts, model, tuple(select_cases(opts.evalsets, opts.case_ids)))
+    return RunPlan(opts, model, tuple(select_cases(opts.evalsets, opts.case_ids)), bench_run_id, resumes)
+
+
+def plan_run(
+    opts: BenchOptions, *, request: RunRequest | None = None, con: duckdb.DuckDBPyConnection | None = None
+) -> RunPlan:
+    """Apply every flag rule to `opts` (`request`: what the command line asked, flag by flag; default: what `opts`
+    asks), parse its model and select its cases; with `opts.resume`, read the stored bench run (through `con`,
+    else read only from `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong; nothing
+    is written."""
+    from runners.store.metrics_db import check_database_file
+
+    check_run_request(request or request_of(opts))
+    check_database_file(opts.db, must_exist=opts.resume is not None)
+    if opts.resume:
+        resume = opts.resume
+        restored = read_stored(opts.db, con, lambda c: stored_plan.read_bench_run(c, resume, opts))
+        check_run_request(request_of(restored))  # this invocation's API key for the stored model
+        return planned(restored, resume, resumes=True)
+    bench_run_id = None
+    if opts.run_id:
+        bench_run_id = shard.bench_run_id(opts.run_id, opts.settings, in_sweep=opts.sweep_id is not None)
+        if con is None:
+            refuse_taken(opts.db, "bench_runs", "bench_run_id", [bench_run_id])
+        else:
+            shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
+    return planned(opts, bench_run_id)

@@ -69,13 +69,11 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
             run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
                            deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
     except CassetteError as exc:
-        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
-                                   record_mode=opts.record_mode, delete_first=True)  # fmt: skip
+        command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
     if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
         path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
-        command = rerecord_command(opts.cassettes, case.id, epoch, opts.settings, evalsets=opts.evalsets,
-                                   record_mode=opts.record_mode)  # fmt: skip
+        command = rerecord_command(opts, case.id, epoch)
         message = f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: {command}"
         run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
     return run

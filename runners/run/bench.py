@@ -19,16 +19,8 @@ from runners.domain.evalset import EvalCase, content_hash
 from runners.plan import run_options, shard
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
-from runners.plan.rules import BenchInputError
 from runners.plan.run_plan import RunPlan, plan_run
-from runners.plan.settings import (
-    RunSettings,
-    SettingsError,
-    SettingValue,
-    case_run_columns,
-    declaration,
-    legacy_settings,
-)
+from runners.plan.settings import RunSettings, case_run_columns
 from runners.run._execute import ModelFactory, execute_case
 from runners.run.case_runner import CaseRun
 from runners.run.executors import iterate_processes, iterate_ray
@@ -45,6 +37,11 @@ from runners.store.metrics_db import (
     write_statement,
 )
 from runners.store.transcripts import transcript_rows
+
+__all__ = [
+    "BenchSummary", "FamilyRow", "ProgressHook", "StartHook", "case_run_id", "family_rows", "family_table",
+    "git_commit", "plan_run", "run_bench",
+]  # fmt: skip
 
 
 @dataclass
@@ -111,84 +108,23 @@ StartHook = Callable[[str], None]
 
 
 def run_bench(
-    opts: BenchOptions, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None,
+    plan: RunPlan, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None,
     on_start: StartHook | None = None,
 ) -> BenchSummary:  # fmt: skip
-    """Run (or resume) a bench run. Once `opts.cancellation` is set (or on KeyboardInterrupt), finished case
-    runs are kept, the ones in flight discarded, and the bench run is marked interrupted."""
+    """Run the bench run `plan` (from `plan_run`: a new run, or the resume of a stored one). Once its options'
+    cancellation is set (or on KeyboardInterrupt), finished case runs are kept, the ones in flight discarded, and
+    the bench run is marked interrupted."""
+    if not isinstance(plan, RunPlan):
+        raise TypeError("run_bench runs a RunPlan: run_bench(plan_run(BenchOptions(...)))")
     t0 = time.perf_counter()
-    # the flag rules the CLI applies, applied to the Python API's options too, before any file is opened
-    plan_run(opts)
-    if not opts.resume:
-        preflight(opts)  # an unusable endpoint is exit 2 before the database is even opened
+    preflight(plan.options)  # an unusable endpoint is exit 2 before the database is even opened
     if con is not None:
-        return _run(con, opts, t0, on_progress, on_start)
-    own = connect(opts.db)
+        return _run(con, plan, t0, on_progress, on_start)
+    own = connect(plan.db)
     try:
-        return _run(own, opts, t0, on_progress, on_start)
+        return _run(own, plan, t0, on_progress, on_start)
     finally:
         own.close()
-
-
-def load_resume(con: duckdb.DuckDBPyConnection, opts: BenchOptions) -> tuple[BenchOptions, list[str]]:
-    """The options of the bench run `opts.resume` (every setting restored; endpoint settings given in
-    `opts` — base URL, key variable — replace the stored ones) and its finished case-run ids."""
-    cur = con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [opts.resume])
-    row = cur.fetchone()
-    if row is None:
-        raise BenchInputError(f"--resume {opts.resume}: no such bench run in {opts.db}")
-    stored: dict[str, Any] = dict(zip([d[0] for d in cur.description], row, strict=True))
-    if stored["status"] == "completed":
-        raise BenchInputError(f"--resume {opts.resume}: that bench run is already completed")
-    try:
-        if stored.get("settings_json"):
-            restored = RunSettings.from_json(stored["settings_json"])
-        else:  # written before schema v3 (a read-only look before the writer migrates it)
-            restored = legacy_settings(stored["config_json"], stored["model"], stored["base_url"])
-        restored = restored.with_values(endpoint_overrides(opts.resume_overrides, f"--resume {opts.resume}"))
-    except (SettingsError, ValueError) as exc:
-        raise BenchInputError(f"--resume {opts.resume}: its stored settings are unusable ({exc})") from None
-    try:
-        restored_options = run_options.restore_bench_run(stored)
-    except ValueError as exc:
-        raise BenchInputError(f"--resume {opts.resume}: its stored options are unusable ({exc})") from None
-    resumed = BenchOptions(
-        db=opts.db,
-        concurrency=opts.concurrency,
-        config=restored.config,
-        model_settings=restored.model_settings,
-        sweep_id=stored["sweep_id"],
-        resume=opts.resume,
-        keep_runs=opts.keep_runs,
-        cancellation=opts.cancellation,
-        executor=opts.executor,
-        ray_address=opts.ray_address,
-        **(restored_options | {"shard": shard.stored_shard(con, str(opts.resume))}),
-    )
-    done = [
-        r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?", [opts.resume]).fetchall()
-    ]
-    return resumed, done
-
-
-def endpoint_overrides(overrides: dict[str, SettingValue], what: str) -> dict[str, SettingValue]:
-    """`overrides` if they are all endpoint settings (where the model is reached, not what is measured)."""
-    decl = declaration()
-    bad = [n for n in overrides if n not in decl.names() or not decl[n].endpoint]
-    if bad:
-        raise BenchInputError(f"{what} restores every stored setting; only endpoint settings may change, not {bad}")
-    return overrides
-
-
-def check_options(opts: BenchOptions) -> list[EvalCase]:
-    """Everything that can be refused before a file is touched: the flag rules, model, cases, API key. Returns
-    the cases."""
-    return list(_checked(opts)[0].cases)
-
-
-def _checked(opts: BenchOptions) -> tuple[RunPlan, ModelFactory]:
-    plan = plan_run(opts)
-    return plan, ModelFactory(plan.model, opts)  # an openai model without its key variable fails here, naming it
 
 
 def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
@@ -197,31 +133,26 @@ def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection, opts: BenchOptions, t0: float, on_progress: ProgressHook | None,
+    con: duckdb.DuckDBPyConnection, plan: RunPlan, t0: float, on_progress: ProgressHook | None,
     on_start: StartHook | None = None,
 ) -> BenchSummary:  # fmt: skip
+    opts = plan.options
+    bench_run_id = plan.bench_run_id or _new_id()
     done: set[str] = set()
-    if opts.resume:
-        opts, done_ids = load_resume(con, opts)
-        bench_run_id = str(opts.resume)
-        done = set(done_ids)
-        preflight(opts)
-    elif opts.run_id:
-        bench_run_id = shard.bench_run_id(opts.run_id, opts.settings, in_sweep=opts.sweep_id is not None)
-        shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
-    else:
-        bench_run_id = _new_id()
-    plan, factory = _checked(opts)
+    if plan.resumes:
+        done = {r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?",
+                                          [bench_run_id]).fetchall()}  # fmt: skip
     cases = list(plan.cases)
-    spec = factory.spec
-    run_settings = opts.settings
+    factory = ModelFactory(plan.model, opts)
+    spec = plan.model
+    run_settings = plan.settings
     concurrency = opts.concurrency
     values = run_settings.values()
     swept = {name: values[name] for name, _ in case_run_columns()}
-    planned = shard.select(opts.shard, run_settings, _planned(cases, opts.epochs))
+    planned = shard.select(opts.shard, run_settings, list(_planned(cases, opts.epochs)))
     con.execute("BEGIN")
     try:
-        if not opts.resume:
+        if not plan.resumes:
             con.execute(
                 "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit,"
                 " evalset_hash, planned_case_runs, harness_bench_version) VALUES (?, ?, now(), 'running', ?, ?, ?, ?)",

@@ -1,0 +1,178 @@
+"""A stored run read back as plan inputs, and a plan written out as the command that reproduces it.
+
+A bench run stores its settings and run options in its `bench_runs` row; a sweep stores what its points share in
+`sweeps.options_json`. Both forms (and the forms written before schema v3: `config_json` + `model` + `base_url`
+columns, or `model` + `base_url` keys) are read here, by one function, into the `BenchOptions` a resume is planned
+from: every stored setting and run option restored, the endpoint settings given with `--resume` (base URL, key
+variable) over the stored ones, and where and how this invocation executes (database, concurrency, executor,
+cancellation) taken from the options given. The other direction, `run_argv`, turns options into the
+`harness-bench run` arguments that reproduce them (the re-record command is built from it).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import fields
+from enum import StrEnum
+from typing import Any
+
+import duckdb
+
+from runners.plan import run_options, shard
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError
+from runners.plan.settings import (
+    RunSettings,
+    SettingsError,
+    SettingValue,
+    declaration,
+    legacy_settings,
+    reproduce_flags,
+)
+
+__all__ = [
+    "INVOCATION_FIELDS",
+    "StoredForm",
+    "endpoint_overrides",
+    "read_bench_run",
+    "read_sweep",
+    "restore_options",
+    "run_argv",
+    "saved_sweep_options",
+]
+
+INVOCATION_FIELDS = (
+    "db", "concurrency", "max_in_flight", "keep_runs", "cancellation", "executor", "ray_address", "resume",
+    "resume_overrides",
+)  # fmt: skip
+"""The `BenchOptions` fields a resume takes from the options given, not from the stored run: where and how this
+invocation executes, never what the run measures or which work it holds."""
+
+
+class StoredForm(StrEnum):
+    """Where a run's plan inputs are stored."""
+
+    BENCH_RUN = "bench run"
+    """A `bench_runs` row (columns)."""
+    SWEEP = "sweep"
+    """A sweep's `options_json` (what every point shares)."""
+
+
+def endpoint_overrides(overrides: Mapping[str, SettingValue], what: str) -> dict[str, SettingValue]:
+    """`overrides` if they are all endpoint settings (where the model is reached, not what is measured)."""
+    decl = declaration()
+    bad = [n for n in overrides if n not in decl.names() or not decl[n].endpoint]
+    if bad:
+        raise BenchInputError(f"{what} restores every stored setting; only endpoint settings may change, not {bad}")
+    return dict(overrides)
+
+
+def _stored_settings(stored: Mapping[str, Any], form: StoredForm) -> RunSettings:
+    if form is StoredForm.BENCH_RUN:
+        if stored.get("settings_json"):
+            return RunSettings.from_json(stored["settings_json"])
+        # written before schema v3 (a read-only look before the writer migrates it)
+        return legacy_settings(stored.get("config_json"), stored.get("model"), stored.get("base_url"))
+    if "settings" in stored:
+        return RunSettings.from_values(stored["settings"])
+    return RunSettings.from_values({"model": stored.get("model"), "base_url": stored.get("base_url")})  # pre-v3
+
+
+def restore_options(stored: Mapping[str, Any], form: StoredForm, given: BenchOptions, what: str) -> BenchOptions:
+    """The options of a stored run (`stored`: a `bench_runs` row by column, or a sweep's saved options by key):
+    every setting and run option restored, the endpoint settings of `given.resume_overrides` over the stored
+    ones, and the `INVOCATION_FIELDS` of `given`. `what` names the run in errors (`--resume ID`)."""
+    try:
+        restored = _stored_settings(stored, form)
+        restored = restored.with_values(endpoint_overrides(given.resume_overrides, what))
+    except (SettingsError, ValueError) as exc:
+        raise BenchInputError(f"{what}: its stored settings are unusable ({exc})") from None
+    try:
+        if form is StoredForm.BENCH_RUN:
+            options = run_options.restore_bench_run(stored)
+        else:
+            options = run_options.restore_saved(stored)
+    except ValueError as exc:
+        raise BenchInputError(f"{what}: its stored options are unusable ({exc})") from None
+    invocation = {name: getattr(given, name) for name in INVOCATION_FIELDS}
+    return BenchOptions(config=restored.config, model_settings=restored.model_settings, **invocation, **options)
+
+
+def read_bench_run(con: duckdb.DuckDBPyConnection, bench_run_id: str, given: BenchOptions) -> BenchOptions:
+    """The options of the stored bench run `bench_run_id` (read only), to resume it with `given`'s invocation
+    fields; a missing or completed bench run is an input error."""
+    what = f"--resume {bench_run_id}"
+    cur = con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [bench_run_id])
+    row = cur.fetchone()
+    if row is None:
+        raise BenchInputError(f"{what}: no such bench run in {given.db}")
+    stored: dict[str, Any] = dict(zip([d[0] for d in cur.description], row, strict=True))
+    if stored["status"] == "completed":
+        raise BenchInputError(f"{what}: that bench run is already completed")
+    options = restore_options(stored, StoredForm.BENCH_RUN, given, what)
+    options.sweep_id = stored["sweep_id"]
+    options.shard = shard.stored_shard(con, bench_run_id)  # a shard's bench run keeps it in bench_run_shards
+    return options
+
+
+def read_sweep(
+    con: duckdb.DuckDBPyConnection, sweep_id: str, given: BenchOptions
+) -> tuple[dict[str, tuple[SettingValue, ...]], BenchOptions]:
+    """The grid axes and the shared options of the stored sweep `sweep_id` (read only); a missing or completed
+    sweep is an input error."""
+    what = f"--resume {sweep_id}"
+    row = con.execute("SELECT grid_json, options_json, status FROM sweeps WHERE sweep_id = ?", [sweep_id]).fetchone()
+    if row is None:
+        raise BenchInputError(f"{what}: no such sweep in {given.db}")
+    if row[2] == "completed":  # like `run --resume` of a completed bench run: nothing to do, nothing rewritten
+        raise BenchInputError(f"{what}: that sweep is already completed")
+    try:
+        axes = {str(k): tuple(v) for k, v in json.loads(row[0]).items()}
+        saved = json.loads(row[1])
+    except (ValueError, AttributeError, TypeError) as exc:
+        raise BenchInputError(f"{what}: its stored grid or options are unusable ({exc})") from None
+    return axes, restore_options(saved, StoredForm.SWEEP, given, what)
+
+
+def saved_sweep_options(base: BenchOptions) -> str:
+    """What every point of a sweep shares, as stored in `sweeps.options_json` (read back by `read_sweep`)."""
+    return json.dumps({**run_options.saved_values(base), "settings": base.settings.values()})
+
+
+def _default(option: run_options.RunOption) -> Any:
+    for f in fields(BenchOptions):
+        if f.name == option.name:
+            return f.default_factory() if callable(f.default_factory) else f.default
+    return option.default
+
+
+def _option_argv(option: run_options.RunOption, opts: BenchOptions) -> list[str]:
+    value = option.value(opts)
+    if option.to_argv is not None:
+        return option.to_argv(value)
+    if value is None or value == _default(option):
+        return []
+    if isinstance(value, list):
+        return [a for v in value for a in (option.flag, str(v))]
+    return [option.flag, str(option.encode(value))]
+
+
+def run_argv(
+    opts: BenchOptions, *, always: Iterable[str] = (), skip: Iterable[str] = (), skip_options: Iterable[str] = ()
+) -> list[str]:
+    """The `harness-bench run` arguments that reproduce `opts`: the case selection, every setting that differs
+    from its default (plus the settings named in `always`, minus `skip`), then every other declared run option
+    that differs from its default (minus `skip_options`), in declaration order. Where and how it executes
+    (database, concurrency, executor) is not part of it."""
+    dropped = set(skip_options)
+    declared = [o for o in run_options.declared() if o.name not in dropped]
+    selection = [o for o in declared if o.name in ("evalsets", "case_ids")]
+    rest = [o for o in declared if o.name not in ("evalsets", "case_ids")]
+    argv = ["harness-bench", "run"]
+    for o in selection:
+        argv += _option_argv(o, opts)
+    argv += reproduce_flags(opts.settings, always=always, skip=skip)
+    for o in rest:
+        argv += _option_argv(o, opts)
+    return argv

@@ -1,0 +1,120 @@
+"""The plan of a sweep: its grid (one axis per sweepable setting), every grid point validated, the options every
+point shares planned as one bench run's, and the sweep id fixed, before any file is written. A resume reads the
+stored sweep (read only, runners/plan/stored_plan.py) and returns the same kind of plan, marked `resumes`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import duckdb
+
+from runners.plan import shard, stored_plan
+from runners.plan.options import BenchOptions, request_of
+from runners.plan.rules import BenchInputError, RunRequest, check_run_request
+from runners.plan.run_plan import RunPlan, planned, read_stored, refuse_taken
+from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
+
+__all__ = ["SweepGrid", "SweepOptions", "SweepPlan", "plan_sweep"]
+
+
+class SweepGrid:
+    """The values to sweep, one axis per sweepable setting (public name -> values); every combination is
+    one point. Settings without an axis keep the base run's value."""
+
+    def __init__(self, axes: Mapping[str, Sequence[SettingValue]] | None = None, /, **by_name: Sequence[SettingValue]):
+        merged = {**(axes or {}), **by_name}
+        sweepable = {s.name: s for s in declaration().sweepable}
+        self.axes: dict[str, tuple[SettingValue, ...]] = {}
+        """Public name -> the values of that axis, in the given order."""
+        for name, values in merged.items():
+            s = sweepable.get(name)
+            if s is None:
+                raise BenchInputError(
+                    f"sweep grid: {name!r} is not a sweepable setting; sweepable: {', '.join(sweepable)}"
+                )
+            if isinstance(values, str) or not values:
+                raise BenchInputError(f"sweep grid: {s.flag} needs a list of values")
+            try:
+                self.axes[name] = tuple(dict.fromkeys(s.check(v) for v in values))
+            except SettingsError as exc:
+                raise BenchInputError(f"sweep grid: {exc}") from None
+
+    def points(self, base: RunSettings) -> list[RunSettings]:
+        """Every configuration of the grid over `base` (validated; a bad combination names its flags)."""
+        names = list(self.axes)
+        out = []
+        for combo in itertools.product(*self.axes.values()):
+            values = dict(zip(names, combo, strict=True))
+            try:
+                out.append(base.with_values(values))
+            except SettingsError as exc:
+                point = " ".join(f"{k}={v}" for k, v in values.items())
+                raise BenchInputError(f"sweep grid point {point}: {exc}") from None
+        return out
+
+    def to_json(self) -> str:
+        """The axes as stored in `sweeps.grid_json`."""
+        return json.dumps(self.axes)
+
+    def __repr__(self) -> str:
+        return f"SweepGrid({self.axes!r})"
+
+
+@dataclass
+class SweepOptions:
+    """A sweep: the grid plus what every point shares."""
+
+    grid: SweepGrid
+    """The grid."""
+    base: BenchOptions = field(default_factory=BenchOptions)
+    """Options shared by every point (model settings, cases, epochs, cassettes, db, non-swept settings)."""
+    resume: str | None = None
+    """Sweep id to finish."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepPlan:
+    """A validated sweep: what the sweep runner executes."""
+
+    base: RunPlan
+    """What every point shares, planned as one bench run (cases, model, epochs, cassettes, database)."""
+    grid: SweepGrid
+    """The grid (the stored one on resume)."""
+    points: tuple[RunSettings, ...]
+    """Every grid point's settings, in grid order."""
+    sweep_id: str | None = None
+    """The id the sweep writes: the stored sweep's on resume, derived from `--run-id`, or None (a new one when
+    it starts)."""
+    resumes: bool = False
+    """The sweep is stored already: completed points are skipped, interrupted ones resumed."""
+
+
+def plan_sweep(opts: SweepOptions, *, request: RunRequest | None = None) -> SweepPlan:
+    """Apply every flag rule to the sweep (`request`: what the command line asked, flag by flag), validate every
+    grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only) and plan it.
+    Raises `BenchInputError` (exit 2) naming what is wrong; nothing is written."""
+    from runners.store.metrics_db import check_database_file
+
+    base = opts.base
+    check_run_request(request or replace(request_of(base), resume=opts.resume))
+    check_database_file(base.db, must_exist=opts.resume is not None)
+    if opts.resume:
+        resume = opts.resume
+
+        def read(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, tuple[SettingValue, ...]], BenchOptions]:
+            return stored_plan.read_sweep(con, resume, base)
+
+        axes, restored = read_stored(base.db, None, read)
+        check_run_request(replace(request_of(restored), resume=resume))  # this invocation's API key
+        grid = SweepGrid(axes)
+        return SweepPlan(planned(restored), grid, tuple(grid.points(restored.settings)), resume, resumes=True)
+    sweep_id = None
+    if base.run_id:
+        sweep_id = shard.sweep_id(base.run_id)
+        refuse_taken(base.db, "sweeps", "sweep_id", [sweep_id])
+    points = tuple(opts.grid.points(base.settings))
+    return SweepPlan(planned(base), opts.grid, points, sweep_id)

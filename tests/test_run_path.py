@@ -1,0 +1,177 @@
+"""The run path from the command line down reads top to bottom: `harness-bench run` (scripted model, two cases, a
+temporary DuckDB file) is traced with `sys.setprofile`, and every call between two modules of `runners` recorded.
+The path is the order in which the run first enters each module. A return to a module higher up is a call from
+module B into a module A that is on the call stack above B (A called, through others, B, and B calls A back): the
+runner asking the planner or the CLI again, a callback, a generator handed down and pulled from below.
+
+Not counted, each for its reason:
+
+- value types and vocabularies read everywhere: `runners.plan.settings` (the declaration and `RunSettings`),
+  `runners.plan.options` (`BenchOptions`, `ModelSpec`), `runners.plan.executor` and `runners.plan.agent` (enums),
+  a dataclass's generated methods (`__init__`, `__eq__`, ...), the accessors of a `RunPlan` (its properties:
+  reading the plan is what the runner does);
+- the run's domain, which the runner executes by design: `runners.domain.*` (cases, tools, the scripted model);
+- the progress callbacks the CLI hands the runner (`on_progress`, `on_start`): display, not a decision.
+
+Allowed, named in `ALLOWED` with its reason: building the command-line parser (before the run path starts).
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from runners.cli import main
+
+CASES = ("empty_logs_gateway_timeout_t1", "missing_context_no_tenant_gateway_429")
+
+VALUE_MODULES = frozenset({
+    "runners.plan.settings", "runners.plan.options", "runners.plan.executor", "runners.plan.agent",
+})  # fmt: skip
+"""Value types and vocabularies (see the module docstring)."""
+CALLBACKS = frozenset({"cmd_run.<locals>.hook", "cmd_run.<locals>.<lambda>"})
+"""The CLI's progress callbacks, by qualified name."""
+ALLOWED = {
+    ("runners.transcript_cli", "runners.cli", "_sub"): "the parser: a subcommand module adds its parsers with the"
+    " CLI's parser factory, handed to it (before any flag is read)",
+}
+"""Returns up that are not the run path's, each with its reason."""
+PLANNING = ("runners.plan.run_plan", "runners.plan.rules", "runners.plan.stored_plan", "runners.cli")
+"""Modules the runner (everything entered from `runners.run.bench` on) never calls back into."""
+
+
+def _counted(module: str, qualname: str) -> bool:
+    if module in VALUE_MODULES or module.startswith("runners.domain"):
+        return False
+    name = qualname.rpartition(".")[2]
+    if name.startswith("__") and name.endswith("__"):
+        return False  # a value's generated method (a dataclass's __init__, __eq__, ...)
+    if module == "runners.plan.run_plan" and qualname.startswith("RunPlan.") and qualname != "RunPlan.point":
+        return False  # a property of the plan: the runner reading it
+    return not (module == "runners.cli" and qualname in CALLBACKS)
+
+
+@dataclass
+class RunPath:
+    """What the trace saw."""
+
+    path: list[str] = field(default_factory=list)
+    """Modules of `runners` in the order the run first entered them (counted calls only)."""
+    calls: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(caller module, callee module) -> the first callee function seen on that edge."""
+    ups: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """(caller module, callee module, function) of every return to a module higher up -> how often."""
+
+    def returns(self) -> list[tuple[str, str, str]]:
+        """The returns up that are not `ALLOWED`."""
+        return [r for r in self.ups if r not in ALLOWED]
+
+    def shown(self) -> str:
+        lines = [f"path ({len(self.path)} modules):", *(f"  {i + 1:2d}. {m}" for i, m in enumerate(self.path))]
+        lines.append(f"returns to a module higher up ({len(self.ups)}, {len(self.returns())} not allowed):")
+        lines += [f"  {a} -> {b}.{fn} ×{n}" + ("  (allowed)" if (a, b, fn) in ALLOWED else "")
+                  for (a, b, fn), n in self.ups.items()] or ["  (none)"]  # fmt: skip
+        return "\n".join(lines)
+
+
+def _module(frame: FrameType) -> str:
+    return str(frame.f_globals.get("__name__", ""))
+
+
+def _stack(frame: FrameType) -> list[str]:
+    """The modules of `runners` up the stack from `frame` (nearest first, through harness, stdlib, libraries)."""
+    out: list[str] = []
+    up = frame.f_back
+    while up is not None:
+        name = _module(up)
+        if name.startswith("runners.") and (not out or out[-1] != name):
+            out.append(name)
+        up = up.f_back
+    return out
+
+
+@contextmanager
+def traced() -> Iterator[RunPath]:
+    """Record the calls between modules of `runners` made on this thread."""
+    seen = RunPath()
+    entered: set[str] = set()
+
+    def profile(frame: FrameType, event: str, _arg: Any) -> None:
+        if event != "call":
+            return
+        callee = _module(frame)
+        if not callee.startswith("runners."):
+            return
+        qualname = frame.f_code.co_qualname
+        if not _counted(callee, qualname):
+            return
+        if callee not in entered:
+            entered.add(callee)
+            seen.path.append(callee)
+        stack = _stack(frame)
+        if not stack or stack[0] == callee:
+            return
+        seen.calls.setdefault((stack[0], callee), qualname)
+        if callee in stack[1:]:
+            key = (stack[0], callee, qualname)
+            seen.ups[key] = seen.ups.get(key, 0) + 1
+
+    assert threading.current_thread() is threading.main_thread()
+    sys.setprofile(profile)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(None)
+
+
+def _run(db: Path) -> int:
+    argv = ["run", "--db", str(db), "--label", "path", *(a for c in CASES for a in ("--case", c))]
+    return main(argv)
+
+
+def test_the_run_path_enters_each_module_once_and_never_returns_up(tmp_path: Path) -> None:
+    assert _run(tmp_path / "warm.duckdb") == 0  # every import done: the trace sees the run, not the imports
+    with traced() as seen:
+        code = _run(tmp_path / "traced.duckdb")
+    assert code == 0
+    shown = seen.shown()
+    print(shown)  # the measurement itself (pytest -s shows it)
+    assert seen.path[0] == "runners.cli", shown
+    for module in ("runners.plan.run_plan", "runners.plan.rules", "runners.run.bench", "runners.store.metrics_db"):
+        assert module in seen.path, f"{module} not on the run path\n{shown}"
+    order = {m: i for i, m in enumerate(seen.path)}
+    assert order["runners.plan.rules"] < order["runners.run.bench"], f"planning comes before running\n{shown}"
+    runner = {m for m in seen.path if order[m] >= order["runners.run.bench"]}
+    back = [(a, b, fn) for (a, b), fn in seen.calls.items() if a in runner and b in PLANNING]
+    assert not back, f"the runner called back into planning or the CLI: {back}\n{shown}"
+    assert seen.returns() == [], shown
+
+
+def test_the_trace_sees_a_return_up() -> None:
+    """The measurement bites: a callback into a module on the stack above is counted, a value type's is not."""
+
+    def hook() -> None:
+        pass
+
+    def runner(callback: Any) -> None:
+        callback()
+
+    runner.__module__ = hook.__module__ = "x"
+    fake = {"__name__": "runners.fake_runner"}
+    runner_in_module = type(runner)(runner.__code__, fake)  # a function whose module is runners.fake_runner
+    with traced() as seen:
+        runner_in_module(hook)  # this test module (not runners.*) -> fake_runner -> back here: not counted
+    assert seen.path == ["runners.fake_runner"] and seen.ups == {}
+    cli = {"__name__": "runners.cli"}
+    top = type(runner)(compile("def top(run, cb):\n    run(cb)\n", "<cli>", "exec").co_consts[0], cli)
+    back = type(hook)(compile("def again():\n    pass\n", "<cli>", "exec").co_consts[0], cli)
+    with traced() as seen:
+        top(runner_in_module, back)  # cli -> fake_runner -> cli: a return up
+    assert seen.path == ["runners.cli", "runners.fake_runner"], seen.shown()
+    assert seen.returns() == [("runners.fake_runner", "runners.cli", "again")], seen.shown()
