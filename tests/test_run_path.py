@@ -27,6 +27,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import duckdb
+import pytest
+
 from runners.cli import main
 
 CASES = ("empty_logs_gateway_timeout_t1", "missing_context_no_tenant_gateway_429")
@@ -135,15 +138,32 @@ def _run(db: Path) -> int:
     return main(argv)
 
 
-def test_the_run_path_enters_each_module_once_and_never_returns_up(tmp_path: Path) -> None:
+def _interrupted_copy(db: Path) -> str:
+    """Make the bench run in `db` resumable: its last case run removed, its status `interrupted`."""
+    con = duckdb.connect(str(db))
+    try:
+        (bench_run_id,) = con.execute("SELECT bench_run_id FROM bench_runs").fetchone() or ("",)
+        (last,) = con.execute("SELECT max(case_run_id) FROM case_runs").fetchone() or ("",)
+        for table in ("case_runs", "tool_calls", "events", "messages"):
+            con.execute(f"DELETE FROM {table} WHERE case_run_id = ?", [last])
+        con.execute("UPDATE bench_runs SET status = 'interrupted'")
+        return str(bench_run_id)
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize("resume", [False, True], ids=["run", "resume"])
+def test_the_run_path_enters_each_module_once_and_never_returns_up(tmp_path: Path, resume: bool) -> None:
     assert _run(tmp_path / "warm.duckdb") == 0  # every import done: the trace sees the run, not the imports
+    argv = ["run", "--db", str(tmp_path / "warm.duckdb"), "--resume", _interrupted_copy(tmp_path / "warm.duckdb")]
     with traced() as seen:
-        code = _run(tmp_path / "traced.duckdb")
+        code = main(argv) if resume else _run(tmp_path / "traced.duckdb")
     assert code == 0
     shown = seen.shown()
     print(shown)  # the measurement itself (pytest -s shows it)
     assert seen.path[0] == "runners.cli", shown
-    for module in ("runners.plan.run_plan", "runners.plan.rules", "runners.run.bench", "runners.store.metrics_db"):
+    on_path = ["runners.plan.run_plan", "runners.plan.rules", "runners.run.bench", "runners.store.metrics_db"]
+    for module in on_path + (["runners.plan.stored_plan"] if resume else []):
         assert module in seen.path, f"{module} not on the run path\n{shown}"
     order = {m: i for i, m in enumerate(seen.path)}
     assert order["runners.plan.rules"] < order["runners.run.bench"], f"planning comes before running\n{shown}"
