@@ -16,7 +16,7 @@ import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
@@ -26,8 +26,12 @@ from runners.analysis import tables
 from runners.plan import run_options, settings
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
-from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, UsageError
+from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, RunRequest, UsageError
 from runners.run import interrupts
+
+if TYPE_CHECKING:
+    from harness.context import CancellationToken
+    from runners.plan.options import BenchOptions
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 EXIT_INCONCLUSIVE = 3
@@ -215,19 +219,15 @@ def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
     return refused
 
 
-def _request(args: argparse.Namespace, run_settings: settings.RunSettings | None) -> Any:
+def _request(args: argparse.Namespace, run_settings: settings.RunSettings | None) -> RunRequest:
     """What the command line asks, flag by flag, for the flag rules (runners/plan/rules.py) the plan applies
     (`run_settings` None: a resume, whose model is the stored run's)."""
-    from runners.plan.executor import Executor
-    from runners.plan.rules import RunRequest
-
     ms = run_settings.model_settings if run_settings is not None else None
     return RunRequest(
         model=ms.model if ms else "", base_url=ms.base_url if ms else None,
         api_key_env=ms.api_key_env if ms else "OPENAI_API_KEY", epochs=args.epochs, concurrency=args.concurrency,
-        cassettes=args.cassettes,
-        record_mode=args.record_mode, shard=args.shard, run_id=args.run_id, executor=Executor(args.executor),
-        ray_address=args.ray_address, resume=args.resume,
+        cassettes=args.cassettes, record_mode=args.record_mode, shard=args.shard, run_id=args.run_id,
+        executor=Executor(args.executor), ray_address=args.ray_address, resume=args.resume,
         resume_refused=_resume_refused(args) if args.resume else {},
     )  # fmt: skip
 
@@ -239,20 +239,14 @@ def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingVal
 
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int,
-                   cancellation: Any) -> Any:  # fmt: skip
+                   cancellation: CancellationToken) -> BenchOptions:  # fmt: skip
     """The options the flags give (with --resume: only where and how it executes; the rest is the stored run's)."""
-    from runners.plan.executor import Executor
     from runners.plan.options import BenchOptions
 
-    invocation = dict(
-        db=args.db,
-        concurrency=args.concurrency,
-        max_in_flight=args.max_in_flight,
-        keep_runs=False,
-        executor=Executor(args.executor),
-        ray_address=args.ray_address,
-        cancellation=cancellation,
-    )
+    invocation: dict[str, Any] = {
+        "db": args.db, "concurrency": args.concurrency, "max_in_flight": args.max_in_flight, "keep_runs": False,
+        "executor": Executor(args.executor), "ray_address": args.ray_address, "cancellation": cancellation,
+    }  # fmt: skip
     if args.resume:
         return BenchOptions(resume=args.resume, resume_overrides=_resume_overrides(args), **invocation)
     run_settings = run_settings or settings.RunSettings.of()
