@@ -1,4 +1,6 @@
-"""Sweeps: the full grid of sweepable settings, each point a bench run tagged with one sweep id.
+"""Sweeps: the full grid of sweepable settings, each point a bench run tagged with one sweep id. `run_sweep`
+executes a `SweepPlan` (runners/plan/sweep_plan.py: the grid points and the shared `RunPlan`, a resume's read
+from the stored sweep); each point runs as `plan.base.point(...)`, through `run_bench`.
 
 The axes are the sweepable settings of the one declaration (`runners/plan/settings.py`); a setting
 declared sweepable later is an axis with no edit here. Resumable as a whole: `--resume SWEEP_ID`
