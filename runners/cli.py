@@ -11,18 +11,35 @@ interrupted runs and sweeps continue with --resume.
 from __future__ import annotations
 
 import argparse
-import re
 import shlex
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
 from harness import __version__
 from runners.analysis import tables
+from runners.commands import cases, gate, merge, migrate, recommend, report, schema, serve_sim, transcripts
+from runners.commands._common import (
+    EXIT_INCONCLUSIVE,
+    EXIT_INPUT,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    EXIT_STORAGE,
+    _add_selection,
+    _ArgumentError,
+    _error,
+    _int_in,
+    _Parser,
+    _progress,
+    _say,
+    _sub,
+    err,
+    out,
+)
 from runners.plan import run_options, settings
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
@@ -33,89 +50,21 @@ if TYPE_CHECKING:
     from harness.context import CancellationToken
     from runners.plan.options import BenchOptions
 
-EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
-EXIT_INCONCLUSIVE = 3
-"""The gate had not the power to pass (too few cases, or an MDE above --max-mde)."""
-EXIT_STORAGE = 74
-"""The database could not be written (full disk, I/O error): the run stopped `interrupted` (sysexits EX_IOERR)."""
-
-out = tables.make_console()
-err = tables.make_console(stderr=True)
-
-
-def _fail(message: str) -> NoReturn:
-    raise UsageError(message)
-
-
-def _say(text: str, *, stderr: bool = False) -> None:
-    """Print plain text: never read as markup; wrapped between words at the console width."""
-    (err if stderr else out).print(Text(text))
-
-
-def _error(text: str) -> None:
-    """One line on stderr."""
-    err.print(Text.assemble(("error: ", "red"), " ".join(text.split())), soft_wrap=True)
-
-
-# -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
-def _int_in(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be an integer from {lo} to {hi}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text}: must be an integer from {lo} to {hi}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def _float_in(lo: float, hi: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be a number from {lo:g} to {hi:g}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text}: must be a number from {lo:g} to {hi:g}")
-        return value
-
-    parse.__name__ = "number"
-    return parse
-
-
-class _ArgumentError(Exception):
-    """A flag argparse refused: one line naming it, exit 2 (main prints it)."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse whose errors reach `main` as one line (`--flag VALUE: what is allowed`), not a usage dump."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        # A value that starts with '-' and a digit is a value, never an option: `--no-gain-threshold -1,2`
-        # reaches the flag's own check ("must be ≥ 1") instead of "expected one argument".
-        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$")
-
-    def error(self, message: str) -> NoReturn:
-        m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
-        if m:
-            flag = m.group(1).split("/")[-1]
-            message = f"{flag} {m.group(2)}"
-        raise _ArgumentError(f"{message} (see {self.prog} --help)")
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_STORAGE",
+    "build_parser",
+    "cmd_run",
+    "cmd_sweep",
+    "main",
+]
 
 
 # -- shared options -----------------------------------------------------------------------------
-def _add_selection(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--evalset", action="append", default=None, metavar="PATH|FAMILY",
-        help="evaluation file, folder or family name (repeatable; default: every built-in case)",
-    )  # fmt: skip
-    p.add_argument("--case", action="append", default=None, metavar="ID", help="only this case id (repeatable)")
-
-
 def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     settings.add_arguments(p, sweep=sweep)
     g = p.add_argument_group("cassettes")
@@ -202,14 +151,6 @@ _RAY_EXTRA = "pip install 'harness-bench[ray]'"
 
 
 # -- checks before any file is created ----------------------------------------------------------
-def _check_output_file(flag: str, path: Path) -> None:
-    if path.is_dir():
-        _fail(f"{flag} {path} is a folder; give a file path")
-    for parent in path.parents:
-        if parent.exists() and not parent.is_dir():
-            _fail(f"{flag} {path}: {parent} is a file, not a folder")
-
-
 def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
     """The flags given with --resume that a resume would ignore (every setting but the endpoint ones, and the
     run options the stored run fixes)."""
@@ -254,53 +195,7 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
                         **run_options.options_from_args(args, {"epochs": epochs}))  # fmt: skip
 
 
-# -- commands -------------------------------------------------------------------------------------
-def cmd_cases(args: argparse.Namespace) -> int:
-    from runners.plan.run_plan import select_cases
-
-    cases = _load_with_progress(lambda: select_cases(args.evalset or [], args.case or []))
-    if len(cases) <= tables.STREAM_CASES_ABOVE:
-        out.print(tables.cases_table(cases, out.width))
-        return EXIT_OK
-    for line in tables.cases_lines(cases, out.width):
-        out.file.write(line + "\n")
-    out.file.flush()
-    return EXIT_OK
-
-
-def _load_with_progress(load: Callable[[], list[Any]]) -> list[Any]:
-    """`load()` with a progress bar on stderr for the cases being validated, when stderr is a terminal and the
-    load lasts more than a second (rich shows nothing before then: `transient`, drawn once a file reports);
-    in a pipe nothing is drawn."""
-    if not sys.stderr.isatty():
-        return load()
-    import time
-
-    from runners.domain.evalset import reporting_progress
-
-    started = time.monotonic()
-    progress = Progress(
-        TextColumn("validating {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        console=tables.make_console(stderr=True), transient=True,
-    )  # fmt: skip
-    tasks: dict[Path, Any] = {}
-
-    def report(path: Path, done: int, total: int) -> None:
-        if path not in tasks:
-            if time.monotonic() - started < 1.0 and done == total:
-                return  # a small file: no bar at all
-            if not progress.live.is_started:
-                progress.start()
-            tasks[path] = progress.add_task(path.name, total=total)
-        progress.update(tasks[path], completed=done)
-
-    try:
-        with reporting_progress(report):
-            return load()
-    finally:
-        progress.stop()
-
-
+# -- run and sweep (every other command is a module of runners/commands) --------------------------
 def _print_family_table(db: Path, bench_run_id: str) -> None:
     from runners.run.bench import family_rows
     from runners.store.metrics_db import connect
@@ -311,13 +206,6 @@ def _print_family_table(db: Path, bench_run_id: str) -> None:
     finally:
         con.close()
     out.print(tables.family_table(f"bench run {bench_run_id}", rows))
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[passed]}"),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=err, disable=not err.is_terminal,
-    )  # fmt: skip
 
 
 def _resume_command(command: str, db: Path, run_id: str) -> str:
@@ -477,35 +365,6 @@ def _name_run(intr: interrupts.Interrupts, command: str, db: Path, run_id: str) 
     )
 
 
-def cmd_serve_sim(args: argparse.Namespace) -> int:
-    from runners.domain.profiles import trajectory_for_model
-    from runners.endpoints.simulator import SimulatorServer
-    from runners.plan.run_plan import select_cases
-
-    cases = select_cases(args.evalset or [], args.case or [])
-    try:
-        server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
-                                 log=(lambda line: _say(line, stderr=True)) if args.verbose else None,
-                                 latency_ms=args.latency_ms, jitter_ms=args.jitter_ms)  # fmt: skip
-    except OSError as exc:
-        import errno
-
-        if exc.errno in (errno.EADDRINUSE, errno.EACCES):
-            _fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}; choose another --port"
-                  " (0 = any free)")  # fmt: skip
-        _fail(f"--host {args.host}: cannot listen there ({exc.strerror or exc}); give an address of this machine,"
-              " e.g. 127.0.0.1")  # fmt: skip
-    delay = f", latency {args.latency_ms:g}±{args.jitter_ms:g} ms" if args.latency_ms or args.jitter_ms else ""
-    _say(f"serve-sim: {len(cases)} cases on {server.base_url}{delay} (Ctrl-C to stop)")
-    sys.stdout.flush()
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        server.stop()
-        return EXIT_INTERRUPTED
-    return EXIT_OK
-
-
 def cmd_sweep(args: argparse.Namespace) -> int:
     from runners.run.preflight import preflight
     from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
@@ -546,225 +405,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_recommend(args: argparse.Namespace) -> int:
-    from runners.analysis.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
-    from runners.run.sweep import sweep_ids
-    from runners.store.metrics_db import connect
-
-    con = connect(args.db, read_only=True)
-    try:
-        known = sweep_ids(con)
-        sweep = args.sweep or (known[0] if known else None)
-        if sweep is None:
-            _fail(f"{args.db} holds no sweeps; run `harness-bench sweep` first")
-        if sweep not in known:
-            _fail(f"--sweep: unknown sweep {sweep!r} in {args.db}; known: {', '.join(known[:5]) or 'none'}")
-        stats = measure(con, sweep)
-    finally:
-        con.close()
-    if not stats:
-        _fail(f"sweep {sweep} has no case runs yet")
-    rec = recommend(stats, Objective(args.objective), rule=Rule(args.rule), margin=args.margin)
-    picked = rec.chosen.label(rec.columns) if rec.separable else "none — the sweep is too small to separate them"
-    out.print(Text.assemble(("Recommendation: ", "bold"), picked))
-    _say(rec.reasoning)
-    out.print(tables.stats_table(f"sweep {sweep}: {len(stats)} configurations", rec, stats))
-    for name, definition in METRIC_DEFINITIONS.items():
-        _say(f"  {name}: {definition.split(' — ')[-1]}")
-    return EXIT_OK
-
-
-def cmd_gate(args: argparse.Namespace) -> int:
-    from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
-    from runners.store.metrics_db import connect
-
-    _check_output_file("--summary", args.summary)
-    _check_output_file("--junit", args.junit)
-    if args.json is not None:
-        _check_output_file("--json", args.json)
-    try:  # a bad flag is refused before the database is opened
-        validate_flags(k=args.k, max_recall_drop=args.max_recall_drop, max_cost_increase=args.max_cost_increase,
-                       alpha=args.alpha, max_mde=args.max_mde)  # fmt: skip
-        _check_power_flags(args)
-    except GateInputError as exc:
-        _fail(str(exc))
-    con = connect(args.db, read_only=True)
-    try:
-        picked = list(args.bench_run or [])
-        if len(picked) > 2:
-            _fail(f"--bench-run given {len(picked)} times; at most one for the baseline and one for the candidate")
-        chosen: dict[str, str] = {}
-        for run_id in picked:  # each picks the run of the label it carries (the same label: baseline first)
-            row = con.execute("SELECT any_value(label) FROM case_runs WHERE bench_run_id = ?", [run_id]).fetchone()
-            label = row[0] if row else None
-            role = next((r for r, lab in (("baseline", args.baseline), ("candidate", args.candidate))
-                         if lab == label and r not in chosen), None)  # fmt: skip
-            if role is None:
-                _fail(f"--bench-run {run_id}: not a bench run of --baseline {args.baseline!r} or --candidate"
-                      f" {args.candidate!r} (its label: {label!r})")  # fmt: skip
-            chosen[role] = run_id
-        pairs = load_pairs(con, args.baseline, args.candidate, baseline_run=chosen.get("baseline"),
-                           candidate_run=chosen.get("candidate"))  # fmt: skip
-    except GateInputError as exc:
-        _fail(str(exc))
-    finally:
-        con.close()
-    from runners.analysis.gate import Verdict, evaluate_sequential, plan
-
-    common: dict[str, Any] = dict(k=args.k, max_recall_drop=args.max_recall_drop,
-                                  max_cost_increase=args.max_cost_increase, alpha=args.alpha,
-                                  max_mde=args.max_mde)  # fmt: skip
-    try:
-        if args.sequential:
-            result = evaluate_sequential(pairs, args.baseline, args.candidate, budget=args.budget, stage=args.stage,
-                                         target_mde=args.target_mde, **common)  # fmt: skip
-        else:
-            result = evaluate(pairs, args.baseline, args.candidate, **common)
-    except GateInputError as exc:
-        _fail(str(exc))
-    if args.plan:  # advice only: no verdict, nothing written
-        _say(plan(result, args.target_mde or args.max_mde))
-        return EXIT_OK
-    from runners.store._files import OutputWriteError
-
-    if result.verdict is Verdict.INCONCLUSIVE:
-        verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
-    else:
-        verdict = EXIT_OK if result.passed else EXIT_REGRESSION
-    result.db = str(args.db)  # the summary's `harness-bench diff` commands name this file
-    out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
-    try:
-        write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
-    except OutputWriteError as exc:
-        _error(f"{exc} (the verdict above stands)")
-        return verdict if verdict == EXIT_REGRESSION else EXIT_INPUT  # a regression stays 1; else the file error
-    written = f"{args.summary}, {args.junit} and {args.json}" if args.json else f"{args.summary} and {args.junit}"
-    _say(f"wrote {written}")
-    return verdict
-
-
-def _check_power_flags(args: argparse.Namespace) -> None:
-    from runners.analysis.gate import GateInputError, sequential_looks
-
-    if args.target_mde is not None and not 0.0 < args.target_mde <= 1.0:
-        raise GateInputError(f"--target-mde {args.target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
-    if args.sequential:
-        sequential_looks(args.budget, args.stage)
-    elif args.target_mde is not None and not args.plan:
-        raise GateInputError("--target-mde needs --plan or --sequential")
-    if args.plan and args.sequential:
-        raise GateInputError("--plan and --sequential: give one (--plan estimates epochs from a pilot)")
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from runners.analysis.recommend import Objective, Rule
-    from runners.analysis.report import build_report
-    from runners.run.sweep import sweep_ids
-    from runners.store.metrics_db import connect
-
-    if args.sweep and args.bench_run:
-        _fail("give --sweep or --bench-run, not both")
-    if args.out.exists() and not args.out.is_dir():
-        _fail(f"--out {args.out} is a file; give a folder (it will hold report.md, report.html and figures)")
-    _check_output_file("--out", args.out / "report.md")
-    con = connect(args.db, read_only=True)
-    try:
-        known = sweep_ids(con)
-        if args.sweep == "latest":
-            if not known:
-                _fail(f"--sweep latest: {args.db} holds no sweeps")
-            args.sweep = known[0]
-        if args.sweep and args.sweep not in known:
-            _fail(f"--sweep: unknown sweep {args.sweep!r} in {args.db}")
-        if (
-            args.bench_run
-            and not con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [args.bench_run]).fetchone()
-        ):
-            _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {args.db}")
-    finally:
-        con.close()
-    md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
-                            objective=Objective(args.objective), rule=Rule(args.rule), margin=args.margin)  # fmt: skip
-    _say(f"wrote {md} and {page}")
-    return EXIT_OK
-
-
-def cmd_merge(args: argparse.Namespace) -> int:
-    from runners.store.merge import merge
-
-    summary = merge(args.out, args.shards, partial=args.partial)
-    for line in summary.runs + summary.sweeps:
-        _say(line)
-    _say(
-        f"merged {len(summary.inputs)} file(s) → {summary.out}: {summary.case_runs_added} case runs added,"
-        f" {summary.case_runs_present} already there"
-    )
-    return EXIT_OK
-
-
-def cmd_migrate(args: argparse.Namespace) -> int:
-    from runners.store.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
-
-    check_database_file(args.db, must_exist=True)
-    before = connect(args.db, read_only=True, upgrade=False)
-    try:
-        version = _current_version(before)
-    finally:
-        before.close()
-    connect(args.db).close()
-    _say(f"{args.db}: schema version {version} → {SCHEMA_VERSION}" if version != SCHEMA_VERSION
-         else f"{args.db}: already at schema version {SCHEMA_VERSION}")  # fmt: skip
-    return EXIT_OK
-
-
-def cmd_schema(args: argparse.Namespace) -> int:
-    from runners.domain.evalset import json_schema
-
-    sys.stdout.write(json_schema())
-    return EXIT_OK
-
-
 # -- parser ---------------------------------------------------------------------------------------
-def _sub(sub: Any, name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = sub.add_parser(
-        name, help=summary.replace("%", "%%"), description=description or summary + "."
-    )
-    return parser
-
-
-def _margin_arg(text: str) -> float:
-    from runners.analysis.choices import RecommendInputError, check_margin
-
-    try:
-        return check_margin(float(text))
-    except RecommendInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--margin ")) from None
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
-def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
-    """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
-    from runners.analysis.choices import DEFAULT_MARGIN, Objective, Rule
-
-    p.add_argument("--objective", default=Objective.TOKENS.value, choices=[o.value for o in Objective],
-                   help=f"what 'cheapest' means (default {Objective.TOKENS.value})")  # fmt: skip
-    p.add_argument("--rule", default=Rule.NON_INFERIORITY.value, choices=[r.value for r in Rule],
-                   help="non-inferiority: the cheapest configuration shown within --margin of the best recall and"
-                        " honest fallback (default); max-recall: the highest recall first")  # fmt: skip
-    p.add_argument("--margin", type=_margin_arg, default=DEFAULT_MARGIN, metavar="RATE",
-                   help=f"non-inferiority margin in [0, 1] (default {DEFAULT_MARGIN:g} ="
-                        f" {DEFAULT_MARGIN * 100:g} points)")  # fmt: skip
-
-
 def build_parser() -> argparse.ArgumentParser:
+    """Every command's parser, in the order `--help` lists them; each command module adds its own."""
     parser = _Parser(prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    p = _sub(sub, "cases", "list evaluation cases with their family and expectations (and validate the files)")
-    _add_selection(p)
-    p.set_defaults(func=cmd_cases)
+    cases.register(sub)
 
     p = _sub(sub, "run", "run cases through the harness and write metrics to DuckDB",
              "Run every selected case (default: all built-in cases, scripted model) into a DuckDB file.")  # fmt: skip
@@ -773,16 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--strict", action="store_true", help="exit 1 when any case run misses its expectations")
     p.set_defaults(func=cmd_run)
 
-    p = _sub(sub, "serve-sim", "serve an OpenAI-compatible simulator that plays the cases' trajectories over HTTP")
-    _add_selection(p)
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=_int_in(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
-    p.add_argument("--verbose", action="store_true", help="log every request")
-    p.add_argument("--latency-ms", type=_float_in(0, 600_000), default=0.0, metavar="MS",
-                   help="each chat answer arrives this long after its request (default 0)")  # fmt: skip
-    p.add_argument("--jitter-ms", type=_float_in(0, 600_000), default=0.0, metavar="MS",
-                   help="latency varies uniformly by ± this much (default 0)")  # fmt: skip
-    p.set_defaults(func=cmd_serve_sim)
+    serve_sim.register(sub)
 
     p = _sub(sub, "sweep", "run a grid of thresholds and budgets, each point a bench run tagged with one sweep id",
              "Each comma list of a sweepable setting is one axis of the grid; every combination is one bench run."
@@ -791,99 +430,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench(p, sweep=True)
     p.set_defaults(func=cmd_sweep)
 
-    p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
-    _add_recommend_choices(p)
-    p.set_defaults(func=cmd_recommend)
-
-    p = _sub(
-        sub,
-        "gate",
-        "compare a candidate label with a baseline label; exit 1 on regression",
-        "Pairs the two labels on the same cases and epochs. Exit 0 pass, 1 regression, 2 unusable input, "
-        "3 inconclusive (the comparison could not have detected a drop of --max-mde; the verdict line says how many "
-        "cases or epochs would).",
-    )
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
-    p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
-    p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
-    p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
-    p.add_argument(
-        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=float, default=0.0, metavar="RATE",
-        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0; --max-recall-drop is the old"
-        " name: the gate compares pass rates, not recommend's SUCCESS share)",
-    )  # fmt: skip
-    p.add_argument(
-        "--max-cost-increase", type=float, default=0.25, metavar="RATE",
-        help="relative increase (>= 0) of mean tool calls, model calls or tokens tolerated (default 0.25)",
-    )  # fmt: skip
-    p.add_argument(
-        "--alpha", type=float, default=0.05, metavar="A",
-        help="false-alarm rate of the whole gate, Holm-corrected over all tests (default 0.05)",
-    )  # fmt: skip
-    p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
-                   help="the bench run to take a label's case runs from, when the label is used by several"
-                        " (once per label; twice to compare two runs of one label, baseline first)")  # fmt: skip
-    p.add_argument("--summary", type=Path, default=Path("gate-summary.md"),
-                   help="Markdown summary path (default ./gate-summary.md, overwritten)")  # fmt: skip
-    p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"),
-                   help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
-    p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
-    g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
-    g.add_argument("--max-mde", type=float, default=0.10, metavar="RATE",
-                   help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
-                        " INCONCLUSIVE, exit 3 (default 0.10 = 10 points)")  # fmt: skip
-    g.add_argument("--allow-inconclusive", action="store_true",
-                   help="an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)")  # fmt: skip
-    g.add_argument("--plan", action="store_true",
-                   help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde"
-                        " (default --max-mde); writes nothing")  # fmt: skip
-    g.add_argument("--target-mde", type=float, default=None, metavar="RATE",
-                   help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall"
-                        " MDE at 90%% power is at most this")  # fmt: skip
-    g.add_argument("--sequential", action="store_true",
-                   help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
-                        " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
-    g.add_argument("--budget", type=int, default=20, metavar="EPOCHS",
-                   help="with --sequential: most epochs to run (default 20)")  # fmt: skip
-    g.add_argument("--stage", type=int, default=4, metavar="EPOCHS",
-                   help="with --sequential: epochs between looks (default 4)")  # fmt: skip
-    p.set_defaults(func=cmd_gate)
-
-    p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID",
-                   help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
-    p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
-    p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
-    _add_recommend_choices(p)
-    p.set_defaults(func=cmd_report)
-
-    p = _sub(sub, "merge", "merge shard files (or any harness-bench databases) into one DuckDB file",
-             "Copy the bench runs, sweeps, shards, case runs, tool calls and events of every SHARD file into OUT"
-             " (created if missing). Idempotent: a case run OUT already holds is never copied twice. Refused,"
-             " before OUT is touched: files that are not harness-bench databases of this schema version, copies"
-             " of one run or sweep with different settings, cases, epochs or shard counts, and (without"
-             " --partial) a sharded run missing a shard or an unfinished run.")  # fmt: skip
-    p.add_argument("out", type=Path, metavar="OUT", help="the merged DuckDB file (created, or added to)")
-    p.add_argument("shards", type=Path, nargs="+", metavar="SHARD", help="DuckDB files written by run/sweep --shard")
-    p.add_argument("--partial", action="store_true",
-                   help="merge runs with missing or unfinished shards too (their status says so)")  # fmt: skip
-    p.set_defaults(func=cmd_merge)
-
-    p = _sub(sub, "migrate", "upgrade a metrics database in place to this harness-bench's schema version",
-             "Reading commands read older databases through an upgraded temporary copy; this upgrades the file"
-             " itself (what every writing command does first).")  # fmt: skip
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
-    p.set_defaults(func=cmd_migrate)
-
-    from runners.transcript_cli import register as register_transcript_commands
-
-    register_transcript_commands(sub, _sub)  # show, diff, export
-
-    p = _sub(sub, "schema", "print the JSON Schema of evaluation files")
-    p.set_defaults(func=cmd_schema)
+    for command in (recommend, gate, report, merge, migrate, transcripts, schema):  # transcripts: show, diff, export
+        command.register(sub)
     return parser
 
 

@@ -1,28 +1,25 @@
-"""The `show`, `diff` and `export` commands (registered by runners/cli.py)."""
+"""`harness-bench show`, `diff` and `export`: a stored case run's transcript, two transcripts of one case side by
+side from their first divergent turn, and stored bench runs as Inspect AI logs."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runners.plan.rules import DEFAULT_DB
+from runners.commands._common import EXIT_OK, _add_db, _fail, _sub
 
-__all__ = ["register"]
-
-
-def _db_arg(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
+__all__ = ["register", "run"]
 
 
-def register(sub: Any, make: Any) -> None:
-    """Add the subcommands to `sub` (`make(sub, name, summary, description)` creates one parser)."""
-    p = make(sub, "show", "print one case run's transcript: every turn, the Harness's decisions, the outcome",
+def register(sub: Any) -> None:
+    p = _sub(sub, "show", "print one case run's transcript: every turn, the Harness's decisions, the outcome",
              "Give a case run id (BENCH_RUN_ID/CASE/EPOCH, as `run` prints and the gate lists) or --bench-run ID"
              " (or --label L: its newest bench run) with --case CASE [--epoch N]. Plain text at 80 columns;"
              " --html FILE writes one self-contained page instead.")  # fmt: skip
-    _db_arg(p)
+    _add_db(p)
     p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID", help="the case run to show")
     p.add_argument("--bench-run", default=None, metavar="ID", help="bench run holding the case")
     p.add_argument("--label", default=None, metavar="LABEL", help="the newest bench run with this label")
@@ -31,37 +28,36 @@ def register(sub: Any, make: Any) -> None:
     p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
     p.add_argument("--full", action="store_true", help="print the system prompt in full")
     p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
-    p.set_defaults(func=cmd_show)
+    p.set_defaults(func=run)
 
-    p = make(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
+    p = _sub(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
              "A and B are each a bench run id or a label (its newest bench run). The turns both runs share are"
              " printed once, then each run from the first turn where they differ.")  # fmt: skip
-    _db_arg(p)
+    _add_db(p)
     p.add_argument("a", metavar="A", help="baseline: bench run id or label")
     p.add_argument("b", metavar="B", help="candidate: bench run id or label")
     p.add_argument("--case", required=True, metavar="CASE", help="case id")
     p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
     p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
-    p.set_defaults(func=cmd_diff)
+    p.set_defaults(func=run)
 
-    p = make(
+    p = _sub(
         sub,
         "export",
         "write stored bench runs in another tool's format (Inspect AI .eval logs)",
         "--inspect DIR writes one Inspect AI log per bench run (all of them, or --bench-run ID, or every"
         " run with --label L), readable by `inspect view --log-dir DIR` and inspect_ai.log.read_eval_log.",
     )
-    _db_arg(p)
+    _add_db(p)
     p.add_argument("--inspect", type=Path, required=True, metavar="DIR", help="folder for the .eval files")
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
     p.add_argument("--label", default=None, metavar="LABEL", help="only bench runs with this label")
-    p.set_defaults(func=cmd_export)
+    p.set_defaults(func=run)
 
 
-def _fail(message: str) -> Any:
-    from runners.plan.rules import UsageError
-
-    raise UsageError(message)
+def run(args: argparse.Namespace) -> int:
+    """The transcript command `args.command` names."""
+    return _COMMANDS[args.command](args)
 
 
 def _open(db: Path) -> Any:
@@ -70,7 +66,7 @@ def _open(db: Path) -> Any:
     return connect(db, read_only=True)
 
 
-def cmd_show(args: argparse.Namespace) -> int:
+def _show(args: argparse.Namespace) -> int:
     from runners.analysis.show import render_html, render_text
     from runners.store.transcripts import load_case_run, resolve_case_run
 
@@ -97,7 +93,7 @@ def cmd_show(args: argparse.Namespace) -> int:
         sys.stdout.write(f"wrote {args.html}\n")
     else:
         sys.stdout.write(render_text(info, width=args.width, full=args.full))
-    return 0
+    return EXIT_OK
 
 
 def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
@@ -108,7 +104,7 @@ def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
     return load_case_run(con, db, resolve_case_run(con, db, case=case, epoch=epoch, **kwargs))
 
 
-def cmd_diff(args: argparse.Namespace) -> int:
+def _diff(args: argparse.Namespace) -> int:
     from runners.analysis.show import render_diff
 
     if args.width < 40:
@@ -120,10 +116,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     finally:
         con.close()
     sys.stdout.write(render_diff(a, b, args.a, args.b, width=args.width))
-    return 0
+    return EXIT_OK
 
 
-def cmd_export(args: argparse.Namespace) -> int:
+def _export(args: argparse.Namespace) -> int:
     from runners.analysis.inspect_export import InspectUnavailable, export_inspect
 
     if args.bench_run and args.label is not None:
@@ -137,4 +133,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     for path, samples in written:
         sys.stdout.write(f"wrote {path} ({samples} samples)\n")
     sys.stdout.write(f"open with: inspect view --log-dir {args.inspect}\n")
-    return 0
+    return EXIT_OK
+
+
+_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"show": _show, "diff": _diff, "export": _export}

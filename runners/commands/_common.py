@@ -1,0 +1,219 @@
+"""What every command shares: exit codes, the consoles, the one-line error, argparse types and the parser that turns
+a refused flag into one line, the checks made before anything is written, progress bars and the subparser factory."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
+
+from runners.analysis import tables
+from runners.plan.rules import DEFAULT_DB, UsageError
+
+__all__ = [
+    "EXIT_OK",
+    "EXIT_REGRESSION",
+    "EXIT_INPUT",
+    "EXIT_INTERRUPTED",
+    "EXIT_INCONCLUSIVE",
+    "EXIT_STORAGE",
+    "out",
+    "err",
+    "_fail",
+    "_say",
+    "_error",
+    "_int_in",
+    "_float_in",
+    "_ArgumentError",
+    "_Parser",
+    "_sub",
+    "_add_selection",
+    "_add_db",
+    "_add_recommend_choices",
+    "_check_db",
+    "_check_output_file",
+    "_load_with_progress",
+    "_progress",
+]
+
+EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_INCONCLUSIVE = 3
+"""The gate had not the power to pass (too few cases, or an MDE above --max-mde)."""
+EXIT_STORAGE = 74
+"""The database could not be written (full disk, I/O error): the run stopped `interrupted` (sysexits EX_IOERR)."""
+
+out = tables.make_console()
+err = tables.make_console(stderr=True)
+
+
+def _fail(message: str) -> NoReturn:
+    raise UsageError(message)
+
+
+def _say(text: str, *, stderr: bool = False) -> None:
+    """Print plain text: never read as markup; wrapped between words at the console width."""
+    (err if stderr else out).print(Text(text))
+
+
+def _error(text: str) -> None:
+    """One line on stderr."""
+    err.print(Text.assemble(("error: ", "red"), " ".join(text.split())), soft_wrap=True)
+
+
+# -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
+def _int_in(lo: int, hi: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be an integer from {lo} to {hi}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text}: must be an integer from {lo} to {hi}")
+        return value
+
+    parse.__name__ = "integer"
+    return parse
+
+
+def _float_in(lo: float, hi: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: must be a number from {lo:g} to {hi:g}") from None
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"{text}: must be a number from {lo:g} to {hi:g}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+class _ArgumentError(Exception):
+    """A flag argparse refused: one line naming it, exit 2 (main prints it)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors reach `main` as one line (`--flag VALUE: what is allowed`), not a usage dump."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A value that starts with '-' and a digit is a value, never an option: `--no-gain-threshold -1,2`
+        # reaches the flag's own check ("must be ≥ 1") instead of "expected one argument".
+        self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$")
+
+    def error(self, message: str) -> NoReturn:
+        m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
+        if m:
+            flag = m.group(1).split("/")[-1]
+            message = f"{flag} {m.group(2)}"
+        raise _ArgumentError(f"{message} (see {self.prog} --help)")
+
+
+# -- shared options -----------------------------------------------------------------------------
+def _sub(sub: Any, name: str, summary: str, description: str | None = None) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=summary.replace("%", "%%"), description=description or summary + "."
+    )
+    return parser
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--evalset", action="append", default=None, metavar="PATH|FAMILY",
+        help="evaluation file, folder or family name (repeatable; default: every built-in case)",
+    )  # fmt: skip
+    p.add_argument("--case", action="append", default=None, metavar="ID", help="only this case id (repeatable)")
+
+
+def _add_db(p: argparse.ArgumentParser) -> None:
+    """--db of a command that reads (or upgrades) one metrics database."""
+    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
+
+
+def _margin_arg(text: str) -> float:
+    from runners.analysis.choices import RecommendInputError, check_margin
+
+    try:
+        return check_margin(float(text))
+    except RecommendInputError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--margin ")) from None
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
+    """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
+    from runners.analysis.choices import DEFAULT_MARGIN, Objective, Rule
+
+    p.add_argument("--objective", default=Objective.TOKENS.value, choices=[o.value for o in Objective],
+                   help=f"what 'cheapest' means (default {Objective.TOKENS.value})")  # fmt: skip
+    p.add_argument("--rule", default=Rule.NON_INFERIORITY.value, choices=[r.value for r in Rule],
+                   help="non-inferiority: the cheapest configuration shown within --margin of the best recall and"
+                        " honest fallback (default); max-recall: the highest recall first")  # fmt: skip
+    p.add_argument("--margin", type=_margin_arg, default=DEFAULT_MARGIN, metavar="RATE",
+                   help=f"non-inferiority margin in [0, 1] (default {DEFAULT_MARGIN:g} ="
+                        f" {DEFAULT_MARGIN * 100:g} points)")  # fmt: skip
+
+
+# -- checks before any file is created ----------------------------------------------------------
+def _check_db(path: Path, *, must_exist: bool) -> None:
+    from runners.store.metrics_db import check_database_file
+
+    check_database_file(path, must_exist=must_exist)
+
+
+def _check_output_file(flag: str, path: Path) -> None:
+    if path.is_dir():
+        _fail(f"{flag} {path} is a folder; give a file path")
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            _fail(f"{flag} {path}: {parent} is a file, not a folder")
+
+
+# -- progress ---------------------------------------------------------------------------------------
+def _load_with_progress(load: Callable[[], list[Any]]) -> list[Any]:
+    """`load()` with a progress bar on stderr for the cases being validated, when stderr is a terminal and the
+    load lasts more than a second (rich shows nothing before then: `transient`, drawn once a file reports);
+    in a pipe nothing is drawn."""
+    if not sys.stderr.isatty():
+        return load()
+    import time
+
+    from runners.domain.evalset import reporting_progress
+
+    started = time.monotonic()
+    progress = Progress(
+        TextColumn("validating {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+        console=tables.make_console(stderr=True), transient=True,
+    )  # fmt: skip
+    tasks: dict[Path, Any] = {}
+
+    def report(path: Path, done: int, total: int) -> None:
+        if path not in tasks:
+            if time.monotonic() - started < 1.0 and done == total:
+                return  # a small file: no bar at all
+            if not progress.live.is_started:
+                progress.start()
+            tasks[path] = progress.add_task(path.name, total=total)
+        progress.update(tasks[path], completed=done)
+
+    try:
+        with reporting_progress(report):
+            return load()
+    finally:
+        progress.stop()
+
+
+def _progress() -> Progress:
+    """The bar of a bench run or sweep on stderr (drawn only on a terminal): done of planned, passed, times."""
+    return Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[passed]}"),
+        TimeElapsedColumn(), TimeRemainingColumn(), console=err, disable=not err.is_terminal,
+    )  # fmt: skip

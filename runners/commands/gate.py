@@ -1,0 +1,164 @@
+"""`harness-bench gate`: compare a candidate label with a baseline label on the same cases and epochs; exit 1 on a
+regression, 3 when the comparison had not the power to pass."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+
+from runners.commands._common import (
+    EXIT_INCONCLUSIVE,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_REGRESSION,
+    _add_db,
+    _check_output_file,
+    _error,
+    _fail,
+    _say,
+    _sub,
+    out,
+)
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = _sub(
+        sub,
+        "gate",
+        "compare a candidate label with a baseline label; exit 1 on regression",
+        "Pairs the two labels on the same cases and epochs. Exit 0 pass, 1 regression, 2 unusable input, "
+        "3 inconclusive (the comparison could not have detected a drop of --max-mde; the verdict line says how many "
+        "cases or epochs would).",
+    )
+    _add_db(p)
+    p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
+    p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
+    p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
+    p.add_argument(
+        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=float, default=0.0, metavar="RATE",
+        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0; --max-recall-drop is the old"
+        " name: the gate compares pass rates, not recommend's SUCCESS share)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-cost-increase", type=float, default=0.25, metavar="RATE",
+        help="relative increase (>= 0) of mean tool calls, model calls or tokens tolerated (default 0.25)",
+    )  # fmt: skip
+    p.add_argument(
+        "--alpha", type=float, default=0.05, metavar="A",
+        help="false-alarm rate of the whole gate, Holm-corrected over all tests (default 0.05)",
+    )  # fmt: skip
+    p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
+                   help="the bench run to take a label's case runs from, when the label is used by several"
+                        " (once per label; twice to compare two runs of one label, baseline first)")  # fmt: skip
+    p.add_argument("--summary", type=Path, default=Path("gate-summary.md"),
+                   help="Markdown summary path (default ./gate-summary.md, overwritten)")  # fmt: skip
+    p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"),
+                   help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
+    g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
+    g.add_argument("--max-mde", type=float, default=0.10, metavar="RATE",
+                   help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
+                        " INCONCLUSIVE, exit 3 (default 0.10 = 10 points)")  # fmt: skip
+    g.add_argument("--allow-inconclusive", action="store_true",
+                   help="an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)")  # fmt: skip
+    g.add_argument("--plan", action="store_true",
+                   help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde"
+                        " (default --max-mde); writes nothing")  # fmt: skip
+    g.add_argument("--target-mde", type=float, default=None, metavar="RATE",
+                   help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall"
+                        " MDE at 90%% power is at most this")  # fmt: skip
+    g.add_argument("--sequential", action="store_true",
+                   help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
+                        " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
+    g.add_argument("--budget", type=int, default=20, metavar="EPOCHS",
+                   help="with --sequential: most epochs to run (default 20)")  # fmt: skip
+    g.add_argument("--stage", type=int, default=4, metavar="EPOCHS",
+                   help="with --sequential: epochs between looks (default 4)")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
+    from runners.store.metrics_db import connect
+
+    _check_output_file("--summary", args.summary)
+    _check_output_file("--junit", args.junit)
+    if args.json is not None:
+        _check_output_file("--json", args.json)
+    try:  # a bad flag is refused before the database is opened
+        validate_flags(k=args.k, max_recall_drop=args.max_recall_drop, max_cost_increase=args.max_cost_increase,
+                       alpha=args.alpha, max_mde=args.max_mde)  # fmt: skip
+        _check_power_flags(args)
+    except GateInputError as exc:
+        _fail(str(exc))
+    con = connect(args.db, read_only=True)
+    try:
+        picked = list(args.bench_run or [])
+        if len(picked) > 2:
+            _fail(f"--bench-run given {len(picked)} times; at most one for the baseline and one for the candidate")
+        chosen: dict[str, str] = {}
+        for run_id in picked:  # each picks the run of the label it carries (the same label: baseline first)
+            row = con.execute("SELECT any_value(label) FROM case_runs WHERE bench_run_id = ?", [run_id]).fetchone()
+            label = row[0] if row else None
+            role = next((r for r, lab in (("baseline", args.baseline), ("candidate", args.candidate))
+                         if lab == label and r not in chosen), None)  # fmt: skip
+            if role is None:
+                _fail(f"--bench-run {run_id}: not a bench run of --baseline {args.baseline!r} or --candidate"
+                      f" {args.candidate!r} (its label: {label!r})")  # fmt: skip
+            chosen[role] = run_id
+        pairs = load_pairs(con, args.baseline, args.candidate, baseline_run=chosen.get("baseline"),
+                           candidate_run=chosen.get("candidate"))  # fmt: skip
+    except GateInputError as exc:
+        _fail(str(exc))
+    finally:
+        con.close()
+    from runners.analysis.gate import Verdict, evaluate_sequential, plan
+
+    common: dict[str, Any] = dict(k=args.k, max_recall_drop=args.max_recall_drop,
+                                  max_cost_increase=args.max_cost_increase, alpha=args.alpha,
+                                  max_mde=args.max_mde)  # fmt: skip
+    try:
+        if args.sequential:
+            result = evaluate_sequential(pairs, args.baseline, args.candidate, budget=args.budget, stage=args.stage,
+                                         target_mde=args.target_mde, **common)  # fmt: skip
+        else:
+            result = evaluate(pairs, args.baseline, args.candidate, **common)
+    except GateInputError as exc:
+        _fail(str(exc))
+    if args.plan:  # advice only: no verdict, nothing written
+        _say(plan(result, args.target_mde or args.max_mde))
+        return EXIT_OK
+    from runners.store._files import OutputWriteError
+
+    if result.verdict is Verdict.INCONCLUSIVE:
+        verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
+    else:
+        verdict = EXIT_OK if result.passed else EXIT_REGRESSION
+    result.db = str(args.db)  # the summary's `harness-bench diff` commands name this file
+    out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
+    try:
+        write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
+    except OutputWriteError as exc:
+        _error(f"{exc} (the verdict above stands)")
+        return verdict if verdict == EXIT_REGRESSION else EXIT_INPUT  # a regression stays 1; else the file error
+    written = f"{args.summary}, {args.junit} and {args.json}" if args.json else f"{args.summary} and {args.junit}"
+    _say(f"wrote {written}")
+    return verdict
+
+
+def _check_power_flags(args: argparse.Namespace) -> None:
+    from runners.analysis.gate import GateInputError, sequential_looks
+
+    if args.target_mde is not None and not 0.0 < args.target_mde <= 1.0:
+        raise GateInputError(f"--target-mde {args.target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
+    if args.sequential:
+        sequential_looks(args.budget, args.stage)
+    elif args.target_mde is not None and not args.plan:
+        raise GateInputError("--target-mde needs --plan or --sequential")
+    if args.plan and args.sequential:
+        raise GateInputError("--plan and --sequential: give one (--plan estimates epochs from a pilot)")

@@ -1,0 +1,49 @@
+"""`harness-bench recommend`: the thresholds and budgets a sweep recommends, with 95% intervals."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.text import Text
+
+from runners.analysis import tables
+from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _fail, _say, _sub, out
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
+    _add_db(p)
+    p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
+    _add_recommend_choices(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.analysis.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
+    from runners.run.sweep import sweep_ids
+    from runners.store.metrics_db import connect
+
+    con = connect(args.db, read_only=True)
+    try:
+        known = sweep_ids(con)
+        sweep = args.sweep or (known[0] if known else None)
+        if sweep is None:
+            _fail(f"{args.db} holds no sweeps; run `harness-bench sweep` first")
+        if sweep not in known:
+            _fail(f"--sweep: unknown sweep {sweep!r} in {args.db}; known: {', '.join(known[:5]) or 'none'}")
+        stats = measure(con, sweep)
+    finally:
+        con.close()
+    if not stats:
+        _fail(f"sweep {sweep} has no case runs yet")
+    rec = recommend(stats, Objective(args.objective), rule=Rule(args.rule), margin=args.margin)
+    picked = rec.chosen.label(rec.columns) if rec.separable else "none — the sweep is too small to separate them"
+    out.print(Text.assemble(("Recommendation: ", "bold"), picked))
+    _say(rec.reasoning)
+    out.print(tables.stats_table(f"sweep {sweep}: {len(stats)} configurations", rec, stats))
+    for name, definition in METRIC_DEFINITIONS.items():
+        _say(f"  {name}: {definition.split(' — ')[-1]}")
+    return EXIT_OK

@@ -1,0 +1,56 @@
+"""`harness-bench report`: a Markdown + HTML report with figures from a metrics database (one sweep, one bench run,
+or everything)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_output_file, _fail, _say, _sub
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
+    _add_db(p)
+    p.add_argument("--sweep", default=None, metavar="SWEEP_ID",
+                   help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
+    p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
+    p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
+    _add_recommend_choices(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.analysis.recommend import Objective, Rule
+    from runners.analysis.report import build_report
+    from runners.run.sweep import sweep_ids
+    from runners.store.metrics_db import connect
+
+    if args.sweep and args.bench_run:
+        _fail("give --sweep or --bench-run, not both")
+    if args.out.exists() and not args.out.is_dir():
+        _fail(f"--out {args.out} is a file; give a folder (it will hold report.md, report.html and figures)")
+    _check_output_file("--out", args.out / "report.md")
+    con = connect(args.db, read_only=True)
+    try:
+        known = sweep_ids(con)
+        if args.sweep == "latest":
+            if not known:
+                _fail(f"--sweep latest: {args.db} holds no sweeps")
+            args.sweep = known[0]
+        if args.sweep and args.sweep not in known:
+            _fail(f"--sweep: unknown sweep {args.sweep!r} in {args.db}")
+        if (
+            args.bench_run
+            and not con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [args.bench_run]).fetchone()
+        ):
+            _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {args.db}")
+    finally:
+        con.close()
+    md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
+                            objective=Objective(args.objective), rule=Rule(args.rule), margin=args.margin)  # fmt: skip
+    _say(f"wrote {md} and {page}")
+    return EXIT_OK
