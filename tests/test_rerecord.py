@@ -12,7 +12,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from harness.context import CancellationToken
 from runners.cli import build_parser, main
+from runners.commands._bench import _bench_options
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
@@ -41,12 +43,10 @@ def _q(db: Path, sql: str) -> list[tuple[object, ...]]:
 
 
 def _parsed(argv: list[str]) -> BenchOptions:
-    """The options the CLI builds from `harness-bench run ARGV` (as `cmd_run` does)."""
+    """The options the `run` command builds from `harness-bench run ARGV`."""
     assert argv[:2] == ["harness-bench", "run"], argv
     args = build_parser().parse_args(argv[1:])
-    run = settings.settings_from_args(args)
-    return BenchOptions(config=run.config, model_settings=run.model_settings,
-                        **run_options.options_from_args(args, {"epochs": 1}))  # fmt: skip
+    return _bench_options(args, settings.settings_from_args(args), epochs=1, cancellation=CancellationToken())
 
 
 def _plan_inputs(opts: BenchOptions) -> tuple[object, ...]:

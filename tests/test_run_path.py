@@ -13,7 +13,9 @@ Not counted, each for its reason:
 - the run's domain, which the runner executes by design: `runners.domain.*` (cases, tools, the scripted model);
 - the progress callbacks the CLI hands the runner (`on_progress`, `on_start`): display, not a decision.
 
-Allowed, named in `ALLOWED` with its reason: building the command-line parser (before the run path starts).
+The trace starts where the command starts, `runners.cli._dispatch`: building the parser before it (each command
+module registering its flags) reads no flag and decides nothing. Returns up allowed anyway would be named in
+`ALLOWED`, each with its reason; there are none.
 """
 
 from __future__ import annotations
@@ -38,14 +40,18 @@ VALUE_MODULES = frozenset({
     "runners.plan.settings", "runners.plan.options", "runners.plan.executor", "runners.plan.agent",
 })  # fmt: skip
 """Value types and vocabularies (see the module docstring)."""
-CALLBACKS = frozenset({"cmd_run.<locals>.hook", "cmd_run.<locals>.<lambda>"})
-"""The CLI's progress callbacks, by qualified name."""
-ALLOWED = {
-    ("runners.transcript_cli", "runners.cli", "_sub"): "the parser: a subcommand module adds its parsers with the"
-    " CLI's parser factory, handed to it (before any flag is read)",
-}
+CALLBACKS = frozenset(
+    {("runners.commands.run", "run.<locals>.hook"), ("runners.commands.run", "run.<locals>.<lambda>")}
+)
+"""The `run` command's progress callbacks, by module and qualified name."""
+ALLOWED: dict[tuple[str, str, str], str] = {}
+COMMAND = ("runners.cli", "_dispatch")
+"""Where a command starts: the parser is built and the flags parsed."""
 """Returns up that are not the run path's, each with its reason."""
-PLANNING = ("runners.plan.run_plan", "runners.plan.rules", "runners.plan.stored_plan", "runners.cli")
+PLANNING = (
+    "runners.plan.run_plan", "runners.plan.rules", "runners.plan.stored_plan", "runners.cli", "runners.commands.run",
+    "runners.commands._bench",
+)  # fmt: skip
 """Modules the runner (everything entered from `runners.run.bench` on) never calls back into."""
 
 
@@ -57,7 +63,7 @@ def _counted(module: str, qualname: str) -> bool:
         return False  # a value's generated method (a dataclass's __init__, __eq__, ...)
     if module == "runners.plan.run_plan" and qualname.startswith("RunPlan.") and qualname != "RunPlan.point":
         return False  # a property of the plan: the runner reading it
-    return not (module == "runners.cli" and qualname in CALLBACKS)
+    return (module, qualname) not in CALLBACKS
 
 
 @dataclass
@@ -100,10 +106,12 @@ def _stack(frame: FrameType) -> list[str]:
 
 
 @contextmanager
-def traced() -> Iterator[RunPath]:
-    """Record the calls between modules of `runners` made on this thread."""
+def traced(start: tuple[str, str] | None = None) -> Iterator[RunPath]:
+    """Record the calls between modules of `runners` made on this thread (from the first call of `start`, a module
+    and a function's qualified name, when given)."""
     seen = RunPath()
     entered: set[str] = set()
+    started = [start is None]
 
     def profile(frame: FrameType, event: str, _arg: Any) -> None:
         if event != "call":
@@ -112,6 +120,10 @@ def traced() -> Iterator[RunPath]:
         if not callee.startswith("runners."):
             return
         qualname = frame.f_code.co_qualname
+        if not started[0]:
+            if (callee, qualname) != start:
+                return
+            started[0] = True
         if not _counted(callee, qualname):
             return
         if callee not in entered:
@@ -156,7 +168,7 @@ def _interrupted_copy(db: Path) -> str:
 def test_the_run_path_enters_each_module_once_and_never_returns_up(tmp_path: Path, resume: bool) -> None:
     assert _run(tmp_path / "warm.duckdb") == 0  # every import done: the trace sees the run, not the imports
     argv = ["run", "--db", str(tmp_path / "warm.duckdb"), "--resume", _interrupted_copy(tmp_path / "warm.duckdb")]
-    with traced() as seen:
+    with traced(start=COMMAND) as seen:
         code = main(argv) if resume else _run(tmp_path / "traced.duckdb")
     assert code == 0
     shown = seen.shown()
