@@ -277,9 +277,9 @@ def _check_new_ids(args: argparse.Namespace, ids: list[str], table: str, column:
 
 # -- commands -------------------------------------------------------------------------------------
 def cmd_cases(args: argparse.Namespace) -> int:
-    from runners.plan.run_plan import select_cases
+    from runners.domain.evalset import spool_cases
 
-    cases = _load_with_progress(lambda: select_cases(args.evalset or [], args.case or []))
+    cases = _load_with_progress(lambda: spool_cases(args.evalset or [], args.case or []))
     if len(cases) <= tables.STREAM_CASES_ABOVE:
         out.print(tables.cases_table(cases, out.width))
         return EXIT_OK
@@ -289,7 +289,7 @@ def cmd_cases(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _load_with_progress(load: Callable[[], list[Any]]) -> list[Any]:
+def _load_with_progress(load: Callable[[], Sequence[Any]]) -> Sequence[Any]:
     """`load()` with a progress bar on stderr for the cases being validated, when stderr is a terminal and the
     load lasts more than a second (rich shows nothing before then: `transient`, drawn once a file reports);
     in a pipe nothing is drawn."""
