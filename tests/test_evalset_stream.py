@@ -4,6 +4,7 @@ does not grow with the file (the parse holds one case, `cases` holds none)."""
 from __future__ import annotations
 
 import json
+import tempfile
 import tracemalloc
 from pathlib import Path
 
@@ -187,3 +188,16 @@ def test_a_json_file_loads_like_its_yaml(tmp_path: Path) -> None:
     as_json = tmp_path / "multi_call_turns.json"
     as_json.write_text(json.dumps(yaml.safe_load(source.read_text(encoding="utf-8")), default=str), encoding="utf-8")
     assert list(spool_cases([str(as_json)])) == load_cases([str(as_json)]) == load_cases([str(source)])
+
+
+def test_no_room_for_the_temporary_list_is_one_problem_naming_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "no-such-folder"
+    monkeypatch.setattr(tempfile, "tempdir", str(gone))
+    with pytest.raises(EvalSetError) as err:
+        spool_cases(["empty_logs"])
+    assert err.value.problems == [
+        f"cannot write the case list to a temporary file in {gone} (No such file or directory); free some "
+        "space there or point TMPDIR at a folder with room"
+    ]

@@ -5,6 +5,10 @@ all problems at once, and nothing is half-loaded. Beyond the shapes, a case is c
 would use it: the context's window is two ISO-8601 instants in order, and every trajectory step's
 input validates against its tool's input model (db_query's bound to the case's tables), unless the
 step is marked `mistake: invalid_input`.
+
+A file is read one case at a time (`_yaml_stream`): memory holds the current case, never the file's whole
+YAML tree. `load_cases` returns the list (what a run needs); `spool_cases` keeps it in a temporary file (what
+`cases` lists, for any number of cases).
 """
 
 from __future__ import annotations
@@ -284,7 +288,8 @@ _progress: list[ProgressCallback] = []
 @contextmanager
 def reporting_progress(callback: ProgressCallback) -> Iterator[None]:
     """Within the block, every file parsed reports its validation progress to `callback` (the `cases`
-    command draws a progress bar with it); the first call, with 0 done, comes right after the YAML parse."""
+    command draws a progress bar with it); the first call, with 0 done, comes once the file's cases are counted
+    (from the YAML events alone, before any is built)."""
     _progress.append(callback)
     try:
         yield
@@ -532,6 +537,28 @@ class SpooledCases(Sequence[EvalCase]):
         self._file.close()
 
 
+def _no_room(exc: OSError) -> EvalSetError:
+    return EvalSetError(
+        [f"cannot write the case list to a temporary file in {tempfile.gettempdir()} ({exc.strerror or exc}); "
+         "free some space there or point TMPDIR at a folder with room"]
+    )  # fmt: skip
+
+
+def _open_spool() -> SpooledCases:
+    try:
+        return SpooledCases()
+    except OSError as exc:
+        raise _no_room(exc) from exc
+
+
+def _store_or_say(spool: SpooledCases, case: EvalCase) -> int:
+    try:
+        return spool._store(case)
+    except OSError as exc:
+        spool.close()
+        raise _no_room(exc) from exc
+
+
 def spool_cases(specs: Sequence[str] = (), case_ids: Sequence[str] = ()) -> SpooledCases:
     """`load_cases(specs)` restricted to `case_ids` (when given), the same checks and problems, but each case is
     validated, stored in a temporary file and dropped: memory holds one case and every id's place (duplicate
@@ -539,7 +566,7 @@ def spool_cases(specs: Sequence[str] = (), case_ids: Sequence[str] = ()) -> Spoo
     in `case_ids`, or when nothing is selected)."""
     problems: list[str] = []
     selections = _selections(specs, problems)
-    spool = SpooledCases()
+    spool = _open_spool()
     files: dict[Path, tuple[Path, int, int]] = {}  # resolved path -> (path, first stored, stored count)
     seen: dict[str, int] = {}  # id -> its stored place; the file and its number there follow from `files`
 
@@ -558,7 +585,7 @@ def spool_cases(specs: Sequence[str] = (), case_ids: Sequence[str] = ()) -> Spoo
             mine: dict[str, int] = {}
             duplicates: list[str] = []
             for n, case in enumerate(read, start=1):
-                stored = spool._store(case)
+                stored = _store_or_say(spool, case)
                 if case.id in mine or case.id in seen:  # in the same file or another one: both places named
                     other, m = (f, mine[case.id] - first + 1) if case.id in mine else where(seen[case.id])
                     duplicates.append(
