@@ -49,6 +49,20 @@ def test_shapes_yaml_load_accepts(text: str, items: list[object]) -> None:
     assert list(iter_raw_cases(text)) == items == yaml.safe_load(text)["cases"]
 
 
+@pytest.mark.parametrize(
+    ("text", "n"),
+    [
+        ("cases: [1, 2]", 2),
+        ("a: {cases: [1]}\ncases: [[1], {b: [2]}, 3]\nz: [4]\n", 3),  # only the top-level list, only its items
+        ("- cases\n- [1, 2]\n", 0),
+        ("cases: *undefined\n", 0),
+        ("cases: [1, [2\n", 0),
+    ],
+)
+def test_the_progress_total_counts_the_top_level_list(text: str, n: int) -> None:
+    assert count_cases(text) == n
+
+
 @pytest.mark.parametrize("text", ["", "- 1\n- 2\n", "cases: 3\n", "other: [1]\n", "just text"])
 def test_other_shapes_are_refused(text: str) -> None:
     with pytest.raises(CasesShapeError):
