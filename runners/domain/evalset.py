@@ -39,7 +39,7 @@ from runners.domain.tools.db_query import TableFixture, case_input_model
 from runners.domain.tools.kb_search import KbDocument, KbSearchInput
 from runners.domain.tools.log_search import LogEvent, LogSearchInput
 
-# libyaml's C loader parses the built-in set ~10x faster than the pure-Python one.
+# libyaml parses ~10x faster than pure PyYAML: its events feed the case-at-a-time reader unless this is SafeLoader.
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 BUILTIN_DIR = Path(__file__).resolve().parents[2] / "evalsets"
 ToolName = Literal["kb_search", "log_search", "db_query"]
