@@ -145,9 +145,14 @@ def _expect_code(c: Any) -> str:
 class _CasesLayout:
     """Column widths of the case list for `width` cells."""
 
-    def __init__(self, cases: Sequence[Any], expect: Iterable[str], width: int) -> None:
-        self.id_w = min(max([cell_len(c.id) for c in cases] + [2]), max(width - 8 - GAP, 10))
-        self.exp_w = max([len(x) for x in expect] + [len("expect")])
+    def __init__(self, cases: Iterable[Any], expect: Iterable[str] | None, width: int) -> None:
+        """`expect`: the cases' expectation codes, when already made."""
+        id_w, exp_w = 2, len("expect")
+        pairs = zip(cases, expect, strict=True) if expect is not None else ((c, _expect_code(c)) for c in cases)
+        for c, x in pairs:  # one pass: the cases may be read back from a file
+            id_w, exp_w = max(id_w, cell_len(c.id)), max(exp_w, len(x))
+        self.id_w = min(id_w, max(width - 8 - GAP, 10))
+        self.exp_w = exp_w
         left = width - self.id_w - GAP - self.exp_w
         self.show_steps = left >= GAP + len("steps")
         left -= (GAP + len("steps")) if self.show_steps else 0
@@ -204,7 +209,7 @@ def cases_lines(cases: Sequence[Any], width: int) -> Iterator[str]:
     """The same case list as plain aligned rows (no newline), one at a time: what `cases` prints for more than
     `STREAM_CASES_ABOVE` cases, so the first row shows at once and memory stays that of one row. Same
     columns, widths and legend as `cases_table`; a family name is a line of its own before its cases."""
-    lay = _CasesLayout(cases, (_expect_code(c) for c in cases), width)
+    lay = _CasesLayout(cases, None, width)
     sep = " " * GAP
     head = [_pad("id" if lay.own_column else "id / question", lay.id_w), _pad("expect", lay.exp_w)]
     if lay.show_steps:

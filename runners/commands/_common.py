@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -178,7 +178,7 @@ def _check_output_file(flag: str, path: Path) -> None:
 
 
 # -- progress ---------------------------------------------------------------------------------------
-def _load_with_progress(load: Callable[[], list[Any]]) -> list[Any]:
+def _load_with_progress(load: Callable[[], Sequence[Any]]) -> Sequence[Any]:
     """`load()` with a progress bar on stderr for the cases being validated, when stderr is a terminal and the
     load lasts more than a second (rich shows nothing before then: `transient`, drawn once a file reports);
     in a pipe nothing is drawn."""

@@ -18,9 +18,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.plan.run_plan import select_cases
+    from runners.domain.evalset import spool_cases
 
-    cases = _load_with_progress(lambda: select_cases(args.evalset or [], args.case or []))
+    cases = _load_with_progress(lambda: spool_cases(args.evalset or [], args.case or []))
     if len(cases) <= tables.STREAM_CASES_ABOVE:
         out.print(tables.cases_table(cases, out.width))
         return EXIT_OK

@@ -1,0 +1,217 @@
+"""Evaluation files read one case at a time: the same data as `yaml.load`, the same problems, and memory that
+does not grow with the file (the parse holds one case, `cases` holds none)."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import tracemalloc
+from pathlib import Path
+
+import pytest
+import yaml
+
+from benchmarks.bench_cases_load import run_cases, write_big_file
+from runners.domain import evalset
+from runners.domain._yaml_stream import CasesShapeError, count_cases, iter_raw_cases
+from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases, spool_cases
+
+BUILTIN = sorted(BUILTIN_DIR.glob("*.yaml"))
+LOADERS = [True, False] if yaml.__with_libyaml__ else [False]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(evalset, "_PARSED", {})
+
+
+@pytest.mark.parametrize("use_c", LOADERS, ids=lambda c: "libyaml" if c else "pure")
+@pytest.mark.parametrize("path", BUILTIN, ids=lambda p: p.stem)
+def test_each_case_is_what_yaml_load_gives(path: Path, use_c: bool) -> None:
+    whole = yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    with path.open("rb") as f:
+        streamed = list(iter_raw_cases(f, use_c=use_c))
+    assert streamed == whole  # aliases of fixtures anchored under another top-level key included
+    with path.open("rb") as f:
+        assert count_cases(f, use_c=use_c) == len(whole)
+
+
+@pytest.mark.parametrize(
+    ("text", "items"),
+    [
+        ("cases: [1, [2], {a: 1}]\n", [1, [2], {"a": 1}]),
+        ("before: &l [x, y]\ncases: *l\nafter: {z: 1}\n", ["x", "y"]),  # a list anchored elsewhere
+        ('"cases":\n  - a\nother: [1, 2]\n', ["a"]),
+        ("{cases: [], more: 1}", []),
+    ],
+)
+def test_shapes_yaml_load_accepts(text: str, items: list[object]) -> None:
+    assert list(iter_raw_cases(text)) == items == yaml.safe_load(text)["cases"]
+
+
+@pytest.mark.parametrize(
+    ("text", "n"),
+    [
+        ("cases: [1, 2]", 2),
+        ("a: {cases: [1]}\ncases: [[1], {b: [2]}, 3]\nz: [4]\n", 3),  # only the top-level list, only its items
+        ("- cases\n- [1, 2]\n", 0),
+        ("cases: *undefined\n", 0),
+        ("cases: [1, [2\n", 0),
+    ],
+)
+def test_the_progress_total_counts_the_top_level_list(text: str, n: int) -> None:
+    assert count_cases(text) == n
+
+
+@pytest.mark.parametrize("text", ["", "- 1\n- 2\n", "cases: 3\n", "other: [1]\n", "just text"])
+def test_other_shapes_are_refused(text: str) -> None:
+    with pytest.raises(CasesShapeError):
+        list(iter_raw_cases(text))
+
+
+def _case_block(path: Path) -> str:
+    text = path.read_text(encoding="utf-8")
+    return text[text.index("cases:\n") + len("cases:\n") :]
+
+
+def test_a_yaml_error_after_good_cases_is_the_files_only_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    good = BUILTIN_DIR / "empty_logs.yaml"
+    invalid_case = "  - id: Not An Id\n    family: nope\n"
+    unclosed = "  - id: x\n    bad: [unclosed\n"
+    bad.write_text(good.read_text(encoding="utf-8") + invalid_case + unclosed, encoding="utf-8")
+    line = bad.read_text(encoding="utf-8").count("\n") + 1
+    for load in (load_cases, spool_cases):
+        with pytest.raises(EvalSetError) as err:
+            load([str(bad)])
+        assert err.value.problems == [f"{bad}: line {line}, column 1: invalid YAML: did not find expected ',' or ']'"]
+
+
+def test_a_second_document_is_refused_with_its_line(tmp_path: Path) -> None:
+    two = tmp_path / "two.yaml"
+    two.write_text("cases: []\n---\ncases: []\n", encoding="utf-8")
+    with pytest.raises(EvalSetError) as err:
+        spool_cases([str(two)])
+    assert err.value.problems == [f"{two}: line 2, column 1: invalid YAML: but found another document"]
+
+
+def test_a_second_cases_key_is_refused_not_silently_preferred(tmp_path: Path) -> None:
+    # two files concatenated: yaml.load kept the last list only, and half the cases went missing in silence
+    good = BUILTIN_DIR / "empty_logs.yaml"
+    both = tmp_path / "both.yaml"
+    text = good.read_text(encoding="utf-8")
+    both.write_text(text + text, encoding="utf-8")
+    line = text.count("\n") + text.splitlines().index("cases:") + 1
+    for load in (load_cases, spool_cases):
+        with pytest.raises(EvalSetError) as err:
+            load([str(both)])
+        twice = "the top-level key 'cases' appears twice; keep one 'cases' list"
+        assert err.value.problems == [f"{both}: line {line}, column 1: invalid YAML: {twice}"]
+
+
+def test_not_utf8_names_the_byte_offset_across_read_chunks(tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    head = b"cases:\n" + b"# " + b"x" * ((1 << 20) + 5) + b"\n"
+    path.write_bytes(head + b"  - caf\xe9\n")
+    with pytest.raises(EvalSetError) as err:
+        spool_cases([str(path)])
+    assert err.value.problems == [f"{path}: not valid UTF-8 (byte offset {len(head) + 7})"]
+    path.write_bytes(head + b"  - \xe4\xb8")  # cut inside the file's last character
+    with pytest.raises(EvalSetError) as err:
+        load_cases([str(path)])
+    assert err.value.problems == [f"{path}: not valid UTF-8 (byte offset {len(head) + 4})"]
+
+
+@pytest.mark.parametrize(
+    ("specs", "ids"),
+    [
+        ((), ()),
+        (("diagnosable", "empty_logs"), ()),
+        ((str(BUILTIN_DIR), "empty_logs"), ()),  # a file selected twice: listed once, where first selected
+        (("empty_logs", str(BUILTIN_DIR)), ()),
+        ((), ("empty_logs_gateway_timeout_t1", "diagnosable_late_order_deadlock_t4")),
+    ],
+)
+def test_spooled_cases_are_the_loaded_cases_in_order(specs: tuple[str, ...], ids: tuple[str, ...]) -> None:
+    loaded = load_cases(specs)
+    if ids:
+        loaded = [c for c in loaded if c.id in ids]
+    spooled = spool_cases(specs, ids)
+    assert len(spooled) == len(loaded)
+    assert list(spooled) == loaded
+    assert list(spooled) == loaded  # read again: the sequence can be walked more than once
+    assert spooled[0] == loaded[0] and spooled[-1] == loaded[-1] and spooled[1:3] == loaded[1:3]
+    spooled.close()
+
+
+def test_spooled_duplicates_name_both_places(tmp_path: Path) -> None:
+    good = BUILTIN_DIR / "empty_logs.yaml"
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(good.read_text(encoding="utf-8") + _case_block(good), encoding="utf-8")
+    for specs in ([str(twice)], [str(good), str(twice)]):
+        with pytest.raises(EvalSetError) as list_err:
+            load_cases(specs)
+        with pytest.raises(EvalSetError) as spool_err:
+            spool_cases(specs)
+        assert spool_err.value.problems == list_err.value.problems
+        assert any("(its #1; here #8)" in p for p in spool_err.value.problems)
+
+
+def test_unknown_case_id_and_empty_selection(tmp_path: Path) -> None:
+    with pytest.raises(EvalSetError) as err:
+        spool_cases([], ["nope", "empty_logs_gateway_timeout_t1", "nada"])
+    assert err.value.problems == ["unknown case id(s): nope, nada"]
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("cases: []\n", encoding="utf-8")
+    with pytest.raises(EvalSetError) as err:
+        spool_cases([str(empty)])
+    assert err.value.problems == ["no cases selected"]
+
+
+def _peak_while_reading(path: Path) -> int:
+    tracemalloc.start()
+    try:
+        with path.open("rb") as f:
+            for _ in iter_raw_cases(f):
+                pass
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_reading_holds_one_case_whatever_the_file_size(tmp_path: Path) -> None:
+    small, big = tmp_path / "small.yaml", tmp_path / "big.yaml"
+    write_big_file(small, 100)
+    write_big_file(big, 1_000)
+    # yaml.load's node tree made this x10 (about 0.1 MB a case); one case's tree is the same for both
+    assert _peak_while_reading(big) < 1.5 * _peak_while_reading(small)
+
+
+def test_cases_command_peak_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    small, big = tmp_path / "small.yaml", tmp_path / "big.yaml"
+    write_big_file(small, 300)
+    write_big_file(big, 3_000)  # 10 MB: 300 MB more than the small one when the whole file's tree was built
+    _, small_mb, small_rc = run_cases(small)
+    _, big_mb, big_rc = run_cases(big)
+    assert small_rc == big_rc == 0
+    assert big_mb < 1.3 * small_mb, (small_mb, big_mb)
+
+
+def test_a_json_file_loads_like_its_yaml(tmp_path: Path) -> None:
+    source = BUILTIN_DIR / "multi_call_turns.yaml"  # its aliases become plain copies in JSON
+    as_json = tmp_path / "multi_call_turns.json"
+    as_json.write_text(json.dumps(yaml.safe_load(source.read_text(encoding="utf-8")), default=str), encoding="utf-8")
+    assert list(spool_cases([str(as_json)])) == load_cases([str(as_json)]) == load_cases([str(source)])
+
+
+def test_no_room_for_the_temporary_list_is_one_problem_naming_the_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = tmp_path / "no-such-folder"
+    monkeypatch.setattr(tempfile, "tempdir", str(gone))
+    with pytest.raises(EvalSetError) as err:
+        spool_cases(["empty_logs"])
+    assert err.value.problems == [
+        f"cannot write the case list to a temporary file in {gone} (No such file or directory); free some "
+        "space there or point TMPDIR at a folder with room"
+    ]
