@@ -4,18 +4,23 @@ bench_runs, the sweep's saved options and resume with no other edit."""
 
 from __future__ import annotations
 
+import argparse
+import ast
 import json
 from pathlib import Path
 
 import duckdb
 import pytest
 
-from runners.cli import main
+from runners.cli import build_parser, main
 from runners.plan import run_options
 from runners.plan.options import BenchOptions
+from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import RunOption
 from runners.store.metrics_db import connect
 from tests.test_settings import ONE, _drop_epoch, _q
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = RunOption(
     "probe_note", "--probe-note", "probe_note", "probe_note", "probe_note",
@@ -71,3 +76,51 @@ def test_a_new_run_option_is_saved_with_a_sweep_and_restored(new_option: None, t
     assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
     assert _q(db, "SELECT DISTINCT probe_note FROM bench_runs") == [("swept",)]
     assert _q(db, "SELECT count(*) FROM case_runs") == [(4,)]
+
+
+def _subparser(command: str) -> argparse.ArgumentParser:
+    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = action.choices[command]
+    return parser
+
+
+@pytest.mark.parametrize("command", ["run", "sweep", "cases", "serve-sim"])
+def test_every_run_option_flag_comes_from_its_declaration(command: str) -> None:
+    """Type (its bounds), metavar, help and default of each run-option flag are the declaration's, per command: a
+    flag added by hand beside the declaration (with its own help or bounds) fails here."""
+    parser = _subparser(command)
+    wanted = run_options.declared() if command in ("run", "sweep") else [
+        o for o in run_options.declared() if o.name in ("evalsets", "case_ids")
+    ]  # fmt: skip
+    for option in wanted:
+        action = parser._option_string_actions.get(option.flag)
+        assert action is not None, f"{command} has no {option.flag}"
+        declared_keywords = option.flag_keywords(command)
+        for key in ("help", "metavar", "type", "default", "dest"):
+            if key in declared_keywords:
+                assert getattr(action, key) == declared_keywords[key], f"{command} {option.flag}: {key}"
+        if "choices" in declared_keywords:
+            assert list(action.choices or []) == list(declared_keywords["choices"]), option.flag
+
+
+def test_no_command_adds_a_run_option_flag_by_hand() -> None:
+    """The commands that take run options place their flags with `run_options.add_argument`; none spells one out
+    (`show --label`, which picks stored runs, is another flag of another command)."""
+    flags = {o.flag for o in run_options.declared()}
+    taking = ("_bench.py", "_common.py", "run.py", "sweep.py", "cases.py", "serve_sim.py")
+    for path in [ROOT / "runners" / "commands" / name for name in taking]:
+        tree = ast.parse(path.read_text(), str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument" and node.args:
+                first = node.args[0]
+                if isinstance(first, ast.Constant) and first.value in flags:
+                    raise AssertionError(f"{path.name}:{node.lineno} adds {first.value} by hand")
+
+
+def test_the_epochs_flag_takes_its_bounds_and_default_from_the_declaration(tmp_path: Path) -> None:
+    option = next(o for o in run_options.declared() if o.name == "epochs")
+    assert "default 1)" in option.flag_keywords("run")["help"] and "default 3)" in option.flag_keywords("sweep")["help"]
+    db = tmp_path / "never-written.duckdb"
+    assert main(["run", "--epochs", str(MAX_EPOCHS + 1), "--db", str(db)]) == 2
+    assert main(["sweep", "--epochs", "0", "--db", str(db)]) == 2
+    assert not db.exists()

@@ -14,9 +14,8 @@ from rich.text import Text
 
 from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _int_in, _say, err
 from runners.plan import run_options, settings
-from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
-from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, RECORD_MODES, RunRequest
+from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, RunRequest
 from runners.run import interrupts
 
 if TYPE_CHECKING:
@@ -40,20 +39,17 @@ __all__ = [
 
 # -- shared options -----------------------------------------------------------------------------
 def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+    """The settings, then the run options (declared in runners/plan/run_options.py: flag, type, help) in their
+    help groups beside the flags of where and how the command runs."""
+    command = "sweep" if sweep else "run"
     settings.add_arguments(p, sweep=sweep)
     g = p.add_argument_group("cassettes")
-    g.add_argument("--cassettes", type=Path, default=None, metavar="DIR",
-                   help="record/replay the model's HTTP with vcrpy (openai:<model-name> only)")  # fmt: skip
-    g.add_argument("--record-mode", default=None, choices=RECORD_MODES,
-                   help="vcrpy record mode with --cassettes (default none: replay only, no network; all: re-record,"
-                        " replacing stale episodes)")  # fmt: skip
+    run_options.add_argument(g, "cassettes", command)
+    run_options.add_argument(g, "record_mode", command)
     g = p.add_argument_group("bench")
     g.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
-    g.add_argument("--label", type=_label_arg, default=None,
-                   help="label stored with every case run (the gate pairs labels)")  # fmt: skip
-    epochs = 3 if sweep else 1
-    g.add_argument("--epochs", type=_int_in(1, MAX_EPOCHS), default=None, metavar="K",
-                   help=f"repeat every case K times (default {epochs})")  # fmt: skip
+    run_options.add_argument(g, "label", command)
+    run_options.add_argument(g, "epochs", command)
     g.add_argument("--concurrency", type=_int_in(1, MAX_CONCURRENCY), default=1, metavar="N",
                    help="case runs in flight (default 1)")  # fmt: skip
     g.add_argument("--max-in-flight", type=_int_in(1, MAX_CONCURRENCY), default=None, metavar="N",
@@ -63,59 +59,22 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                    help="finish an interrupted " + ("sweep" if sweep else "bench run") + " with its stored settings"
                         " (only --db, --concurrency, --executor, --ray-address, --base-url and --api-key-env may be"
                         " given with it)")  # fmt: skip
-    g.add_argument("--no-transcripts", dest="transcripts", action="store_false",
-                   help="do not store each case run's conversation (the `messages` table that `show`, `diff` and"
-                        " `export --inspect` read); for very large sweeps")  # fmt: skip
-    run_options.add_arguments(p)
-    _add_execution(p, sweep=sweep)
+    run_options.add_argument(g, "transcripts", command)
+    _add_execution(p, command)
+    run_options.add_arguments(p, command)
 
 
-def _shard_arg(text: str) -> Any:
-    from runners.plan.shard import ShardError, ShardSpec
-
-    try:
-        return ShardSpec.parse(text)
-    except ShardError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard").strip()) from None
-
-
-def _label_arg(text: str) -> str:
-    """A label is shown in tables, Markdown headings and JUnit names: printable, one line, at most 200 chars."""
-    if not text or len(text) > 200 or not text.isprintable():
-        shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}… ({len(text)} characters)"
-        raise argparse.ArgumentTypeError(f"{shown}: a label is 1-200 printable characters on one line")
-    return text
-
-
-def _run_id_arg(text: str) -> str:
-    from runners.plan.shard import ShardError, check_run_id
-
-    try:
-        return check_run_id(text)
-    except ShardError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--run-id").strip()) from None
-
-
-def _add_execution(p: argparse.ArgumentParser, *, sweep: bool) -> None:
+def _add_execution(p: argparse.ArgumentParser, command: str) -> None:
     # Execution options say where and how the work runs; none of them is a setting, so none changes
     # what a run measures (runners/plan/settings.py stays the one declaration of those).
-    what = "sweep" if sweep else "run"
     g = p.add_argument_group("execution (never part of a run's settings)")
-    g.add_argument("--shard", type=_shard_arg, default=None, metavar="I/N",
-                   help=f"run only shard I of N (1-based) of the (grid point, case, epoch) work into --db; every"
-                        f" shard of one {what} takes the same flags and --run-id; `harness-bench merge` joins"
-                        " the files")  # fmt: skip
-    g.add_argument("--run-id", type=_run_id_arg, default=None, metavar="NAME",
-                   help=f"name the {what}: its id becomes {'sw-NAME' if sweep else 'br-NAME'} on every machine"
-                        " (required with --shard; e.g. the CI run number)")  # fmt: skip
+    run_options.add_argument(g, "shard", command)
+    run_options.add_argument(g, "run_id", command)
     g.add_argument("--executor", default=Executor.LOCAL.value, choices=[e.value for e in Executor],
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
-    g.add_argument("--agent", default=AgentFramework.NATIVE.value, choices=[a.value for a in AgentFramework],
-                   help="the agent loop each case run goes through: native (run_diagnosis, default), pydantic-ai"
-                        " or openai-agents (that framework's agent over the case's model, the Harness through its"
-                        " adapter; needs the `adapters` extra, which make venv installs)")  # fmt: skip
+    run_options.add_argument(g, "agent", command)
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
                         " default: start a local instance")  # fmt: skip

@@ -124,12 +124,12 @@ def _sub(sub: Any, name: str, summary: str, description: str | None = None) -> a
     return parser
 
 
-def _add_selection(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--evalset", action="append", default=None, metavar="PATH|FAMILY",
-        help="evaluation file, folder or family name (repeatable; default: every built-in case)",
-    )  # fmt: skip
-    p.add_argument("--case", action="append", default=None, metavar="ID", help="only this case id (repeatable)")
+def _add_selection(p: argparse.ArgumentParser, command: str) -> None:
+    """--evalset and --case (declared with the run options: runners/plan/run_options.py)."""
+    from runners.plan import run_options
+
+    run_options.add_argument(p, "evalsets", command)
+    run_options.add_argument(p, "case_ids", command)
 
 
 def _add_db(p: argparse.ArgumentParser) -> None:

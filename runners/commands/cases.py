@@ -13,7 +13,7 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     p = _sub(sub, "cases", "list evaluation cases with their family and expectations (and validate the files)")
-    _add_selection(p)
+    _add_selection(p, "cases")
     p.set_defaults(func=run)
 
 

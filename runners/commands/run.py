@@ -42,7 +42,7 @@ __all__ = ["register", "run"]
 def register(sub: Any) -> None:
     p = _sub(sub, "run", "run cases through the harness and write metrics to DuckDB",
              "Run every selected case (default: all built-in cases, scripted model) into a DuckDB file.")  # fmt: skip
-    _add_selection(p)
+    _add_selection(p, "run")
     _add_bench(p, sweep=False)
     p.add_argument("--strict", action="store_true", help="exit 1 when any case run misses its expectations")
     p.set_defaults(func=run)

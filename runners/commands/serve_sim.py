@@ -22,7 +22,7 @@ __all__ = ["register", "run"]
 
 def register(sub: Any) -> None:
     p = _sub(sub, "serve-sim", "serve an OpenAI-compatible simulator that plays the cases' trajectories over HTTP")
-    _add_selection(p)
+    _add_selection(p, "serve-sim")
     p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     p.add_argument("--port", type=_int_in(0, 65535), default=8765, help="port (default 8765; 0 picks a free one)")
     p.add_argument("--verbose", action="store_true", help="log every request")

@@ -27,7 +27,7 @@ def register(sub: Any) -> None:
     p = _sub(sub, "sweep", "run a grid of thresholds and budgets, each point a bench run tagged with one sweep id",
              "Each comma list of a sweepable setting is one axis of the grid; every combination is one bench run."
              " The other settings take one value shared by every point.")  # fmt: skip
-    _add_selection(p)
+    _add_selection(p, "sweep")
     _add_bench(p, sweep=True)
     p.set_defaults(func=run)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from runners.plan.agent import AgentFramework
+from runners.plan.rules import MAX_EPOCHS, RECORD_MODES
 
 if TYPE_CHECKING:
     from runners.plan.options import BenchOptions
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "RUN_OPTIONS",
     "RunOption",
+    "add_argument",
     "add_arguments",
     "bench_run_columns",
     "bench_run_values",
@@ -63,6 +65,47 @@ def _shard_parse(value: str | None) -> Any:
     return ShardSpec.parse(value) if value else None
 
 
+def _label(text: str) -> str:
+    """A label is shown in tables, Markdown headings and JUnit names: printable, one line, at most 200 chars."""
+    if not text or len(text) > 200 or not text.isprintable():
+        shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}… ({len(text)} characters)"
+        raise argparse.ArgumentTypeError(f"{shown}: a label is 1-200 printable characters on one line")
+    return text
+
+
+def _epochs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer from 1 to {MAX_EPOCHS}") from None
+    if not 1 <= value <= MAX_EPOCHS:
+        raise argparse.ArgumentTypeError(f"{text}: must be an integer from 1 to {MAX_EPOCHS}")
+    return value
+
+
+def _shard_flag(text: str) -> Any:
+    from runners.plan.shard import ShardError, ShardSpec
+
+    try:
+        return ShardSpec.parse(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard").strip()) from None
+
+
+def _run_id_flag(text: str) -> str:
+    from runners.plan.shard import ShardError, check_run_id
+
+    try:
+        return check_run_id(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--run-id").strip()) from None
+
+
+Argument = Mapping[str, Any] | Callable[[str], Mapping[str, Any]]
+"""`add_argument` keywords of a run option's flag, or a function of the command (`run`, `sweep`, `cases`, ...)
+giving them (a help text that names the command, a default that differs per command)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunOption:
     """One declared run option."""
@@ -91,9 +134,8 @@ class RunOption:
     """The argparse value means the flag was not given."""
     stored_value: Callable[[BenchOptions], Stored] | None = None
     """What the column holds, when not simply the encoded field (e.g. a record mode only with cassettes)."""
-    argument: Mapping[str, Any] | None = None
-    """`add_argument` keywords (help, metavar, type, ...) when the flag is added from here (None: runners/cli.py
-    adds it by hand, with its group and per-command help)."""
+    argument: Argument | None = None
+    """The flag's `add_argument` keywords: type (its bounds), metavar, help, ... (None: the option has no flag)."""
     default: Any = None
     """The value when neither given nor stored (options without a `BenchOptions` field of their own)."""
     to_argv: Callable[[Any], list[str]] | None = None
@@ -105,6 +147,11 @@ class RunOption:
         if _has_field(self.name):
             return getattr(opts, self.name)
         return opts.more_options.get(self.name, self.default)
+
+    def flag_keywords(self, command: str) -> dict[str, Any]:
+        """The `add_argument` keywords of the flag in `command` (dest and default included)."""
+        given = self.argument(command) if callable(self.argument) else dict(self.argument or {})
+        return {"dest": self.dest, "default": None, **given}
 
     def column_value(self, opts: BenchOptions) -> Stored:
         """The value written to `bench_runs.<column>`."""
@@ -118,26 +165,55 @@ class RunOption:
 
 RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("evalsets", "--evalset", "evalset", "evalsets", "evalset_specs", column_json=True,
-              decode=lambda v: list(v or []), from_arg=lambda v: list(v or [])),
+              decode=lambda v: list(v or []), from_arg=lambda v: list(v or []),
+              argument={"action": "append", "metavar": "PATH|FAMILY",
+                        "help": "evaluation file, folder or family name (repeatable; default: every built-in case)"}),
     RunOption("case_ids", "--case", "case", "case_ids", "case_ids_json", column_json=True,
-              decode=lambda v: list(v or []), from_arg=lambda v: list(v or [])),
-    RunOption("label", "--label", "label", "label", "label"),
-    RunOption("epochs", "--epochs", "epochs", "epochs", "epochs", sql_type="INTEGER"),
-    RunOption("cassettes", "--cassettes", "cassettes", "cassettes", "cassettes", encode=_path, decode=_to_path),
+              decode=lambda v: list(v or []), from_arg=lambda v: list(v or []),
+              argument={"action": "append", "metavar": "ID", "help": "only this case id (repeatable)"}),
+    RunOption("label", "--label", "label", "label", "label",
+              argument={"type": _label, "help": "label stored with every case run (the gate pairs labels)"}),
+    RunOption("epochs", "--epochs", "epochs", "epochs", "epochs", sql_type="INTEGER",
+              argument=lambda command: {
+                  "type": _epochs, "metavar": "K",
+                  "help": f"repeat every case K times (default {3 if command == 'sweep' else 1})"}),
+    RunOption("cassettes", "--cassettes", "cassettes", "cassettes", "cassettes", encode=_path, decode=_to_path,
+              argument={"type": Path, "metavar": "DIR",
+                        "help": "record/replay the model's HTTP with vcrpy (openai:<model-name> only)"}),
     RunOption("record_mode", "--record-mode", "record_mode", "record_mode", "record_mode",
               decode=lambda v: v or "none", from_arg=lambda v: v or "none",
-              stored_value=lambda o: o.record_mode if o.cassettes else None),
+              stored_value=lambda o: o.record_mode if o.cassettes else None,
+              argument={"choices": RECORD_MODES,
+                        "help": "vcrpy record mode with --cassettes (default none: replay only, no network; all:"
+                                " re-record, replacing stale episodes)"}),
     # a shard's bench run keeps its shard in bench_run_shards (runners/plan/shard.py), not in a column
-    RunOption("shard", "--shard", "shard", "shard", None, encode=_shard_text, decode=_shard_parse),
-    RunOption("run_id", "--run-id", "run_id", "run_id", None),
+    RunOption("shard", "--shard", "shard", "shard", None, encode=_shard_text, decode=_shard_parse,
+              argument=lambda command: {
+                  "type": _shard_flag, "metavar": "I/N",
+                  "help": "run only shard I of N (1-based) of the (grid point, case, epoch) work into --db; every"
+                          f" shard of one {command} takes the same flags and --run-id; `harness-bench merge` joins"
+                          " the files"}),
+    RunOption("run_id", "--run-id", "run_id", "run_id", None,
+              argument=lambda command: {
+                  "type": _run_id_flag, "metavar": "NAME",
+                  "help": f"name the {command}: its id becomes {'sw-NAME' if command == 'sweep' else 'br-NAME'} on"
+                          " every machine (required with --shard; e.g. the CI run number)"}),
     RunOption("transcripts", "--no-transcripts", "transcripts", "transcripts", "transcripts", sql_type="BOOLEAN",
               decode=lambda v: v is not False, not_given=lambda v: v is not False,
-              to_argv=lambda v: [] if v else ["--no-transcripts"]),
+              to_argv=lambda v: [] if v else ["--no-transcripts"],
+              argument={"action": "store_false", "default": True,
+                        "help": "do not store each case run's conversation (the `messages` table that `show`,"
+                                " `diff` and `export --inspect` read); for very large sweeps"}),
     RunOption("agent", "--agent", "agent", "agent", "agent",
               encode=lambda v: AgentFramework(v).value,
               decode=lambda v: AgentFramework(v or AgentFramework.NATIVE.value),
               from_arg=lambda v: AgentFramework(v or AgentFramework.NATIVE.value),
-              not_given=lambda v: v in (None, AgentFramework.NATIVE.value)),
+              not_given=lambda v: v in (None, AgentFramework.NATIVE.value),
+              argument={"default": AgentFramework.NATIVE.value, "choices": [a.value for a in AgentFramework],
+                        "help": "the agent loop each case run goes through: native (run_diagnosis, default),"
+                                " pydantic-ai or openai-agents (that framework's agent over the case's model, the"
+                                " Harness through its adapter; needs the `adapters` extra, which make venv"
+                                " installs)"}),
 )  # fmt: skip
 """Every run option a stored run fixes."""
 
@@ -159,13 +235,24 @@ def _as_fields(values: dict[str, Any]) -> dict[str, Any]:
     return values | {"more_options": more} if more else values
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of the run options declared with `argument` keywords."""
-    declared_here = [o for o in declared() if o.argument is not None]
-    if declared_here:
+def _option(name: str) -> RunOption:
+    return next(o for o in declared() if o.name == name)
+
+
+def add_argument(container: Any, name: str, command: str) -> None:
+    """The flag of run option `name` in `command`, added to `container` (a parser or one of its help groups)."""
+    option = _option(name)
+    container.add_argument(option.flag, **option.flag_keywords(command))
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    """The flags of the run options `parser` does not have yet, under "run options" (an option declared with no
+    place of its own in the command line's help)."""
+    rest = [o for o in declared() if o.argument is not None and o.flag not in parser._option_string_actions]
+    if rest:
         group = parser.add_argument_group("run options")
-        for o in declared_here:
-            group.add_argument(o.flag, dest=o.dest, default=None, **dict(o.argument or {}))
+        for o in rest:
+            group.add_argument(o.flag, **o.flag_keywords(command))
 
 
 def given_flags(args: Any) -> dict[str, object]:
