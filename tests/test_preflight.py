@@ -169,3 +169,13 @@ def test_replay_needs_no_api_key_and_no_probe(
                  "--cassettes", str(root / "cassettes"), "--record-mode", "none"]) == 0  # fmt: skip
     assert attempts == []
     assert "error" not in capsys.readouterr().err
+
+
+def test_a_sweep_probes_its_endpoint_once_for_every_grid_point(tmp_path: Path) -> None:
+    """The probe is the sweep's, not each point's: three grid points, one GET of the models route (each point
+    running its own probe made it four)."""
+    with serve() as ep:
+        main(["sweep", "--db", str(tmp_path / "s.duckdb"), "--model", "openai:m", "--base-url", ep.base_url,
+              "--case", ONE, "--no-gain-threshold", "1,2,3", "--epochs", "1", "--max-model-attempts", "1"])  # fmt: skip
+        assert len(ep.requests) >= 3, "every point reached the endpoint (the probe count below is not vacuous)"
+        assert ep.gets == ["/v1/models"], ep.gets

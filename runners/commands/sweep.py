@@ -34,7 +34,6 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan the sweep (its grid points and the shared run plan), claim the database, run every point."""
-    from runners.run.preflight import preflight
     from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
     intr = _interrupts(args)
@@ -42,8 +41,6 @@ def run(args: argparse.Namespace) -> int:
     base = _bench_options(args, base_settings, epochs=3, cancellation=intr.token)
     grid = SweepGrid() if args.resume else SweepGrid(settings.axes_from_args(args))
     plan = plan_sweep(SweepOptions(grid, base, args.resume), request=_request(args, base_settings))
-    if not plan.resumes:
-        preflight(plan.base.options)  # before the sweeps row: an unusable endpoint writes nothing
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)
     _claim(args.db)

@@ -40,7 +40,7 @@ from runners.store.transcripts import transcript_rows
 
 __all__ = [
     "BenchSummary", "FamilyRow", "ProgressHook", "StartHook", "case_run_id", "family_rows", "family_table",
-    "git_commit", "plan_run", "run_bench",
+    "git_commit", "plan_run", "run_bench", "run_point",
 ]  # fmt: skip
 
 
@@ -108,8 +108,7 @@ StartHook = Callable[[str], None]
 
 
 def run_bench(
-    plan: RunPlan, *, on_progress: ProgressHook | None = None, con: duckdb.DuckDBPyConnection | None = None,
-    on_start: StartHook | None = None,
+    plan: RunPlan, *, on_progress: ProgressHook | None = None, on_start: StartHook | None = None,
 ) -> BenchSummary:  # fmt: skip
     """Run the bench run `plan` (from `plan_run`: a new run, or the resume of a stored one). Once its options'
     cancellation is set (or on KeyboardInterrupt), finished case runs are kept, the ones in flight discarded, and
@@ -118,13 +117,19 @@ def run_bench(
         raise TypeError("run_bench runs a RunPlan: run_bench(plan_run(BenchOptions(...)))")
     t0 = time.perf_counter()
     preflight(plan.options)  # an unusable endpoint is exit 2 before the database is even opened
-    if con is not None:
-        return _run(con, plan, t0, on_progress, on_start)
     own = connect(plan.db)
     try:
         return _run(own, plan, t0, on_progress, on_start)
     finally:
         own.close()
+
+
+def run_point(
+    con: duckdb.DuckDBPyConnection, plan: RunPlan, *, on_progress: ProgressHook | None = None
+) -> BenchSummary:
+    """One grid point of a sweep: the bench run `plan` on the sweep's open connection, its endpoint already probed
+    once for the whole sweep (`run_sweep`)."""
+    return _run(con, plan, time.perf_counter(), on_progress, None)
 
 
 def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:

@@ -1,6 +1,6 @@
 """Sweeps: the full grid of sweepable settings, each point a bench run tagged with one sweep id. `run_sweep`
 executes a `SweepPlan` (runners/plan/sweep_plan.py: the grid points and the shared `RunPlan`, a resume's read
-from the stored sweep); each point runs as `plan.base.point(...)`, through `run_bench`.
+from the stored sweep); each point runs as `plan.base.point(...)`, through `run_point` on the sweep's connection.
 
 The axes are the sweepable settings of the one declaration (`runners/plan/settings.py`); a setting
 declared sweepable later is an axis with no edit here. Resumable as a whole: `--resume SWEEP_ID`
@@ -21,7 +21,8 @@ from runners.plan import shard
 from runners.plan.settings import RunSettings
 from runners.plan.stored_plan import saved_sweep_options
 from runners.plan.sweep_plan import SweepGrid, SweepOptions, SweepPlan, plan_sweep
-from runners.run.bench import BenchSummary, StartHook, run_bench
+from runners.run.bench import BenchSummary, StartHook, run_point
+from runners.run.preflight import preflight
 from runners.store.metrics_db import WRITE_FAILURES, connect, write_statement
 
 __all__ = ["SweepGrid", "SweepOptions", "SweepPlan", "SweepSummary", "plan_sweep", "run_sweep", "sweep_ids"]
@@ -60,6 +61,7 @@ def run_sweep(
     set, no new point starts and the sweep ends `interrupted` (unless every point had already completed)."""
     if not isinstance(plan, SweepPlan):
         raise TypeError("run_sweep runs a SweepPlan: run_sweep(plan_sweep(SweepOptions(...)))")
+    preflight(plan.base.options)  # once for every point, before the sweeps row: an unusable endpoint writes nothing
     con = connect(plan.base.db)
     try:
         return _sweep(con, plan, on_progress, on_start)
@@ -115,7 +117,7 @@ def _sweep(
                 if on_progress:
                     on_progress(offset + done, total)
 
-            summaries.append(run_bench(point_plan, on_progress=hook, con=con))
+            summaries.append(run_point(con, point_plan, on_progress=hook))
             if summaries[-1].status != "completed":
                 stopped = True
                 break
