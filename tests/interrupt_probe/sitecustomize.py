@@ -120,10 +120,10 @@ if os.environ.get("HB_PROBE_FD"):
 
     _metrics_db.MetricsWriter.add = _add  # type: ignore[method-assign]
 
-    _real_run_bench = _bench.run_bench
+    _real_run_point = _bench.run_point
 
-    def _run_bench(opts: Any, **kw: Any) -> Any:
-        _event("point", kw.get("con"))
-        return _real_run_bench(opts, **kw)
+    def _run_point(con: Any, plan: Any, **kw: Any) -> Any:
+        _event("point", con)
+        return _real_run_point(con, plan, **kw)
 
-    _sweep.run_bench = _run_bench
+    _sweep.run_point = _run_point
