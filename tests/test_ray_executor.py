@@ -20,7 +20,7 @@ except ImportError as exc:  # `make venv` installs the [ray] extra: a missing Ra
 
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
-from runners.run.bench import plan_run, run_bench
+from runners.run.bench import plan_run, run_bench, run_point
 from runners.run.executors import Executor
 from runners.store.metrics_db import connect
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
@@ -71,9 +71,10 @@ def test_finished_case_runs_stream_to_duckdb_while_tasks_still_run(local_ray: st
 
     t0 = time.perf_counter()
     try:
-        summary = run_bench(
-            plan_run(BenchOptions(db=db, evalsets=FAMILIES, epochs=3, executor=Executor.RAY, keep_runs=False)),
-            on_progress=hook, con=con,
+        # on the connection the hook reads (run_point: what a sweep runs each grid point through)
+        summary = run_point(
+            con, plan_run(BenchOptions(db=db, evalsets=FAMILIES, epochs=3, executor=Executor.RAY, keep_runs=False)),
+            on_progress=hook,
         )  # fmt: skip
     finally:
         con.close()
