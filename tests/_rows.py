@@ -84,3 +84,12 @@ def case_runs_by_case(db: Path) -> dict[str, dict[str, object]]:
                 for row in cur.fetchall()}  # fmt: skip
     finally:
         con.close()
+
+
+def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of `sql` on the DuckDB file `db`, opened read-only (and closed: the next writer may open it)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(sql, params or []).fetchall()
+    finally:
+        con.close()

@@ -21,6 +21,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import case_run_id, plan_run, run_bench
 from runners.store.metrics_db import MetricsDbError, connect
+from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
 
@@ -35,14 +36,6 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     yield
-
-
-def _q(db: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def test_run_writes_consistent_metrics(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings, RunSettings
 from runners.plan.shard import ShardSpec
 from runners.plan.stored_plan import read_bench_run, run_argv
+from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
 
@@ -32,14 +33,6 @@ ONE = "empty_logs_gateway_timeout_t1"
 def sim() -> Iterator[SimulatorServer]:
     with SimulatorServer(load_cases(["empty_logs"]), trajectory_for=trajectory_for_model) as server:
         yield server
-
-
-def _q(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 def _parsed(argv: list[str]) -> BenchOptions:

@@ -18,7 +18,8 @@ from runners.plan.options import BenchOptions
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import RunOption
 from runners.store.metrics_db import connect
-from tests.test_settings import ONE, _drop_epoch, _q
+from tests._rows import query as _q
+from tests.test_settings import ONE, _drop_epoch
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -24,6 +24,7 @@ from runners.plan.run_plan import select_cases
 from runners.plan.settings import RunSettings, SettingsError, declaration
 from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 from tests._fake_endpoint import completion, serve
+from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
 LEGACY_PUBLIC_NAMES = {
@@ -31,14 +32,6 @@ LEGACY_PUBLIC_NAMES = {
     "max_tool_invocations": "max_tool_calls", "max_model_calls": "max_model_calls",
     "max_total_tokens": "max_tokens", "deadline_seconds": "deadline",
 }  # fmt: skip
-
-
-def _q(db: Path, sql: str, params: list[object] | None = None) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def _drop_epoch(db: Path, bench_run_id: str, epoch: int) -> None:

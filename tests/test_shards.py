@@ -26,20 +26,13 @@ from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from runners.store.metrics_db import SCHEMA_VERSION, connect
 from tests._rows import behaviour_rows
+from tests._rows import query as _q
 
 ROOT = Path(__file__).resolve().parent.parent
 N = 4
 EPOCHS = 2
 RUN = "acc"
 _rows = behaviour_rows
-
-
-def _q(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql, params or []).fetchall()
-    finally:
-        con.close()
 
 
 def _fingerprint(db: Path) -> str:

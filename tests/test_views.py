@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
 from runners.plan.settings import swept_names
+from tests._rows import query as _q
 
 VIEWS = ("v_pass_rate", "v_wasted_calls", "v_outcomes", "v_sweep_points")
 
@@ -24,14 +24,6 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for _ in range(2):
         assert main(["run", "--db", str(path), "--evalset", "empty_logs"]) == 0
     return path
-
-
-def _q(db: Path, sql: str) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.parametrize("view", VIEWS)
