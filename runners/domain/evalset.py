@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
 from harness.scope import normalize_timestamp
-from runners.domain._yaml_stream import CasesShapeError, count_cases, iter_raw_cases
+from runners.domain._yaml_stream import CasesShapeError, count_block_items, count_cases, iter_raw_cases
 from runners.domain.scripted import Mistake, RejectionReaction, Trajectory
 from runners.domain.tools.db_query import TableFixture, case_input_model
 from runners.domain.tools.kb_search import KbDocument, KbSearchInput
@@ -369,7 +369,11 @@ class _FileCases:
         total = 0
         if report is not None:
             with path.open("rb") as f:
-                total = count_cases(f, use_c=use_c)  # the bar's length, from the events alone
+                by_lines = count_block_items(f) if use_c else None  # the bar's length, from the lines
+            if by_lines is None:
+                with path.open("rb") as f:
+                    by_lines = count_cases(f, use_c=use_c)  # or from the events alone
+            total = by_lines
             report(path, 0, total)
         i = 0
         try:
