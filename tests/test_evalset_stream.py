@@ -313,3 +313,30 @@ def test_the_bar_length_from_the_lines_is_the_event_count(tmp_path: Path) -> Non
             assert by_lines == count_cases(f), path
     assert count_block_items(io.BytesIO(b"cases: [1, 2]\n")) is None  # not a block list: the events count it
     assert count_block_items(io.BytesIO(b"cases:\n  - 1\n  - - 2\n  - 3\nnext: 1\n")) == 3
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
+def test_a_file_parsed_by_the_forked_reader_gives_the_same_cases_and_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = BUILTIN_DIR / "empty_logs.yaml"
+    bad_yaml, bad_case, shared = tmp_path / "bad_yaml.yaml", tmp_path / "bad_case.yaml", tmp_path / "shared.yaml"
+    bad_yaml.write_text(good.read_text(encoding="utf-8") + "  - id: x\n    bad: [unclosed\n", encoding="utf-8")
+    bad_case.write_text(good.read_text(encoding="utf-8") + "  - id: Not An Id\n    family: nope\n", encoding="utf-8")
+    shared.write_text("top: &t {x: 1}\ncases:\n  - *t\n", encoding="utf-8")
+    paths = [*BUILTIN, bad_yaml, bad_case, shared, tmp_path / "missing.yaml"]
+
+    def parse(above: int) -> list[tuple[list[evalset.EvalCase], list[str]]]:
+        monkeypatch.setattr(evalset, "_ASIDE_ABOVE", above)
+        out = []
+        for path in paths:
+            read = evalset._FileCases(path)
+            cases = list(read)  # an unreadable file's cases do not count (nor do as many come before its error)
+            out.append((cases if read.readable else [], read.problems))
+        return out
+
+    aside = parse(-1)
+    assert aside == parse(1 << 60)
+    assert aside[-4][1] == [f"{bad_yaml}: line {len(good.read_text().splitlines()) + 3}, column 1: invalid YAML: "
+                            "did not find expected ',' or ']'"]  # fmt: skip
+    assert len(aside[0][0]) > 0

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import gc
 import io
+import os
+import pickle
 import re
 from collections.abc import Iterator
 from typing import IO, Any
@@ -34,7 +36,14 @@ from yaml.events import (
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-__all__ = ["CasesShapeError", "DuplicateCasesKeyError", "count_block_items", "count_cases", "iter_raw_cases"]
+__all__ = [
+    "CasesShapeError",
+    "DuplicateCasesKeyError",
+    "count_block_items",
+    "count_cases",
+    "iter_raw_cases",
+    "iter_raw_cases_aside",
+]
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -444,3 +453,84 @@ def count_block_items(stream: IO[bytes]) -> int | None:
         elif indent <= dash:
             break  # less indented: the list has ended
     return n
+
+
+# Reading in another process. On a large file the YAML is half of `cases`' time and validation the other half:
+# a forked reader parses while the caller validates, on a second core. The reader sends batches of items
+# through a pipe (it blocks while the pipe is full: memory stays that of a few batches) and then how it ended.
+
+_ASIDE_BATCH = 64
+"""Items a message carries."""
+
+
+def _read_aside(path: str, conn: Any) -> None:
+    try:
+        with open(path, "rb") as f:
+            batch: list[object] = []
+            for item in iter_raw_cases(f):
+                batch.append(item)
+                if len(batch) == _ASIDE_BATCH:
+                    conn.send_bytes(pickle.dumps(("items", batch), pickle.HIGHEST_PROTOCOL))
+                    batch = []
+            conn.send_bytes(pickle.dumps(("items", batch), pickle.HIGHEST_PROTOCOL))
+        end: tuple[object, ...] = ("end",)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = (mark.name, mark.line, mark.column) if mark is not None else None
+        end = ("yaml", getattr(exc, "problem", None) or str(exc), where)
+    except CasesShapeError as exc:
+        end = ("shape", str(exc))
+    except OSError as exc:
+        end = ("os", exc.errno, exc.strerror)
+    conn.send_bytes(pickle.dumps(end, pickle.HIGHEST_PROTOCOL))
+    conn.close()
+    os._exit(0)  # nothing of the parent's to flush or finalise here (its threads' locks may be held)
+
+
+def iter_raw_cases_aside(path: str) -> Iterator[object]:
+    """`iter_raw_cases` of the file at `path` (libyaml), parsed by a forked process while the caller works on
+    the items. Its errors come back as `yaml.MarkedYAMLError` with the problem and the mark's line and column,
+    `CasesShapeError` and `OSError`: what a message about the file needs. Where no process can be forked, or
+    the reader dies, the file is read here (from the first item not yet handed out)."""
+    import multiprocessing
+
+    given = 0
+    try:
+        ctx = multiprocessing.get_context("fork")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_read_aside, args=(path, send), daemon=True)
+        proc.start()
+    except (OSError, ValueError):
+        proc = None
+    if proc is not None:
+        send.close()
+        try:
+            while True:
+                try:
+                    message = pickle.loads(recv.recv_bytes())
+                except EOFError:
+                    break  # the reader died: read here
+                kind = message[0]
+                if kind == "items":
+                    for item in message[1]:
+                        yield item
+                        given += 1
+                    continue
+                if kind == "end":
+                    return
+                if kind == "yaml":
+                    problem, where = message[1], message[2]
+                    mark = yaml.Mark(where[0], -1, where[1], where[2], None, None) if where else None  # type: ignore[arg-type]
+                    raise yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+                if kind == "shape":
+                    raise CasesShapeError(message[1])
+                raise OSError(message[1], message[2])
+        finally:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+    with open(path, "rb") as f:
+        for n, item in enumerate(iter_raw_cases(f)):
+            if n >= given:
+                yield item
