@@ -293,6 +293,7 @@ def test_the_fast_path_agrees_with_the_event_path(text: str) -> None:
         "cases:\n" + _GOOD + "after: *nowhere\n",
         "cases:\n" + _GOOD + "\tx: 1\n",
         "x: 1\ncases:\n" + _GOOD + "x: [\n",
+        "{a: 1,\ncases:\n" + _GOOD + "}\n",  # a block list inside a flow mapping
     ],
 )
 def test_errors_after_fast_cases_are_the_event_paths_with_its_marks(text: str) -> None:

@@ -408,14 +408,24 @@ def _fast_items(f: IO[bytes]) -> Iterator[object]:
 
 
 def _check_around(before: list[bytes], after: list[bytes], key_line: int, listed: bool) -> None:
-    """The document with the list emptied must read (by the event path) as a mapping whose only `cases` key is
-    the one at `key_line`, holding that empty list; otherwise `_Doubt`."""
+    """The document with the list emptied must read (by the event path) as a block mapping (a block list inside
+    a flow one is an error) whose only `cases` key is the one at `key_line`, holding that empty list; otherwise
+    `_Doubt`."""
     if not listed:
         raise _Doubt
     skeleton = b"".join([*before, b"cases: []\n", *after])
     if any(b in skeleton for b in _ODD_BREAKS):
         raise _Doubt
     lines: list[int] = []
+    p = _reader(skeleton, True)
+    try:
+        p.get_event()  # StreamStartEvent
+        p.get_event()  # DocumentStartEvent
+        root = p.peek_event()
+        if not isinstance(root, MappingStartEvent) or root.flow_style:
+            raise _Doubt
+    finally:
+        p.dispose()
     p = _reader(skeleton, True)
     try:
         if list(_cases(p, lines)) != [] or lines != [key_line]:
