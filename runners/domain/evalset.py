@@ -7,8 +7,9 @@ input validates against its tool's input model (db_query's bound to the case's t
 step is marked `mistake: invalid_input`.
 
 A file is read one case at a time (`_yaml_stream`): memory holds the current case, never the file's whole
-YAML tree. `load_cases` returns the list (what a run needs); `spool_cases` keeps it in a temporary file (what
-`cases` lists, for any number of cases).
+YAML tree; a large file is parsed by a forked reader while its cases are validated here. `load_cases`
+returns the list (what a run needs); `spool_cases` keeps it in a temporary file (what `cases` lists, for any
+number of cases).
 """
 
 from __future__ import annotations
