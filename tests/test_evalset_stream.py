@@ -317,7 +317,7 @@ def test_the_bar_length_from_the_lines_is_the_event_count(tmp_path: Path) -> Non
 
 
 @pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
-def test_a_file_parsed_by_the_forked_reader_gives_the_same_cases_and_problems(
+def test_a_file_parsed_by_the_reader_process_gives_the_same_cases_and_problems(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     good = BUILTIN_DIR / "empty_logs.yaml"

@@ -465,9 +465,11 @@ def count_block_items(stream: IO[bytes]) -> int | None:
     return n
 
 
-# Reading in another process. On a large file the YAML is half of `cases`' time and validation the other half:
-# a forked reader parses while the caller validates, on a second core. The reader sends batches of items
-# through a pipe (it blocks while the pipe is full: memory stays that of a few batches) and then how it ended.
+# Reading in another process. On a large file the YAML is half of `cases`' time and validation the other half: a
+# reader process parses while the caller validates, on a second core. It is spawned, never forked: the caller may
+# have threads (a progress bar's, an executor's) whose locks a forked child would inherit held. The reader sends
+# batches of items through a pipe (it blocks while the pipe is full: memory stays that of a few batches) and then
+# how it ended.
 
 _ASIDE_BATCH = 64
 """Items a message carries."""
@@ -494,19 +496,19 @@ def _read_aside(path: str, conn: Any) -> None:
         end = ("os", exc.errno, exc.strerror)
     conn.send_bytes(pickle.dumps(end, pickle.HIGHEST_PROTOCOL))
     conn.close()
-    os._exit(0)  # nothing of the parent's to flush or finalise here (its threads' locks may be held)
+    os._exit(0)  # nothing to flush or finalise: the reader's work is in the pipe
 
 
 def iter_raw_cases_aside(path: str) -> Iterator[object]:
-    """`iter_raw_cases` of the file at `path` (libyaml), parsed by a forked process while the caller works on
+    """`iter_raw_cases` of the file at `path` (libyaml), parsed by a spawned process while the caller works on
     the items. Its errors come back as `yaml.MarkedYAMLError` with the problem and the mark's line and column,
-    `CasesShapeError` and `OSError`: what a message about the file needs. Where no process can be forked, or
+    `CasesShapeError` and `OSError`: what a message about the file needs. Where no process can be started, or
     the reader dies, the file is read here (from the first item not yet handed out)."""
     import multiprocessing
 
     given = 0
     try:
-        ctx = multiprocessing.get_context("fork")
+        ctx = multiprocessing.get_context("spawn")
         recv, send = ctx.Pipe(duplex=False)
         proc = ctx.Process(target=_read_aside, args=(path, send), daemon=True)
         proc.start()

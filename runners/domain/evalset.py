@@ -7,7 +7,7 @@ input validates against its tool's input model (db_query's bound to the case's t
 step is marked `mistake: invalid_input`.
 
 A file is read one case at a time (`_yaml_stream`): memory holds the current case, never the file's whole
-YAML tree; a large file is parsed by a forked reader while its cases are validated here. `load_cases`
+YAML tree; a large file is parsed by a reader process while its cases are validated here. `load_cases`
 returns the list (what a run needs); `spool_cases` keeps it in a temporary file (what `cases` lists, for any
 number of cases).
 """
@@ -352,7 +352,7 @@ def _utf8_problem(path: Path) -> str | None:
 
 
 _ASIDE_ABOVE = 4 << 20
-"""Files larger than this (about 1,200 cases) are parsed by a forked reader while this process validates."""
+"""Files larger than this (about 1,200 cases) are parsed by a reader process while this process validates."""
 
 
 def _read_aside(f: IO[bytes]) -> bool:
@@ -361,7 +361,7 @@ def _read_aside(f: IO[bytes]) -> bool:
         size = os.fstat(f.fileno()).st_size
     except OSError:
         return False
-    return size > _ASIDE_ABOVE and (os.cpu_count() or 1) > 1 and hasattr(os, "fork")
+    return size > _ASIDE_ABOVE and (os.cpu_count() or 1) > 1
 
 
 class _FileCases:
