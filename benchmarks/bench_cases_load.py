@@ -56,7 +56,11 @@ def run_cases(path: Path) -> tuple[float, float, int]:
 
 
 def main(argv: list[str]) -> int:
-    sizes = sorted(int(a) for a in argv) if argv else list(SIZES)
+    import argparse
+
+    parser = argparse.ArgumentParser(description="time and peak memory of `harness-bench cases` on generated files")
+    parser.add_argument("sizes", nargs="*", type=int, metavar="N", help=f"cases per file (default {list(SIZES)})")
+    sizes = sorted(parser.parse_args(argv).sizes or SIZES)
     peaks: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-cases-") as tmp:
         for n in sizes:

@@ -3,6 +3,7 @@ does not grow with the file (the parse holds one case, `cases` holds none)."""
 
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 import tracemalloc
@@ -215,3 +216,128 @@ def test_no_room_for_the_temporary_list_is_one_problem_naming_the_folder(
         f"cannot write the case list to a temporary file in {gone} (No such file or directory); free some "
         "space there or point TMPDIR at a folder with room"
     ]
+
+
+def _read(text: str, fast: bool) -> tuple[list[object], str | None]:
+    items: list[object] = []
+    try:
+        for item in iter_raw_cases(text, fast=fast):
+            items.append(item)
+    except (yaml.YAMLError, CasesShapeError) as exc:
+        return items, f"{type(exc).__name__}: {exc}"
+    return items, None
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
+@pytest.mark.parametrize("path", BUILTIN, ids=lambda p: p.stem)
+def test_the_fast_path_and_the_event_path_give_identical_cases(path: Path) -> None:
+    with path.open("rb") as f:
+        fast = list(iter_raw_cases(f))
+    with path.open("rb") as f:
+        events = list(iter_raw_cases(f, fast=False))
+    assert fast == events == yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    assert len(load_cases([str(path)])) == len(fast)
+
+
+def test_the_fast_path_reads_the_generated_file_by_batches(tmp_path: Path) -> None:
+    if not yaml.__with_libyaml__:
+        pytest.skip("PyYAML built without libyaml")
+    from runners.domain import _yaml_stream
+
+    big = tmp_path / "big.yaml"
+    write_big_file(big, 300)
+    with big.open("rb") as f:
+        fast = list(_yaml_stream._fast_items(f))  # raises when it would hand the file to the event path
+    with big.open("rb") as f:
+        assert fast == list(iter_raw_cases(f, fast=False))
+    assert len(fast) == 300
+
+
+_GOOD = "  - id: a\n    q: [1, 2]\n  - id: b\n    q: {x: y}\n"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cases:\n" + _GOOD,
+        "cases:  # the list\n" + _GOOD + "other: 1\n",
+        "top: &t {x: 1}\ncases:\n  - id: a\n    f: *t\n",  # an alias of a fixture outside the list
+        "cases:\n  - id: a\n    f: &t {x: 1}\n  - id: b\n    f: *t\n",  # an anchor of one case used by the next
+        "cases:\n  - id: a\n    m: {<<: {x: 1}, y: 2}\n",  # a merge key
+        "cases:\n  -\n    id: a\n  -\n    id: b\n",  # the dash alone on its line
+        "cases:\n- id: a\n- id: b\nz: 1\n",  # an indentless list
+        "cases:\n  - id: a\n    d: |\n      text\n  - x\n      more\n",
+        'cases:\n  - q: "two\n  - lines"\n  - id: b\n',  # a quoted scalar whose next line looks like an item
+        "cases:\r\n  - id: a\r\n  - id: b\r\n",
+        "cases:\n  - id: a\u2028  - id: b\n",
+        "%YAML 1.1\n---\ncases:\n  - !!str 1\n",
+        "cases:\n  - id: a\n    t: 2026-01-01\n    n: ~\n    b: yes\n    i: 0x1f\n    f: .5\n",
+        "cases:\n  - 1\n  - [a, b]\n",
+        "cases:\n  - id: a\n  cases: 2\n",
+    ],
+)
+def test_the_fast_path_agrees_with_the_event_path(text: str) -> None:
+    fast, events = _read(text, True), _read(text, False)
+    assert fast == events
+    if events[1] is None:
+        assert events[0] == yaml.safe_load(text)["cases"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "cases:\n" + _GOOD + "cases:\n  - id: c\n",  # a second list: refused after the first one's items
+        "cases:\n" + _GOOD + "---\ncases: []\n",
+        "cases:\n" + _GOOD + "  - id: c\n    bad: [unclosed\n",
+        "cases:\n" + _GOOD + "  - *nowhere\n",
+        "cases:\n" + _GOOD + "after: *nowhere\n",
+        "cases:\n" + _GOOD + "\tx: 1\n",
+        "x: 1\ncases:\n" + _GOOD + "x: [\n",
+        "{a: 1,\ncases:\n" + _GOOD + "}\n",  # a block list inside a flow mapping
+    ],
+)
+def test_errors_after_fast_cases_are_the_event_paths_with_its_marks(text: str) -> None:
+    fast, events = _read(text, True), _read(text, False)
+    assert events[1] is not None
+    assert fast == events
+
+
+def test_the_bar_length_from_the_lines_is_the_event_count(tmp_path: Path) -> None:
+    from runners.domain._yaml_stream import count_block_items
+
+    big = tmp_path / "big.yaml"
+    write_big_file(big, 200)
+    for path in [*BUILTIN, big]:
+        with path.open("rb") as f:
+            by_lines = count_block_items(f)
+        with path.open("rb") as f:
+            assert by_lines == count_cases(f), path
+    assert count_block_items(io.BytesIO(b"cases: [1, 2]\n")) is None  # not a block list: the events count it
+    assert count_block_items(io.BytesIO(b"cases:\n  - 1\n  - - 2\n  - 3\nnext: 1\n")) == 3
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
+def test_a_file_parsed_by_the_reader_process_gives_the_same_cases_and_problems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    good = BUILTIN_DIR / "empty_logs.yaml"
+    bad_yaml, bad_case, shared = tmp_path / "bad_yaml.yaml", tmp_path / "bad_case.yaml", tmp_path / "shared.yaml"
+    bad_yaml.write_text(good.read_text(encoding="utf-8") + "  - id: x\n    bad: [unclosed\n", encoding="utf-8")
+    bad_case.write_text(good.read_text(encoding="utf-8") + "  - id: Not An Id\n    family: nope\n", encoding="utf-8")
+    shared.write_text("top: &t {x: 1}\ncases:\n  - *t\n", encoding="utf-8")
+    paths = [*BUILTIN, bad_yaml, bad_case, shared, tmp_path / "missing.yaml"]
+
+    def parse(above: int) -> list[tuple[list[evalset.EvalCase], list[str]]]:
+        monkeypatch.setattr(evalset, "_ASIDE_ABOVE", above)
+        out = []
+        for path in paths:
+            read = evalset._FileCases(path)
+            cases = list(read)  # an unreadable file's cases do not count (nor do as many come before its error)
+            out.append((cases if read.readable else [], read.problems))
+        return out
+
+    aside = parse(-1)
+    assert aside == parse(1 << 60)
+    assert aside[-4][1] == [f"{bad_yaml}: line {len(good.read_text().splitlines()) + 3}, column 1: invalid YAML: "
+                            "did not find expected ',' or ']'"]  # fmt: skip
+    assert len(aside[0][0]) > 0

@@ -5,10 +5,21 @@ cases that tree is gigabytes. Here libyaml's parser (or PyYAML's pure one) produ
 node subtree of the current case is composed, constructed into plain Python data and handed out; the next
 case starts from nothing. Anchors stay known for the whole document (a case may alias a fixture defined
 under another top-level key), as `yaml.load` would resolve them. Errors are PyYAML's own, with its marks.
+
+That event path composes in Python, ~60% of a load. With libyaml, a block list of cases (the usual file) takes
+a fast path instead: its items are split at their lines and composed by libyaml itself a few cases at a time
+(`_fast_items`); the event path takes over, from the first item not yet handed out, wherever the fast path
+cannot vouch for the result (an alias across items, a directive, an odd line), so both give the same data and
+the same errors with the same marks (`tests/test_evalset_stream.py` compares them on every built-in file).
 """
 
 from __future__ import annotations
 
+import gc
+import io
+import os
+import pickle
+import re
 from collections.abc import Iterator
 from typing import IO, Any
 
@@ -22,10 +33,17 @@ from yaml.events import (
     SequenceStartEvent,
     StreamEndEvent,
 )
-from yaml.nodes import Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
-__all__ = ["CasesShapeError", "DuplicateCasesKeyError", "iter_raw_cases"]
+__all__ = [
+    "CasesShapeError",
+    "DuplicateCasesKeyError",
+    "count_block_items",
+    "count_cases",
+    "iter_raw_cases",
+    "iter_raw_cases_aside",
+]
 
 _STR_TAG = "tag:yaml.org,2002:str"
 
@@ -69,21 +87,38 @@ def _reader(stream: IO[str] | IO[bytes] | str | bytes, use_c: bool) -> Any:
     return _CStream(stream) if use_c and yaml.__with_libyaml__ else _PureStream(stream)
 
 
-def iter_raw_cases(stream: IO[str] | IO[bytes] | str | bytes, *, use_c: bool = True) -> Iterator[object]:
+def iter_raw_cases(
+    stream: IO[str] | IO[bytes] | str | bytes, *, use_c: bool = True, fast: bool = True
+) -> Iterator[object]:
     """Each item of the document's top-level `cases` list, constructed as `yaml.safe_load` would, in order.
 
     Raises `yaml.YAMLError` (with its mark) where the stream is not valid YAML, `CasesShapeError` when the
     document is not a mapping with a `cases` list — both possibly after some cases were yielded, as the
     rest of the file is read only then. Everything around the list is read (and checked) too.
+
+    With libyaml (`use_c`) and `fast`, a block list of cases is read a few cases at a time by libyaml's own
+    composer (see `_fast_items`); whatever that path cannot vouch for is read again by the event path below,
+    which alone says what is wrong and where, so the data and every message are the same either way.
     """
+    if fast and use_c and yaml.__with_libyaml__:
+        binary = _as_binary(stream)
+        if binary is not None:
+            yield from _fast_or_events(binary, stream)
+            return
+    yield from _event_cases(stream, use_c)
+
+
+def _event_cases(stream: IO[str] | IO[bytes] | str | bytes, use_c: bool, skip: int = 0) -> Iterator[object]:
     p = _reader(stream, use_c)
     try:
-        yield from _cases(p)
+        for n, item in enumerate(_cases(p)):
+            if n >= skip:
+                yield item
     finally:
         p.dispose()
 
 
-def _cases(p: Any) -> Iterator[object]:
+def _cases(p: Any, key_lines: list[int] | None = None) -> Iterator[object]:
     p.get_event()  # StreamStartEvent
     if p.check_event(StreamEndEvent):
         raise CasesShapeError("the file is empty")
@@ -102,6 +137,8 @@ def _cases(p: Any) -> Iterator[object]:
             if found:
                 raise DuplicateCasesKeyError(key.start_mark)
             found = True
+            if key_lines is not None:
+                key_lines.append(key.start_mark.line)
             if p.check_event(SequenceStartEvent):
                 yield from _items(p)
             else:
@@ -164,3 +201,348 @@ def count_cases(stream: IO[str] | IO[bytes] | str | bytes, *, use_c: bool = True
         return 0
     finally:
         p.dispose()
+
+
+# The fast path. A block list of cases (`cases:` alone on its line at column 0, items `- ` at one column) is
+# split into its items by their lines, and a batch of consecutive items' lines, as written, is handed to libyaml
+# (`CParser` composes a whole document in C) and constructed by `_build`. Each item's lines are the same text
+# at the same columns as in the file, so they mean what they mean there, with three exceptions that all fail
+# loudly in the batch (an alias of an anchor outside it, a tag handle declared by a directive, a split inside a
+# multi-line scalar or flow collection): any failure, an unexpected line, or a document around the list that
+# the event path does not read as exactly this one `cases` key, and the event path reads the file again from
+# the start, skipping the items already handed out (so its items, errors and marks are what the caller sees).
+
+_BATCH_BYTES = 1 << 12
+"""A batch of items is cut once it holds this much YAML (a few cases: libyaml's per-document cost amortised,
+memory that of a few cases)."""
+_AROUND_MAX = 1 << 20
+"""Past this much text before or after the list, the event path reads the file (the skeleton is kept whole)."""
+_ODD_BREAKS = (b"\r", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+"""Line breaks for YAML that a split on `\\n` would not see: a file with any of them takes the event path."""
+_CASES_LINE = re.compile(rb"cases:(?:[ ]+(?:#[^\n]*)?)?\n?\Z")
+"""The list's key alone on its line (a comment may follow)."""
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SCALAR_TAGS = frozenset(f"tag:yaml.org,2002:{t}" for t in ("null", "bool", "int", "float", "binary", "timestamp"))
+
+
+class _Doubt(Exception):
+    """The fast path cannot vouch for this file (from here on): the event path reads it."""
+
+
+class _NotPlain(Exception):
+    """A node `_build` leaves to PyYAML's constructor (a merge key, a recursive alias, an unusual tag)."""
+
+
+_resolve: Any = Resolver.resolve
+
+if yaml.__with_libyaml__:
+
+    class _BatchLoader(CParser, SafeConstructor, Resolver):
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self.plain_tags: dict[str, str] = {}
+            """Plain scalar -> its resolved tag, for this batch (its keys repeat from item to item)."""
+
+        def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+            if self.yaml_path_resolvers:  # none in a safe load: each node's call is skipped
+                Resolver.descend_resolver(self, current_node, current_index)
+
+        def ascend_resolver(self) -> None:
+            if self.yaml_path_resolvers:
+                Resolver.ascend_resolver(self)
+
+        def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+            if kind is ScalarNode and not self.yaml_path_resolvers:
+                if not implicit[0]:
+                    return _STR_TAG
+                tag = self.plain_tags.get(value)
+                if tag is None:
+                    tag = self.plain_tags[value] = _resolve(self, kind, value, implicit)
+                return tag
+            return _resolve(self, kind, value, implicit)
+
+        def construct_document(self, node: Any) -> Any:
+            try:
+                return _build(self, node, set())
+            except _NotPlain:
+                return SafeConstructor.construct_document(self, node)
+
+
+def _build(c: Any, node: Node, active: set[int]) -> Any:
+    """`node` constructed as SafeConstructor would, without its generators and bookkeeping (plain str, int, ...,
+    lists and mappings); anything else raises `_NotPlain`."""
+    tag, cls = node.tag, node.__class__
+    if cls is ScalarNode:
+        if tag == _STR_TAG:
+            return node.value
+        if tag in _SCALAR_TAGS:
+            return SafeConstructor.yaml_constructors[tag](c, node)
+        raise _NotPlain
+    key = id(node)
+    if key in active:
+        raise _NotPlain  # a recursive alias
+    active.add(key)
+    if cls is SequenceNode and tag == _SEQ_TAG:
+        out: Any = [_build(c, item, active) for item in node.value]
+    elif cls is MappingNode and tag == _MAP_TAG:
+        out = {}
+        for k, v in node.value:
+            if k.__class__ is not ScalarNode or (k.tag != _STR_TAG and k.tag not in _SCALAR_TAGS):
+                raise _NotPlain  # merge and value keys, collections as keys: PyYAML's rules
+            out[_build(c, k, active)] = _build(c, v, active)
+    else:
+        raise _NotPlain
+    active.discard(key)
+    return out
+
+
+def _as_binary(stream: IO[str] | IO[bytes] | str | bytes) -> IO[bytes] | None:
+    """A seekable binary file for the fast path, or None (a text stream takes the event path)."""
+    if isinstance(stream, str):
+        return io.BytesIO(stream.encode("utf-8"))
+    if isinstance(stream, bytes):
+        return io.BytesIO(stream)
+    if isinstance(stream, io.TextIOBase) or not (hasattr(stream, "seekable") and stream.seekable()):
+        return None
+    try:
+        start = stream.tell()
+        head = stream.read(0)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(head, bytes) or start != 0:
+        return None
+    return stream  # type: ignore[return-value]
+
+
+def _fast_or_events(f: IO[bytes], stream: IO[str] | IO[bytes] | str | bytes) -> Iterator[object]:
+    given = 0
+    try:
+        for item in _fast_items(f):
+            yield item
+            given += 1
+        return
+    except _Doubt:
+        pass
+    if f is stream:
+        f.seek(0)
+    yield from _event_cases(stream, True, skip=given)  # a string read again as itself: the marks name it so
+
+
+def _load_batch(lines: list[bytes], n: int) -> list[object]:
+    data = b"".join(lines)
+    if any(b in data for b in _ODD_BREAKS):
+        raise _Doubt
+    enabled = gc.isenabled()
+    gc.disable()  # a batch's nodes hold no cycles: the collector would only walk them
+    try:
+        items = _BatchLoader(data.decode("utf-8")).get_single_data()
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+        raise _Doubt from exc
+    finally:
+        if enabled:
+            gc.enable()
+    if not isinstance(items, list) or len(items) != n:
+        raise _Doubt
+    return items
+
+
+def _fast_items(f: IO[bytes]) -> Iterator[object]:
+    """The items of a block `cases` list, a batch at a time; raises `_Doubt` where the event path must take over
+    (possibly after some items)."""
+    before: list[bytes] = []
+    size = 0
+    for line in f:
+        if _CASES_LINE.match(line):
+            break
+        if line.startswith(b"%"):
+            raise _Doubt  # a directive: tag handles the batches would not know
+        before.append(line)
+        size += len(line)
+        if size > _AROUND_MAX:
+            raise _Doubt
+    else:
+        raise _Doubt  # no `cases:` line: the event path says what the file is
+    key_line = len(before)
+    batch: list[bytes] = []
+    n_batch, batch_size, dash, inner = 0, 0, b"", b""
+    after: list[bytes] = []
+    for line in f:
+        if inner and line.startswith(inner):
+            batch.append(line)  # the current item's content, the usual line
+            batch_size += len(line)
+            continue
+        body = line.lstrip(b" ")
+        if not body.strip() or body.startswith(b"#"):
+            if batch:
+                batch.append(line)
+                batch_size += len(line)
+            continue
+        if not dash:
+            indent = len(line) - len(body)
+            if not body.startswith(b"-") or body[1:2] not in (b" ", b"\n"):
+                after.append(line)  # not a block list: `cases` is something else
+                break
+            dash, inner = line[: indent + 1], b" " * (indent + 1)
+        if line.startswith(dash) and line[len(dash) : len(dash) + 1] in (b" ", b"\n"):
+            if batch_size >= _BATCH_BYTES:
+                yield from _load_batch(batch, n_batch)
+                batch, n_batch, batch_size = [], 0, 0
+            batch.append(line)
+            n_batch += 1
+            batch_size += len(line)
+            continue
+        after.append(line)  # less indented: the list has ended
+        break
+    last = _load_batch(batch, n_batch) if batch else []
+    size = 0
+    for line in f:
+        after.append(line)
+        size += len(line)
+        if size > _AROUND_MAX:
+            raise _Doubt
+    _check_around(before, after, key_line, bool(dash))
+    yield from last  # held back until the rest reads: an error just after the list comes before them, as there
+
+
+def _check_around(before: list[bytes], after: list[bytes], key_line: int, listed: bool) -> None:
+    """The document with the list emptied must read (by the event path) as a block mapping (a block list inside
+    a flow one is an error) whose only `cases` key is the one at `key_line`, holding that empty list; otherwise
+    `_Doubt`."""
+    if not listed:
+        raise _Doubt
+    skeleton = b"".join([*before, b"cases: []\n", *after])
+    if any(b in skeleton for b in _ODD_BREAKS):
+        raise _Doubt
+    lines: list[int] = []
+    p = _reader(skeleton, True)
+    try:
+        p.get_event()  # StreamStartEvent
+        p.get_event()  # DocumentStartEvent
+        root = p.peek_event()
+        if not isinstance(root, MappingStartEvent) or root.flow_style:
+            raise _Doubt
+    finally:
+        p.dispose()
+    p = _reader(skeleton, True)
+    try:
+        if list(_cases(p, lines)) != [] or lines != [key_line]:
+            raise _Doubt
+    except (yaml.YAMLError, CasesShapeError) as exc:
+        raise _Doubt from exc
+    finally:
+        p.dispose()
+
+
+def count_block_items(stream: IO[bytes]) -> int | None:
+    """How many items a block `cases` list has, from its lines alone (the lines `_fast_items` splits at: several
+    times faster than `count_cases`); None when the file is not such a list by its lines (`count_cases` counts
+    it then). A progress bar's length, not a check: the file may still be invalid."""
+    for line in stream:
+        if _CASES_LINE.match(line):
+            break
+        if line.startswith(b"%"):
+            return None
+    else:
+        return None
+    n, dash = 0, -1
+    for line in stream:
+        body = line.lstrip(b" ")
+        if not body.strip() or body.startswith(b"#"):
+            continue
+        indent = len(line) - len(body)
+        is_item = body.startswith(b"-") and body[1:2] in (b" ", b"\n")
+        if dash < 0:
+            if not is_item:
+                return None
+            dash = indent
+        if indent == dash and is_item:
+            n += 1
+        elif indent <= dash:
+            break  # less indented: the list has ended
+    return n
+
+
+# Reading in another process. On a large file the YAML is half of `cases`' time and validation the other half: a
+# reader process parses while the caller validates, on a second core. It is spawned, never forked: the caller may
+# have threads (a progress bar's, an executor's) whose locks a forked child would inherit held. The reader sends
+# batches of items through a pipe (it blocks while the pipe is full: memory stays that of a few batches) and then
+# how it ended.
+
+_ASIDE_BATCH = 64
+"""Items a message carries."""
+
+
+def _read_aside(path: str, conn: Any) -> None:
+    try:
+        with open(path, "rb") as f:
+            batch: list[object] = []
+            for item in iter_raw_cases(f):
+                batch.append(item)
+                if len(batch) == _ASIDE_BATCH:
+                    conn.send_bytes(pickle.dumps(("items", batch), pickle.HIGHEST_PROTOCOL))
+                    batch = []
+            conn.send_bytes(pickle.dumps(("items", batch), pickle.HIGHEST_PROTOCOL))
+        end: tuple[object, ...] = ("end",)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = (mark.name, mark.line, mark.column) if mark is not None else None
+        end = ("yaml", getattr(exc, "problem", None) or str(exc), where)
+    except CasesShapeError as exc:
+        end = ("shape", str(exc))
+    except OSError as exc:
+        end = ("os", exc.errno, exc.strerror)
+    conn.send_bytes(pickle.dumps(end, pickle.HIGHEST_PROTOCOL))
+    conn.close()
+    os._exit(0)  # nothing to flush or finalise: the reader's work is in the pipe
+
+
+def iter_raw_cases_aside(path: str) -> Iterator[object]:
+    """`iter_raw_cases` of the file at `path` (libyaml), parsed by a spawned process while the caller works on
+    the items. Its errors come back as `yaml.MarkedYAMLError` with the problem and the mark's line and column,
+    `CasesShapeError` and `OSError`: what a message about the file needs. Where no process can be started, or
+    the reader dies, the file is read here (from the first item not yet handed out)."""
+    import multiprocessing
+
+    given = 0
+    try:
+        ctx = multiprocessing.get_context("spawn")
+        recv, send = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_read_aside, args=(path, send), daemon=True)
+        proc.start()
+    except (OSError, ValueError):
+        proc = None
+    if proc is not None:
+        send.close()
+        try:
+            while True:
+                try:
+                    message = pickle.loads(recv.recv_bytes())
+                except EOFError:
+                    break  # the reader died: read here
+                kind = message[0]
+                if kind == "items":
+                    for item in message[1]:
+                        yield item
+                        given += 1
+                    continue
+                if kind == "end":
+                    return
+                if kind == "yaml":
+                    problem, where = message[1], message[2]
+                    mark = yaml.Mark(where[0], -1, where[1], where[2], None, None) if where else None  # type: ignore[arg-type]
+                    raise yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
+                if kind == "shape":
+                    raise CasesShapeError(message[1])
+                raise OSError(message[1], message[2])
+        finally:
+            recv.close()
+            if proc.is_alive():
+                proc.terminate()
+            proc.join()
+    with open(path, "rb") as f:
+        for n, item in enumerate(iter_raw_cases(f)):
+            if n >= given:
+                yield item

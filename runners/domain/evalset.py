@@ -7,8 +7,9 @@ input validates against its tool's input model (db_query's bound to the case's t
 step is marked `mistake: invalid_input`.
 
 A file is read one case at a time (`_yaml_stream`): memory holds the current case, never the file's whole
-YAML tree. `load_cases` returns the list (what a run needs); `spool_cases` keeps it in a temporary file (what
-`cases` lists, for any number of cases).
+YAML tree; a large file is parsed by a reader process while its cases are validated here. `load_cases`
+returns the list (what a run needs); `spool_cases` keeps it in a temporary file (what `cases` lists, for any
+number of cases).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
+import os
 import pickle
 import re
 import tempfile
@@ -26,14 +28,20 @@ from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Literal, get_args, overload
+from typing import IO, Literal, get_args, overload
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
 from harness.scope import normalize_timestamp
-from runners.domain._yaml_stream import CasesShapeError, count_cases, iter_raw_cases
+from runners.domain._yaml_stream import (
+    CasesShapeError,
+    count_block_items,
+    count_cases,
+    iter_raw_cases,
+    iter_raw_cases_aside,
+)
 from runners.domain.scripted import Mistake, RejectionReaction, Trajectory
 from runners.domain.tools.db_query import TableFixture, case_input_model
 from runners.domain.tools.kb_search import KbDocument, KbSearchInput
@@ -343,6 +351,19 @@ def _utf8_problem(path: Path) -> str | None:
     return None
 
 
+_ASIDE_ABOVE = 4 << 20
+"""Files larger than this (about 1,200 cases) are parsed by a reader process while this process validates."""
+
+
+def _read_aside(f: IO[bytes]) -> bool:
+    """Whether `f`'s YAML is parsed in another process: a large file, on a machine with a second core."""
+    try:
+        size = os.fstat(f.fileno()).st_size
+    except OSError:
+        return False
+    return size > _ASIDE_ABOVE and (os.cpu_count() or 1) > 1
+
+
 class _FileCases:
     """One file's valid cases, in order, one at a time: only the current case's YAML is in memory.
 
@@ -369,12 +390,18 @@ class _FileCases:
         total = 0
         if report is not None:
             with path.open("rb") as f:
-                total = count_cases(f, use_c=use_c)  # the bar's length, from the events alone
+                by_lines = count_block_items(f) if use_c else None  # the bar's length, from the lines
+            if by_lines is None:
+                with path.open("rb") as f:
+                    by_lines = count_cases(f, use_c=use_c)  # or from the events alone
+            total = by_lines
             report(path, 0, total)
         i = 0
         try:
             with path.open("rb") as f:
-                for i, raw in enumerate(iter_raw_cases(f, use_c=use_c), start=1):
+                aside = use_c and _read_aside(f)
+                raws = iter_raw_cases_aside(str(path)) if aside else iter_raw_cases(f, use_c=use_c)
+                for i, raw in enumerate(raws, start=1):
                     if report is not None and i > 1 and (i - 1) % _PROGRESS_EVERY == 0:
                         report(path, i - 1, max(total, i - 1))
                     case = self._validate(raw, i)
