@@ -60,18 +60,22 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
     opts = BenchOptions(db=db, evalsets=FAMILIES, epochs=4, run_id="same", keep_runs=False,
                         executor=Executor.PROCESSES, concurrency=4)  # fmt: skip
 
+    cancelled_at: list[float] = []
+
     def hook(done: int, total: int, run: object) -> None:
         if run is None:
             return
         if done >= 10:
+            cancelled_at.append(time.monotonic())
             opts.cancellation.cancel()
         else:
             time.sleep(0.2)  # the workers run ahead: their results fill the pipe while the driver sleeps
 
-    t0 = time.monotonic()
     cut = run_bench(plan_run(opts), on_progress=hook)
+    stopped_after = time.monotonic() - cancelled_at[0]
     assert multiprocessing.active_children() == [], "every worker process has exited"
-    assert time.monotonic() - t0 < 30
+    # workers that finished their share into an unread pipe used to wait for the driver's kill, 10 s each
+    assert stopped_after < 5, f"run_bench returned {stopped_after:.1f}s after the cancellation"
     assert cut.status == "interrupted" and 10 <= cut.executed < cut.planned
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -135,10 +135,10 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
         # worker that exits while a daemon thread holds it would leave the driver's set() waiting forever
         while not stop.value:
             time.sleep(_POLL_SECONDS / 5)
-        token.cancel()  # case runs in flight end CANCELLED; the driver discards them
-        # ...so their results need not be delivered: without this, a worker whose unread results fill the
-        # pipe waits at exit for a driver that stopped reading
+        # The driver stopped reading: results still unread need not be delivered (said before the cancel lets
+        # the loops end and the process exit: a join of the pipe's feeder already under way cannot be cancelled).
         results.cancel_join_thread()
+        token.cancel()  # case runs in flight end CANCELLED; the driver discards them
 
     threading.Thread(target=watch, name="stop-watch", daemon=True).start()
     factory = ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
@@ -207,10 +207,18 @@ def iterate_processes(
             yield run, epoch
     finally:
         stop.value = True
+        # Drain what is still in the pipe (discarded): a worker that finished its share while the driver was not
+        # reading exits only once its results have left the pipe; without the drain it waited for the kill
+        # below, 10 s per worker after a Ctrl-C.
+        deadline = time.monotonic() + 10
+        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
+            try:
+                results.get(timeout=_POLL_SECONDS / 10)
+            except (queue.Empty, EOFError, OSError):
+                pass
         for p in procs:
-            p.join(timeout=10)
             if p.is_alive():
                 p.kill()  # workers ignore SIGTERM (the driver owns it), so terminate() would not end one
-                p.join(timeout=5)
+            p.join(timeout=5)
         tasks.cancel_join_thread()
         results.cancel_join_thread()
