@@ -1,5 +1,5 @@
-"""`--agent pydantic-ai` and `--agent openai-agents` write the rows `--agent native` writes, for every
-built-in case the framework can express (the rest are named, with the reason, in the README)."""
+"""`--agent pydantic-ai` and `--agent openai-agents` write the rows `--agent native` writes, on every built-in
+case — those with a call to a tool the agent does not have included (the Harness, not the framework, answers it)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from typing import Any
 import duckdb
 import pytest
 
+from harness.session import RunResult
 from runners.cli import main
 from runners.domain.evalset import load_cases
-from runners.run.agents import AgentFramework, inexpressible
+from runners.domain.scripted import Mistake
+from runners.run import agents
+from runners.run.agents import AgentFramework
 
 _SKIP = {"bench_run_id", "case_run_id", "wall_ms", "finished_at", "latency_ms", "t_ms"}
 CASES = load_cases()
@@ -42,25 +45,29 @@ def native(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.parametrize("agent", [AgentFramework.PYDANTIC_AI, AgentFramework.OPENAI_AGENTS])
-def test_every_expressible_case_gives_the_native_rows(agent: AgentFramework, native: Path, tmp_path: Path) -> None:
+def test_every_case_gives_the_native_rows(agent: AgentFramework, native: Path, tmp_path: Path) -> None:
     db = tmp_path / "a.duckdb"
     assert main(["run", "--db", str(db), "--agent", agent.value]) == 0
-    expressible = [c.id for c in CASES if inexpressible(c, agent) is None]
-    assert len(expressible) == 84, "the README states the count per framework"
+    ids = [c.id for c in CASES]
+    assert len(ids) == 88, "the README states the count"
     for table in ("case_runs", "tool_calls", "events", "messages"):
         want, got = _rows(native, table), _rows(db, table)
-        differing = sorted(c for c in expressible if want.get(c) != got.get(c))
+        differing = sorted(c for c in ids if want.get(c) != got.get(c))
         assert differing == [], f"{agent}: {table} rows differ from native for {differing}"
-    # the inexpressible ones do differ: the framework answered the unknown tool name, the Harness never saw it
-    left = {c.id for c in CASES} - set(expressible)
-    assert all(_rows(native, "case_runs")[c] != _rows(db, "case_runs")[c] for c in left)
+    # the cases with an unknown tool name are among them, and the Harness saw that name (not the framework)
+    unknown = [c.id for c in CASES if any(s.mistake is Mistake.UNKNOWN_TOOL for s in c.trajectory.steps)]
+    assert len(unknown) == 4
+    violations = _rows(db, "events")
+    assert all(any("UNKNOWN_TOOL" in row for row in violations[c]) for c in unknown)
 
 
-def test_a_resumed_run_keeps_its_agent_and_refuses_another(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """`--agent` is stored with the bench run: a resume drives the rest of its cases through the same loop (an
-    inexpressible case would come out differently under native), and a resume naming another loop is refused."""
+def test_a_resumed_run_keeps_its_agent_and_refuses_another(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--agent` is stored with the bench run: a resume drives the rest of its cases through the same loop, and a
+    resume naming another loop is refused."""
     agent = AgentFramework.PYDANTIC_AI
-    odd = next(c.id for c in CASES if inexpressible(c, agent) is not None)
+    odd = CASES[0].id
     db = tmp_path / "r.duckdb"
     assert main(["run", "--db", str(db), "--agent", agent.value, "--case", odd]) == 0
     before = _rows(db, "case_runs")[odd]
@@ -74,5 +81,14 @@ def test_a_resumed_run_keeps_its_agent_and_refuses_another(tmp_path: Path, capsy
     capsys.readouterr()
     assert main(["run", "--db", str(db), "--resume", run_id, "--agent", "openai-agents"]) == 2
     assert "--agent" in capsys.readouterr().err
+    driven: list[str] = []
+
+    def recording_loop(*args: Any, **kwargs: Any) -> RunResult:
+        driven.append(agent.value)
+        return loop(*args, **kwargs)
+
+    loop = agents.pydantic_ai_loop
+    monkeypatch.setattr(agents, "pydantic_ai_loop", recording_loop)
     assert main(["run", "--db", str(db), "--resume", run_id]) == 0
-    assert _rows(db, "case_runs")[odd] == before, "the resumed case run went through the stored agent loop"
+    assert driven == [agent.value], "the resumed case run went through the stored agent loop"
+    assert _rows(db, "case_runs")[odd] == before

@@ -7,11 +7,12 @@
 - **Model**: a `Model` implementation whose every `get_response` is a HarnessSession model call (budgets,
   deadline, retries, tool_choice after STOP_REQUIRED), reading the conversation from the SDK's input items.
   Once the session has ended the loop it answers the run's end: no model call is made or counted.
+- **Ids and names**: the SDK is handed every call under a fresh call id of the adapter's own, and a call to a
+  tool the agent does not have under a catch-all tool, so a reused `tool_call_id` or an unknown name reaches
+  the Harness (REUSED_TOOL_CALL_ID, UNKNOWN_TOOL and their corrective observations) instead of ending the run
+  in the SDK; its input items are read back with the model's own ids and names.
 - **Release**: the run's final output goes to the session as the Draft. The Runner's own turn limit is
   lifted (the Harness's budgets bound the run) and tracing is off (no export leaves the process).
-
-Not expressible: a tool name the agent does not have (the SDK ends the run with its own error before any
-tool runs), so such a call never reaches the Harness as UNKNOWN_TOOL.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from harness.adapters._batch import EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory, UnknownToolCall
+from harness.adapters._batch import CATCH_ALL_DESCRIPTION, EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory
 from harness.models.base import AssistantMessage, ChatMessage, ChatModel, SystemMessage, ToolMessage, UserMessage
 from harness.prompts import DiagnosisTask, render_task
 from harness.session import HarnessSession, RunResult, tool_specs
@@ -45,25 +46,24 @@ _NO_TURN_LIMIT = 1_000_000
 
 
 def harness_tools(answers: MessageAnswers, tools: Sequence[BusinessTool[Any]], session: HarnessSession) -> list[Tool]:
-    """One FunctionTool per business tool: the envelope schema, raw arguments, the Harness's answer."""
-    out: list[Tool] = []
-    for spec in tool_specs(tools, session.ctx.config.schema_mode, None):
+    """One FunctionTool per business tool (the envelope schema, raw arguments, the Harness's answer), and the
+    catch-all that carries calls to names the agent has no tool for."""
 
-        async def invoke(ctx: ToolContext[Any], _raw_arguments: str) -> str:
-            return answers.answer(ctx.tool_call_id)
+    async def invoke(ctx: ToolContext[Any], _raw_arguments: str) -> str:
+        return answers.answer(ctx.tool_call_id)
 
-        out.append(FunctionTool(spec.name, spec.description, dict(spec.parameters), invoke, strict_json_schema=False))
-    return out
+    named = [(s.name, s.description, dict(s.parameters)) for s in tool_specs(tools, session.ctx.config.schema_mode)]
+    named.append((answers.catch_all, CATCH_ALL_DESCRIPTION, {"type": "object", "properties": {}}))
+    return [FunctionTool(name, text, schema, invoke, strict_json_schema=False) for name, text, schema in named]
 
 
 class HarnessAgentsModel(Model):
     """An Agents SDK Model whose every response is a HarnessSession model call on `model`."""
 
-    def __init__(self, session: HarnessSession, model: ChatModel, answers: MessageAnswers, tool_names: set[str]):
+    def __init__(self, session: HarnessSession, model: ChatModel, answers: MessageAnswers):
         self._session = session
         self._model = model
         self._answers = answers
-        self._names = tool_names
         self._stable = StableHistory()
         self.final_text: str | None = None
         """The model's own final message (None until it writes one)."""
@@ -91,15 +91,11 @@ class HarnessAgentsModel(Model):
             self.model_answered_final = True
             self.final_text = turn.message.content
             return _response([_text(turn.message.content or EMPTY_FINAL)])
-        calls = turn.message.tool_calls
-        unknown = [c.name for c in calls if c.name not in self._names]
-        if unknown:
-            raise UnknownToolCall(f"the agent has no tool {unknown[0]!r}")
-        self._answers.expect(calls)
+        carried = self._answers.expect(turn.message.tool_calls)
         items: list[Any] = [_text(turn.message.content)] if turn.message.content else []
         items += [
-            ResponseFunctionToolCall(type="function_call", call_id=c.id, name=c.name, arguments=c.arguments, id=c.id)
-            for c in calls
+            ResponseFunctionToolCall(type="function_call", call_id=c.id, name=c.name, arguments="{}", id=c.id)
+            for c in carried
         ]
         return _response(items)
 
@@ -108,7 +104,8 @@ class HarnessAgentsModel(Model):
         raise NotImplementedError("the Harness's Agents SDK model does not stream")
 
     def history(self, system: str | None, items: str | list[TResponseInputItem]) -> list[ChatMessage]:
-        """The SDK's input items as the Harness's chat messages (one assistant message per model response)."""
+        """The SDK's input items as the Harness's chat messages (one assistant message per model response, the
+        model's own ids, names and raw arguments)."""
         out: list[ChatMessage] = [SystemMessage(system)] if system else []
         if isinstance(items, str):
             return self._stable([*out, UserMessage(items)])
@@ -117,7 +114,7 @@ class HarnessAgentsModel(Model):
             item: dict[str, Any] = dict(raw) if isinstance(raw, dict) else dict(raw.model_dump())
             kind = item.get("type")
             if kind == "function_call":
-                calls.append(self._answers.calls[str(item["call_id"])])
+                calls.append(self._answers.call(str(item["call_id"])))
                 continue
             if kind == "message" and item.get("role") == "assistant":
                 text += "".join(str(c.get("text", "")) for c in item.get("content", []) if isinstance(c, dict))
@@ -126,7 +123,7 @@ class HarnessAgentsModel(Model):
                 out.append(AssistantMessage(text, tuple(calls)))
                 text, calls = "", []
             if kind == "function_call_output":
-                out.append(ToolMessage(str(item["call_id"]), str(item.get("output", ""))))
+                out.append(ToolMessage(self._answers.call(str(item["call_id"])).id, str(item.get("output", ""))))
             elif item.get("role") == "user":
                 content = item.get("content")
                 out.append(UserMessage(content if isinstance(content, str) else str(content)))
@@ -156,8 +153,8 @@ def run_agent(
     guard_model: ChatModel | None = None,
 ) -> RunResult:
     """Run `task` as an Agents SDK Agent under the Harness and release its single outcome."""
-    answers = MessageAnswers(session)
-    sdk_model = HarnessAgentsModel(session, model, answers, {t.name for t in tools})
+    answers = MessageAnswers(session, (t.name for t in tools))
+    sdk_model = HarnessAgentsModel(session, model, answers)
     agent: Agent[Any] = Agent(
         name="diagnosis", instructions=system_prompt, model=sdk_model, tools=harness_tools(answers, tools, session),
         reset_tool_choice=False,
@@ -171,6 +168,6 @@ def run_agent(
         if sdk_model.model_answered_final:
             output = str(result.final_output)
             session.receive_final(None if output == EMPTY_FINAL else output)
-    except (UnknownToolCall, AgentsException):
+    except AgentsException:
         pass
     return session.finish(question=task.question, guard_model=guard_model or model, messages=history)

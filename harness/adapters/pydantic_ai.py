@@ -9,10 +9,11 @@
   retries, tool_choice after STOP_REQUIRED), reading the conversation from the framework's history.
   When the session has ended the loop (a stop, a budget, a failure), the function answers the run's end
   and no model call is made or counted.
+- **Ids and names**: pydantic-ai is handed every call under a fresh id of the adapter's own, and a call to a
+  tool the agent does not have under a catch-all tool, so a reused `tool_call_id` or an unknown name reaches
+  the Harness (REUSED_TOOL_CALL_ID, UNKNOWN_TOOL and their corrective observations) instead of being answered
+  from an old result or raised by the framework; its history is read back with the model's own ids and names.
 - **Release**: the agent's final text output goes to the session as the Draft.
-
-Not expressible: a tool name the agent does not have (pydantic-ai answers it with its own retry prompt
-before any tool runs), so such a call never reaches the Harness as UNKNOWN_TOOL.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from harness.adapters._batch import EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory, UnknownToolCall
+from harness.adapters._batch import CATCH_ALL_DESCRIPTION, EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -58,8 +59,7 @@ class HarnessBridge:
         self.session = session
         self._model = model
         self._tools = tuple(tools)
-        self._names = {t.name for t in self._tools}
-        self._answers = MessageAnswers(session)
+        self._answers = MessageAnswers(session, (t.name for t in self._tools))
         self._stable = StableHistory()
         self.final_text: str | None = None
         """The model's own final message, when it wrote one (None: the Harness ended the loop)."""
@@ -67,12 +67,15 @@ class HarnessBridge:
 
     # -- the framework's tools --------------------------------------------------------------
     def tools(self) -> list[Tool[None]]:
-        """One pydantic-ai tool per business tool: the envelope schema, no validation, the Harness's answer."""
+        """One pydantic-ai tool per business tool (the envelope schema, no validation, the Harness's answer), and
+        the catch-all that carries calls to names the agent has no tool for."""
         specs = tool_specs(self._tools, self.session.ctx.config.schema_mode, None)
+        named = [(spec.name, spec.description, dict(spec.parameters)) for spec in specs]
+        named.append((self._answers.catch_all, CATCH_ALL_DESCRIPTION, {"type": "object", "properties": {}}))
         return [
-            Tool.from_schema(self._tool_function(spec.name), spec.name, spec.description, spec.parameters,
-                             takes_ctx=True, sequential=True)
-            for spec in specs
+            Tool.from_schema(self._tool_function(name), name, description, parameters, takes_ctx=True,
+                             sequential=True)
+            for name, description, parameters in named
         ]  # fmt: skip
 
     def _tool_function(self, name: str) -> Any:
@@ -95,17 +98,13 @@ class HarnessBridge:
             self.model_answered_final = True
             self.final_text = turn.message.content
             return ModelResponse(parts=[TextPart(turn.message.content or EMPTY_FINAL)])
-        calls = turn.message.tool_calls
-        unknown = [c.name for c in calls if c.name not in self._names]
-        if unknown:
-            raise UnknownToolCall(f"the agent has no tool {unknown[0]!r}")
-        self._answers.expect(calls)
+        carried = self._answers.expect(turn.message.tool_calls)
         parts: list[TextPart | ToolCallPart] = [TextPart(turn.message.content)] if turn.message.content else []
-        parts += [ToolCallPart(c.name, "{}", tool_call_id=c.id) for c in calls]
+        parts += [ToolCallPart(c.name, "{}", tool_call_id=c.id) for c in carried]
         return ModelResponse(parts=parts)
 
     def history(self, messages: list[ModelMessage]) -> list[ChatMessage]:
-        """The framework's history as the Harness's chat messages (raw arguments restored by call id)."""
+        """The framework's history as the Harness's chat messages (the model's ids, names and raw arguments)."""
         out: list[ChatMessage] = []
         for message in messages:
             if isinstance(message, ModelRequest):
@@ -115,12 +114,12 @@ class HarnessBridge:
                     elif isinstance(part, UserPromptPart):
                         out.append(UserMessage(part.content if isinstance(part.content, str) else str(part.content)))
                     elif isinstance(part, ToolReturnPart):
-                        out.append(ToolMessage(part.tool_call_id, str(part.content)))
+                        out.append(ToolMessage(self._answers.call(part.tool_call_id).id, str(part.content)))
                     elif isinstance(part, RetryPromptPart):  # never produced: the Harness answers every call
-                        out.append(ToolMessage(part.tool_call_id, part.model_response()))
+                        out.append(ToolMessage(self._answers.call(part.tool_call_id).id, part.model_response()))
             elif isinstance(message, ModelResponse):
                 text = "".join(p.content for p in message.parts if isinstance(p, TextPart))
-                calls = tuple(self._answers.calls[p.tool_call_id] for p in message.parts if isinstance(p, ToolCallPart))
+                calls = tuple(self._answers.call(p.tool_call_id) for p in message.parts if isinstance(p, ToolCallPart))
                 if calls:
                     out.append(AssistantMessage(text, calls))
         return self._stable(out)
@@ -140,13 +139,9 @@ def run_agent(
     agent: Agent[None, str] = Agent(
         bridge.function_model(), system_prompt=system_prompt, tools=bridge.tools(), retries=0, output_type=str
     )
-    history: list[ChatMessage] = []
-    try:
-        result = agent.run_sync(render_task(task))
-        history = bridge.history(result.all_messages())
-        if bridge.model_answered_final:
-            output = result.output
-            session.receive_final(None if output == EMPTY_FINAL else output)
-    except UnknownToolCall:
-        pass
+    result = agent.run_sync(render_task(task))
+    history = bridge.history(result.all_messages())
+    if bridge.model_answered_final:
+        output = result.output
+        session.receive_final(None if output == EMPTY_FINAL else output)
     return session.finish(question=task.question, guard_model=guard_model or model, messages=history)

@@ -11,8 +11,6 @@ from harness.models.base import ChatModel
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
 from harness.tools.base import BusinessTool
-from runners.domain.evalset import EvalCase
-from runners.domain.scripted import Mistake
 from runners.plan.agent import AgentFramework
 from runners.run.case_runner import AgentLoop
 
@@ -47,22 +45,6 @@ def openai_agents_loop(
 
     session = HarnessSession(tools, model_name=model.name, ctx=ctx, system_prompt=system_prompt)
     return run_agent(session, task, tools, model, system_prompt=system_prompt, guard_model=guard_model)
-
-
-UNKNOWN_TOOL_REASON = (
-    "a call to a tool the agent does not have: the framework answers it itself (pydantic-ai: a retry prompt;"
-    " the Agents SDK: a ModelBehaviorError ending the run) before any tool runs, so the Harness never sees the"
-    " UNKNOWN_TOOL violation"
-)
-
-
-def inexpressible(case: EvalCase, agent: AgentFramework) -> str | None:
-    """Why `agent` cannot drive this case's trajectory as the native loop does (None: it can)."""
-    if agent is AgentFramework.NATIVE:
-        return None
-    if any(step.mistake is Mistake.UNKNOWN_TOOL for step in case.trajectory.steps):
-        return UNKNOWN_TOOL_REASON
-    return None
 
 
 def loop_for(agent: AgentFramework) -> AgentLoop:

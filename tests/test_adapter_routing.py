@@ -1,0 +1,270 @@
+"""Every call the model makes reaches the Harness first, under every agent loop: a reused `tool_call_id` and a
+tool name the agent does not have are the Harness's own rejections (REUSED_TOOL_CALL_ID, UNKNOWN_TOOL and their
+corrective observations) under pydantic-ai and the OpenAI Agents SDK exactly as under the native loop — never an
+old observation handed back by the framework, never the framework's own error ending the run.
+
+Scripted conversations (named ones and generated ones: reused ids, unknown names, several calls per message,
+empty and invalid finals, small budgets) go through the three loops; the Release, the stop, the violations, the
+tool invocations, the rejections, every event and the transcript must be the same.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.agent import run_diagnosis
+from harness.config import HarnessConfig
+from harness.contracts import ModelPurpose, RejectionReason, ReleaseOutcome, StopReason, ViolationKind
+from harness.models.base import AssistantMessage, ChatRequest, ModelResponse, ToolCallRequest, Usage
+from harness.prompts import DiagnosisTask
+from harness.session import HarnessSession, RunResult
+from harness.trace import EventKind, ToolInvocation, ToolRequestRejected
+from tests.conftest import LINES, LookupTool
+
+SYSTEM_PROMPT = "You diagnose payment incidents."
+TASK = DiagnosisTask("Why did payments time out at 14:00?")
+SUPPORTED = '{"verdict": "SUPPORTED", "reason": "the excerpt says so"}'
+_TIMING = {"t_ms", "latency_ms"}
+
+
+class ScriptedTurns:
+    """A model that answers the diagnosis calls with fixed messages (the last one repeated) and the guard with
+    SUPPORTED; every diagnosis answer costs the same tokens, so token budgets bite at the same call."""
+
+    name = "scripted-turns"
+
+    def __init__(self, turns: Sequence[AssistantMessage], tokens: int = 40) -> None:
+        self._turns = tuple(turns)
+        self._tokens = tokens
+        self._i = 0
+
+    def complete(self, request: ChatRequest) -> ModelResponse:
+        if request.purpose is not ModelPurpose.DIAGNOSIS:
+            return ModelResponse(AssistantMessage(SUPPORTED), Usage(5, 5))
+        turn = self._turns[min(self._i, len(self._turns) - 1)]
+        self._i += 1
+        return ModelResponse(turn, Usage(self._tokens // 2, self._tokens - self._tokens // 2))
+
+
+def _native(tools: list[LookupTool], model: ScriptedTurns, config: HarnessConfig) -> RunResult:
+    return run_diagnosis(TASK, tools, model, config=config, system_prompt=SYSTEM_PROMPT)
+
+
+def _pydantic_ai(tools: list[LookupTool], model: ScriptedTurns, config: HarnessConfig) -> RunResult:
+    from harness.adapters.pydantic_ai import run_agent
+
+    session = HarnessSession(tools, model_name=model.name, config=config, system_prompt=SYSTEM_PROMPT)
+    return run_agent(session, TASK, tools, model, system_prompt=SYSTEM_PROMPT)
+
+
+def _openai_agents(tools: list[LookupTool], model: ScriptedTurns, config: HarnessConfig) -> RunResult:
+    from harness.adapters.openai_agents import run_agent
+
+    session = HarnessSession(tools, model_name=model.name, config=config, system_prompt=SYSTEM_PROMPT)
+    return run_agent(session, TASK, tools, model, system_prompt=SYSTEM_PROMPT)
+
+
+Loop = Callable[[list[LookupTool], ScriptedTurns, HarnessConfig], RunResult]
+ADAPTERS: dict[str, Loop] = {"pydantic-ai": _pydantic_ai, "openai-agents": _openai_agents}
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What a run produced, timings aside: what must not depend on the loop."""
+
+    outcome: ReleaseOutcome
+    """The Release outcome."""
+    stop_reason: StopReason | None
+    """Why the collection stopped."""
+    reason: str
+    """The Release's reason text."""
+    violations: Counter[ViolationKind]
+    """Protocol violations by kind."""
+    invocations: tuple[tuple[str, str, str], ...]
+    """(tool_call_id, tool, status) of every backend invocation, in order."""
+    rejections: tuple[tuple[str, str, str, str | None], ...]
+    """(tool_call_id, tool, rejection, violation) of every rejected request, in order."""
+    backend_calls: int
+    """Calls that reached the business tool."""
+    events: tuple[dict[str, Any], ...]
+    """Every event, timings aside."""
+    transcript: tuple[dict[str, Any], ...]
+    """What the model was sent and answered."""
+
+
+def observe(loop: Loop, turns: Sequence[AssistantMessage], config: HarnessConfig, tokens: int = 40) -> Observed:
+    tool = LookupTool(LINES)
+    r = loop([tool], ScriptedTurns(turns, tokens), config)
+    rejected = [e for e in r.events if isinstance(e, ToolRequestRejected)]
+    return Observed(
+        outcome=r.decision.outcome,
+        stop_reason=r.decision.stop_reason,
+        reason=r.decision.reason,
+        violations=Counter(e.violation for e in rejected if e.violation is not None),
+        invocations=tuple(
+            (e.tool_call_id, e.tool, str(e.invocation_status)) for e in r.events if isinstance(e, ToolInvocation)
+        ),
+        rejections=tuple((e.tool_call_id, e.tool, str(e.rejection), e.violation) for e in rejected),
+        backend_calls=tool.calls,
+        events=tuple(
+            {"kind": e.kind, **{k: v for k, v in dataclasses.asdict(e).items() if k not in _TIMING}} for e in r.events
+        ),
+        transcript=tuple(dataclasses.asdict(t) for t in r.transcript),
+    )
+
+
+def call(
+    call_id: str, query: str = "timeout", prev: tuple[str, str] | None = None, tool: str = "lookup"
+) -> ToolCallRequest:
+    envelope: dict[str, Any] = {"input": {"query": query}}
+    if prev is not None:
+        envelope["previous_observation"] = {"tool_call_id": prev[0], "information_gain": prev[1]}
+    return ToolCallRequest(call_id, tool, json.dumps(envelope))
+
+
+def calls(*requests: ToolCallRequest) -> AssistantMessage:
+    return AssistantMessage(None, requests)
+
+
+def draft(cite: str) -> AssistantMessage:
+    claim = {"statement": "the pool was exhausted", "citations": [{"tool_call_id": cite, "excerpt": "pool exhausted"}]}
+    return AssistantMessage(json.dumps({"conclusion": "the settlement db pool was exhausted", "claims": [claim]}))
+
+
+def assert_same_as_native(turns: Sequence[AssistantMessage], config: HarnessConfig, tokens: int = 40) -> Observed:
+    want = observe(_native, turns, config, tokens)
+    for name, loop in ADAPTERS.items():
+        got = observe(loop, turns, config, tokens)
+        for field in dataclasses.fields(Observed):
+            assert getattr(got, field.name) == getattr(want, field.name), f"{name}: {field.name} differs from native"
+    return want
+
+
+DEFAULT = HarnessConfig()
+
+# -- the conversations the built-in cases do not have ----------------------------------------------------------
+
+
+def test_a_reused_id_in_a_later_turn_is_the_harness_violation_not_the_old_observation() -> None:
+    turns = [
+        calls(call("c1", "timeout")),
+        calls(call("c1", "pool", ("c1", "GAINED"))),  # the model reuses c1 for a new query
+        calls(call("c2", "pool", ("c1", "GAINED"))),
+        draft("c2"),
+    ]
+    seen = assert_same_as_native(turns, DEFAULT)
+    assert seen.violations == {ViolationKind.REUSED_TOOL_CALL_ID: 1}
+    assert seen.backend_calls == 2 and seen.outcome is ReleaseOutcome.SUCCESS
+    # the model was told its reuse was rejected, not that the new query completed with the old result
+    answers = [t["content"] for t in seen.transcript if t["kind"] == "OBSERVATION" and t["tool_call_id"] == "c1"]
+    assert len(answers) == 2 and "REUSED_TOOL_CALL_ID" in answers[1] and "COMPLETED" not in answers[1]
+
+
+def test_a_reused_id_within_one_message_still_ends_in_one_release() -> None:
+    turns = [calls(call("c1", "timeout"), call("c1", "pool")), calls(call("c2", "pool", ("c1", "GAINED"))), draft("c2")]
+    seen = assert_same_as_native(turns, DEFAULT)
+    assert seen.rejections and seen.outcome is ReleaseOutcome.SUCCESS
+    assert [e["kind"] for e in seen.events].count(EventKind.RELEASED) == 1
+
+
+def test_a_reused_id_with_an_invalid_final_falls_back_as_native() -> None:
+    turns = [calls(call("c1", "timeout")), calls(call("c1", "pool", ("c1", "GAINED"))), AssistantMessage("no draft")]
+    seen = assert_same_as_native(turns, DEFAULT)
+    assert seen.outcome is ReleaseOutcome.FALLBACK
+
+
+def test_a_reused_id_in_a_budget_limited_run_keeps_its_budget_stop() -> None:
+    turns = [
+        calls(call("c1", "timeout")),
+        calls(call("c1", "pool", ("c1", "GAINED"))),
+        calls(call("c2", "pool", ("c1", "GAINED"))),
+    ]
+    seen = assert_same_as_native(turns, HarnessConfig(max_model_calls=3))
+    assert seen.stop_reason is StopReason.BUDGET_LIMIT_REACHED
+    assert seen.violations == {ViolationKind.REUSED_TOOL_CALL_ID: 1}
+
+
+def test_an_unknown_tool_is_corrected_by_the_harness_and_the_run_continues() -> None:
+    turns = [
+        calls(call("c1", "timeout", tool="grep_everything")),
+        calls(call("c2", "timeout")),
+        calls(call("c3", "pool", ("c2", "GAINED"))),
+        draft("c3"),
+    ]
+    seen = assert_same_as_native(turns, DEFAULT)
+    assert seen.violations == {ViolationKind.UNKNOWN_TOOL: 1}
+    assert seen.rejections[0][:3] == ("c1", "grep_everything", str(RejectionReason.PROTOCOL_VIOLATION))
+    assert seen.backend_calls == 2 and seen.outcome is ReleaseOutcome.SUCCESS
+
+
+def test_an_unknown_tool_named_like_the_catch_all_is_still_unknown() -> None:
+    from harness.adapters._batch import CATCH_ALL_TOOL
+
+    turns = [calls(call("c1", tool=CATCH_ALL_TOOL), call("c2", tool="lookup")), draft("c2")]
+    seen = assert_same_as_native(turns, DEFAULT)
+    assert seen.violations == {ViolationKind.UNKNOWN_TOOL: 1}
+
+
+# -- generated conversations ---------------------------------------------------------------------------------
+
+_IDS = st.sampled_from(["c1", "c2", "c3", ""])  # few ids: reuse is frequent; "" gets a Harness id
+_QUERIES = st.sampled_from(["timeout", "pool", "nothing", "order"])
+_NAMES = st.sampled_from(["lookup", "lookup", "lookup", "nosuch", "Lookup", "harness_unknown_tool"])
+
+
+@st.composite
+def _tool_call(draw: st.DrawFn) -> ToolCallRequest:
+    call_id, name = draw(_IDS), draw(_NAMES)
+    if draw(st.integers(0, 9)) == 0:
+        return ToolCallRequest(call_id, name, draw(st.sampled_from(["{not json", "[]", "", '{"input": 3}'])))
+    prev = draw(st.none() | st.tuples(_IDS, st.sampled_from(["GAINED", "NO_GAIN"])))
+    return call(call_id, draw(_QUERIES), prev, name)
+
+
+_MESSAGE = st.one_of(
+    st.builds(lambda cs: AssistantMessage(None, tuple(cs)), st.lists(_tool_call(), min_size=1, max_size=3)),
+    st.builds(lambda cs: AssistantMessage("thinking", tuple(cs)), st.lists(_tool_call(), min_size=1, max_size=2)),
+)
+_FINAL = st.sampled_from(["c1", "c2", "c3"]).map(draft) | st.sampled_from(["", "not a draft", "{}"]).map(
+    AssistantMessage
+)
+_CONFIG = st.builds(
+    lambda m, t, k, v: HarnessConfig(max_model_calls=m, max_tool_invocations=t, max_total_tokens=k,
+                                     protocol_violation_threshold=v),
+    st.integers(1, 8), st.integers(1, 6), st.integers(30, 600), st.integers(1, 4),
+)  # fmt: skip
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    body=st.lists(_MESSAGE, min_size=1, max_size=6),
+    final=_FINAL | st.none(),
+    config=_CONFIG,
+    tokens=st.integers(10, 120),
+)
+def test_generated_conversations_give_the_native_run_under_every_adapter(
+    body: list[AssistantMessage], final: AssistantMessage | None, config: HarnessConfig, tokens: int
+) -> None:
+    assert_same_as_native([*body, *([final] if final is not None else [])], config, tokens)
+
+
+def test_the_framework_never_sees_the_models_ids_or_unknown_names() -> None:
+    """The framework's own tool list holds one catch-all beside the business tools, and the ids it carries are
+    the adapter's (unique), so neither its id bookkeeping nor its name lookup can answer for the Harness."""
+    from harness.adapters._batch import MessageAnswers, catch_all_name
+
+    session = HarnessSession([LookupTool(LINES)], model_name="m")
+    answers = MessageAnswers(session, ["lookup"])
+    carried = answers.expect([call("c1"), call("c1", tool="nosuch"), call("c1", tool="lookup")])
+    assert [c.name for c in carried] == ["lookup", catch_all_name(["lookup"]), "lookup"]
+    assert len({c.id for c in carried}) == 3 and "c1" not in {c.id for c in carried}
+    assert [answers.call(c.id).name for c in carried] == ["lookup", "nosuch", "lookup"]
+    assert catch_all_name(["harness_unknown_tool"]) != "harness_unknown_tool"
