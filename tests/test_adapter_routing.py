@@ -17,13 +17,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.agent import run_diagnosis
 from harness.config import HarnessConfig
-from harness.contracts import ModelPurpose, RejectionReason, ReleaseOutcome, StopReason, ViolationKind
-from harness.models.base import AssistantMessage, ChatRequest, ModelResponse, ToolCallRequest, Usage
+from harness.contracts import (
+    ModelErrorKind,
+    ModelPurpose,
+    RejectionReason,
+    ReleaseOutcome,
+    StopReason,
+    ViolationKind,
+)
+from harness.models.base import (
+    AssistantMessage,
+    ChatRequest,
+    ModelCallError,
+    ModelResponse,
+    ToolCallRequest,
+    Usage,
+)
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
 from harness.trace import EventKind, ToolInvocation, ToolRequestRejected
@@ -35,13 +50,21 @@ SUPPORTED = '{"verdict": "SUPPORTED", "reason": "the excerpt says so"}'
 _TIMING = {"t_ms", "latency_ms"}
 
 
+Turn = AssistantMessage | ModelCallError
+"""One scripted diagnosis attempt: the model's answer, or the failure the call raises."""
+
+
+def _no_wait(_seconds: float) -> None:
+    """The retry backoff, skipped: the runs are compared, not timed."""
+
+
 class ScriptedTurns:
-    """A model that answers the diagnosis calls with fixed messages (the last one repeated) and the guard with
+    """A model that answers the diagnosis attempts with fixed turns (the last one repeated) and the guard with
     SUPPORTED; every diagnosis answer costs the same tokens, so token budgets bite at the same call."""
 
     name = "scripted-turns"
 
-    def __init__(self, turns: Sequence[AssistantMessage], tokens: int = 40) -> None:
+    def __init__(self, turns: Sequence[Turn], tokens: int = 40) -> None:
         self._turns = tuple(turns)
         self._tokens = tokens
         self._i = 0
@@ -51,24 +74,26 @@ class ScriptedTurns:
             return ModelResponse(AssistantMessage(SUPPORTED), Usage(5, 5))
         turn = self._turns[min(self._i, len(self._turns) - 1)]
         self._i += 1
+        if isinstance(turn, ModelCallError):
+            raise turn
         return ModelResponse(turn, Usage(self._tokens // 2, self._tokens - self._tokens // 2))
 
 
 def _native(tools: list[LookupTool], model: ScriptedTurns, config: HarnessConfig) -> RunResult:
-    return run_diagnosis(TASK, tools, model, config=config, system_prompt=SYSTEM_PROMPT)
+    return run_diagnosis(TASK, tools, model, config=config, system_prompt=SYSTEM_PROMPT, sleep=_no_wait)
 
 
 def _pydantic_ai(tools: list[LookupTool], model: ScriptedTurns, config: HarnessConfig) -> RunResult:
     from harness.adapters.pydantic_ai import run_agent
 
-    session = HarnessSession(tools, model_name=model.name, config=config, system_prompt=SYSTEM_PROMPT)
+    session = HarnessSession(tools, model_name=model.name, config=config, system_prompt=SYSTEM_PROMPT, sleep=_no_wait)
     return run_agent(session, TASK, tools, model, system_prompt=SYSTEM_PROMPT)
 
 
 def _openai_agents(tools: list[LookupTool], model: ScriptedTurns, config: HarnessConfig) -> RunResult:
     from harness.adapters.openai_agents import run_agent
 
-    session = HarnessSession(tools, model_name=model.name, config=config, system_prompt=SYSTEM_PROMPT)
+    session = HarnessSession(tools, model_name=model.name, config=config, system_prompt=SYSTEM_PROMPT, sleep=_no_wait)
     return run_agent(session, TASK, tools, model, system_prompt=SYSTEM_PROMPT)
 
 
@@ -86,6 +111,8 @@ class Observed:
     """Why the collection stopped."""
     reason: str
     """The Release's reason text."""
+    error: str | None
+    """The run's model-call failure."""
     violations: Counter[ViolationKind]
     """Protocol violations by kind."""
     invocations: tuple[tuple[str, str, str], ...]
@@ -100,14 +127,17 @@ class Observed:
     """What the model was sent and answered."""
 
 
-def observe(loop: Loop, turns: Sequence[AssistantMessage], config: HarnessConfig, tokens: int = 40) -> Observed:
-    tool = LookupTool(LINES)
+def observe(
+    loop: Loop, turns: Sequence[Turn], config: HarnessConfig, tokens: int = 40, *, failing: bool = False
+) -> Observed:
+    tool = LookupTool(LINES, fail=failing)
     r = loop([tool], ScriptedTurns(turns, tokens), config)
     rejected = [e for e in r.events if isinstance(e, ToolRequestRejected)]
     return Observed(
         outcome=r.decision.outcome,
         stop_reason=r.decision.stop_reason,
         reason=r.decision.reason,
+        error=r.error,
         violations=Counter(e.violation for e in rejected if e.violation is not None),
         invocations=tuple(
             (e.tool_call_id, e.tool, str(e.invocation_status)) for e in r.events if isinstance(e, ToolInvocation)
@@ -139,10 +169,12 @@ def draft(cite: str) -> AssistantMessage:
     return AssistantMessage(json.dumps({"conclusion": "the settlement db pool was exhausted", "claims": [claim]}))
 
 
-def assert_same_as_native(turns: Sequence[AssistantMessage], config: HarnessConfig, tokens: int = 40) -> Observed:
-    want = observe(_native, turns, config, tokens)
+def assert_same_as_native(
+    turns: Sequence[Turn], config: HarnessConfig, tokens: int = 40, *, failing: bool = False
+) -> Observed:
+    want = observe(_native, turns, config, tokens, failing=failing)
     for name, loop in ADAPTERS.items():
-        got = observe(loop, turns, config, tokens)
+        got = observe(loop, turns, config, tokens, failing=failing)
         for field in dataclasses.fields(Observed):
             assert getattr(got, field.name) == getattr(want, field.name), f"{name}: {field.name} differs from native"
     return want
@@ -233,8 +265,12 @@ _MESSAGE = st.one_of(
     st.builds(lambda cs: AssistantMessage(None, tuple(cs)), st.lists(_tool_call(), min_size=1, max_size=3)),
     st.builds(lambda cs: AssistantMessage("thinking", tuple(cs)), st.lists(_tool_call(), min_size=1, max_size=2)),
 )
-_FINAL = st.sampled_from(["c1", "c2", "c3"]).map(draft) | st.sampled_from(["", "not a draft", "{}"]).map(
+_FINAL = st.sampled_from(["c1", "c2", "c3"]).map(draft) | st.sampled_from(["", " ", "\n", "not a draft", "{}"]).map(
     AssistantMessage
+)
+_FAILURE = st.builds(
+    lambda kind: ModelCallError(kind, f"scripted {kind}"),
+    st.sampled_from([ModelErrorKind.SERVER_ERROR, ModelErrorKind.RATE_LIMIT, ModelErrorKind.CLIENT_ERROR]),
 )
 _CONFIG = st.builds(
     lambda m, t, k, v: HarnessConfig(max_model_calls=m, max_tool_invocations=t, max_total_tokens=k,
@@ -245,15 +281,16 @@ _CONFIG = st.builds(
 
 @settings(max_examples=100, deadline=None)
 @given(
-    body=st.lists(_MESSAGE, min_size=1, max_size=6),
+    body=st.lists(_MESSAGE | _FAILURE, min_size=1, max_size=6),
     final=_FINAL | st.none(),
     config=_CONFIG,
     tokens=st.integers(10, 120),
+    failing=st.booleans(),
 )
 def test_generated_conversations_give_the_native_run_under_every_adapter(
-    body: list[AssistantMessage], final: AssistantMessage | None, config: HarnessConfig, tokens: int
+    body: list[Turn], final: AssistantMessage | None, config: HarnessConfig, tokens: int, failing: bool
 ) -> None:
-    assert_same_as_native([*body, *([final] if final is not None else [])], config, tokens)
+    assert_same_as_native([*body, *([final] if final is not None else [])], config, tokens, failing=failing)
 
 
 def test_the_framework_never_sees_the_models_ids_or_unknown_names() -> None:
@@ -268,3 +305,25 @@ def test_the_framework_never_sees_the_models_ids_or_unknown_names() -> None:
     assert len({c.id for c in carried}) == 3 and "c1" not in {c.id for c in carried}
     assert [answers.call(c.id).name for c in carried] == ["lookup", "nosuch", "lookup"]
     assert catch_all_name(["harness_unknown_tool"]) != "harness_unknown_tool"
+
+
+def test_a_framework_that_gives_up_still_leaves_exactly_one_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whatever the framework raises of its own (pydantic-ai's AgentRunError, the SDK's AgentsException), the
+    adapter's run ends in one Release, as the native loop's always does."""
+    from agents import Runner
+    from agents.exceptions import ModelBehaviorError
+    from pydantic_ai import Agent
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    def pydantic_ai_gives_up(*_args: Any, **_kwargs: Any) -> Any:
+        raise UnexpectedModelBehavior("the framework's own error")
+
+    def openai_agents_gives_up(*_args: Any, **_kwargs: Any) -> Any:
+        raise ModelBehaviorError("the framework's own error")
+
+    monkeypatch.setattr(Agent, "run_sync", pydantic_ai_gives_up)
+    monkeypatch.setattr(Runner, "run_sync", openai_agents_gives_up)
+    for loop in ADAPTERS.values():
+        r = loop([LookupTool(LINES)], ScriptedTurns([draft("c1")]), DEFAULT)
+        assert [e.kind for e in r.events].count(EventKind.RELEASED) == 1
+        assert r.decision.outcome is ReleaseOutcome.FAILED, "no Draft and no evidence: fail closed"

@@ -13,8 +13,8 @@ from harness.session import RunResult
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.scripted import Mistake
+from runners.plan.agent import AgentFramework
 from runners.run import agents
-from runners.run.agents import AgentFramework
 
 _SKIP = {"bench_run_id", "case_run_id", "wall_ms", "finished_at", "latency_ms", "t_ms"}
 CASES = load_cases()

@@ -168,6 +168,6 @@ def run_agent(
         if sdk_model.model_answered_final:
             output = str(result.final_output)
             session.receive_final(None if output == EMPTY_FINAL else output)
-    except AgentsException:
+    except AgentsException:  # the SDK gave up on its own: the run still ends in exactly one Release
         pass
     return session.finish(question=task.question, guard_model=guard_model or model, messages=history)

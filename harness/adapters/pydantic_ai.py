@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic_ai import Agent, Tool
 from pydantic_ai import RunContext as AgentRunContext
+from pydantic_ai.exceptions import AgentRunError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -139,9 +140,13 @@ def run_agent(
     agent: Agent[None, str] = Agent(
         bridge.function_model(), system_prompt=system_prompt, tools=bridge.tools(), retries=0, output_type=str
     )
-    result = agent.run_sync(render_task(task))
-    history = bridge.history(result.all_messages())
-    if bridge.model_answered_final:
-        output = result.output
-        session.receive_final(None if output == EMPTY_FINAL else output)
+    history: list[ChatMessage] = []
+    try:
+        result = agent.run_sync(render_task(task))
+        history = bridge.history(result.all_messages())
+        if bridge.model_answered_final:
+            output = result.output
+            session.receive_final(None if output == EMPTY_FINAL else output)
+    except AgentRunError:  # the framework gave up on its own: the run still ends in exactly one Release
+        pass
     return session.finish(question=task.question, guard_model=guard_model or model, messages=history)
