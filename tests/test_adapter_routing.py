@@ -41,13 +41,19 @@ from harness.models.base import (
 )
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
-from harness.trace import EventKind, ToolInvocation, ToolRequestRejected
+from harness.trace import EventKind, ToolInvocation, ToolRequestRejected, event_columns
+from runners.domain.evalset import load_cases
+from runners.plan.agent import AgentFramework
+from runners.run.agents import loop_for
+from runners.run.case_runner import CaseRun, run_case
+from runners.store.metrics_db import case_run_rows
 from tests.conftest import LINES, LookupTool
 
 SYSTEM_PROMPT = "You diagnose payment incidents."
 TASK = DiagnosisTask("Why did payments time out at 14:00?")
 SUPPORTED = '{"verdict": "SUPPORTED", "reason": "the excerpt says so"}'
 _TIMING = {"t_ms", "latency_ms"}
+CASES = load_cases()
 
 
 Turn = AssistantMessage | ModelCallError
@@ -291,6 +297,44 @@ def test_generated_conversations_give_the_native_run_under_every_adapter(
     body: list[Turn], final: AssistantMessage | None, config: HarnessConfig, tokens: int, failing: bool
 ) -> None:
     assert_same_as_native([*body, *([final] if final is not None else [])], config, tokens, failing=failing)
+
+
+_BENCH_CONFIG = st.builds(
+    lambda m, t, v: HarnessConfig(max_model_calls=m, max_tool_invocations=t, protocol_violation_threshold=v,
+                                  max_model_attempts=1),
+    st.integers(1, 8), st.integers(1, 6), st.integers(1, 4),
+)  # fmt: skip
+_TIMING_COLUMNS = [i for i, c in enumerate(event_columns()) if c in _TIMING]
+
+
+def _bench_rows(run: CaseRun) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """The case_runs, tool_calls and events rows the bench stores for `run`, timings aside."""
+    case_row, tool_rows, event_rows = case_run_rows("br", "cr", "scripted-turns", None, 1, {}, run)
+    events = [tuple(v for i, v in enumerate(r[2:]) if i not in _TIMING_COLUMNS) for r in event_rows]
+    return (
+        {k: v for k, v in case_row.items() if k not in {"wall_ms", "finished_at"}},
+        [r[:-1] for r in tool_rows],
+        events,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(body=st.lists(_MESSAGE, min_size=1, max_size=5), final=_FINAL, config=_BENCH_CONFIG)
+def test_generated_conversations_write_the_native_rows_under_every_agent(
+    body: list[Turn], final: AssistantMessage, config: HarnessConfig
+) -> None:
+    """Through the bench's own `--agent` loops (`loop_for`): the stored rows and the transcript are native's."""
+    case = CASES[0]
+
+    def bench_run(agent: AgentFramework) -> CaseRun:
+        model = ScriptedTurns([*body, final])
+        return run_case(case, model, config=config, tools=[LookupTool(LINES)], loop=loop_for(agent))
+
+    native = bench_run(AgentFramework.NATIVE)
+    for agent in (AgentFramework.PYDANTIC_AI, AgentFramework.OPENAI_AGENTS):
+        run = bench_run(agent)
+        assert _bench_rows(run) == _bench_rows(native), agent
+        assert run.result.transcript == native.result.transcript, agent
 
 
 def test_the_framework_never_sees_the_models_ids_or_unknown_names() -> None:
