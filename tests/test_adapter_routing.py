@@ -343,7 +343,8 @@ def test_the_framework_never_sees_the_models_ids_or_unknown_names() -> None:
     from harness.adapters._batch import MessageAnswers, catch_all_name
 
     session = HarnessSession([LookupTool(LINES)], model_name="m")
-    answers = MessageAnswers(session, ["lookup"])
+    answers = MessageAnswers(session, [LookupTool(LINES)])
+    assert [t.name for t in answers.framework_tools()] == ["lookup", catch_all_name(["lookup"])]
     carried = answers.expect([call("c1"), call("c1", tool="nosuch"), call("c1", tool="lookup")])
     assert [c.name for c in carried] == ["lookup", catch_all_name(["lookup"]), "lookup"]
     assert len({c.id for c in carried}) == 3 and "c1" not in {c.id for c in carried}

@@ -14,10 +14,12 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from harness.interceptor import ToolAnswer
-from harness.models.base import ChatMessage, ToolCallRequest
-from harness.session import HarnessSession
+from harness.models.base import ChatMessage, ToolCallRequest, ToolSpec
+from harness.session import HarnessSession, tool_specs
+from harness.tools.base import BusinessTool
 
 END_OF_RUN = "[harness: the run ended]"
 """The final text the framework's model answers once the session ended the loop (never handed to Release)."""
@@ -28,7 +30,7 @@ EMPTY_FINAL = "[harness: empty final message]"
 CATCH_ALL_TOOL = "harness_unknown_tool"
 """The framework tool that carries a call to a name the agent has no tool for (suffixed if a tool has the name)."""
 
-CATCH_ALL_DESCRIPTION = "Carries a call to a tool the agent does not have to the Harness, which rejects it."
+_CATCH_ALL_DESCRIPTION = "Carries a call to a tool the agent does not have to the Harness, which rejects it."
 """The catch-all tool's description (the framework's; the model is offered the Harness's own tool specs)."""
 
 _FRAMEWORK_ID_PREFIX = "harness_call_"
@@ -61,15 +63,22 @@ class MessageAnswers:
     message in order (one pending call at a time, calls after a stop answered unexecuted). So the first
     tool the framework runs hands the whole message to the session, and every call reads its own answer."""
 
-    def __init__(self, session: HarnessSession, tool_names: Iterable[str]) -> None:
+    def __init__(self, session: HarnessSession, tools: Sequence[BusinessTool[Any]]) -> None:
         self._session = session
-        self._names = frozenset(tool_names)
+        self._tools = tuple(tools)
+        self._names = frozenset(t.name for t in self._tools)
         self.catch_all = catch_all_name(self._names)
         """The framework tool that carries calls to names the agent has no tool for."""
         self._lock = threading.Lock()
         self._batch: tuple[str, ...] = ()
         self._answers: dict[str, ToolAnswer] = {}
         self._calls: dict[str, ToolCallRequest] = {}
+
+    def framework_tools(self) -> tuple[ToolSpec, ...]:
+        """The tools to register with the framework: each business tool with the envelope schema (arguments are
+        never validated by the framework), then the catch-all."""
+        specs = tool_specs(self._tools, self._session.ctx.config.schema_mode, None)
+        return (*specs, ToolSpec(self.catch_all, _CATCH_ALL_DESCRIPTION, {"type": "object", "properties": {}}))
 
     def expect(self, calls: Sequence[ToolCallRequest]) -> tuple[FrameworkCall, ...]:
         """The model's new message: these calls are answered next, under the returned framework ids and tools."""

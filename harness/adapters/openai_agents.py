@@ -33,10 +33,10 @@ from agents.tool_context import ToolContext
 from agents.usage import Usage
 from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
 
-from harness.adapters._batch import CATCH_ALL_DESCRIPTION, EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory
+from harness.adapters._batch import EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory
 from harness.models.base import AssistantMessage, ChatMessage, ChatModel, SystemMessage, ToolMessage, UserMessage
 from harness.prompts import DiagnosisTask, render_task
-from harness.session import HarnessSession, RunResult, tool_specs
+from harness.session import HarnessSession, RunResult
 from harness.tools.base import BusinessTool
 
 __all__ = ["END_OF_RUN", "HarnessAgentsModel", "harness_tools", "run_agent"]
@@ -45,16 +45,17 @@ _NO_TURN_LIMIT = 1_000_000
 """The Runner's max_turns: the Harness's budgets end the run, never the SDK's turn count."""
 
 
-def harness_tools(answers: MessageAnswers, tools: Sequence[BusinessTool[Any]], session: HarnessSession) -> list[Tool]:
-    """One FunctionTool per business tool (the envelope schema, raw arguments, the Harness's answer), and the
+def harness_tools(answers: MessageAnswers) -> list[Tool]:
+    """One FunctionTool per business tool (the envelope schema, not strict, the Harness's answer), and the
     catch-all that carries calls to names the agent has no tool for."""
 
-    async def invoke(ctx: ToolContext[Any], _raw_arguments: str) -> str:
+    async def invoke(ctx: ToolContext[Any], _arguments: str) -> str:  # the raw arguments stay with the adapter
         return answers.answer(ctx.tool_call_id)
 
-    named = [(s.name, s.description, dict(s.parameters)) for s in tool_specs(tools, session.ctx.config.schema_mode)]
-    named.append((answers.catch_all, CATCH_ALL_DESCRIPTION, {"type": "object", "properties": {}}))
-    return [FunctionTool(name, text, schema, invoke, strict_json_schema=False) for name, text, schema in named]
+    return [
+        FunctionTool(spec.name, spec.description, dict(spec.parameters), invoke, strict_json_schema=False)
+        for spec in answers.framework_tools()
+    ]
 
 
 class HarnessAgentsModel(Model):
@@ -153,10 +154,10 @@ def run_agent(
     guard_model: ChatModel | None = None,
 ) -> RunResult:
     """Run `task` as an Agents SDK Agent under the Harness and release its single outcome."""
-    answers = MessageAnswers(session, (t.name for t in tools))
+    answers = MessageAnswers(session, tools)
     sdk_model = HarnessAgentsModel(session, model, answers)
     agent: Agent[Any] = Agent(
-        name="diagnosis", instructions=system_prompt, model=sdk_model, tools=harness_tools(answers, tools, session),
+        name="diagnosis", instructions=system_prompt, model=sdk_model, tools=harness_tools(answers),
         reset_tool_choice=False,
     )  # fmt: skip
     history: list[ChatMessage] = []

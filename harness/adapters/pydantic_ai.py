@@ -37,7 +37,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from harness.adapters._batch import CATCH_ALL_DESCRIPTION, EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory
+from harness.adapters._batch import EMPTY_FINAL, END_OF_RUN, MessageAnswers, StableHistory
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -47,7 +47,7 @@ from harness.models.base import (
     UserMessage,
 )
 from harness.prompts import DiagnosisTask, render_task
-from harness.session import HarnessSession, RunResult, tool_specs
+from harness.session import HarnessSession, RunResult
 from harness.tools.base import BusinessTool
 
 __all__ = ["END_OF_RUN", "HarnessBridge", "run_agent"]
@@ -60,7 +60,7 @@ class HarnessBridge:
         self.session = session
         self._model = model
         self._tools = tuple(tools)
-        self._answers = MessageAnswers(session, (t.name for t in self._tools))
+        self._answers = MessageAnswers(session, self._tools)
         self._stable = StableHistory()
         self.final_text: str | None = None
         """The model's own final message, when it wrote one (None: the Harness ended the loop)."""
@@ -70,13 +70,10 @@ class HarnessBridge:
     def tools(self) -> list[Tool[None]]:
         """One pydantic-ai tool per business tool (the envelope schema, no validation, the Harness's answer), and
         the catch-all that carries calls to names the agent has no tool for."""
-        specs = tool_specs(self._tools, self.session.ctx.config.schema_mode, None)
-        named = [(spec.name, spec.description, dict(spec.parameters)) for spec in specs]
-        named.append((self._answers.catch_all, CATCH_ALL_DESCRIPTION, {"type": "object", "properties": {}}))
         return [
-            Tool.from_schema(self._tool_function(name), name, description, parameters, takes_ctx=True,
-                             sequential=True)
-            for name, description, parameters in named
+            Tool.from_schema(self._tool_function(spec.name), spec.name, spec.description, dict(spec.parameters),
+                             takes_ctx=True, sequential=True)
+            for spec in self._answers.framework_tools()
         ]  # fmt: skip
 
     def _tool_function(self, name: str) -> Any:
