@@ -346,3 +346,18 @@ def test_mde_reporting_is_consistent_for_any_comparison(cases: list[tuple[int, i
                 assert text == status
     named = _mde_named(res)
     assert (named == _MDE_NAMED[1]) == (res.overall.test.mde.status(0.8) is power.MdeStatus.UNREACHABLE)  # type: ignore[union-attr]
+
+
+def test_an_undetectable_mde_never_claims_the_candidate_has_nothing_left_to_lose() -> None:
+    """The candidate passes every run and the baseline none: nothing is significant, and no drop is detected with
+    80% probability (a case the baseline fails cannot get worse in half the null replicates). The reason, the
+    verdict line and the plan say that, not that the candidate has no passing runs left (it has all of them)."""
+    pairs = [Pair(f"c{i}", "fam", e, False, True, COST, COST) for i in range(5) for e in (1, 2, 3)]
+    res = evaluate(pairs, "b", "c")
+    m = res.overall.test.mde
+    assert m is not None and m.reachable and m.status(0.8) is power.MdeStatus.UNDETECTABLE
+    assert res.verdict is Verdict.INCONCLUSIVE and res.inconclusive is not None
+    texts = [res.inconclusive, _verdict_line(res), plan(res, 0.05)]
+    for text in texts:
+        assert "no passing case runs left" not in text and "not even losing every passing candidate run" in text
+    assert "no drop is detected with 80% probability" in texts[2]

@@ -873,7 +873,10 @@ def plan(result: GateResult, target_mde: float) -> str:
         need = power.min_cases(t.alpha * t.weight)
         return f"{head}\n  the overall test cannot be significant with {n} cases: it needs at least {need} cases.\n"
     if m.at_80 is None or m.at_90 is None:
-        return f"{head}\n  no drop is detectable: the candidate has no passing case runs left to lose.\n"
+        return (
+            f"{head}\n  no drop is detected with {'80' if m.at_80 is None else '90'}% probability, not even losing"
+            " every passing candidate run: too few cases pass under both labels; run more cases both pass.\n"
+        )
     last = power.sequential_levels(tuple(x / 20 for x in sequential_looks(20, 4)), result.alpha)[-1]
     z = scipy.stats.norm.ppf
     factor = float(
