@@ -241,7 +241,7 @@ class GuardVerdict(TraceEvent):
 
     kind: ClassVar[EventKind] = EventKind.GUARD_VERDICT
     verdict: SemanticVerdict
-    """SUPPORTED, UNSUPPORTED or NEEDS_MORE_EVIDENCE."""
+    """SUPPORTED or UNSUPPORTED."""
     detail: str | None = None
     """The guard's reason."""
     guard: GuardName = GuardName.SEMANTIC

@@ -128,9 +128,15 @@ def test_a_200_that_is_not_a_chat_completion_is_the_endpoints_fault(
         code = main(["run", "--db", str(db), "--model", "openai:m", "--base-url", ep.base_url,
                      "--case", cases[0], "--case", cases[1]])  # fmt: skip
         url = ep.base_url
-    err = capsys.readouterr().err.replace("\n", "")
+    captured = capsys.readouterr()
+    err = captured.err.replace("\n", "")
     assert code == 2
     assert "2 of 2 case run(s) ended on an endpoint or cassette error" in err
+    # the summary never says the agent finished on its own, nor that the run simply completed
+    table = " ".join(captured.out.split())
+    assert "own" not in table.replace("known", "") and "err:1" in table, captured.out
+    assert "err=no stop reason (the case run ended on a failed model call; see case_runs.error)" in table
+    assert "completed, but every case run ended on an endpoint or cassette error" in table
     assert f"the endpoint {url} served no case run" in err
     con = duckdb.connect(str(db), read_only=True)
     errors = [r[0] for r in con.execute("SELECT error FROM case_runs ORDER BY case_id").fetchall()]

@@ -10,10 +10,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from runners.analysis import power
 from runners.analysis.gate import (
     GateInputError,
+    GateResult,
     Pair,
     Verdict,
     evaluate,
@@ -175,7 +178,7 @@ def test_cli_exit_codes_for_inconclusive(tmp_path: Path, capsys: pytest.CaptureF
     assert main([*argv, "--allow-inconclusive"]) == 0
     assert ET.parse(tmp_path / "j.xml").getroot().get("skipped") == "1"
     capsys.readouterr()
-    assert main([*argv, "--plan"]) == 0
+    assert main([*argv[:7], "--plan"]) == 0  # advice only: no output flag
     assert "it needs at least 5 cases" in " ".join(capsys.readouterr().out.split())  # wrapped at the width
 
 
@@ -188,6 +191,11 @@ def test_cli_exit_codes_for_inconclusive(tmp_path: Path, capsys: pytest.CaptureF
         (["--sequential", "--stage", "30"], "--stage 30: more than the --budget of 20 epochs"),
         (["--sequential", "--target-mde", "2"], "--target-mde 2: a pass-rate drop must be within (0, 1]"),
         (["--sequential", "--plan"], "--plan and --sequential: give one"),
+        # flags that would be ignored: --plan writes no file, --budget/--stage size only sequential looks
+        (["--plan", "--json", "p.json"], "--plan prints its advice and writes no file: remove --json"),
+        (["--plan", "--summary", "s.md", "--junit", "j.xml"], "writes no file: remove --summary, --junit"),
+        (["--budget", "12"], "--budget size the looks of --sequential: add --sequential or remove them"),
+        (["--stage", "2", "--budget", "8"], "--budget and --stage size the looks of --sequential"),
     ],
 )
 def test_bad_power_flags_exit_2_before_the_database_is_opened(
@@ -258,3 +266,98 @@ def test_sequential_undecided_names_the_next_epochs() -> None:
 def test_sequential_refuses_data_short_of_the_first_look() -> None:
     with pytest.raises(GateInputError, match="run both labels with --epochs 4"):
         evaluate_sequential(deterministic(10, 2), "b", "c", budget=12, stage=4)
+
+
+# -- MDE reporting: consistent across the table, the verdict line, JSON and JUnit ---------------------------
+def test_a_significant_family_with_no_detectable_drop_reads_undetectable_not_unreachable() -> None:
+    """A 10-case family lost entirely is significant (p = 1/1024 within its level), yet the simulation finds no
+    drop it detects with 80% probability: that is 'undetectable', never 'unreachable' (which says the test can
+    never be significant), and the regression carries no reason to be inconclusive."""
+    pairs = [Pair(f"{f}{i}", f, e, True, f != "a", COST, COST)
+             for f in ("a", "b") for i in range(10) for e in (1, 2, 3)]  # fmt: skip
+    res = evaluate(pairs, "b", "c")
+    fam = next(f for f in res.families if f.family == "a")
+    assert res.verdict is Verdict.REGRESSION and fam.regressed and fam.test.mde is not None
+    assert fam.test.mde.reachable and fam.test.mde.at_80 is None
+    row = next(line for line in markdown(res).splitlines() if line.startswith("| a |"))
+    assert "| undetectable / undetectable |" in row and "unreachable" not in row
+    data = to_json(res)
+    assert data["inconclusive"] is None
+    test = next(t for t in data["tests"] if t["name"] == "a")  # type: ignore[union-attr]
+    assert (test["mde_reachable"], test["mde_80"], test["mde_80_status"]) == (True, None, "undetectable")
+    case = next(c for c in ET.fromstring(junit(res)).iter("testcase") if c.get("name") == "a")
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
+    assert (props["mde_80"], props["mde_80_status"], props["mde_90_status"]) == ("", "undetectable", "undetectable")
+
+
+_MDE_NAMED = ("would have caught a pass-rate drop of", "Its MDE: unreachable", "Its MDE: undetectable")
+
+
+def _verdict_line(res: object) -> str:
+    return markdown(res).splitlines()[2]  # type: ignore[arg-type]
+
+
+def _mde_named(res: GateResult) -> str:
+    """Which MDE sentence the verdict line carries (after the inconclusive reason, which may mention power)."""
+    line = _verdict_line(res)
+    named = [n for n in _MDE_NAMED if n in line]
+    assert len(named) == 1, line
+    return named[0]
+
+
+def test_every_verdict_line_carries_its_mde() -> None:
+    """PASS, REGRESSION and each INCONCLUSIVE (too few cases, too little power, an undecided sequential look) say
+    what the comparison could have caught, or why no drop size can be named."""
+    two = [Pair(c, "fam", e, True, True, COST, COST) for c in ("a", "b") for e in (1, 2, 3)]
+    few = evaluate(two, "b", "c")
+    assert few.verdict is Verdict.INCONCLUSIVE and _mde_named(few) == _MDE_NAMED[1]
+    weak = evaluate(noisy(12, 2, 3), "b", "c", k=1)
+    assert weak.verdict is Verdict.INCONCLUSIVE and _mde_named(weak) == _MDE_NAMED[0], _verdict_line(weak)
+    look = evaluate_sequential(noisy(40, 4, 1, probs=(0.7,)), "b", "c", budget=20, stage=4, k=1)
+    assert look.verdict is Verdict.INCONCLUSIVE and look.look is not None
+    assert "decides nothing yet" in _verdict_line(look) and _mde_named(look) == _MDE_NAMED[0]
+    passed = evaluate(deterministic(81, 3), "b", "c")
+    regressed = evaluate(deterministic(81, 3, lose=20), "b", "c")
+    assert passed.verdict is Verdict.PASS and regressed.verdict is Verdict.REGRESSION
+    assert _mde_named(passed) == _mde_named(regressed) == _MDE_NAMED[0]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.sampled_from("xyz")), min_size=1, max_size=14),
+)
+def test_mde_reporting_is_consistent_for_any_comparison(cases: list[tuple[int, int, str]]) -> None:
+    """For any comparison: a regression has no inconclusive reason; a missing MDE is 'unreachable' exactly when
+    the test cannot be significant, else 'undetectable', in the table, JSON and JUnit alike; the verdict line
+    names the MDE."""
+    pairs = [Pair(f"c{i}", fam, e, e <= b, e <= c, COST, COST)
+             for i, (b, c, fam) in enumerate(cases) for e in (1, 2, 3)]  # fmt: skip
+    res = evaluate(pairs, "b", "c", k=1, mde_replicates=40)
+    if res.verdict is Verdict.REGRESSION:
+        assert res.inconclusive is None
+    data = {t["name"]: t for t in to_json(res)["tests"]}  # type: ignore[attr-defined,index]
+    for t in res.tests:
+        assert t.mde is not None
+        for p in power.POWERS:
+            text, status, value = t.mde_text(p), data[t.name][f"mde_{p * 100:.0f}_status"], t.mde.at(p)
+            assert (value is None) == (status != "found")
+            assert (status == "unreachable") == (not t.mde.reachable) == (data[t.name]["mde_reachable"] is False)
+            if value is None:
+                assert text == status
+    named = _mde_named(res)
+    assert (named == _MDE_NAMED[1]) == (res.overall.test.mde.status(0.8) is power.MdeStatus.UNREACHABLE)  # type: ignore[union-attr]
+
+
+def test_an_undetectable_mde_never_claims_the_candidate_has_nothing_left_to_lose() -> None:
+    """The candidate passes every run and the baseline none: nothing is significant, and no drop is detected with
+    80% probability (a case the baseline fails cannot get worse in half the null replicates). The reason, the
+    verdict line and the plan say that, not that the candidate has no passing runs left (it has all of them)."""
+    pairs = [Pair(f"c{i}", "fam", e, False, True, COST, COST) for i in range(5) for e in (1, 2, 3)]
+    res = evaluate(pairs, "b", "c")
+    m = res.overall.test.mde
+    assert m is not None and m.reachable and m.status(0.8) is power.MdeStatus.UNDETECTABLE
+    assert res.verdict is Verdict.INCONCLUSIVE and res.inconclusive is not None
+    texts = [res.inconclusive, _verdict_line(res), plan(res, 0.05)]
+    for text in texts:
+        assert "no passing case runs left" not in text and "not even losing every passing candidate run" in text
+    assert "no drop is detected with 80% probability" in texts[2]

@@ -125,3 +125,27 @@ def test_the_epochs_flag_takes_its_bounds_and_default_from_the_declaration(tmp_p
     assert main(["run", "--epochs", str(MAX_EPOCHS + 1), "--db", str(db)]) == 2
     assert main(["sweep", "--epochs", "0", "--db", str(db)]) == 2
     assert not db.exists()
+
+
+@pytest.mark.parametrize("agent", ["native", "pydantic-ai", "openai-agents"])
+def test_resume_refuses_agent_even_when_it_names_the_default_loop(
+    agent: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--agent native` with --resume of an openai-agents run would be ignored (the stored loop runs): it is
+    refused like another loop, before the database is opened."""
+    db = tmp_path / "never-written.duckdb"
+    capsys.readouterr()
+    assert main(["run", "--db", str(db), "--resume", "br-x", "--agent", agent]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "remove --agent" in lines[0], lines
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_agent_is_not_listed_among_the_execution_flags(command: str) -> None:
+    """`--agent` is stored and `--resume` refuses it: it belongs beside the run options, not under "execution
+    (never part of a run's settings)"."""
+    parser = _subparser(command)
+    groups = {a.option_strings[0]: g.title for g in parser._action_groups for a in g._group_actions if a.option_strings}
+    assert groups["--agent"] == groups["--no-transcripts"] == "bench"
+    assert groups["--executor"].startswith("execution")

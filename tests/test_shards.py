@@ -18,6 +18,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
+from runners.plan.agent import AgentFramework
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings, RunSettings
@@ -201,6 +202,29 @@ def test_a_shard_of_another_configuration_is_refused(
     assert main(["merge", str(out), *(str(small[f"s{i}"]) for i in range(1, N + 1))]) == 0
     _refused(["merge", str(out), str(other)], "no_gain_threshold 3 vs 2", work, capsys)
     assert _q(out, "SELECT count(*) FROM bench_runs") == [(1,)]
+
+
+def test_a_shard_of_another_agent_loop_or_without_transcripts_is_refused(
+    small: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One merged row cannot say both loops, nor that transcripts are stored when one shard stored none."""
+    work = tmp_path / "w"
+    work.mkdir()
+    s = [str(small[f"s{i}"]) for i in range(1, N)]
+    bare = _one_shard(work / "bare.duckdb", transcripts=False)
+    _refused(["merge", str(work / "out.duckdb"), *s, str(bare)], "transcripts False vs True", work, capsys)
+    loop = _one_shard(work / "loop.duckdb", agent=AgentFramework.OPENAI_AGENTS)
+    _refused(["merge", str(work / "out.duckdb"), *s, str(loop)], "agent 'openai-agents' vs 'native'", work, capsys)
+    assert main(["merge", str(work / "out.duckdb"), str(loop), *s]) == 2
+    line = capsys.readouterr().err
+    assert str(loop) in line and str(small["s1"]) in line, line  # both files named
+    # a shard written before the column existed (NULL) is native: it merges with native shards
+    legacy = work / "legacy.duckdb"
+    legacy.write_bytes(small["s4"].read_bytes())
+    con = duckdb.connect(str(legacy))
+    con.execute("UPDATE bench_runs SET agent = NULL, transcripts = NULL")
+    con.close()
+    assert main(["merge", str(work / "out.duckdb"), *s, str(legacy)]) == 0
 
 
 def test_missing_or_unfinished_shards_are_refused_without_partial(

@@ -113,7 +113,48 @@ def test_no_transcripts_flag_stores_none_and_show_says_how_to_get_one(
     finally:
         con.close()
     line = _refused(["show", "--db", str(db), run_id], "--no-transcripts", capsys)
-    assert f"harness-bench run --case {EMPTY} --db {db}" in line
+    assert f"harness-bench run --case {EMPTY} " in line and line.endswith(f" --db {db}")
+
+
+def test_the_hint_of_a_run_without_transcripts_runs_the_same_case_again_with_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The printed command carries the run's evaluation set, model, label and settings: run as printed, it
+    stores the same case under the same label and model, with its transcript, and `show --label` opens it."""
+    db = tmp_path / "with space.duckdb"
+    model = "scripted:sloppy?seed=3"
+    argv = ["--evalset", "empty_logs", "--label", "cand", "--model", model, "--epochs", "2", "--max-tool-calls", "4"]
+    assert main(["run", "--db", str(db), "--no-transcripts", *argv]) == 0
+    (old_id,) = _q_one(db, "SELECT case_run_id FROM case_runs WHERE epoch = 2 ORDER BY case_id LIMIT 1")
+    case = old_id.split("/")[1]
+    line = _refused(["show", "--db", str(db), old_id], "--no-transcripts", capsys)
+    hint = shlex.split(line.partition("without --no-transcripts: ")[2])
+    assert hint[:2] == ["harness-bench", "run"] and "--no-transcripts" not in hint, line
+    assert main(hint[1:]) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT c.label, b.model, b.transcripts, c.epoch, b.settings_json FROM case_runs c JOIN bench_runs b"
+            " USING (bench_run_id) WHERE c.case_id = ? ORDER BY c.finished_at DESC LIMIT 1", [case]
+        ).fetchone()  # fmt: skip
+        old = con.execute("SELECT settings_json FROM bench_runs ORDER BY started_at LIMIT 1").fetchone()
+    finally:
+        con.close()
+    assert rows is not None and old is not None
+    assert rows[:4] == ("cand", model, True, 2) and rows[4] == old[0]
+    capsys.readouterr()
+    assert main(["show", "--db", str(db), "--label", "cand", "--case", case, "--epoch", "2"]) == 0
+    assert "OUTCOME" in capsys.readouterr().out
+
+
+def _q_one(db: Path, sql: str) -> tuple[str]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute(sql).fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return (str(row[0]),)
 
 
 def test_a_database_from_before_transcripts_is_named_and_then_migrated(
@@ -147,6 +188,22 @@ def test_unknown_ids_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureF
     _refused(["show", "--db", str(db)], "name the case run", capsys)
     _refused(["diff", "--db", str(db), bench_run, "no-such-label", "--case", EMPTY], "'no-such-label'", capsys)
     _refused(["show", "--db", str(tmp_path / "missing.duckdb"), run_id], "no such DuckDB file", capsys)
+
+
+def test_show_refuses_a_bench_run_with_a_label_and_help_says_what_a_label_picks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--bench-run B --label OTHER` would show B's case run whatever OTHER is: refused, one line, exit 2. A label
+    picks the newest case run of the case (and epoch), as `resolve_case_run` does, not a bench run."""
+    db = tmp_path / "t.duckdb"
+    bench_run = _one_run(db, "--label", "base").split("/")[0]
+    _refused(["show", "--db", str(db), "--bench-run", bench_run, "--label", "other", "--case", EMPTY],
+             f"give --bench-run '{bench_run}' or --label 'other', not both", capsys)  # fmt: skip
+    for command in ("show", "diff"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        text = " ".join(capsys.readouterr().out.split())
+        assert "newest bench run" not in text and "newest case run of" in text, text
 
 
 def _custom_case(tmp_path: Path, question: str) -> Path:

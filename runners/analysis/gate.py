@@ -258,12 +258,13 @@ class Hypothesis:
         return f"{what} over {self.cases} cases, p = {self.p_value:.2g}, Holm-adjusted p = {self.p_adjusted:.2g}"
 
     def mde_text(self, which: float = power.POWERS[0]) -> str:
-        """The MDE at 80% (or 90%) power in this test's unit: '4.2 pts', '+31%', 'unreachable' or '—'."""
+        """The MDE at 80% (or 90%) power in this test's unit: '4.2 pts', '+31%', 'unreachable' (never
+        significant), 'undetectable' (not with that probability) or '—' (not computed)."""
         if self.mde is None:
             return "—"
-        v = self.mde.at_80 if which == power.POWERS[0] else self.mde.at_90
+        v = self.mde.at(which)
         if v is None:
-            return "unreachable"
+            return self.mde.status(which).value
         return f"+{v:.0%}" if self.kind is Measure.COST else f"{v * 100:.1f} pts"
 
 
@@ -569,7 +570,8 @@ def evaluate(
     result.max_mde = max_mde
     if mde:
         _add_mde(result, cases, by_family, max_recall_drop, max_cost_increase, mde_replicates)
-        result.inconclusive = _inconclusive(result)
+        # a regression is decided whatever power was left: it carries no reason to be inconclusive
+        result.inconclusive = None if result.failures else _inconclusive(result)
     return result
 
 
@@ -614,8 +616,8 @@ def _inconclusive(result: GateResult) -> str | None:
         )
     if m.at_80 is None:
         return (
-            f"no drop is detectable: the candidate has no passing case runs left to lose over these {n} cases; "
-            "run cases the baseline passes"
+            f"no drop is detected with 80% probability at its level {m.level:.2g}, not even losing every passing"
+            f" candidate run: too few of these {n} cases pass under both labels; run more cases both pass"
         )
     if m.at_80 > result.max_mde:
         more = power.epochs_for(m.at_80, epochs, result.max_mde)
@@ -716,7 +718,7 @@ def verdict_line(result: GateResult) -> str:
     if result.inconclusive:
         return (
             f"⚠️ **INCONCLUSIVE** — no test is significant (smallest adjusted p = {best.p_adjusted:.2g}, "
-            f"{best.name}), but {result.inconclusive}.{_look_text(result)}"
+            f"{best.name}), but {result.inconclusive}.{_mde_sentence(result)}{_look_text(result)}"
         )
     return (
         f"✅ **PASS** — no test is significant after Holm's correction at α = {result.alpha:g} "
@@ -725,13 +727,23 @@ def verdict_line(result: GateResult) -> str:
 
 
 def _mde_sentence(result: GateResult) -> str:
-    """What this comparison could have caught (empty when the MDE was not computed)."""
+    """What this comparison could have caught, or why no drop size can be named."""
     t = result.overall.test
-    if t.mde is None:
-        return ""
+    m = t.mde
+    if m is None:
+        return " Its MDE was not computed."
+    at_80, at_90 = (m.status(p) for p in power.POWERS)
+    if at_80 is power.MdeStatus.UNREACHABLE:
+        return f" Its MDE: unreachable (its smallest p {m.min_p:.2g} is above its level {m.level:.2g})."
+    if at_80 is power.MdeStatus.UNDETECTABLE:
+        return (
+            " Its MDE: undetectable (not even losing every passing candidate run is caught with 80% probability at"
+            f" its level {m.level:.2g})."
+        )
+    at_90_text = f"{t.mde_text(0.9)} with 90%" if at_90 is power.MdeStatus.FOUND else "none with 90%"
     return (
         f" It would have caught a pass-rate drop of {t.mde_text(0.8)} with 80% probability "
-        f"({t.mde_text(0.9)} with 90%) at its level {t.mde.level:.2g}."
+        f"({at_90_text}) at its level {m.level:.2g}."
     )
 
 
@@ -746,7 +758,8 @@ def _look_text(result: GateResult) -> str:
 
 
 def verdict_line_with_power(result: GateResult) -> str:
-    """`verdict_line` plus, for a regression, the MDE sentence (a pass or inconclusive line carries it already)."""
+    """`verdict_line` plus, for a regression, the MDE sentence (a pass or inconclusive line carries it already):
+    every verdict line says what the comparison could have caught, or why no drop size can be named."""
     line = verdict_line(result)
     return line + _mde_sentence(result) + _look_text(result) if result.failures else line
 
@@ -797,7 +810,9 @@ def _mde_legend(result: GateResult) -> str:
     return (
         " MDE: the smallest pass-rate drop (points; costs: relative increase) the test detects with 80% / 90% "
         "probability at its first Holm level (α × its share), simulated from these cases' own noise; "
-        f"'unreachable': too few cases for its smallest p. A pass needs the overall MDE at 80% ≤ "
+        "'unreachable': too few cases for its smallest p to reach its level; 'undetectable': it can be significant,"
+        " but not even the largest change simulated (every passing candidate run lost; a 100-fold cost) is caught"
+        f" with that probability. A pass needs the overall MDE at 80% ≤ "
         f"{result.max_mde * 100:g} points (--max-mde), else the verdict is INCONCLUSIVE."
     )
 
@@ -858,7 +873,10 @@ def plan(result: GateResult, target_mde: float) -> str:
         need = power.min_cases(t.alpha * t.weight)
         return f"{head}\n  the overall test cannot be significant with {n} cases: it needs at least {need} cases.\n"
     if m.at_80 is None or m.at_90 is None:
-        return f"{head}\n  no drop is detectable: the candidate has no passing case runs left to lose.\n"
+        return (
+            f"{head}\n  no drop is detected with {'80' if m.at_80 is None else '90'}% probability, not even losing"
+            " every passing candidate run: too few cases pass under both labels; run more cases both pass.\n"
+        )
     last = power.sequential_levels(tuple(x / 20 for x in sequential_looks(20, 4)), result.alpha)[-1]
     z = scipy.stats.norm.ppf
     factor = float(
@@ -884,12 +902,13 @@ def _attr(text: str) -> str:
 
 
 def _properties(t: Hypothesis) -> str:
-    """A test case's MDE as JUnit properties (fractions; empty value: unreachable)."""
+    """A test case's MDE as JUnit properties (fractions; an empty value: none, `mde_80_status` says why)."""
     if t.mde is None:
         return ""
     vals = [("mde_80", t.mde.at_80), ("mde_90", t.mde.at_90)]
     items = [f'<property name="{n}" value="{"" if v is None else f"{v:.6g}"}"/>' for n, v in vals]
     items.append(f'<property name="mde_level" value="{t.mde.level:.6g}"/>')
+    items += [f'<property name="mde_{p * 100:.0f}_status" value="{t.mde.status(p).value}"/>' for p in power.POWERS]
     return "<properties>" + "".join(items) + "</properties>"
 
 
@@ -902,6 +921,9 @@ def to_json(result: GateResult, *, allow_inconclusive: bool = False) -> dict[str
             "p": t.p_value, "p_adjusted": t.p_adjusted, "weight": t.weight, "failed": t.failed,
             "mde_80": t.mde.at_80 if t.mde else None, "mde_90": t.mde.at_90 if t.mde else None,
             "mde_level": t.mde.level if t.mde else None, "mde_reachable": t.mde.reachable if t.mde else None,
+            # why mde_80 / mde_90 is null: unreachable (never significant) or undetectable (not that likely)
+            "mde_80_status": t.mde.status(power.POWERS[0]).value if t.mde else None,
+            "mde_90_status": t.mde.status(power.POWERS[1]).value if t.mde else None,
         }  # fmt: skip
 
     look = result.look

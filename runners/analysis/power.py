@@ -14,8 +14,9 @@ INCONCLUSIVE and the plan"):
    p ≤ its level **and** beyond the margin — is found by bisection. Its level is the test's first
    Holm step, α × its weight (the overall pass rate 80% of α): the share it is sure to get.
 4. The MDE at power π is the π-quantile of those smallest effects over `MDE_REPLICATES` seeded
-   replicates; `None` when even flipping every passing run (or a 100-fold cost) would not be
-   significant — e.g. 2 cases, whose smallest p is ¼.
+   replicates; `None` either when the test can never be significant (`MdeStatus.UNREACHABLE`: 2
+   cases, whose smallest p is ¼) or when it can but even flipping every passing run (or a 100-fold
+   cost) is significant in fewer than π of the replicates (`MdeStatus.UNDETECTABLE`).
 
 The p of the sign-flip test is computed exactly (convolution of the per-case sign distributions)
 up to `EXACT_MAX_CASES` differing cases, and by its normal approximation with a continuity
@@ -35,6 +36,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from functools import lru_cache
 
 import numpy as np
@@ -46,6 +48,7 @@ __all__ = [
     "MDE_SEED",
     "POWERS",
     "Mde",
+    "MdeStatus",
     "cases_for",
     "cost_mde",
     "epochs_for",
@@ -68,6 +71,18 @@ _SEQ_PATHS = 400_000
 _SEQ_SEED = 20_261_202
 
 
+class MdeStatus(StrEnum):
+    """What an MDE at one power is: a size, or which of the two reasons there is none."""
+
+    FOUND = "found"
+    """A change of the MDE's size is detected with that probability."""
+    UNREACHABLE = "unreachable"
+    """The test can never be significant: with these cases its smallest p is above its level."""
+    UNDETECTABLE = "undetectable"
+    """The test can be significant, but not even the largest change simulated (every passing candidate run lost;
+    a 100-fold cost) is detected with that probability."""
+
+
 @dataclass(frozen=True)
 class Mde:
     """The smallest change a test detects with 80% and 90% probability."""
@@ -85,6 +100,16 @@ class Mde:
     def reachable(self) -> bool:
         """The test can be significant at all."""
         return self.min_p <= self.level
+
+    def at(self, power: float) -> float | None:
+        """The MDE at `power` (one of `POWERS`); None: see `status`."""
+        return self.at_80 if power == POWERS[0] else self.at_90
+
+    def status(self, power: float) -> MdeStatus:
+        """Whether there is an MDE at `power`, and if not, why."""
+        if not self.reachable:
+            return MdeStatus.UNREACHABLE
+        return MdeStatus.UNDETECTABLE if self.at(power) is None else MdeStatus.FOUND
 
 
 def min_cases(level: float) -> int:

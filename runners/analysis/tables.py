@@ -36,8 +36,13 @@ STOP_CODES = {
     StopReason.BUDGET_LIMIT_REACHED.value: "BUD",
     StopReason.PROGRESS_PROTOCOL_VIOLATED.value: "PROT",
     "NONE": "own",
+    "ERROR": "err",
 }
-STOP_MEANINGS = {"own": "no stop reason (the agent finished on its own)"}
+STOP_MEANINGS = {
+    "own": "no stop reason (the agent finished on its own)",
+    # an endpoint, cassette or unusable answer ended the case run: the agent did not finish at all
+    "err": "no stop reason (the case run ended on a failed model call; see case_runs.error)",
+}
 
 
 def console_width(stream: Any) -> int | None:

@@ -60,6 +60,8 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
                         " (only --db, --concurrency, --executor, --ray-address, --base-url and --api-key-env may be"
                         " given with it)")  # fmt: skip
     run_options.add_argument(g, "transcripts", command)
+    # the loop is stored with the run and restored by --resume: a run option, not an execution flag
+    run_options.add_argument(g, "agent", command)
     _add_execution(p, command)
     run_options.add_arguments(p, command)
 
@@ -74,7 +76,6 @@ def _add_execution(p: argparse.ArgumentParser, command: str) -> None:
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
-    run_options.add_argument(g, "agent", command)
     g.add_argument("--ray-address", default=None, metavar="ADDRESS",
                    help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
                         " default: start a local instance")  # fmt: skip

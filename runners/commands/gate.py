@@ -55,9 +55,9 @@ def register(sub: Any) -> None:
     p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
                    help="the bench run to take a label's case runs from, when the label is used by several"
                         " (once per label; twice to compare two runs of one label, baseline first)")  # fmt: skip
-    p.add_argument("--summary", type=Path, default=Path("gate-summary.md"),
+    p.add_argument("--summary", type=Path, default=None,
                    help="Markdown summary path (default ./gate-summary.md, overwritten)")  # fmt: skip
-    p.add_argument("--junit", type=Path, default=Path("gate-junit.xml"),
+    p.add_argument("--junit", type=Path, default=None,
                    help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
     g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
@@ -68,16 +68,16 @@ def register(sub: Any) -> None:
                    help="an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)")  # fmt: skip
     g.add_argument("--plan", action="store_true",
                    help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde"
-                        " (default --max-mde); writes nothing")  # fmt: skip
+                        " (default --max-mde); writes no file (refused with --summary, --junit or --json)")  # fmt: skip
     g.add_argument("--target-mde", type=float, default=None, metavar="RATE",
                    help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall"
                         " MDE at 90%% power is at most this")  # fmt: skip
     g.add_argument("--sequential", action="store_true",
                    help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
                         " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
-    g.add_argument("--budget", type=int, default=20, metavar="EPOCHS",
+    g.add_argument("--budget", type=int, default=None, metavar="EPOCHS",
                    help="with --sequential: most epochs to run (default 20)")  # fmt: skip
-    g.add_argument("--stage", type=int, default=4, metavar="EPOCHS",
+    g.add_argument("--stage", type=int, default=None, metavar="EPOCHS",
                    help="with --sequential: epochs between looks (default 4)")  # fmt: skip
     p.set_defaults(func=run)
 
@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
     from runners.store.metrics_db import connect
 
+    _refuse_ignored(args)  # before the defaults fill in what was not given
     _check_output_file("--summary", args.summary)
     _check_output_file("--junit", args.junit)
     if args.json is not None:
@@ -149,6 +150,25 @@ def run(args: argparse.Namespace) -> int:
     written = f"{args.summary}, {args.junit} and {args.json}" if args.json else f"{args.summary} and {args.junit}"
     _say(f"wrote {written}")
     return verdict
+
+
+DEFAULTS = {"summary": Path("gate-summary.md"), "junit": Path("gate-junit.xml"), "budget": 20, "stage": 4}
+"""The flags whose absence means something: refused where they would be ignored, else these values."""
+
+
+def _refuse_ignored(args: argparse.Namespace) -> None:
+    """A flag the gate would ignore is refused (one line, exit 2); then the ones not given take their defaults."""
+    if args.plan:  # advice only, printed: no file would get it
+        given = [f"--{n}" for n in ("summary", "junit", "json") if getattr(args, n) is not None]
+        if given:
+            _fail(f"--plan prints its advice and writes no file: remove {', '.join(given)}")
+    if not args.sequential:
+        given = [f"--{n}" for n in ("budget", "stage") if getattr(args, n) is not None]
+        if given:
+            _fail(f"{' and '.join(given)} size the looks of --sequential: add --sequential or remove them")
+    for name, value in DEFAULTS.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
 
 
 def _check_power_flags(args: argparse.Namespace) -> None:

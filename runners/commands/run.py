@@ -95,8 +95,11 @@ def run(args: argparse.Namespace) -> int:
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
     part = f"shard {shard_spec} of " if shard_spec else ""
+    status = summary.status
+    if summary.executed and summary.infra_errors == summary.executed:  # every case run executed, none measured
+        status += ", but every case run ended on an endpoint or cassette error"
     _say(
-        f"{part}bench run {summary.bench_run_id} {summary.status}: {summary.executed} case runs executed"
+        f"{part}bench run {summary.bench_run_id} {status}: {summary.executed} case runs executed"
         f" ({summary.skipped} already done) in {summary.wall_seconds:.2f}s, {rate:.1f} runs/s;"
         f" DuckDB writes {share:.1%} of wall time → {args.db}"
     )

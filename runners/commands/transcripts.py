@@ -17,12 +17,13 @@ __all__ = ["register", "run"]
 def register(sub: Any) -> None:
     p = _sub(sub, "show", "print one case run's transcript: every turn, the Harness's decisions, the outcome",
              "Give a case run id (BENCH_RUN_ID/CASE/EPOCH, as `run` prints and the gate lists) or --bench-run ID"
-             " (or --label L: its newest bench run) with --case CASE [--epoch N]. Plain text at 80 columns;"
-             " --html FILE writes one self-contained page instead.")  # fmt: skip
+             " (or --label L: its newest case run of that case and epoch) with --case CASE [--epoch N]. Plain text at"
+             " 80 columns; --html FILE writes one self-contained page instead.")  # fmt: skip
     _add_db(p)
     p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID", help="the case run to show")
     p.add_argument("--bench-run", default=None, metavar="ID", help="bench run holding the case")
-    p.add_argument("--label", default=None, metavar="LABEL", help="the newest bench run with this label")
+    p.add_argument("--label", default=None, metavar="LABEL",
+                   help="the label's newest case run of --case (and --epoch)")  # fmt: skip
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
     p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
@@ -31,8 +32,8 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
     p = _sub(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
-             "A and B are each a bench run id or a label (its newest bench run). The turns both runs share are"
-             " printed once, then each run from the first turn where they differ.")  # fmt: skip
+             "A and B are each a bench run id or a label (its newest case run of --case and --epoch). The turns both"
+             " runs share are printed once, then each run from the first turn where they differ.")  # fmt: skip
     _add_db(p)
     p.add_argument("a", metavar="A", help="baseline: bench run id or label")
     p.add_argument("b", metavar="B", help="candidate: bench run id or label")
@@ -76,6 +77,8 @@ def _show(args: argparse.Namespace) -> int:
         _fail(f"give a case run id ({args.case_run}) or --bench-run/--label with --case, not both")
     if not args.case_run and not args.case:
         _fail("name the case run: CASE_RUN_ID, or --bench-run ID --case CASE [--epoch N]")
+    if args.bench_run and args.label is not None:  # the label would be ignored: the bench run names the case run
+        _fail(f"give --bench-run {args.bench_run!r} or --label {args.label!r}, not both")
     if args.case and not (args.bench_run or args.label is not None):
         _fail(f"--case {args.case} needs --bench-run ID or --label LABEL")
     if args.html is not None and args.html.is_dir():

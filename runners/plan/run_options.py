@@ -207,9 +207,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("agent", "--agent", "agent", "agent", "agent",
               encode=lambda v: AgentFramework(v).value,
               decode=lambda v: AgentFramework(v or AgentFramework.NATIVE.value),
+              # no argparse default: `--agent native` given with --resume is refused like any other loop
               from_arg=lambda v: AgentFramework(v or AgentFramework.NATIVE.value),
-              not_given=lambda v: v in (None, AgentFramework.NATIVE.value),
-              argument={"default": AgentFramework.NATIVE.value, "choices": [a.value for a in AgentFramework],
+              argument={"choices": [a.value for a in AgentFramework],
                         "help": "the agent loop each case run goes through: native (run_diagnosis, default),"
                                 " pydantic-ai or openai-agents (that framework's agent over the case's model, the"
                                 " Harness through its adapter; needs the `adapters` extra, which make venv"

@@ -6,14 +6,15 @@ columns, or `model` + `base_url` keys) are read here, by one function, into the 
 from: every stored setting and run option restored, the endpoint settings given with `--resume` (base URL, key
 variable) over the stored ones, and where and how this invocation executes (database, concurrency, executor,
 cancellation) taken from the options given. The other direction, `run_argv`, turns options into the
-`harness-bench run` arguments that reproduce them (the re-record command is built from it).
+`harness-bench run` arguments that reproduce them (the re-record command and `show`'s command that runs a case
+again with its transcript, `rerun_argv`, are built from it).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import fields
+from dataclasses import fields, replace
 from enum import StrEnum
 from typing import Any
 
@@ -38,6 +39,7 @@ __all__ = [
     "read_bench_run",
     "read_sweep",
     "restore_options",
+    "rerun_argv",
     "run_argv",
     "saved_sweep_options",
 ]
@@ -176,3 +178,18 @@ def run_argv(
     for o in rest:
         argv += _option_argv(o, opts)
     return argv
+
+
+def rerun_argv(stored: Mapping[str, Any], db: str, case_id: str, epoch: int) -> list[str] | None:
+    """The `harness-bench run` arguments that run one case of the stored bench run `stored` (its `bench_runs`
+    row) again into `db` with its transcript stored: its evaluation files, model, label, every other setting and
+    run option, the case up to `epoch`; None when the row is too old or damaged to say (the caller falls back to
+    naming the case). Where it executed (shard, run id) is not part of it."""
+    from pathlib import Path
+
+    try:
+        opts = restore_options(stored, StoredForm.BENCH_RUN, BenchOptions(db=Path(db)), "show")
+    except BenchInputError:
+        return None
+    again = replace(opts, case_ids=[case_id], epochs=max(1, epoch), transcripts=True, shard=None, run_id=None)
+    return [*run_argv(again, always=("model",)), "--db", db]

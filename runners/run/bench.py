@@ -307,7 +307,8 @@ class FamilyRow:
     outcomes: dict[str, int]
     """Case runs per outcome (`FALLBACK/INSUFFICIENT_EVIDENCE` style)."""
     stop_reasons: dict[str, int]
-    """Case runs per stop reason (`NONE`: the agent finished on its own)."""
+    """Case runs per stop reason (`NONE`: the agent finished on its own; `ERROR`: none, a failed model call
+    ended the case run)."""
     mean_tools: float
     """Mean tool invocations."""
     mean_rejections: float
@@ -322,7 +323,7 @@ def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[Famil
         """
         SELECT family, count(*), avg(passed::INT),
                histogram(outcome || coalesce('/' || fallback_kind, '')),
-               histogram(coalesce(stop_reason, 'NONE')),
+               histogram(coalesce(stop_reason, CASE WHEN error IS NULL THEN 'NONE' ELSE 'ERROR' END)),
                avg(tool_invocations), avg(tool_rejections), avg(wasted_invocations)
         FROM case_runs WHERE bench_run_id = ? GROUP BY family ORDER BY family
         """,

@@ -6,7 +6,8 @@ Rules, all checked before OUT is created or changed (a refusal is one line, exit
   migrated), with no column this program does not know;
 - copies of one bench run (the same id in several files, OUT included) agree on what was measured:
   every setting but the endpoint ones (`settings_json`), label, sweep, evaluation-set hash, case
-  selection, epochs, record mode and whether cassettes were used, and the shard count; copies of one
+  selection, epochs, record mode, whether cassettes were used, the agent loop (`--agent`), whether
+  transcripts were stored (`--no-transcripts`), and the shard count; copies of one
   sweep agree on the grid and the shared options. A shard run under the same `--run-id` with other
   settings is therefore refused, never added as a second run;
 - unless `--partial`, every sharded run must end up with all its shards 1..N, each completed, and every
@@ -33,7 +34,7 @@ from typing import Any
 
 import duckdb
 
-from runners.plan import settings
+from runners.plan import run_options, settings
 from runners.plan.shard import RunStatus
 from runners.store.metrics_db import (
     SCHEMA_VERSION,
@@ -48,6 +49,8 @@ from runners.store.metrics_db import (
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them
 PLAN_FIELDS = ("label", "sweep_id", "evalset_hash", "case_ids_json", "epochs", "record_mode")
+# run-option columns copies of one run must agree on too: one merged row cannot say both loops, or both
+FIT_COLUMNS = ("agent", "transcripts")
 _RANK = {RunStatus.COMPLETED: 3, RunStatus.INTERRUPTED: 2, RunStatus.RUNNING: 1, RunStatus.FAILED: 0}
 
 
@@ -142,6 +145,11 @@ def _plan(row: dict[str, Any]) -> dict[str, Any]:
     plan = {f: row.get(f) for f in PLAN_FIELDS}
     plan["settings"] = _identity(row)
     plan["cassettes"] = bool(row.get("cassettes"))
+    # the agent loop and whether transcripts were stored, as `--resume` reads them back (a NULL column: the old
+    # default), so a native shard and a NULL-agent one agree while an openai-agents shard does not
+    for option in run_options.declared():
+        if option.column in FIT_COLUMNS:
+            plan[option.column] = option.encode(option.from_column(row.get(option.column)))
     return plan
 
 

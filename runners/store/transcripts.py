@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -226,8 +227,13 @@ def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
     return bool(row and row[0])
 
 
-def _rerun(case_id: str, db: str) -> str:
-    return f"harness-bench run --case {case_id} --db {db}"
+def _rerun(case_id: str, db: str, bench_row: dict[str, Any] | None = None, epoch: int = 1) -> str:
+    """The command that runs the case again with its transcript: derived from its bench run's stored plan (the
+    evaluation files, model, label and settings it was run with), else the case and database alone."""
+    from runners.plan.stored_plan import rerun_argv
+
+    argv = rerun_argv(bench_row, db, case_id, epoch) if bench_row else None
+    return shlex.join(argv) if argv else f"harness-bench run --case {case_id} --db {db}"
 
 
 def resolve_case_run(
@@ -283,7 +289,7 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
         raise TranscriptError(
             TranscriptProblem.OLDER_SCHEMA,
             f"{db} was written before transcripts were stored (no messages table); run the case again to store"
-            f" one: {_rerun(row['case_id'], db)}",
+            f" one: {_rerun(row['case_id'], db, bench_row, int(row['epoch'] or 1))}",
         )
     found = _dicts(con.execute(
         "SELECT m.*, coalesce(m.content, p.content) AS text FROM messages m LEFT JOIN prompts p USING (prompt_hash)"
@@ -295,7 +301,7 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
         raise TranscriptError(
             TranscriptProblem.NOT_STORED,
             f"case run {case_run_id} has no transcript (its bench run {row['bench_run_id']} was run {why}); run the"
-            f" case again {again}: {_rerun(row['case_id'], db)}",
+            f" case again {again}: {_rerun(row['case_id'], db, bench_row, int(row['epoch'] or 1))}",
         )
     base = {"bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "text"}
     messages = tuple(
