@@ -257,3 +257,42 @@ def test_with_redaction_disabled_the_scan_finds_the_secrets(tmp_path: Path, monk
     assert {"bench.duckdb", "cas", "sweep.duckdb", "merged.duckdb", "inspect", "show.html", "miss.html"} <= where
     assert "miss stderr" in where, where
     assert {n for n in NEEDLES if any(x.endswith(": " + n) for x in found)} == set(NEEDLES)
+
+
+def test_a_run_with_url_credentials_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+    """The stored URL has no credentials; a resume given them again with --base-url runs the rest, and the
+    stored URL stays clean."""
+    from runners.plan.options import BenchOptions
+    from runners.plan.settings import ModelSettings
+    from runners.run.bench import plan_run, run_bench
+
+    monkeypatch.setenv("HB_CANARY_KEY", KEY)
+    db = tmp_path / "r.duckdb"
+    cases = ["empty_logs_gateway_timeout_t1", "diagnosable_gateway_risk_pool_exhausted_t1"]
+    seen: list[object] = []
+
+    def interrupt_after_one(done: int, total: int, run: object) -> None:
+        if run is not None:
+            seen.append(run)
+            raise KeyboardInterrupt
+
+    with SimulatorServer(load_cases()) as sim:
+        url = sim.base_url.replace("http://", f"http://{USER}:{PASSWORD}@")
+        ms = ModelSettings(model="openai:scripted", base_url=url, api_key_env="HB_CANARY_KEY")
+        with pytest.raises(KeyboardInterrupt):
+            run_bench(plan_run(BenchOptions(case_ids=cases, db=db, model_settings=ms, epochs=2)),
+                      on_progress=interrupt_after_one)  # fmt: skip
+        con = duckdb.connect(str(db), read_only=True)
+        ((bench_run_id, stored, status),) = con.execute(
+            "SELECT bench_run_id, base_url, status FROM bench_runs"
+        ).fetchall()
+        con.close()
+        assert status == "interrupted" and stored == sim.base_url
+        assert main(["run", "--db", str(db), "--resume", bench_run_id, "--base-url", url]) == 0
+        con = duckdb.connect(str(db), read_only=True)
+        assert con.execute("SELECT base_url, status FROM bench_runs").fetchall() == [(sim.base_url, "completed")]
+        assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchone() == (4,)
+        con.close()
+    streams = capsys.readouterr()
+    assert leaks(tmp_path, {"stdout": streams.out, "stderr": streams.err}) == []

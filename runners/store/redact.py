@@ -70,9 +70,13 @@ class Secrets:
     _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     """The values as one case-insensitive pattern, longest first (compiled once per run)."""
 
+    _lowered: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The values lower-cased: a cheap test before the pattern runs (most text holds none)."""
+
     def __post_init__(self) -> None:
         pattern = re.compile("|".join(map(re.escape, self.values)), re.IGNORECASE) if self.values else None
         object.__setattr__(self, "_pattern", pattern)
+        object.__setattr__(self, "_lowered", tuple({v.lower() for v in self.values}))
 
 
 def _spellings(value: str) -> set[str]:
@@ -96,7 +100,10 @@ def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
     if "sk-" in text or "earer" in text or "EARER" in text or "@" in text:  # the shapes first: a URL's whole
         text = _SHAPES.sub(REDACTED, text)  # user info goes, not only the password within it
     pattern = secrets._pattern
-    return pattern.sub(REDACTED, text) if pattern is not None else text
+    if pattern is None:
+        return text
+    low = text.lower()
+    return pattern.sub(REDACTED, text) if any(v in low for v in secrets._lowered) else text
 
 
 def redact_cells(row: _T, secrets: Secrets) -> _T:
