@@ -51,6 +51,7 @@ def test_escaped_spellings_and_shapes_are_redacted() -> None:
         redact("http://u:p@host/v1 and https://tok@h:8/x") == f"http://{REDACTED}@host/v1 and https://{REDACTED}@h:8/x"
     )
     assert redact("Authorization: Bearer abcdefghijklmnopqrstuvwxyz") == f"Authorization: {REDACTED}"
+    assert redact("authorization: bEaReR abcdefghijklmnopqrstuvwxyz") == f"authorization: {REDACTED}"
     assert redact("key sk-abcdefghijklmnopqrstuv") == f"key {REDACTED}"
     assert redact("mail ops@example.com at 14:00") == "mail ops@example.com at 14:00"  # no URL, no user info
 
@@ -296,3 +297,13 @@ def test_a_run_with_url_credentials_resumes(tmp_path: Path, monkeypatch: pytest.
         con.close()
     streams = capsys.readouterr()
     assert leaks(tmp_path, {"stdout": streams.out, "stderr": streams.err}) == []
+
+
+def test_a_refused_url_is_named_without_its_password(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    url = f"ftp://{USER}:{PASSWORD}@127.0.0.1/v1"
+    argv = ["run", "--model", "openai:x", "--base-url", url, "--cassettes", str(tmp_path), "--record-mode", "none",
+            "--db", str(tmp_path / "x.duckdb")]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "is not an http:// or https:// URL" in err and f"ftp://{REDACTED}@127.0.0.1/v1" in err
+    assert leaks(tmp_path, {"stderr": err}) == []

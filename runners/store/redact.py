@@ -97,13 +97,14 @@ def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
     """`text` with every secret of the run, any URL user info and anything shaped like a key replaced."""
     if not text:
         return text
-    if "sk-" in text or "earer" in text or "EARER" in text or "@" in text:  # the shapes first: a URL's whole
-        text = _SHAPES.sub(REDACTED, text)  # user info goes, not only the password within it
-    pattern = secrets._pattern
-    if pattern is None:
-        return text
     low = text.lower()
-    return pattern.sub(REDACTED, text) if any(v in low for v in secrets._lowered) else text
+    if "sk-" in text or "bearer" in low or "@" in text:  # the shapes first: a URL's whole user info goes,
+        text = _SHAPES.sub(REDACTED, text)  # not only the password within it
+        low = text.lower()
+    pattern = secrets._pattern
+    if pattern is None or not any(v in low for v in secrets._lowered):
+        return text
+    return pattern.sub(REDACTED, text)
 
 
 def redact_cells(row: _T, secrets: Secrets) -> _T:
