@@ -238,11 +238,16 @@ def test_canary_secrets_reach_no_file_and_no_stream(tmp_path: Path, monkeypatch:
     scopes = [r[0] for r in con.execute("SELECT scope FROM tool_calls").fetchall()]
     (miss,) = con.execute("SELECT error FROM case_runs WHERE label = 'miss'").fetchone() or (None,)
     (conclusion,) = con.execute("SELECT conclusion FROM case_runs WHERE label = 'base'").fetchone() or (None,)
+    # the replay's first request held the key in its question: redacted on both sides, it matched the recording
+    (replayed,) = con.execute(
+        "SELECT count(*) FROM messages JOIN case_runs USING (case_run_id) WHERE label = 'cand' AND kind = 'TOOL_CALL'"
+    ).fetchone() or (0,)
     con.close()
     assert stored_url is not None and stored_url.startswith("http://127.0.0.1:") and stored_url.endswith("/v1")
     assert any(REDACTED.lower() in (s or "").lower() for s in scopes), scopes
     assert miss is not None and "request not in cassette" in miss and "--base-url" in miss
     assert conclusion is not None and f"The key {REDACTED} of {REDACTED} was not the cause" in conclusion
+    assert replayed >= 1
     cassette = next((out / "cas").rglob("*.json")).read_text()
     assert REDACTED in cassette
 
@@ -307,3 +312,27 @@ def test_a_refused_url_is_named_without_its_password(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert "is not an http:// or https:// URL" in err and f"ftp://{REDACTED}@127.0.0.1/v1" in err
     assert leaks(tmp_path, {"stderr": err}) == []
+
+
+def test_cassette_bodies_and_fault_texts_are_redacted_and_still_match() -> None:
+    """A recorded request and answer hold `[REDACTED]`; the same live request, redacted the same way, matches the
+    recording; a fault's text loses the key it was sent with and the URL's credentials."""
+    import httpx2
+    from vcr.request import Request
+
+    from runners.endpoints.cassettes import _fault_response, _json_body, _scrub_request, _scrub_response
+
+    secrets = Secrets.known(KEY, PASSWORD)
+    body = json.dumps({"messages": [{"role": "user", "content": f"why? key {KEY.lower()}"}]}).encode()
+    live = Request("POST", f"http://{USER}:{PASSWORD}@127.0.0.1:9/v1/chat/completions", body, {})
+    recorded = _scrub_request(live, secrets)
+    assert KEY.lower().encode() not in recorded.body and REDACTED.encode() in recorded.body
+    assert recorded.uri == "http://model-endpoint/v1/chat/completions"
+    _json_body(_scrub_request(live, secrets), recorded)  # raises when the bodies differ
+    answer = {"status": {"code": 200}, "headers": {}, "body": {"string": json.dumps({"content": f"{KEY} {PASSWORD}"})}}
+    assert _scrub_response(answer, secrets)["body"]["string"] == json.dumps({"content": f"{REDACTED} {REDACTED}"})
+    request = httpx2.Request("POST", "http://127.0.0.1:9/v1/chat/completions",
+                             headers={"authorization": "Bearer OtherKeyValue123"})  # fmt: skip
+    exc = httpx2.ConnectError(f"refused http://{USER}:{PASSWORD}@127.0.0.1:9 with OtherKeyValue123 and {KEY}")
+    fault = json.dumps(_fault_response(exc, request, 0.1, secrets=secrets))
+    assert PASSWORD not in fault and KEY not in fault and "OtherKeyValue123" not in fault and USER not in fault
