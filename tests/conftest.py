@@ -32,7 +32,7 @@ SLOW_MODULES = frozenset({
     "test_cassettes.py", "test_ci_skips.py", "test_concurrency.py", "test_deadline_replay.py", "test_full_disk.py",
     "test_interrupts.py", "test_live_llm.py", "test_multi_call_turns.py", "test_power.py", "test_preflight.py",
     "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
-    "test_report.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
+    "test_report.py", "test_secrets.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
     "test_unknown_query_e2e.py", "test_views.py",
 })  # fmt: skip
 

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from runners.store.redact import safe_url
 from runners.store.transcripts import CaseRunInfo, Message, load_case_run
 
 __all__ = ["INSPECT_EXTRA", "InspectUnavailable", "export_inspect"]
@@ -204,6 +205,8 @@ def export_inspect(
         tokens_out = sum(int(i.row.get("output_tokens") or 0) for i in infos)
         passed = sum(bool(i.row["passed"]) for i in infos)
         settings = json.loads(run["settings_json"]) if run.get("settings_json") else {}
+        if isinstance(settings.get("base_url"), str):  # a database written before URLs were stored without credentials
+            settings["base_url"] = safe_url(settings["base_url"])
         spec = EvalSpec(
             created=_iso(run.get("started_at")), task=TASK, task_id=str(run["bench_run_id"]),
             run_id=str(run["bench_run_id"]), eval_id=str(run["bench_run_id"]).replace("/", "_"),

@@ -3,7 +3,10 @@ blocked; failed and deadline-cut attempts included).
 
 One cassette per (case, model, epoch), in vcrpy's JSON format. Requests match on method, path and
 JSON body — not on host or port, so a cassette recorded against one local server replays against
-another — and secrets are scrubbed from request and response headers before anything is written.
+another — and secrets are scrubbed before anything is written: secret headers dropped, and request and response
+bodies passed through the bench's one redaction (runners/store/redact.py: the run's key, URL credentials, key and
+token shapes). A live request is redacted the same way before it is matched, so a recording whose request held
+the key matches again when the replay has the same key set.
 
 Per-run binding instead of vcrpy's process-wide patch: the SDK client's transport
 (`CassetteTransport`) serves each request from, or records it to, the cassette bound to the
@@ -42,7 +45,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from dataclasses import replace
 from enum import StrEnum
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +61,7 @@ from harness.models.openai_model import ReplayedCause, innermost_cause, read_bod
 from runners.plan.options import BenchOptions
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
+from runners.store.redact import NO_SECRETS, Secrets, redact, safe_url
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",
@@ -96,19 +100,37 @@ def _json_body(r1: Any, r2: Any) -> None:
     assert _canonical(r1.body) == _canonical(r2.body), "request bodies differ"
 
 
-def _scrub_response(response: dict[str, Any]) -> dict[str, Any]:
+def _redact_body(body: bytes | str | None, secrets: Secrets) -> Any:
+    """A body (bytes or text, as vcrpy holds it) through the bench's redaction; bytes that are not UTF-8 kept."""
+    if not body:
+        return body
+    if isinstance(body, str):
+        return redact(body, secrets)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return body
+    redacted = redact(text, secrets)
+    return body if redacted == text else redacted.encode("utf-8")
+
+
+def _scrub_response(response: dict[str, Any], secrets: Secrets = NO_SECRETS) -> dict[str, Any]:
     headers = response.get("headers") or {}
     for key in list(headers):
         if key.lower() in SCRUB_RESPONSE_HEADERS:
             del headers[key]
+    body = response.get("body")
+    if isinstance(body, dict) and "string" in body:
+        body["string"] = _redact_body(body["string"], secrets)
     return response
 
 
-def _scrub_request(request: Request) -> Request:
-    """A scrubbed copy: secret headers dropped, host normalised (recordings carry no machine address)."""
+def _scrub_request(request: Request, secrets: Secrets = NO_SECRETS) -> Request:
+    """A scrubbed copy: secret headers dropped, host normalised (recordings carry no machine address), the body
+    redacted."""
     headers = {k: v for k, v in request.headers.items() if k.lower() not in SCRUB_REQUEST_HEADERS}
     uri = re.sub(r"^(https?://)[^/]+", r"\1model-endpoint", request.uri)
-    return Request(request.method, uri, request.body, headers)
+    return Request(request.method, uri, _redact_body(request.body, secrets), headers)
 
 
 class _VCR(vcr.VCR):  # type: ignore[misc]
@@ -116,19 +138,24 @@ class _VCR(vcr.VCR):  # type: ignore[misc]
     our only filter already returns a fresh, scrubbed Request, so the deep copy is skipped (measured:
     ~20% of a replay). Only its cassette configuration is used: nothing is patched."""
 
+    def __init__(self, secrets: Secrets, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._secrets = secrets
+
     def _build_before_record_request(self, options: dict[str, Any]) -> Any:
-        return _scrub_request
+        return partial(_scrub_request, secrets=self._secrets)
 
 
-def make_vcr(record_mode: str) -> vcr.VCR:
+def make_vcr(record_mode: str, secrets: Secrets = NO_SECRETS) -> vcr.VCR:
     """A VCR configured for model endpoints (its cassette settings: matchers, scrubbing, JSON)."""
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
     v = _VCR(
+        secrets,
         serializer="json",
         record_mode=RecordMode(record_mode),
         match_on=("method", "path", "json_body"),
-        before_record_response=_scrub_response,
+        before_record_response=partial(_scrub_response, secrets=secrets),
         decode_compressed_response=True,
     )
     v.register_matcher("json_body", _json_body)
@@ -166,16 +193,15 @@ FAULT_STATUS = 599
 """Status of a synthetic fault interaction (never a real response; vcrpy needs a status)."""
 
 
-def _fault_text(text: str, request: httpx2.Request) -> str:
-    """An exception text with the endpoint's host and the API key removed (cassettes hold no address)."""
+def _fault_text(text: str, request: httpx2.Request, secrets: Secrets) -> str:
+    """An exception text with the endpoint's host and the secrets removed (cassettes hold no address); the key
+    the request was sent with is one of them even when the run's key variable does not hold it."""
     host = request.url.host
     if host:  # as a whole name only: a short host must not eat letters of the message
         text = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", "model-endpoint", text)
-    auth = request.headers.get("authorization", "")
-    token = auth.partition(" ")[2]
-    if len(token) >= 8:
-        text = text.replace(token, "[REDACTED]")
-    return text
+    token = request.headers.get("authorization", "").partition(" ")[2]
+    text = redact(text, secrets)
+    return redact(text, Secrets.known(token)) if token else text
 
 
 DEADLINE_READS_HEADER = "x-harness-bench-deadline-reads"
@@ -183,8 +209,9 @@ DEADLINE_READS_HEADER = "x-harness-bench-deadline-reads"
 
 
 def _fault_response(
-    exc: Exception, request: httpx2.Request, elapsed: float, *, cut_by_deadline: bool = False
-) -> dict[str, Any]:
+    exc: Exception, request: httpx2.Request, elapsed: float, *, cut_by_deadline: bool = False,
+    secrets: Secrets = NO_SECRETS,
+) -> dict[str, Any]:  # fmt: skip
     """The synthetic interaction recorded for an attempt that failed without a response (`cut_by_deadline`:
     its timeout was what was left of the run's deadline, so the deadline, not the endpoint, ended it)."""
     kind = FaultKind.TIMEOUT if isinstance(exc, httpx2.TimeoutException) else FaultKind.CONNECTION
@@ -193,8 +220,8 @@ def _fault_response(
     body = {
         "fault": kind.value,
         "exception": type(exc).__name__,
-        "message": _fault_text(str(exc), request),
-        "cause": {"type": cause_type, "message": _fault_text(str(cause), request)},
+        "message": _fault_text(str(exc), request, secrets),
+        "cause": {"type": cause_type, "message": _fault_text(str(cause), request, secrets)},
         "elapsed_ms": round(elapsed * 1000),
         "cut_by_deadline": cut_by_deadline,
     }
@@ -270,11 +297,12 @@ def _raise_fault(response: dict[str, Any], kind: FaultKind, request: httpx2.Requ
 class CassetteSession:
     """One cassette file bound to one case run: replays in recorded order, records what is new."""
 
-    def __init__(self, path: Path, record_mode: str) -> None:
-        cfg = make_vcr(record_mode).get_merged_config(path=str(path), allow_playback_repeats=True)
+    def __init__(self, path: Path, record_mode: str, secrets: Secrets = NO_SECRETS) -> None:
+        cfg = make_vcr(record_mode, secrets).get_merged_config(path=str(path), allow_playback_repeats=True)
         for key in ("path_transformer", "func_path_generator", "record_on_exception"):
             cfg.pop(key, None)
         self.path = path
+        self._secrets = secrets
         self.cassette = Cassette.load(**cfg)
         self._mode = RecordMode(record_mode)
         self._loaded = len(self.cassette.data)
@@ -351,7 +379,8 @@ class CassetteSession:
             content = read_body(response)
         except (httpx2.TransportError, OSError) as exc:
             cut = _cut_by_deadline(exc, last_read, _timeout_of(request))
-            self._record(vcr_request, _fault_response(exc, request, time.perf_counter() - t0, cut_by_deadline=cut))
+            fault = _fault_response(exc, request, time.perf_counter() - t0, cut_by_deadline=cut, secrets=self._secrets)
+            self._record(vcr_request, fault)
             raise
         self._record(vcr_request, _serialize_response(response, content))
         response.stream = httpx2.ByteStream(content)
@@ -411,10 +440,10 @@ def _path_lock(path: Path) -> threading.Lock:
 
 
 @contextmanager
-def _bound(path: Path, record_mode: str) -> Iterator[CassetteSession]:
+def _bound(path: Path, record_mode: str, secrets: Secrets) -> Iterator[CassetteSession]:
     # One session per file at a time: two runs recording into one file would overwrite each other.
     with _path_lock(path):
-        session = CassetteSession(path, record_mode)
+        session = CassetteSession(path, record_mode, secrets)
         token = _BOUND.set(session)
         try:
             yield session
@@ -423,14 +452,17 @@ def _bound(path: Path, record_mode: str) -> Iterator[CassetteSession]:
             session.save()
 
 
-def use_cassette(path: Path, record_mode: str) -> AbstractContextManager[CassetteSession]:
+def use_cassette(
+    path: Path, record_mode: str, secrets: Secrets = NO_SECRETS
+) -> AbstractContextManager[CassetteSession]:
     """Bind one cassette file to the current thread: model requests through a `CassetteTransport`
-    replay from it or record to it (`record_mode` as vcrpy's). Other threads are unaffected."""
+    replay from it or record to it (`record_mode` as vcrpy's), bodies redacted of `secrets`. Other threads
+    are unaffected."""
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
     check_cassette(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return _bound(path, record_mode)
+    return _bound(path, record_mode, secrets)
 
 
 def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_first: bool = False) -> str:
@@ -447,14 +479,15 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
     record = replace(opts, case_ids=[case_id], epochs=epoch, record_mode="all", shard=None, run_id=None)
     argv = run_argv(record, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
     name = ms.model.partition(":")[2] or ms.model
-    if ms.base_url and opts.record_mode != "none":
-        argv += ["--base-url", ms.base_url]
+    base_url = safe_url(ms.base_url)  # printed and stored: credentials in the URL are given again by the user
+    if base_url and opts.record_mode != "none":
+        argv += ["--base-url", base_url]
         note = f"--base-url is the endpoint this run recorded from: it must be serving {name} live"
-    elif ms.base_url:
+    elif base_url:
         argv += ["--base-url", "LIVE_BASE_URL"]
         note = (
             f"LIVE_BASE_URL: a live OpenAI-compatible endpoint serving {name}; this run replayed offline, so its"
-            f" --base-url {ms.base_url} was never contacted"
+            f" --base-url {base_url} was never contacted"
         )
     else:
         note = f"records from the OpenAI API with the key in ${ms.api_key_env}"

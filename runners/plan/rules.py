@@ -13,6 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from runners.plan.executor import Executor, check_available
+from runners.store.redact import redact
 
 __all__ = [
     "DEFAULT_DB",
@@ -130,7 +131,8 @@ def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> Non
     except ValueError:
         ok = False
     if not ok:
-        shown = url if len(url) <= 80 else url[:80] + "…"
+        shown = redact(url)  # printed: the URL's user info (a password) never is
+        shown = shown if len(shown) <= 80 else shown[:80] + "…"
         raise PlanError(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
 
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from harness.config import BenchSetting, HarnessConfig
+from runners.store.redact import safe_url
 
 SettingValue = int | float | str | None
 """A setting's value as the CLI, DuckDB and JSON see it (enums as their string value)."""
@@ -460,9 +461,17 @@ class RunSettings:
         """One setting by public name."""
         return self.values()[name]
 
+    def stored_values(self) -> dict[str, SettingValue]:
+        """Every setting as stored: the base URL without user info, query or fragment (`safe_url`)."""
+        values = self.values()
+        url = values.get("base_url")
+        if isinstance(url, str):
+            values["base_url"] = safe_url(url)
+        return values
+
     def to_json(self) -> str:
-        """Canonical JSON of every setting (sorted keys): stored in bench_runs and compared by sweeps."""
-        return json.dumps(self.values(), sort_keys=True, separators=(",", ":"))
+        """Canonical JSON of every setting as stored (sorted keys): stored in bench_runs and compared by sweeps."""
+        return json.dumps(self.stored_values(), sort_keys=True, separators=(",", ":"))
 
     def with_values(self, values: Mapping[str, SettingValue]) -> RunSettings:
         """A copy with some settings changed (validated)."""
@@ -568,11 +577,13 @@ def axes_from_args(args: argparse.Namespace) -> dict[str, tuple[SettingValue, ..
 
 def reproduce_flags(settings: RunSettings, *, always: Iterable[str] = (), skip: Iterable[str] = ()) -> list[str]:
     """The CLI arguments that reproduce `settings`: every setting that differs from its default, plus
-    `always`, minus `skip`, in declaration order (join with `shlex.join`)."""
+    `always`, minus `skip`, in declaration order (join with `shlex.join`); the values as stored (printed: a base
+    URL's credentials are the user's to give again)."""
     keep, drop = set(always), set(skip)
+    values = settings.stored_values()
     out: list[str] = []
     for s in declaration().settings:
-        value = settings.value(s.name)
+        value = values[s.name]
         if s.name in drop or value is None or (value == s.default and s.name not in keep):
             continue
         out += [s.flag, s.cli_text(value)]

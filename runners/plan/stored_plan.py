@@ -139,7 +139,7 @@ def read_sweep(
 
 def saved_sweep_options(base: BenchOptions) -> str:
     """What every point of a sweep shares, as stored in `sweeps.options_json` (read back by `read_sweep`)."""
-    return json.dumps({**run_options.saved_values(base), "settings": base.settings.values()})
+    return json.dumps({**run_options.saved_values(base), "settings": base.settings.stored_values()})
 
 
 def _default(option: run_options.RunOption) -> Any:

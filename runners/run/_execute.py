@@ -63,16 +63,18 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
     if opts.cassettes is None or factory.spec.kind != "openai":
         return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
     from runners.endpoints.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
+    from runners.store.redact import Secrets
 
+    secrets = Secrets.of(opts.model_settings.base_url, opts.model_settings.api_key_env)
+    path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
     try:
-        with use_cassette(cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch), opts.record_mode) as tape:
+        with use_cassette(path, opts.record_mode, secrets) as tape:
             run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
                            deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
     if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
-        path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
         command = rerecord_command(opts, case.id, epoch)
         message = f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: {command}"
         run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 import uuid
@@ -36,6 +35,7 @@ from runners.store.metrics_db import (
     store_settings,
     write_statement,
 )
+from runners.store.redact import Secrets, redact
 from runners.store.transcripts import transcript_rows
 
 __all__ = [
@@ -181,8 +181,8 @@ def _run(
     if on_start:
         on_start(bench_run_id)
     todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
-    writer = MetricsWriter(con)
-    secrets = _secrets(opts)
+    secrets = Secrets.of(opts.model_settings.base_url, opts.model_settings.api_key_env)
+    writer = MetricsWriter(con, secrets=secrets)
     summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
     summary.settings = run_settings
     status = "failed"
@@ -198,7 +198,7 @@ def _run(
             run_id = case_run_id(bench_run_id, run.case.id, epoch)
             rows = case_run_rows(bench_run_id, run_id, spec.raw, opts.label, epoch, swept, run)
             if opts.transcripts:  # buffered with the case run's rows: one transaction
-                writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result, secrets))
+                writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result))
             writer.add(rows)
             summary.executed += 1
             summary.failed += not run.passed
@@ -206,7 +206,7 @@ def _run(
             kind = run.result.error_kind
             summary.infra_errors += kind is not None and kind.infrastructure
             if run.result.error and len(summary.errors) < 50:
-                summary.errors.append((run.case.id, run.result.error))
+                summary.errors.append((run.case.id, redact(run.result.error, secrets)))  # printed on stderr
             if opts.keep_runs:
                 summary.runs.append(run)
             if on_progress:
@@ -221,7 +221,7 @@ def _run(
         status = "interrupted"
         raise
     except BaseException as exc:
-        error = f"{type(exc).__name__}: {exc}"
+        error = redact(f"{type(exc).__name__}: {exc}", secrets)
         raise
     finally:
         try:
@@ -246,12 +246,6 @@ def _run(
         summary.write_seconds = writer.write_seconds
         summary.rows_written = writer.rows_written
     return summary
-
-
-def _secrets(opts: BenchOptions) -> tuple[str, ...]:
-    """Values no transcript row may hold: the run's API key (its key variable's value)."""
-    key = os.environ.get(opts.model_settings.api_key_env or "")
-    return (key,) if key and len(key) >= 8 else ()
 
 
 def _iterate(

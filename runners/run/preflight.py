@@ -154,8 +154,12 @@ def preflight(opts: BenchOptions) -> ProbeResult | None:
     ms = opts.model_settings
     name = ms.model.partition(":")[2]
     timeout = min(PROBE_TIMEOUT_SECONDS, opts.config.model_timeout_seconds)
+    from runners.store.redact import Secrets, redact
+
     model = OpenAIChatModel(name, base_url=ms.base_url, api_key_env=ms.api_key_env, timeout_seconds=timeout)
     try:
         return probe(model, name, timeout=timeout, api_key_env=ms.api_key_env)
+    except PreflightError as exc:  # printed on stderr: it names the URL, credentials included
+        raise PreflightError(redact(str(exc), Secrets.of(ms.base_url, ms.api_key_env))) from None
     finally:
         model.close()

@@ -28,6 +28,7 @@ from harness.agent import RunResult
 from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
 from runners.plan import run_options, settings
 from runners.run.case_runner import CaseRun
+from runners.store.redact import NO_SECRETS, Secrets, redact, redact_cells
 
 SCHEMA_VERSION = 6
 
@@ -571,7 +572,7 @@ def _backfill_settings(con: duckdb.DuckDBPyConnection) -> None:
 
 def store_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str, run: settings.RunSettings) -> None:
     """Write every setting of a bench run: one column each and the JSON that resume reads."""
-    values = run.values()
+    values = run.stored_values()
     assignments = ", ".join(f'"{name}" = ?' for name in values)
     con.execute(
         f"UPDATE bench_runs SET settings_json = ?, {assignments} WHERE bench_run_id = ?",
@@ -728,8 +729,12 @@ def write_statement(con: duckdb.DuckDBPyConnection, sql: str, params: Sequence[o
 class MetricsWriter:
     """Buffers finished case runs and writes them in transactions (all rows of a case run together)."""
 
-    def __init__(self, con: duckdb.DuckDBPyConnection, *, flush_seconds: float = 1.0, max_buffer: int = 200) -> None:
+    def __init__(
+        self, con: duckdb.DuckDBPyConnection, *, flush_seconds: float = 1.0, max_buffer: int = 200,
+        secrets: Secrets = NO_SECRETS,
+    ) -> None:  # fmt: skip
         self._con = con
+        self._secrets = secrets  # every text cell is redacted here, on its way into the database
         self._flush_seconds = flush_seconds
         self._max_buffer = max_buffer
         self._cases: list[dict[str, Any]] = []
@@ -748,17 +753,29 @@ class MetricsWriter:
 
     def add_transcript(self, messages: Sequence[tuple[Any, ...]], prompts: Mapping[str, str]) -> None:
         """Buffer the transcript rows of the case run `add` is called with next (same transaction)."""
-        self._messages.extend(messages)
-        for key, text in prompts.items():
+        from runners.store.transcripts import MESSAGE_COLUMNS, prompt_hash
+
+        # A prompt is stored under the hash of its redacted text (the key names what is stored).
+        texts = {key: redact(text, self._secrets) for key, text in prompts.items()}
+        rekeyed = {key: prompt_hash(text) for key, text in texts.items() if text != prompts[key]}
+        at = MESSAGE_COLUMNS.index("prompt_hash")
+        for row in messages:
+            row = redact_cells(row, self._secrets)
+            if row[at] in rekeyed:
+                row = (*row[:at], rekeyed[row[at]], *row[at + 1 :])
+            self._messages.append(row)
+        for key, text in texts.items():
+            key = rekeyed.get(key, key)
             if key not in self._prompts_written:
                 self._prompts[key] = text
 
     def add(self, rows: tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]) -> None:
         """Buffer one case run; flush when the buffer is full or old."""
         case_row, tool_rows, event_rows = rows
-        self._cases.append(case_row)
-        self._tools.extend(tool_rows)
-        self._events.extend(event_rows)
+        secrets = self._secrets
+        self._cases.append(redact_cells(case_row, secrets))
+        self._tools.extend(redact_cells(r, secrets) for r in tool_rows)
+        self._events.extend(redact_cells(r, secrets) for r in event_rows)
         if len(self._cases) >= self._max_buffer or time.monotonic() - self._last_flush >= self._flush_seconds:
             self.flush()
 

@@ -5,14 +5,13 @@ its trace: beside every tool call, the Harness's decision on it (admitted or rej
 the gain applied to it, STOP_REQUIRED, the budget state after it); after the conversation, every
 guard verdict. System and user prompts are stored once, by hash, in `prompts`.
 
-Secrets never land in the table: the API key of the run (the value of its key variable) and anything
-shaped like a bearer token or an `sk-` key is replaced by `[REDACTED]`, as in cassettes.
+Secrets never land in the table: the writer (runners/store/metrics_db.py `MetricsWriter`) passes every row
+through the bench's one redaction (runners/store/redact.py), as it does every other table's rows.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -35,6 +34,7 @@ from harness.trace import (
     TraceEvent,
 )
 from harness.transcript import EntryKind
+from runners.store.redact import REDACTED
 
 __all__ = [
     "GUARD_VERDICT",
@@ -48,7 +48,6 @@ __all__ = [
     "load_case_run",
     "observations",
     "resolve_case_run",
-    "scrub",
     "transcript_rows",
 ]
 
@@ -61,19 +60,7 @@ MESSAGE_COLUMNS = [
 ]  # fmt: skip
 GUARD_VERDICT = "GUARD_VERDICT"
 """The `kind` of a guard-verdict row (EvidenceGuard or SemanticGuard), after the conversation."""
-REDACTED = "[REDACTED]"
-_SECRET_SHAPES = re.compile(r"\bsk-[A-Za-z0-9_\-]{16,}|(?i:bearer)\s+[A-Za-z0-9._\-]{16,}")
 _PROMPT_KINDS = (EntryKind.SYSTEM, EntryKind.USER)
-
-
-def scrub(text: str | None, secrets: Sequence[str]) -> str | None:
-    """`text` with every secret (and anything shaped like an API key or bearer token) replaced."""
-    if not text:
-        return text
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, REDACTED)
-    return _SECRET_SHAPES.sub(REDACTED, text) if ("sk-" in text or "earer" in text) else text
 
 
 def _v(x: Any) -> Any:
@@ -124,22 +111,23 @@ def prompt_hash(text: str) -> str:
 
 
 def transcript_rows(
-    bench_run_id: str, case_run_id: str, result: RunResult, secrets: Sequence[str] = ()
+    bench_run_id: str, case_run_id: str, result: RunResult
 ) -> tuple[list[tuple[Any, ...]], dict[str, str]]:
-    """The `messages` rows of one case run and the prompts they name."""
+    """The `messages` rows of one case run and the prompts they name (as the model saw them: the writer
+    redacts them)."""
     rows: list[tuple[Any, ...]] = []
     prompts: dict[str, str] = {}
     decisions = iter(_decisions(result.events))
     seq = 0
     for e in result.transcript:
-        content = scrub(e.content, secrets)
+        content = e.content
         key = None
         if e.kind in _PROMPT_KINDS and content is not None and len(content) > 64:
             key = prompt_hash(content)
             prompts[key] = content
             content = None
         head = (bench_run_id, case_run_id, seq, e.purpose.value, e.kind.value, e.model_call, content, key,
-                e.tool_call_id, scrub(e.tool, secrets), scrub(e.arguments, secrets), e.sent, e.input_tokens,
+                e.tool_call_id, e.tool, e.arguments, e.sent, e.input_tokens,
                 e.output_tokens, e.finish_reason, _v(e.error_kind))  # fmt: skip
         d = next(decisions, None) if e.kind is EntryKind.TOOL_CALL else None
         if d is None:
@@ -152,7 +140,7 @@ def transcript_rows(
                 evidence, rejection, violation = None, _v(ev.rejection), _v(ev.violation)
             rows.append((
                 *head, ev.tool_call_id, _v(ev.invocation_status), evidence, rejection,
-                violation, scrub(ev.detail, secrets), scrub(ev.scope, secrets), _v(g.gain) if g else None,
+                violation, ev.detail, ev.scope, _v(g.gain) if g else None,
                 _v(g.producer) if g else None, d.stop_required, d.budget_hit, *d.used, None, None,
             ))  # fmt: skip
         seq += 1
@@ -160,7 +148,7 @@ def transcript_rows(
         if isinstance(verdict, EvidenceChecked | GuardVerdict):
             rows.append((
                 bench_run_id, case_run_id, seq, ModelPurpose.SEMANTIC_GUARD.value, GUARD_VERDICT, None,
-                scrub(verdict.detail, secrets), *(None,) * 23, _v(verdict.guard), _v(verdict.verdict),
+                verdict.detail, *(None,) * 23, _v(verdict.guard), _v(verdict.verdict),
             ))  # fmt: skip
             seq += 1
     return rows, prompts

@@ -1,0 +1,138 @@
+"""The bench's one redaction boundary: what no file the bench writes, and no line it prints, may hold.
+
+Every writer calls `redact` on text as it enters the bench — the rows of the DuckDB writer (every text
+cell of `case_runs`, `tool_calls`, `events`, `messages`, `prompts`), cassette request and response bodies
+and fault texts, the errors and commands printed on stderr — with the run's `Secrets`:
+
+- the run's API key (the value of its key variable) and the user name and password of its base URL, when
+  8 characters or longer (a shorter value would eat ordinary words), matched case-insensitively (the scope
+  normaliser lower-cases tool arguments) and in their JSON- and URL-escaped spellings;
+- whatever the run's secrets, the user info of any URL (`scheme://user:password@host` keeps
+  `scheme://[REDACTED]@host`), anything shaped like an `sk-` key or a bearer token.
+
+A stored base URL keeps its scheme, host, port and path only (`safe_url`): a resume or a re-record of a run
+whose endpoint needs credentials in its URL is given them again with `--base-url`.
+
+This module imports nothing of the bench, so every layer (plan, store, endpoints, commands) may use it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import TypeVar
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+
+__all__ = ["MIN_SECRET_CHARS", "NO_SECRETS", "REDACTED", "Secrets", "redact", "redact_cells", "safe_url"]
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_CHARS = 8
+"""A known secret shorter than this is not searched for in free text (URL user info is removed whatever its length)."""
+
+_SHAPES = re.compile(
+    r"\bsk-[A-Za-z0-9_\-]{16,}"  # an OpenAI-style key
+    r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*"  # a bearer token
+    r"|(?<=://)[A-Za-z0-9._~%!$&'()*+,;=:\-]+(?=@[A-Za-z0-9\[])"  # a URL's user info (user:password)
+)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True, slots=True)
+class Secrets:
+    """The values of one run that no written text may hold."""
+
+    values: tuple[str, ...] = ()
+    """The secret values themselves (the API key, the base URL's user name and password)."""
+
+    @classmethod
+    def of(cls, base_url: str | None, api_key_env: str | None) -> Secrets:
+        """A run's secrets: its key variable's value (read from the environment) and its base URL's user info."""
+        found: list[str] = []
+        key = os.environ.get(api_key_env or "")
+        if key:
+            found.append(key)
+        if base_url:
+            try:
+                parts = urlsplit(base_url)
+                found += [p for p in (parts.username, parts.password) if p]
+            except ValueError:
+                pass  # not a URL: the text-shape rule still removes any user info
+        return cls.known(*found)
+
+    @classmethod
+    def known(cls, *values: str) -> Secrets:
+        """Secrets of given values (each in every spelling of `_spellings`; shorter than MIN_SECRET_CHARS: not kept)."""
+        spellings = {s for v in values for s in _spellings(v) if len(s) >= MIN_SECRET_CHARS}
+        return cls(tuple(sorted(spellings, key=lambda s: (-len(s), s))))
+
+    _pattern: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    """The values as one case-insensitive pattern, longest first (compiled once per run)."""
+
+    _lowered: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The values lower-cased: a cheap test before the pattern runs (most text holds none)."""
+
+    def __post_init__(self) -> None:
+        pattern = re.compile("|".join(map(re.escape, self.values)), re.IGNORECASE) if self.values else None
+        object.__setattr__(self, "_pattern", pattern)
+        object.__setattr__(self, "_lowered", tuple({v.lower() for v in self.values}))
+
+
+def _spellings(value: str) -> set[str]:
+    """A secret as written raw, URL-decoded and -encoded, and JSON-escaped once and twice (a tool call's
+    arguments are JSON inside a JSON request body)."""
+    out = {value, unquote(value), quote(value, safe="")}
+    for v in list(out):
+        once = json.dumps(v)[1:-1]
+        out |= {once, json.dumps(once)[1:-1]}
+    return out
+
+
+NO_SECRETS = Secrets()
+"""No known secret: only the shapes (URL user info, `sk-` keys, bearer tokens) are removed."""
+
+
+def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
+    """`text` with every secret of the run, any URL user info and anything shaped like a key replaced."""
+    if not text:
+        return text
+    low = text.lower()
+    if "sk-" in text or "bearer" in low or "@" in text:  # the shapes first: a URL's whole user info goes,
+        text = _SHAPES.sub(REDACTED, text)  # not only the password within it
+        low = text.lower()
+    pattern = secrets._pattern
+    if pattern is None or not any(v in low for v in secrets._lowered):
+        return text
+    return pattern.sub(REDACTED, text)
+
+
+def redact_cells(row: _T, secrets: Secrets) -> _T:
+    """A row (tuple or dict of cells) with every text cell (and every text in a list cell) redacted."""
+    if isinstance(row, dict):
+        return {k: _cell(v, secrets) for k, v in row.items()}  # type: ignore[return-value]
+    if isinstance(row, tuple):
+        return tuple(_cell(v, secrets) for v in row)  # type: ignore[return-value]
+    raise TypeError(f"a row is a tuple or a dict, not {type(row).__name__}")
+
+
+def _cell(value: object, secrets: Secrets) -> object:
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list | tuple):
+        return type(value)(_cell(v, secrets) for v in value)
+    return value
+
+
+def safe_url(url: str | None) -> str | None:
+    """A URL as stored: scheme, host, port and path (no user info, query or fragment)."""
+    if not url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return redact(url)  # not parseable as a URL: stored as text, user info removed
+    netloc = parts.netloc.rpartition("@")[2]
+    if (netloc, parts.query, parts.fragment) == (parts.netloc, "", "") and "#" not in url and "?" not in url:
+        return url  # nothing to remove: stored exactly as given
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
