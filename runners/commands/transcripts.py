@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _fail, _sub
+from runners.plan.run_options import label_arg
 
 __all__ = ["register", "run"]
 
@@ -22,7 +23,9 @@ def register(sub: Any) -> None:
     _add_db(p)
     p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID", help="the case run to show")
     p.add_argument("--bench-run", default=None, metavar="ID", help="bench run holding the case")
-    p.add_argument("--label", default=None, metavar="LABEL", help="the newest bench run with this label")
+    p.add_argument(
+        "--label", type=label_arg, default=None, metavar="LABEL", help="the newest bench run with this label"
+    )
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
     p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
@@ -51,7 +54,7 @@ def register(sub: Any) -> None:
     _add_db(p)
     p.add_argument("--inspect", type=Path, required=True, metavar="DIR", help="folder for the .eval files")
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
-    p.add_argument("--label", default=None, metavar="LABEL", help="only bench runs with this label")
+    p.add_argument("--label", type=label_arg, default=None, metavar="LABEL", help="only bench runs with this label")
     p.set_defaults(func=run)
 
 
