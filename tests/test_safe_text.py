@@ -99,6 +99,10 @@ def test_a_shortened_question_counts_the_escaped_width() -> None:
 @example("a_b_c __init__ _x_ *y* `z` ~~s~~ $m$ a|b &amp; &#60; \\* [l]: /u ![i](s) <http://x>")
 @example("# h #")
 @example("===")
+@example("- - -")
+@example("+ a")
+@example("1) a")
+@example("12345. a")
 def test_markdown_text_renders_as_exactly_its_characters(text: str) -> None:
     escaped = markdown(text)
     want = terminal(re.sub(r"[ \t\r\n]+", " ", text).strip())
@@ -125,7 +129,8 @@ def test_a_code_span_shows_its_text_verbatim(text: str) -> None:
 
 
 def test_words_with_underscores_stay_readable() -> None:
-    assert markdown("missing_context gpt-4o-mini (all) 40% → 60%") == "missing_context gpt-4o-mini (all) 40% → 60%"
+    for plain in ("missing_context gpt-4o-mini (all) 40% → 60%", "2.50", "-1.5 pts", "+31%", "1.2.3", "a - b"):
+        assert markdown(plain) == plain
     assert markdown("<img src=x onerror=alert(1)>") == "\\<img src=x onerror=alert(1)\\>"
 
 
@@ -215,3 +220,22 @@ def test_labels_outside_the_allowlist_are_refused(label: str) -> None:
 
     with pytest.raises(argparse.ArgumentTypeError, match="a label is 1-200 letters, digits, spaces"):
         label_arg(label)
+
+
+def test_the_streamed_case_list_is_escaped_too(tmp_path: object) -> None:
+    """Above `STREAM_CASES_ABOVE` cases `cases` writes plain rows past rich: each is escaped as well."""
+    from pathlib import Path
+
+    import yaml
+
+    from runners.domain.evalset import spool_cases
+
+    assert isinstance(tmp_path, Path)
+    root = Path(__file__).resolve().parents[1]
+    doc = yaml.safe_load((root / "evalsets" / "diagnosable.yaml").read_text(encoding="utf-8"))
+    case = {**doc["cases"][0], "id": "hostile_stream_t1", "question": HOSTILE}
+    path = tmp_path / "h.yaml"
+    path.write_text(yaml.safe_dump({"cases": [case]}, allow_unicode=True), encoding="utf-8")
+    for width in (60, 120):
+        lines = list(tables.cases_lines(spool_cases([str(path)], []), width))
+        assert all(unsafe(line) == [] for line in lines) and any("\\x1b[2J" in line for line in lines)

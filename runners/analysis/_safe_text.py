@@ -72,9 +72,9 @@ _ALWAYS = frozenset("\\`*[]<>&|~$#")
 """Characters escaped wherever they are: HTML and autolinks (`<`, `&`), links and images (`[`, `]`),
 emphasis and code (`*`, backtick), table cells (`|`), GitHub's strikethrough and math (`~`, `$`), a heading's
 closing sequence (`#`), blockquotes (`>`) and the escape character itself."""
-_LEADING = frozenset("-+=")
-"""Characters that start a block (list item, setext underline) only at the start of a line."""
-_ORDERED = re.compile(r"\d+[.)]")
+_BLOCK_START = re.compile(r"(?:[-+]|\d{1,9}[.)])(?= |$)|[-= ]+$")
+"""A list item (`- `, `+ `, `1. `, `1) `), a thematic break or a setext underline (`---`, `===`): blocks that
+open only at the start of a line (the text may be placed there)."""
 _SPACES = re.compile(r"[ \t\r\n]+")
 
 
@@ -87,14 +87,15 @@ def markdown(text: str) -> str:
         if ch == "_":
             inner = 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
             out.append(ch if inner else "\\_")
-        elif ch in _ALWAYS or (i == 0 and ch in _LEADING):
+        elif ch in _ALWAYS:
             out.append("\\" + ch)
         else:
             out.append(ch)
     escaped = "".join(out)
-    m = _ORDERED.match(escaped)  # `1.` or `1)` at the start would open an ordered list
-    if m:
-        escaped = escaped[: m.end() - 1] + "\\" + escaped[m.end() - 1 :]
+    m = _BLOCK_START.match(escaped)  # the characters it matches are never escaped above: same place in both
+    if m:  # `\1.` is no escape (a digit is not punctuation): an ordered item's `.` or `)` is escaped instead
+        at = m.end() - 1 if escaped[0].isdigit() else 0
+        escaped = escaped[:at] + "\\" + escaped[at:]
     return escaped
 
 
