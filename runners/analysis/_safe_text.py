@@ -19,7 +19,6 @@ from __future__ import annotations
 import html as _html
 import re
 import unicodedata
-from collections.abc import Iterable
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook, RenderResult
 from rich.segment import Segment
@@ -129,8 +128,3 @@ class TerminalSafe(RenderHook):
     def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
         """Each renderable wrapped so its text segments are escaped as they are written."""
         return [_Safe(r) for r in renderables]
-
-
-def terminal_lines(lines: Iterable[str]) -> Iterable[str]:
-    """`terminal` of each line (a stream of plain rows written past rich)."""
-    return (terminal(line) for line in lines)

@@ -183,7 +183,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               decode=lambda v: list(v or []), from_arg=lambda v: list(v or []),
               argument={"action": "append", "metavar": "ID", "help": "only this case id (repeatable)"}),
     RunOption("label", "--label", "label", "label", "label",
-              argument={"type": label_arg, "help": "label stored with every case run (the gate pairs labels)"}),
+              argument={"type": label_arg, "help": "label stored with every case run (the gate pairs labels): 1-200"
+                                                   " letters, digits, spaces or ._-:/+@="}),
     RunOption("epochs", "--epochs", "epochs", "epochs", "epochs", sql_type="INTEGER",
               argument=lambda command: {
                   "type": _epochs, "metavar": "K",
