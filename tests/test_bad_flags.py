@@ -88,7 +88,13 @@ CASES: list[tuple[str, str]] = [
     # values that look like options, hosts, long or multi-line text
     ("sweep --protocol-violation-threshold -1,2", "--protocol-violation-threshold '-1,2': -1: must be an integer ≥ 1"),
     ("serve-sim --host 256.1.1.1 --port 0", "--host 256.1.1.1: cannot listen there"),
-    ("run --label a\nb", "--label 'a\\nb': a label is 1-200 printable characters on one line"),
+    ("run --label a\nb", "--label 'a\\nb': a label is 1-200 letters, digits, spaces or '._-:/+@='"),
+    # a label is an allowlist like the run id: no markup, no control or bidi character, on every command
+    ("run --label <img/src=x/onerror=alert(1)>", "--label '<img/src=x/onerror=alert(1)>': a label is 1-200"),
+    ("sweep --label a\u202eb", "--label 'a\\u202eb': a label is 1-200"),
+    ("gate --db {metrics} --baseline a --candidate b\x1b[2J", "--candidate 'b\\x1b[2J': a label is 1-200"),
+    ("show --db {metrics} --label a`b --case x", "--label 'a`b': a label is 1-200"),
+    ("export --db {metrics} --inspect {tmp}/x --label [a](b)", "--label '[a](b)': a label is 1-200"),
     ("run --run-id " + "x" * 5000 + "/", "(5001 characters)"),
 ]
 

@@ -45,6 +45,9 @@ import numpy as np
 import scipy.stats
 
 from runners.analysis import power
+from runners.analysis._safe_text import MarkdownText
+from runners.analysis._safe_text import markdown as md
+from runners.analysis._safe_text import markdown_code as md_code
 from runners.analysis.show import diff_command
 
 ALPHA = 0.05
@@ -767,7 +770,7 @@ def verdict_line_with_power(result: GateResult) -> str:
 def markdown(result: GateResult) -> str:
     """A summary fit for a pull-request comment."""
     lines = [
-        f"## Model gate: {result.candidate} vs {result.baseline}",
+        f"## Model gate: {md(result.candidate)} vs {md(result.baseline)}",
         "",
         verdict_line_with_power(result),
         "",
@@ -786,7 +789,7 @@ def markdown(result: GateResult) -> str:
     for f in [result.overall, *result.families]:
         t = f.test
         lines.append(
-            f"| {f.family} | {f.cases} | {f.base_rate:.0%} → {f.cand_rate:.0%} | {t.change * 100:+.1f} pts | "
+            f"| {md(f.family)} | {f.cases} | {f.base_rate:.0%} → {f.cand_rate:.0%} | {t.change * 100:+.1f} pts | "
             f"{f.base_pass_k:.2f} → {f.cand_pass_k:.2f} | {f.cases_worse} / {f.cases_better} | {t.p_value:.2g} | "
             f"{t.p_adjusted:.2g} | {t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
@@ -798,7 +801,7 @@ def markdown(result: GateResult) -> str:
     for t in result.cost_tests:
         b, c, rel = result.cost[t.name]
         lines.append(
-            f"| {t.name} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | "
+            f"| {md(t.name)} | {b:.1f} | {c:.1f} | {rel:+.0%} | {t.p_value:.2g} | {t.p_adjusted:.2g} | "
             f"{t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
     return "\n".join(lines) + "\n" + markdown_section(result, result.db)
@@ -1033,9 +1036,10 @@ def markdown_section(result: GateResult, db: str, *, limit: int = CASE_LIMIT) ->
         lines.append("")
         if not cases:
             lines.append("- (no single case is worse on its own; the change is spread over many)")
-        lines.extend(_lines(cases, limit, "- `{c.case_id}` (epoch {c.epoch}): {c.what} — `{c.command}`"))
+        lines.extend(f"- {md_code(c.case_id)} (epoch {c.epoch}): {md(c.what)} — {md_code(c.command)}"
+                     for c in cases[:limit])  # fmt: skip
         if len(cases) > limit:
-            lines[-1] = "- " + lines[-1]
+            lines.append(f"- and {len(cases) - limit} more")
         lines.append("")
     return "\n".join(lines)
 
@@ -1051,17 +1055,17 @@ def failing_case_lines(
     con: duckdb.DuckDBPyConnection, db: str, where: str, params: Sequence[object], *, limit: int = CASE_LIMIT
 ) -> list[str]:
     """Failing case runs of one configuration (`where` over `case_runs c JOIN bench_runs b`), each with the
-    `harness-bench show` command that opens its transcript."""
+    `harness-bench show` command that opens its transcript (Markdown: ids and commands in code spans)."""
     rows = con.execute(
         f"SELECT c.case_run_id, c.case_id, c.epoch, c.outcome, c.stop_reason FROM case_runs c JOIN bench_runs b"
         f" USING (bench_run_id) WHERE {where} AND NOT c.passed ORDER BY c.case_id, c.epoch",
         list(params),
     ).fetchall()
-    out = [
-        f"`{case_id}` (epoch {epoch}): {outcome}, stop {stop or 'NONE'} — "
-        f"`harness-bench show --db {shlex.quote(db)} {shlex.quote(str(run_id))}`"
+    out: list[str] = [
+        MarkdownText(f"{md_code(case_id)} (epoch {epoch}): {md(outcome)}, stop {md(stop or 'NONE')} — "
+                     + md_code(f"harness-bench show --db {shlex.quote(db)} {shlex.quote(str(run_id))}"))
         for run_id, case_id, epoch, outcome, stop in rows[:limit]
-    ]
+    ]  # fmt: skip
     if len(rows) > limit:
         out.append(f"and {len(rows) - limit} more")
     return out

@@ -175,6 +175,7 @@ def export_inspect(
     try:
         from inspect_ai.log import EvalConfig, EvalDataset, EvalLog, EvalResults, EvalSpec, EvalStats, write_eval_log
         from inspect_ai.model import ModelUsage
+        from inspect_ai.viewer import ViewerConfig
     except ImportError:
         raise InspectUnavailable(
             f"export --inspect needs Inspect AI: {INSPECT_EXTRA} (make venv installs it)"
@@ -215,6 +216,8 @@ def export_inspect(
             model=model, config=EvalConfig(epochs=int(run.get("epochs") or 1)), task_args=settings,
             metadata={"label": run.get("label"), "sweep_id": run.get("sweep_id"), "git_commit": run.get("git_commit"),
                       "status": run.get("status")},
+            # a model's and a case's text is shown as plain text (no Markdown, links, media; bidi visible)
+            viewer=ViewerConfig(trust_content=False),
         )  # fmt: skip
         from inspect_ai.log import EvalMetric, EvalScore
 

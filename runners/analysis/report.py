@@ -11,7 +11,6 @@ one list of sections, so they always say the same thing.
 from __future__ import annotations
 
 import base64
-import html
 import io
 import re
 from collections.abc import Sequence
@@ -26,6 +25,8 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from runners.analysis._safe_text import MarkdownText, markdown, markdown_code
+from runners.analysis._safe_text import html as safe_html
 from runners.analysis.recommend import (
     DEFAULT_MARGIN,
     METRIC_DEFINITIONS,
@@ -413,26 +414,27 @@ def build_report(
     return md_path, html_path
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
+def _md(text: str) -> str:
+    """A paragraph the bench wrote as Markdown stays; any other text is escaped (`_safe_text.markdown`)."""
+    return text if isinstance(text, MarkdownText) else markdown(text)
 
 
 def _markdown(title: str, db: str, sections: list[Section]) -> str:
-    md = [f"# {title}", "", f"Source: `{db}`.", ""]
+    md = [f"# {_md(title)}", "", f"Source: {markdown_code(db)}.", ""]
     for s in sections:
-        md += [f"## {s.title}", ""]
+        md += [f"## {_md(s.title)}", ""]
         for p in s.paragraphs:
-            md += [p, ""]
+            md += [_md(p), ""]
         for t in s.tables:
-            md += ["| " + " | ".join(_md_cell(h) or " " for h in t.header) + " |", "|" + "---|" * len(t.header)]
-            md += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in t.rows]
+            md += ["| " + " | ".join(_md(h) or " " for h in t.header) + " |", "|" + "---|" * len(t.header)]
+            md += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
             md.append("")
         for term, definition in s.definitions.items():
-            md.append(f"- **{term}**: {definition.split(' — ')[-1]}")
+            md.append(f"- **{_md(term)}**: {_md(definition.split(' — ')[-1])}")
         if s.definitions:
             md.append("")
         for f in s.figures:
-            md += [f"### {f.title}", "", f"![{f.title}]({f.name})", ""]
+            md += [f"### {_md(f.title)}", "", f"![{_md(f.title)}]({f.name})", ""]
     return "\n".join(md)
 
 
@@ -452,33 +454,32 @@ code{overflow-wrap:anywhere}
 
 def _cell(text: str) -> str:
     """Escaped; an interval `[a, b]` never breaks inside, so a narrow column wraps before it."""
-    return re.sub(r"\[([^\]]*?), ([^\]]*?)\]", "[\\1,&nbsp;\\2]", html.escape(text))
+    return re.sub(r"\[([^\]]*?), ([^\]]*?)\]", "[\\1,&nbsp;\\2]", safe_html(text))
 
 
 def _html(title: str, db: str, sections: list[Section]) -> str:
-    parts = [f"<h1>{html.escape(title)}</h1>", f"<p>Source: <code>{html.escape(db)}</code></p>"]
+    parts = [f"<h1>{safe_html(title)}</h1>", f"<p>Source: <code>{safe_html(db)}</code></p>"]
     for s in sections:
-        parts.append(f"<h2>{html.escape(s.title)}</h2>")
-        parts += [f"<p>{html.escape(p)}</p>" for p in s.paragraphs]
+        parts.append(f"<h2>{safe_html(s.title)}</h2>")
+        parts += [f"<p>{safe_html(p)}</p>" for p in s.paragraphs]
         for t in s.tables:
-            head = "".join(f"<th>{html.escape(h)}</th>" for h in t.header)
+            head = "".join(f"<th>{safe_html(h)}</th>" for h in t.header)
             body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
             parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         if s.definitions:
             items = "".join(
-                f"<dt>{html.escape(k)}:</dt> <dd>{html.escape(v.split(' — ')[-1])}</dd>"
-                for k, v in s.definitions.items()
+                f"<dt>{safe_html(k)}:</dt> <dd>{safe_html(v.split(' — ')[-1])}</dd>" for k, v in s.definitions.items()
             )
             parts.append(f"<dl>{items}</dl>")
         for f in s.figures:
             data = base64.b64encode(f.png).decode()
             parts.append(
-                f"<figure><img alt='{html.escape(f.title)}' src='data:image/png;base64,{data}'/>"
-                f"<figcaption>{html.escape(f.title)}</figcaption></figure>"
+                f"<figure><img alt='{safe_html(f.title)}' src='data:image/png;base64,{data}'/>"
+                f"<figcaption>{safe_html(f.title)}</figcaption></figure>"
             )
     body = "\n".join(parts)
     return (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+        f"<title>{safe_html(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
     )

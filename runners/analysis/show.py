@@ -8,7 +8,6 @@ isolated call and the guard verdicts follow; the outcome and stop reason end the
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shlex
@@ -17,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runners.analysis._safe_text import html as safe_html
+from runners.analysis._safe_text import terminal
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message
 
 __all__ = ["Block", "blocks", "diff_command", "first_divergence", "render_diff", "render_html", "render_text"]
@@ -71,8 +72,9 @@ def blocks(messages: Sequence[Message]) -> list[Block]:
 
 
 def _wrap(text: str, indent: str, width: int) -> list[str]:
+    # escaped before wrapping, so a line's width counts what the terminal shows
     lines: list[str] = []
-    for raw in text.splitlines() or [""]:
+    for raw in terminal(text).splitlines() or [""]:
         lines.extend(textwrap.wrap(raw, width, initial_indent=indent, subsequent_indent=indent,
                                    break_long_words=True, break_on_hyphens=False, replace_whitespace=False)
                      or [indent.rstrip()])  # fmt: skip
@@ -197,13 +199,14 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
 
 
 def render_text(info: CaseRunInfo, *, width: int = WIDTH, full: bool = False) -> str:
-    """The transcript as plain text: one block per turn, decisions inline, the outcome at the end."""
+    """The transcript as plain text: one block per turn, decisions inline, the outcome at the end; every
+    character a terminal would act on (escape sequences, controls, bidi overrides) shown escaped."""
     draft = _draft_seq(info.messages)
     lines = [wrapped for line in _header(info) for wrapped in _wrap(line, "", width)]
     for block in blocks(info.messages):
         lines.extend(_block_lines(block, width, full=full, draft=draft))
     lines.extend(_footer(info, width))
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines) + "\n")
 
 
 # -- diff -----------------------------------------------------------------------------------------
@@ -268,7 +271,7 @@ def render_diff(a: CaseRunInfo, b: CaseRunInfo, name_a: str, name_b: str, *, wid
         for i, block in enumerate(bs[at:]):
             lines.extend(_block_lines(block, width, full=False, draft=draft, mark="  <<< DIVERGES" if i == 0 else ""))
         lines.extend(_footer(info, width))
-    return "\n".join(lines) + "\n"
+    return terminal("\n".join(lines) + "\n")
 
 
 def diff_command(db: str | Path, baseline: str, candidate: str, case: str, epoch: int | None = None) -> str:
@@ -288,7 +291,7 @@ pre{white-space:pre-wrap;word-break:break-word;background:#f6f6f6;padding:.5rem;
 
 
 def _h(text: object) -> str:
-    return html.escape(str(text))
+    return safe_html(text)
 
 
 def render_html(info: CaseRunInfo, *, title: str | None = None) -> str:

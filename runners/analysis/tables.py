@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.contracts import FallbackKind, ReleaseOutcome, StopReason
+from runners.analysis._safe_text import TerminalSafe, terminal
 
 PIPE_WIDTH = 100
 """Width used when the output is not a terminal and COLUMNS is unset."""
@@ -54,9 +55,12 @@ def console_width(stream: Any) -> int | None:
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    """A console sized by `console_width`."""
+    """A console sized by `console_width` whose every text segment is `terminal`-safe (no escape sequence,
+    control or bidi character a case or a model wrote reaches the terminal raw)."""
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr, width=console_width(stream), highlight=False)
+    console = Console(stderr=stderr, width=console_width(stream), highlight=False)
+    console.push_render_hook(TerminalSafe())
+    return console
 
 
 def _table(title: str | None = None) -> Table:
@@ -113,8 +117,9 @@ def family_table(title: str, rows: Sequence[Any]) -> RenderableType:
 
 def shorten(text: str, width: int) -> str:
     """`text` in at most `width` cells, cut at a word boundary with `…` (never inside a word, except a
-    single first word longer than the width, e.g. a run of CJK characters, which is cut by character)."""
-    text = " ".join(text.split())
+    single first word longer than the width, e.g. a run of CJK characters, which is cut by character). Control and
+    bidi characters are shown escaped (`terminal`) before the cells are counted."""
+    text = " ".join(terminal(text).split())
     if cell_len(text) <= width:
         return text
     out = ""

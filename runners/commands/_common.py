@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from runners.analysis import tables
+from runners.analysis._safe_text import terminal
 from runners.plan.rules import DEFAULT_DB, UsageError
 
 __all__ = [
@@ -57,13 +58,14 @@ def _fail(message: str) -> NoReturn:
 
 
 def _say(text: str, *, stderr: bool = False) -> None:
-    """Print plain text: never read as markup; wrapped between words at the console width."""
-    (err if stderr else out).print(Text(text))
+    """Print plain text: never read as markup, control characters shown escaped; wrapped between words at the
+    console width."""
+    (err if stderr else out).print(Text(terminal(text)))
 
 
 def _error(text: str) -> None:
-    """One line on stderr."""
-    err.print(Text.assemble(("error: ", "red"), " ".join(text.split())), soft_wrap=True)
+    """One line on stderr (control characters shown escaped)."""
+    err.print(Text.assemble(("error: ", "red"), " ".join(terminal(text).split())), soft_wrap=True)
 
 
 # -- argument types: refused by argparse with one line naming the flag, before anything runs ---------

@@ -22,6 +22,7 @@ from runners.commands._common import (
     _sub,
     out,
 )
+from runners.plan.run_options import label_arg
 
 __all__ = ["register", "run"]
 
@@ -36,8 +37,8 @@ def register(sub: Any) -> None:
         "cases or epochs would).",
     )
     _add_db(p)
-    p.add_argument("--baseline", required=True, metavar="LABEL", help="label of the baseline runs")
-    p.add_argument("--candidate", required=True, metavar="LABEL", help="label of the candidate runs")
+    p.add_argument("--baseline", required=True, type=label_arg, metavar="LABEL", help="label of the baseline runs")
+    p.add_argument("--candidate", required=True, type=label_arg, metavar="LABEL", help="label of the candidate runs")
     p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
     p.add_argument(
         "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=float, default=0.0, metavar="RATE",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _fail, _sub
+from runners.plan.run_options import label_arg
 
 __all__ = ["register", "run"]
 
@@ -22,7 +23,7 @@ def register(sub: Any) -> None:
     _add_db(p)
     p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID", help="the case run to show")
     p.add_argument("--bench-run", default=None, metavar="ID", help="bench run holding the case")
-    p.add_argument("--label", default=None, metavar="LABEL",
+    p.add_argument("--label", type=label_arg, default=None, metavar="LABEL",
                    help="the label's newest case run of --case (and --epoch)")  # fmt: skip
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
     p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
@@ -52,7 +53,7 @@ def register(sub: Any) -> None:
     _add_db(p)
     p.add_argument("--inspect", type=Path, required=True, metavar="DIR", help="folder for the .eval files")
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
-    p.add_argument("--label", default=None, metavar="LABEL", help="only bench runs with this label")
+    p.add_argument("--label", type=label_arg, default=None, metavar="LABEL", help="only bench runs with this label")
     p.set_defaults(func=run)
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from runners.plan.options import BenchOptions
 
 __all__ = [
+    "LABEL_PATTERN",
     "RUN_OPTIONS",
     "RunOption",
     "add_argument",
@@ -33,6 +35,7 @@ __all__ = [
     "bench_run_values",
     "declared",
     "given_flags",
+    "label_arg",
     "options_from_args",
     "restore_bench_run",
     "restore_saved",
@@ -65,11 +68,19 @@ def _shard_parse(value: str | None) -> Any:
     return ShardSpec.parse(value) if value else None
 
 
-def _label(text: str) -> str:
-    """A label is shown in tables, Markdown headings and JUnit names: printable, one line, at most 200 chars."""
-    if not text or len(text) > 200 or not text.isprintable():
+LABEL_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 ._:/+@=-]{0,198}[A-Za-z0-9._:/+@=-])?")
+"""A label: an allowlist like the run id's (it is shown in terminals, Markdown headings, HTML and JUnit names, and
+quoted into printed commands), plus spaces inside and the `:/+@=` of model names and settings; 1-200 characters."""
+
+
+def label_arg(text: str) -> str:
+    """The argparse type of every flag that names a label (`--label`, the gate's `--baseline`/`--candidate`)."""
+    if not LABEL_PATTERN.fullmatch(text):
         shown = repr(text) if len(text) <= 60 else f"{text[:60]!r}… ({len(text)} characters)"
-        raise argparse.ArgumentTypeError(f"{shown}: a label is 1-200 printable characters on one line")
+        raise argparse.ArgumentTypeError(
+            f"{shown}: a label is 1-200 letters, digits, spaces or '._-:/+@=', starting with a letter or digit and"
+            " not ending with a space"
+        )
     return text
 
 
@@ -172,7 +183,8 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
               decode=lambda v: list(v or []), from_arg=lambda v: list(v or []),
               argument={"action": "append", "metavar": "ID", "help": "only this case id (repeatable)"}),
     RunOption("label", "--label", "label", "label", "label",
-              argument={"type": _label, "help": "label stored with every case run (the gate pairs labels)"}),
+              argument={"type": label_arg, "help": "label stored with every case run (the gate pairs labels): 1-200"
+                                                   " letters, digits, spaces or ._-:/+@="}),
     RunOption("epochs", "--epochs", "epochs", "epochs", "epochs", sql_type="INTEGER",
               argument=lambda command: {
                   "type": _epochs, "metavar": "K",
