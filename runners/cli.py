@@ -29,6 +29,7 @@ from runners.commands._common import (
     _error,
     _Parser,
     _say,
+    _stdout_may_close,
     err,
 )
 from runners.plan.rules import UsageError
@@ -63,25 +64,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
             reconfigure(errors="replace")
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv)
-    except _ArgumentError as exc:
-        _error(str(exc))
-        return EXIT_INPUT
-    if not getattr(args, "command", None):
-        parser.print_help()
-        return EXIT_OK
-    if args.command in ("run", "sweep"):
-        # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/run/interrupts.py); the
-        # command stops, keeps finished case runs and exits 130 or 143 with the resume command.
-        with interrupts.installed() as args.interrupts:
+    with _stdout_may_close():
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except _ArgumentError as exc:
+            _error(str(exc))
+            return EXIT_INPUT
+        if not getattr(args, "command", None):
+            parser.print_help()
+            return EXIT_OK
+        if args.command in ("run", "sweep", "merge"):
+            # They write metrics: Ctrl-C and SIGTERM set one flag and never raise (runners/run/interrupts.py); the
+            # command stops between DuckDB statements, keeps what is whole and exits 130 or 143 (run and sweep
+            # with the resume command, merge with OUT as it was).
+            with interrupts.installed() as args.interrupts:
+                return _dispatch(args)
+        if args.command == "serve-sim":  # a server: Ctrl-C stops it, SIGTERM ends it, as for any process
             return _dispatch(args)
-    return _dispatch(args)
+        with interrupts.raising() as signals:  # the others write nothing or whole files: a signal raises
+            return _dispatch(args, signals)
 
 
-def _dispatch(args: argparse.Namespace) -> int:
-    """Run the command; unusable input is one line and exit 2."""
+def _dispatch(args: argparse.Namespace, signals: interrupts.Interrupts | None = None) -> int:
+    """Run the command; unusable input is one line and exit 2; an interrupt `signals` recorded is 130 or 143."""
     import duckdb
 
     from runners.domain.evalset import EvalSetError
@@ -90,11 +96,18 @@ def _dispatch(args: argparse.Namespace) -> int:
     from runners.store.metrics_db import MetricsDbError, MetricsWriteError
 
     try:
-        result: int = args.func(args)
+        try:
+            result: int = args.func(args)
+        except Exception:  # inside a DuckDB statement a KeyboardInterrupt comes back as RuntimeError or duckdb.Error
+            if signals is not None and signals.received is not None:
+                raise KeyboardInterrupt from None
+            raise
+        if signals is not None and signals.received is not None:  # a handler swallowed the KeyboardInterrupt
+            raise KeyboardInterrupt
         return result
     except KeyboardInterrupt:
         _say("interrupted", stderr=True)
-        return EXIT_INTERRUPTED
+        return (signals.exit_code if signals is not None else None) or EXIT_INTERRUPTED
     except EvalSetError as exc:
         if len(exc.problems) == 1:
             _error(exc.problems[0])

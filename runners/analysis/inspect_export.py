@@ -197,9 +197,16 @@ def export_inspect(
         con.close()
     if not logs:
         raise InspectUnavailable(f"{db}: the selected bench runs hold no case runs")
-    out.mkdir(parents=True, exist_ok=True)
+    from runners.store._files import NamedPath, OutputWriteError, check_outputs, replacing
+
+    paths = [out / _log_name(run) for run, _ in logs]
+    check_outputs([NamedPath("--inspect", p) for p in paths], [NamedPath("--db", db)])  # before the folder exists
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputWriteError(out, exc) from None
     written = []
-    for run, infos in logs:
+    for (run, infos), path in zip(logs, paths, strict=True):
         samples = [_sample(i) for i in infos]
         model = str(infos[0].row.get("model"))
         tokens_in = sum(int(i.row.get("input_tokens") or 0) for i in infos)
@@ -233,8 +240,13 @@ def export_inspect(
         )  # fmt: skip
         status = "success" if run.get("status") == "completed" else "started"
         log = EvalLog(eval=spec, status=status, results=results, stats=stats, samples=samples)
-        name = f"{_iso(run.get('started_at'))[:19].replace(':', '-')}_{TASK}_{run['bench_run_id']}.eval"
-        path = out / name.replace("/", "_")
-        write_eval_log(log, str(path), format="eval")
+        with replacing(path) as tmp:  # each log whole or absent, also on Ctrl-C
+            write_eval_log(log, str(tmp), format="eval")
         written.append((path, len(samples)))
     return written
+
+
+def _log_name(run: dict[str, Any]) -> str:
+    """The .eval file of one bench run: its start time, the task and its id (no `/`)."""
+    name = f"{_iso(run.get('started_at'))[:19].replace(':', '-')}_{TASK}_{run['bench_run_id']}.eval"
+    return name.replace("/", "_")

@@ -402,13 +402,15 @@ def build_report(
             sections = _bench_sections(con, bench_run_id)
     finally:
         con.close()
-    from runners.store._files import write_bytes, write_text
+    from runners.store._files import NamedPath, check_outputs, write_bytes, write_text
 
-    for s in sections:  # each file complete or not written (no 0-byte PNG on a full disk)
-        for f in s.figures:
-            write_bytes(out / f.name, f.png)
-    title = f"harness-bench report — {scope}"
     md_path, html_path = out / "report.md", out / "report.html"
+    figures = [(out / f.name, f.png) for s in sections for f in s.figures]
+    written = dict.fromkeys([*(p for p, _ in figures), md_path, html_path])  # a figure name may repeat
+    check_outputs([NamedPath("--out", p) for p in written], [NamedPath("--db", Path(db))])
+    for path, png in figures:  # each file complete or not written (no 0-byte PNG on a full disk)
+        write_bytes(path, png)
+    title = f"harness-bench report — {scope}"
     write_text(md_path, _markdown(title, str(db), sections))
     write_text(html_path, _html(title, str(db), sections))
     return md_path, html_path

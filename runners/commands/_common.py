@@ -4,11 +4,13 @@ a refused flag into one line, the checks made before anything is written, progre
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO, cast
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
@@ -16,6 +18,7 @@ from rich.text import Text
 from runners.analysis import tables
 from runners.analysis._safe_text import terminal
 from runners.plan.rules import DEFAULT_DB, UsageError
+from runners.store._files import NamedPath, check_outputs
 
 __all__ = [
     "EXIT_OK",
@@ -39,8 +42,10 @@ __all__ = [
     "_add_recommend_choices",
     "_check_db",
     "_check_output_file",
+    "_check_outputs",
     "_load_with_progress",
     "_progress",
+    "_stdout_may_close",
 ]
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -66,6 +71,61 @@ def _say(text: str, *, stderr: bool = False) -> None:
 def _error(text: str) -> None:
     """One line on stderr (control characters shown escaped)."""
     err.print(Text.assemble(("error: ", "red"), " ".join(terminal(text).split())), soft_wrap=True)
+
+
+# -- a closed stdout ----------------------------------------------------------------------------------
+@contextlib.contextmanager
+def _stdout_may_close() -> Iterator[None]:
+    """While a command runs, sys.stdout is a `_ReaderMayLeave` (the consoles look sys.stdout up at each write)."""
+    real = sys.stdout
+    if real is None:  # started with stdout closed (`>&-`): print() already discards
+        yield
+        return
+    sys.stdout = cast(TextIO, _ReaderMayLeave(real))
+    try:
+        yield
+    finally:
+        sys.stdout = real
+
+
+class _ReaderMayLeave:
+    """sys.stdout while a command runs. When its reader closes the pipe (`| head -1`), the rest of the output is
+    discarded and the command goes on to its verdict and its files: a closed stdout is no error and changes no
+    exit code (without this, a BrokenPipeError traceback, or rich's exit 1 even on a gate's pass)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.gone = False
+        """The reader closed the pipe: nothing more is written."""
+
+    def write(self, text: str) -> int:
+        if not self.gone:
+            try:
+                return self._stream.write(text)
+            except BrokenPipeError:
+                self._leave()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self.gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._leave()
+
+    def _leave(self) -> None:
+        self.gone = True
+        # The text still buffered would be flushed again at exit ("Exception ignored … BrokenPipeError", exit 120):
+        # point the descriptor at /dev/null so that flush succeeds.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 # -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
@@ -177,6 +237,15 @@ def _check_output_file(flag: str, path: Path) -> None:
     for parent in path.parents:
         if parent.exists() and not parent.is_dir():
             _fail(f"{flag} {path}: {parent} is a file, not a folder")
+
+
+def _check_outputs(outputs: Sequence[NamedPath], inputs: Sequence[NamedPath]) -> None:
+    """Every output file a command will write: a file path in a folder that is or can be created, never one of
+    the command's `inputs` nor another output, however named (a symlink, a hard link, another relative path) —
+    all checked before anything is written."""
+    for output in outputs:
+        _check_output_file(output.name, output.path)
+    check_outputs(outputs, inputs)
 
 
 # -- progress ---------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from runners.commands._common import (
     EXIT_OK,
     EXIT_REGRESSION,
     _add_db,
-    _check_output_file,
+    _check_outputs,
     _error,
     _fail,
     _say,
@@ -85,13 +85,14 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
+    from runners.store._files import NamedPath
     from runners.store.metrics_db import connect
 
     _refuse_ignored(args)  # before the defaults fill in what was not given
-    _check_output_file("--summary", args.summary)
-    _check_output_file("--junit", args.junit)
+    outputs = [NamedPath("--summary", args.summary), NamedPath("--junit", args.junit)]
     if args.json is not None:
-        _check_output_file("--json", args.json)
+        outputs.append(NamedPath("--json", args.json))
+    _check_outputs(outputs, [NamedPath("--db", args.db)])  # never the database it reads, however named
     try:  # a bad flag is refused before the database is opened
         validate_flags(k=args.k, max_recall_drop=args.max_recall_drop, max_cost_increase=args.max_cost_increase,
                        alpha=args.alpha, max_mde=args.max_mde)  # fmt: skip

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from runners.commands._common import EXIT_OK, _say, _sub
+from runners.commands._common import EXIT_INTERRUPTED, EXIT_OK, _say, _sub
 
 __all__ = ["register", "run"]
 
@@ -26,13 +26,23 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.store.merge import merge
+    from runners.run.interrupts import Interrupts
+    from runners.store.merge import MergeInterrupted, merge
 
-    summary = merge(args.out, args.shards, partial=args.partial)
+    signals: Interrupts = args.interrupts  # Ctrl-C and SIGTERM set a flag (runners/cli.py): statements complete
+    try:
+        summary = merge(args.out, args.shards, partial=args.partial, cancellation=signals.token)
+    except MergeInterrupted as exc:
+        _say(str(exc), stderr=True)
+        return signals.exit_code or EXIT_INTERRUPTED
     for line in summary.runs + summary.sweeps:
         _say(line)
     _say(
         f"merged {len(summary.inputs)} file(s) → {summary.out}: {summary.case_runs_added} case runs added,"
         f" {summary.case_runs_present} already there"
     )
+    if signals.received is not None:  # the signal came after COMMIT: the merge is whole
+        _say(f"{signals.received.name} received after the merge was committed: {summary.out} is complete",
+             stderr=True)  # fmt: skip
+        return signals.received.exit_code
     return EXIT_OK

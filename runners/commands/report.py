@@ -7,7 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_output_file, _fail, _say, _sub
+from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_outputs, _fail, _say, _sub
+from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -33,7 +34,9 @@ def run(args: argparse.Namespace) -> int:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
         _fail(f"--out {args.out} is a file; give a folder (it will hold report.md, report.html and figures)")
-    _check_output_file("--out", args.out / "report.md")
+    # the documents, never the database (the figures are checked once their names are known, before any write)
+    _check_outputs([NamedPath("--out", args.out / name) for name in ("report.md", "report.html")],
+                   [NamedPath("--db", args.db)])  # fmt: skip
     con = connect(args.db, read_only=True)
     try:
         known = sweep_ids(con)

@@ -9,8 +9,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runners.commands._common import EXIT_OK, _add_db, _fail, _sub
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _sub
 from runners.plan.run_options import label_arg
+from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -82,8 +83,8 @@ def _show(args: argparse.Namespace) -> int:
         _fail(f"give --bench-run {args.bench_run!r} or --label {args.label!r}, not both")
     if args.case and not (args.bench_run or args.label is not None):
         _fail(f"--case {args.case} needs --bench-run ID or --label LABEL")
-    if args.html is not None and args.html.is_dir():
-        _fail(f"--html {args.html} is a folder; give a file path")
+    if args.html is not None:  # never the database it reads, however named
+        _check_outputs([NamedPath("--html", args.html)], [NamedPath("--db", args.db)])
     con = _open(args.db)
     try:
         run_id = args.case_run or resolve_case_run(
@@ -93,7 +94,9 @@ def _show(args: argparse.Namespace) -> int:
     finally:
         con.close()
     if args.html is not None:
-        args.html.write_text(render_html(info), encoding="utf-8")
+        from runners.store._files import write_text
+
+        write_text(args.html, render_html(info))
         sys.stdout.write(f"wrote {args.html}\n")
     else:
         sys.stdout.write(render_text(info, width=args.width, full=args.full))

@@ -92,3 +92,28 @@ def installed(interrupts: Interrupts | None = None) -> Iterator[Interrupts]:
     finally:
         for s, handler in previous.items():
             signal.signal(s.value, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+
+
+@contextlib.contextmanager
+def raising() -> Iterator[Interrupts]:
+    """For the commands that only read, or write their files whole (`gate`, `export`, `show`, `report`, …): Ctrl-C
+    and SIGTERM raise KeyboardInterrupt, as Python's own SIGINT handler does, and are recorded — so that the
+    `RuntimeError: Query interrupted` DuckDB makes of a KeyboardInterrupt inside a statement is known for the
+    interrupt it is, and the exit code says which signal it was. Outside the main thread: nothing installed."""
+    state = Interrupts()
+    if threading.current_thread() is not threading.main_thread():
+        yield state
+        return
+
+    def handle(signum: int, frame: FrameType | None) -> None:
+        if state.received is None:
+            state.received = InterruptSignal(signum)
+            state.token.cancel()
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s.value, handle) for s in InterruptSignal}
+    try:
+        yield state
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s.value, signal.SIG_DFL if handler is None else handler)

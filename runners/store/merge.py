@@ -24,9 +24,9 @@ grid points are.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,8 +34,10 @@ from typing import Any
 
 import duckdb
 
+from harness.context import CancellationToken
 from runners.plan import run_options, settings
 from runners.plan.shard import RunStatus
+from runners.store._files import replacing, same_file
 from runners.store.metrics_db import (
     SCHEMA_VERSION,
     MetricsDbError,
@@ -56,6 +58,14 @@ _RANK = {RunStatus.COMPLETED: 3, RunStatus.INTERRUPTED: 2, RunStatus.RUNNING: 1,
 
 class MergeError(ValueError):
     """The files cannot be merged (exit 2); the message names the file, the id and the difference."""
+
+
+class MergeInterrupted(Exception):
+    """Ctrl-C or SIGTERM arrived before the merge committed: OUT is as it was (or, if new, absent)."""
+
+    def __init__(self, out: Path, *, existed: bool) -> None:
+        state = f"{out} is unchanged" if existed else f"{out} was not created"
+        super().__init__(f"interrupted before the merge was committed: nothing was merged, {state}")
 
 
 @dataclass
@@ -249,27 +259,22 @@ def _shard_status(count: int, shards: dict[int, str]) -> str:
     return RunStatus.INTERRUPTED
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    """One file under two names: compared by identity (device and inode), not by name."""
-    try:
-        return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet): only the names can be compared
-        return a.resolve() == b.resolve()
-
-
 def _ranges(indexes: Sequence[int]) -> str:
     return ",".join(str(i) for i in sorted(indexes))
 
 
-def merge(out: Path, inputs: Sequence[Path], *, partial: bool = False) -> MergeSummary:
-    """Merge `inputs` into `out` (created if missing); MergeError before anything is written."""
+def merge(
+    out: Path, inputs: Sequence[Path], *, partial: bool = False, cancellation: CancellationToken | None = None
+) -> MergeSummary:
+    """Merge `inputs` into `out` (created if missing); MergeError before anything is written. Once `cancellation`
+    is set (Ctrl-C, SIGTERM) the merge stops at its next statement with MergeInterrupted, OUT as it was."""
     if not inputs:
         raise MergeError("merge: give at least one shard file after OUT")
     unique: list[Path] = []
     for p in inputs:  # the same file under two names (a hard link, a symlink, ../x) counts once
-        if not any(_same_file(p, u) for u in unique):
+        if not any(same_file(p, u) for u in unique):
             unique.append(p)
-    both = next((p for p in unique if _same_file(p, out)), None)
+    both = next((p for p in unique if same_file(p, out)), None)
     if both is not None:
         named = "" if both == out else f" (as {both})"
         raise MergeError(f"{out} is both OUT and an input{named}; merge into another file")
@@ -285,6 +290,8 @@ def merge(out: Path, inputs: Sequence[Path], *, partial: bool = False) -> MergeS
     files = ([out] if out.exists() else []) + unique
     out_exists = out.exists()
     for i, path in enumerate(files):
+        if cancellation is not None and cancellation.cancelled:
+            raise MergeInterrupted(out, existed=out_exists)
         file_copies, file_sweeps = _read(path, is_out=out_exists and i == 0, expected=expected)
         copies += file_copies
         for sid, sc in file_sweeps.items():
@@ -373,31 +380,62 @@ def merge(out: Path, inputs: Sequence[Path], *, partial: bool = False) -> MergeS
                     f"bench run {run_id} is {status} in {where}; finish it with --resume {run_id}, or --partial"
                 )
 
-    # 2. write, all or nothing
+    # 2. write, all or nothing: an existing OUT takes one transaction; a new OUT is built beside it and renamed
+    # into place once committed, so a failure or an interrupt leaves no OUT (not even an empty one)
+    if cancellation is not None and cancellation.cancelled:
+        raise MergeInterrupted(out, existed=out_exists)
     summary = MergeSummary(out, unique)
-    con = connect(out)
+    if out_exists:
+        _write(out, unique, final, input_ids, input_sweeps, summary, cancellation)
+    else:
+        with replacing(out, companions=(".wal",)) as building:
+            _write(building, unique, final, input_ids, input_sweeps, summary, cancellation)
+    return summary
+
+
+def _write(
+    target: Path,
+    inputs: list[Path],
+    final: dict[str, tuple[int | None, dict[int, str], str]],
+    input_ids: set[str],
+    input_sweeps: list[str],
+    summary: MergeSummary,
+    cancellation: CancellationToken | None,
+) -> None:
+    """Copy the inputs into `target` in one transaction, rolled back when an interrupt arrives before COMMIT."""
+
+    def stop_if_cancelled() -> None:
+        if cancellation is not None and cancellation.cancelled:
+            raise MergeInterrupted(summary.out, existed=target == summary.out)
+
+    con = connect(target)
     try:
         aliases = []
-        for i, path in enumerate(unique):
+        for i, path in enumerate(inputs):
             alias = f"hb_in_{i}"
             con.execute(f"ATTACH {_quote(path)} AS {alias} (READ_ONLY)")
             aliases.append(alias)
         con.execute("BEGIN")
+        committed = False
         try:
             for alias in aliases:
+                stop_if_cancelled()
                 _copy(con, alias, summary)
             _settle(con, final, summary, sorted(input_ids))
             _settle_sweeps(con, input_sweeps, summary)
+            stop_if_cancelled()
             con.execute("COMMIT")
+            committed = True
         except BaseException:
-            con.execute("ROLLBACK")
+            if not committed:  # the error that ended the transaction is the one to report, not ROLLBACK's
+                with contextlib.suppress(duckdb.Error):
+                    con.execute("ROLLBACK")
             raise
         finally:
             for alias in aliases:
                 con.execute(f"DETACH {alias}")
     finally:
         con.close()
-    return summary
 
 
 def _copy(con: duckdb.DuckDBPyConnection, alias: str, summary: MergeSummary) -> None:

@@ -16,6 +16,13 @@ HB_PROBE_GO_FD afterwards), so that the signal lands *inside* a DuckDB statement
 Each line also says whether the process had received its signal by then (read from the installed
 handler), so the test can count case runs handed to the writer after the signal arrived.
 
+For the commands that only read or write whole files (tests/test_output_paths.py):
+
+- `copy:n`   the n-th `INSERT INTO case_runs` of `merge` (inside its transaction),
+- `commit:n` the statement after `merge`'s n-th COMMIT (the merge is whole, the command not yet done),
+- `load:n`   the n-th transcript `export --inspect` loads (a DuckDB read, before any file is written),
+- `pairs:n`  the n-th time `gate` loads the pairs of its labels (a DuckDB read, before any file is written).
+
 HB_PROBE_FLUSH_SECONDS=0 makes the writer commit every case run on its own (instead of grouping a
 second's worth), so that `flush:n` is a write with case runs still to come.
 
@@ -54,7 +61,7 @@ if os.environ.get("HB_PROBE_FD"):
         state = getattr(signal.getsignal(signal.SIGINT), "__self__", None)
         return "-" if not hasattr(state, "received") else str(int(state.received is not None))
 
-    def _event(kind: str, con: Any | None) -> None:
+    def _event(kind: str, con: Any | None, statement: str = "SELECT count(*) FROM range(2000000)") -> None:
         """Report `kind:n cases received`; at the HB_PROBE_AT moment, hold inside DuckDB until the test says go."""
         with _lock:
             _seen[kind] += 1
@@ -65,7 +72,7 @@ if os.environ.get("HB_PROBE_FD"):
         os.write(_FD, b"holding\n")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            con.execute("SELECT count(*) FROM range(2000000)").fetchall()  # ~10 ms inside DuckDB
+            con.execute(statement).fetchall()  # ~10 ms inside DuckDB
             if select.select([_GO], [], [], 0)[0]:
                 return
 
@@ -127,3 +134,51 @@ if os.environ.get("HB_PROBE_FD"):
         return _real_run_point(con, plan, **kw)
 
     _sweep.run_point = _run_point
+
+    # ~50 ms of hashing per statement: the main thread is inside DuckDB nearly all the time it holds (a count of
+    # a range is answered from its bounds in well under a millisecond)
+    _BUSY = "SELECT sum(hash(i)) FROM range(5000000) t(i)"
+
+    import runners.analysis.gate as _gate
+    import runners.analysis.inspect_export as _inspect_export
+    import runners.store.merge as _merge
+
+    class _MergeConnection:
+        """merge's connection to OUT: reports its first copy statement and the moment after its COMMIT."""
+
+        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *args: Any) -> Any:
+            if sql.startswith("INSERT INTO case_runs"):
+                _event("copy", self._con, _BUSY)
+            result = self._con.execute(sql, *args)
+            if sql == "COMMIT":
+                _event("commit", self._con, _BUSY)
+            return result
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._con, name)
+
+    _real_merge_connect = _merge.connect
+
+    def _merge_connect(path: Any, **kw: Any) -> Any:
+        return _MergeConnection(_real_merge_connect(path, **kw))
+
+    _merge.connect = _merge_connect  # type: ignore[assignment]
+
+    _real_load = _inspect_export.load_case_run
+
+    def _load(con: Any, db: str, case_run_id: str) -> Any:
+        _event("load", con, _BUSY)
+        return _real_load(con, db, case_run_id)
+
+    _inspect_export.load_case_run = _load  # type: ignore[assignment]
+
+    _real_pairs = _gate.load_pairs
+
+    def _pairs(con: Any, *args: Any, **kw: Any) -> Any:
+        _event("pairs", con, _BUSY)
+        return _real_pairs(con, *args, **kw)
+
+    _gate.load_pairs = _pairs  # type: ignore[assignment]
