@@ -30,8 +30,8 @@ ALLOWED_CI_SKIPS: dict[str, str] = {
 SLOW_MODULES = frozenset({
     "test_bad_flags.py", "test_bad_paths.py", "test_bench.py", "test_calibration.py", "test_cassette_faults.py",
     "test_cassettes.py", "test_ci_skips.py", "test_concurrency.py", "test_deadline_replay.py", "test_full_disk.py",
-    "test_interrupts.py", "test_live_llm.py", "test_multi_call_turns.py", "test_power.py", "test_preflight.py",
-    "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
+    "test_interrupts.py", "test_live_llm.py", "test_multi_call_turns.py", "test_otel_import.py", "test_power.py",
+    "test_preflight.py", "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
     "test_report.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
     "test_unknown_query_e2e.py", "test_views.py",
 })  # fmt: skip
