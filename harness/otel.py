@@ -207,14 +207,23 @@ def _value(v: object) -> AttributeValue:
     return str(v)
 
 
+_NAMES: dict[type[TraceEvent], tuple[tuple[str, str], ...]] = {}
+"""Per event class: (field, attribute) of each field that is an attribute, computed once (spans are per event)."""
+
+
 def _fields(event: TraceEvent) -> dict[str, AttributeValue]:
     """Every set field of `event` as an attribute (its position as `harness.seq`)."""
+    names = _NAMES.get(type(event))
+    if names is None:
+        names = tuple(
+            (f.name, attribute_name(f.name)) for f in dataclasses.fields(event) if f.name not in _NOT_ATTRIBUTES
+        )
+        _NAMES[type(event)] = names
     out: dict[str, AttributeValue] = {}
-    for f in dataclasses.fields(event):
-        v = getattr(event, f.name)
-        if v is None or f.name in _NOT_ATTRIBUTES:
-            continue
-        out[attribute_name(f.name)] = _value(v)
+    for field, attribute in names:
+        v = getattr(event, field)
+        if v is not None:
+            out[attribute] = _value(v)
     return out
 
 
