@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig
 from harness.context import RunContext
@@ -17,6 +17,9 @@ from harness.prompts import DEFAULT_SYSTEM_PROMPT, DiagnosisTask
 from harness.retry import Sleep
 from harness.session import HarnessSession, RunResult, tool_specs
 from harness.tools.base import BusinessTool
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 __all__ = ["RunResult", "run_diagnosis", "tool_specs"]
 
@@ -31,11 +34,14 @@ def run_diagnosis(
     ctx: RunContext | None = None,
     sleep: Sleep = time.sleep,
     system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+    tracer: Tracer | None = None,
 ) -> RunResult:
-    """Run one diagnosis to exactly one Release outcome. Never raises for model or tool misbehaviour."""
+    """Run one diagnosis to exactly one Release outcome. Never raises for model or tool misbehaviour.
+    `tracer`: an OpenTelemetry tracer for the run's GenAI spans (see `HarnessSession`)."""
     session = HarnessSession(
-        tools, model_name=model.name, config=config, ctx=ctx, sleep=sleep, system_prompt=system_prompt
-    )
+        tools, model_name=model.name, config=config, ctx=ctx, sleep=sleep, system_prompt=system_prompt,
+        tracer=tracer,
+    )  # fmt: skip
     messages = session.initial_messages(task)
     while not session.ended:
         turn = session.complete(model, messages)

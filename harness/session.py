@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, CancellationToken, RunContext
@@ -51,6 +51,9 @@ from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, 
 from harness.tools.base import BusinessTool
 from harness.trace import DraftReceived, RunStarted, TraceEvent
 from harness.transcript import TranscriptEntry
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Tracer
 
 __all__ = ["HarnessSession", "ModelTurn", "RunResult", "tool_specs"]
 
@@ -115,10 +118,16 @@ class HarnessSession:
         cancellation: CancellationToken | None = None,
         sleep: Sleep = time.sleep,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        tracer: Tracer | None = None,
     ) -> None:
         """Start a run (RUN_STARTED). `ctx`: a prepared context (else one from `config`/`cancellation`);
-        `sleep`: the retry backoff wait; `system_prompt`: the prompt of `initial_messages`."""
+        `sleep`: the retry backoff wait; `system_prompt`: the prompt of `initial_messages`; `tracer`: an
+        OpenTelemetry tracer the run's GenAI spans go to as they happen (`harness.otel`; needs the `otel` extra)."""
         self.ctx = ctx or RunContext.create(config, cancellation=cancellation)
+        if tracer is not None:  # without a tracer OpenTelemetry is never imported and costs nothing
+            from harness.otel import start_recording
+
+            start_recording(self.ctx, tracer)
         self._tools = tuple(tools)
         self._interceptor = HarnessToolInterceptor(self.ctx, {t.name: t for t in self._tools})
         self._sleep = sleep

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, TypeVar
 
@@ -296,12 +296,18 @@ E = TypeVar("E", bound=TraceEvent)
 class Trace:
     """Append-only event log of one run; safe to append from several threads."""
 
-    __slots__ = ("_events", "_lock", "_t0")
+    __slots__ = ("_events", "_listener", "_lock", "_t0")
 
     def __init__(self) -> None:
         self._events: list[TraceEvent] = []
         self._lock = threading.Lock()
         self._t0 = time.perf_counter()
+        self._listener: Callable[[TraceEvent], None] | None = None
+
+    def listen(self, listener: Callable[[TraceEvent], None]) -> None:
+        """Hand every event emitted from now on to `listener` as well (e.g. `harness.otel`'s span recorder), in
+        trace order: it is called under the trace's lock, so it must be quick and never emit itself."""
+        self._listener = listener
 
     def emit(self, event: E) -> E:
         """Append `event`, stamped with its position and time; returns the stamped event."""
@@ -310,6 +316,8 @@ class Trace:
                 event, seq=len(self._events), t_ms=round((time.perf_counter() - self._t0) * 1000.0, 3)
             )
             self._events.append(stamped)
+            if self._listener is not None:  # the one check a run without a listener pays
+                self._listener(stamped)
         return stamped
 
     @property

@@ -1,0 +1,401 @@
+"""OpenTelemetry GenAI spans of a run, built from its typed trace events (`harness.trace`).
+
+The one mapping from the Harness's audit trace to the OpenTelemetry GenAI conventions, used both live
+(`HarnessSession(tracer=...)` hands every event to a `SpanRecorder` as it is emitted) and after the fact
+(`harness-bench export --otel` replays stored events through the same recorder), so library spans and
+exported spans have the same shape:
+
+- one `invoke_agent` span per run (RUN_STARTED … RELEASED), child of the caller's current span;
+- under it, one `chat` span per model call attempt (`harness.model_call.purpose` says DIAGNOSIS or
+  SEMANTIC_GUARD; the guard's call also carries `harness.semantic_guard = true`) and one `execute_tool` span
+  per backend invocation (TOOL_INVOCATION);
+- every other event — TOOL_REQUEST_REJECTED, GAIN_APPLIED, STOP_REQUIRED_DELIVERED, COLLECTION_STOPPED,
+  BUDGET_EXHAUSTED, DRAFT_RECEIVED, EVIDENCE_CHECKED, GUARD_VERDICT — as a span event `harness.<kind>` on the
+  run's span; RELEASED sets the outcome attributes and ends it.
+
+Attribute names come from `opentelemetry-semantic-conventions` where it has them (`gen_ai.*`, `error.type`);
+every other event field is `harness.<field>` (see `attribute_name`): one namespace, documented in the README.
+Message contents are recorded only when opted in (`capture_content=True`, or the conventions' environment
+variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true): off by default.
+
+This module imports OpenTelemetry; nothing else in `harness` does, so the library works without it installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
+from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.util.types import AttributeValue
+
+from harness.config import HarnessConfig
+from harness.context import RunContext
+from harness.contracts import InvocationStatus, ModelPurpose, ReleaseOutcome, _StrEnum
+from harness.trace import (
+    BudgetExhausted,
+    ModelCall,
+    Released,
+    RunStarted,
+    StopRequiredDelivered,
+    ToolInvocation,
+    TraceEvent,
+)
+from harness.transcript import EntryKind, TranscriptEntry
+
+__all__ = [
+    "AGENT_NAME",
+    "CAPTURE_CONTENT_ENV",
+    "EVALUATION_EVENT",
+    "NAMESPACE",
+    "Evaluation",
+    "HarnessAttribute",
+    "RunLimits",
+    "SpanName",
+    "SpanRecorder",
+    "attribute_name",
+    "capture_content_default",
+    "event_name",
+    "start_recording",
+]
+
+NAMESPACE = "harness"
+"""The prefix of every attribute the conventions have no name for: the Harness's decisions."""
+
+AGENT_NAME = "harness-diagnosis"
+"""`gen_ai.agent.name` of the run span (an embedder may give its own)."""
+
+CAPTURE_CONTENT_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+"""The GenAI conventions' content-capture opt-in (the instrumentations' variable; semconv ships no constant)."""
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+"""The conventions' evaluation event (its attributes are in `gen_ai_attributes`; its name has no constant)."""
+
+
+class SpanName(_StrEnum):
+    """The three GenAI operations a run's spans are (span name: operation, then the model or tool)."""
+
+    INVOKE_AGENT = "invoke_agent"
+    CHAT = "chat"
+    EXECUTE_TOOL = "execute_tool"
+
+
+class HarnessAttribute(_StrEnum):
+    """The `harness.*` attributes that are not one event field (those are `attribute_name(field)`)."""
+
+    SEMANTIC_GUARD = "harness.semantic_guard"
+    STOP_REQUIRED_DELIVERED = "harness.stop_required_delivered"
+    BUDGET_HIT = "harness.budget_hit"
+    NO_GAIN_THRESHOLD = "harness.config.no_gain_threshold"
+    PROTOCOL_VIOLATION_THRESHOLD = "harness.config.protocol_violation_threshold"
+    MAX_TOOL_INVOCATIONS = "harness.config.max_tool_invocations"
+    MAX_MODEL_CALLS = "harness.config.max_model_calls"
+    MAX_TOTAL_TOKENS = "harness.config.max_total_tokens"
+
+
+_SEMCONV_NAMES: dict[str, str] = {
+    "model": gen_ai.GEN_AI_REQUEST_MODEL,
+    "tool": gen_ai.GEN_AI_TOOL_NAME,
+    "tool_call_id": gen_ai.GEN_AI_TOOL_CALL_ID,
+    "input_tokens": gen_ai.GEN_AI_USAGE_INPUT_TOKENS,
+    "output_tokens": gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS,
+    "error_kind": ERROR_TYPE,
+}
+"""Event fields the conventions name."""
+
+_RENAMED: dict[str, str] = {
+    "purpose": "model_call.purpose",
+    "attempt": "model_call.attempt",
+    "producer": "gain.producer",
+    "rejection": "rejection.reason",
+}
+"""Event fields whose `harness.*` name says what they belong to."""
+
+_NOT_ATTRIBUTES = frozenset({"t_ms", "latency_ms"})
+"""Event fields that are the span's or span event's timing, not attributes."""
+
+
+def attribute_name(field: str) -> str:
+    """The attribute an event field becomes: the conventions' name where they have one, else `harness.<field>`."""
+    return _SEMCONV_NAMES.get(field) or f"{NAMESPACE}.{_RENAMED.get(field, field)}"
+
+
+def event_name(event: TraceEvent) -> str:
+    """The span event an event becomes on the run's span: `harness.<kind, lower case>`."""
+    return f"{NAMESPACE}.{event.kind.value.lower()}"
+
+
+def capture_content_default() -> bool:
+    """Whether the conventions' environment opt-in asks for message contents (`true`, any case)."""
+    return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    """The thresholds and budgets a run used, set on its span (`harness.config.*`)."""
+
+    no_gain_threshold: int
+    """Consecutive NO_GAIN that saturate the run."""
+    protocol_violation_threshold: int
+    """Consecutive protocol violations that saturate the run."""
+    max_tool_invocations: int
+    """Backend tool invocations allowed."""
+    max_model_calls: int
+    """Model call attempts allowed."""
+    max_total_tokens: int
+    """Input plus output tokens allowed."""
+
+    @classmethod
+    def of(cls, config: HarnessConfig) -> RunLimits:
+        """The limits of a run under `config`."""
+        return cls(config.no_gain_threshold, config.protocol_violation_threshold, config.max_tool_invocations,
+                   config.max_model_calls, config.max_total_tokens)  # fmt: skip
+
+    def attributes(self) -> dict[str, AttributeValue]:
+        """As span attributes."""
+        return {
+            HarnessAttribute.NO_GAIN_THRESHOLD.value: self.no_gain_threshold,
+            HarnessAttribute.PROTOCOL_VIOLATION_THRESHOLD.value: self.protocol_violation_threshold,
+            HarnessAttribute.MAX_TOOL_INVOCATIONS.value: self.max_tool_invocations,
+            HarnessAttribute.MAX_MODEL_CALLS.value: self.max_model_calls,
+            HarnessAttribute.MAX_TOTAL_TOKENS.value: self.max_total_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """One `gen_ai.evaluation.result` event on the run's span (the bench's verdict on a stored run)."""
+
+    name: str
+    """`gen_ai.evaluation.name`: what was evaluated (e.g. `outcome`, `passed`)."""
+    label: str
+    """`gen_ai.evaluation.score.label`: the verdict."""
+    value: float | None = None
+    """`gen_ai.evaluation.score.value`, where the verdict is a number (1.0 / 0.0 for passed)."""
+    explanation: str | None = None
+    """`gen_ai.evaluation.explanation`: why (the expectation, the failures)."""
+
+    def attributes(self) -> dict[str, AttributeValue]:
+        """As event attributes."""
+        out: dict[str, AttributeValue] = {
+            gen_ai.GEN_AI_EVALUATION_NAME: self.name,
+            gen_ai.GEN_AI_EVALUATION_SCORE_LABEL: self.label,
+        }
+        if self.value is not None:
+            out[gen_ai.GEN_AI_EVALUATION_SCORE_VALUE] = self.value
+        if self.explanation is not None:
+            out[gen_ai.GEN_AI_EVALUATION_EXPLANATION] = self.explanation
+        return out
+
+
+ContentSource = Callable[[int], Sequence[TranscriptEntry]]
+"""The transcript entries of the run's n-th model call attempt (from 1): what it was sent and answered."""
+
+
+def _value(v: object) -> AttributeValue:
+    if isinstance(v, _StrEnum):
+        return v.value
+    if isinstance(v, bool | int | float | str):
+        return v
+    return str(v)
+
+
+_NAMES: dict[type[TraceEvent], tuple[tuple[str, str], ...]] = {}
+"""Per event class: (field, attribute) of each field that is an attribute, computed once (spans are per event)."""
+
+
+def _fields(event: TraceEvent) -> dict[str, AttributeValue]:
+    """Every set field of `event` as an attribute (its position as `harness.seq`)."""
+    names = _NAMES.get(type(event))
+    if names is None:
+        names = tuple(
+            (f.name, attribute_name(f.name)) for f in dataclasses.fields(event) if f.name not in _NOT_ATTRIBUTES
+        )
+        _NAMES[type(event)] = names
+    out: dict[str, AttributeValue] = {}
+    for field, attribute in names:
+        v = getattr(event, field)
+        if v is not None:
+            out[attribute] = _value(v)
+    return out
+
+
+_ROLES = {EntryKind.SYSTEM: "system", EntryKind.USER: "user", EntryKind.OBSERVATION: "tool"}
+
+
+def _messages(entries: Sequence[TranscriptEntry], *, output: bool) -> str:
+    """The conventions' message JSON (`role` + `parts`) of a call's new input messages or of its answer."""
+    out: list[dict[str, object]] = []
+    for e in entries:
+        if output and e.kind is EntryKind.ASSISTANT:
+            parts: list[dict[str, object]] = [{"type": "text", "content": e.content or ""}]
+            out.append({"role": "assistant", "parts": parts, "finish_reason": e.finish_reason or "stop"})
+        elif output and e.kind is EntryKind.TOOL_CALL and out:
+            call: dict[str, object] = {
+                "type": "tool_call",
+                "id": e.tool_call_id,
+                "name": e.tool,
+                "arguments": e.arguments,
+            }
+            parts = out[-1]["parts"]  # type: ignore[assignment]
+            parts.append(call)
+        elif not output and e.kind in _ROLES:
+            part: dict[str, object] = {"type": "text", "content": e.content or ""}
+            if e.kind is EntryKind.OBSERVATION:
+                part = {"type": "tool_call_response", "id": e.tool_call_id, "response": e.content or ""}
+            out.append({"role": _ROLES[e.kind], "parts": [part]})
+    return json.dumps(out, ensure_ascii=False)
+
+
+class SpanRecorder:
+    """Turns one run's trace events, in order, into its spans (call it with each event: `Trace.listen(rec)`).
+
+    Timestamps are the run's start (`start_ns`, epoch nanoseconds; live: the time RUN_STARTED is received)
+    plus each event's `t_ms`; a model call's or tool invocation's span starts `latency_ms` before its event."""
+
+    __slots__ = ("_base_ns", "_budget_hit", "_calls", "_content", "_evaluations", "_limits", "_model", "_name",
+                 "_run", "_run_id", "_stop_required", "_tokens_in", "_tokens_out", "_tracer")  # fmt: skip
+
+    def __init__(
+        self,
+        tracer: Tracer,
+        *,
+        run_id: str,
+        agent_name: str = AGENT_NAME,
+        limits: RunLimits | None = None,
+        content: ContentSource | None = None,
+        evaluations: Sequence[Evaluation] = (),
+        start_ns: int | None = None,
+    ) -> None:
+        """`content`: where message contents come from, given only when they are to be recorded;
+        `evaluations`: added to the run's span before it ends; `start_ns`: the run's start (default: now)."""
+        self._tracer = tracer
+        self._run_id = run_id
+        self._name = agent_name
+        self._limits = limits
+        self._content = content
+        self._evaluations = tuple(evaluations)
+        self._base_ns = start_ns
+        self._run: Span | None = None
+        self._model = ""
+        self._calls = 0
+        self._tokens_in = 0
+        self._tokens_out = 0
+        self._stop_required = False
+        self._budget_hit: str | None = None
+
+    def _ts(self, event: TraceEvent, back_ms: float = 0.0) -> int:
+        if self._base_ns is None:  # live: the first event arrives as it happens
+            self._base_ns = time.time_ns() - int(event.t_ms * 1e6)
+        return self._base_ns + int((event.t_ms - back_ms) * 1e6)
+
+    def __call__(self, event: TraceEvent) -> None:
+        """Record one event (in trace order)."""
+        match event:
+            case RunStarted():
+                self._start(event)
+            case ModelCall():
+                self._chat(event)
+            case ToolInvocation():
+                self._tool(event)
+            case Released():
+                self._release(event)
+            case _:
+                if isinstance(event, StopRequiredDelivered):
+                    self._stop_required = True
+                if isinstance(event, BudgetExhausted) and self._budget_hit is None:
+                    self._budget_hit = event.budget.value
+                if self._run is not None:
+                    self._run.add_event(event_name(event), _fields(event), self._ts(event))
+
+    def _start(self, event: RunStarted) -> None:
+        self._model = event.model
+        attrs: dict[str, AttributeValue] = {
+            gen_ai.GEN_AI_OPERATION_NAME: SpanName.INVOKE_AGENT.value,
+            gen_ai.GEN_AI_AGENT_NAME: self._name,
+            gen_ai.GEN_AI_CONVERSATION_ID: self._run_id,
+            **_fields(event),
+        }
+        attrs.pop(attribute_name("seq"))  # the run's span is the whole trace, not one event of it
+        if self._limits is not None:
+            attrs.update(self._limits.attributes())
+        self._run = self._tracer.start_span(
+            f"{SpanName.INVOKE_AGENT} {self._name}", kind=SpanKind.INTERNAL, attributes=attrs,
+            start_time=self._ts(event),
+        )  # fmt: skip
+
+    def _child(self, name: str, kind: SpanKind, event: TraceEvent, latency_ms: float,
+               attrs: dict[str, AttributeValue]) -> Span:  # fmt: skip
+        parent = otel_trace.set_span_in_context(self._run) if self._run is not None else None
+        return self._tracer.start_span(
+            name, context=parent, kind=kind, attributes=attrs, start_time=self._ts(event, latency_ms)
+        )
+
+    def _chat(self, event: ModelCall) -> None:
+        self._calls += 1
+        self._tokens_in += event.input_tokens or 0
+        self._tokens_out += event.output_tokens or 0
+        attrs: dict[str, AttributeValue] = {
+            gen_ai.GEN_AI_OPERATION_NAME: SpanName.CHAT.value,
+            gen_ai.GEN_AI_REQUEST_MODEL: self._model,
+            HarnessAttribute.SEMANTIC_GUARD.value: event.purpose is ModelPurpose.SEMANTIC_GUARD,
+            **_fields(event),
+        }
+        if self._content is not None:
+            entries = self._content(self._calls)
+            attrs[gen_ai.GEN_AI_INPUT_MESSAGES] = _messages(entries, output=False)
+            attrs[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _messages(entries, output=True)
+        span = self._child(f"{SpanName.CHAT} {self._model}", SpanKind.CLIENT, event, event.latency_ms, attrs)
+        if event.error_kind is not None:
+            span.set_status(Status(StatusCode.ERROR, event.detail))
+        span.end(self._ts(event))
+
+    def _tool(self, event: ToolInvocation) -> None:
+        attrs: dict[str, AttributeValue] = {gen_ai.GEN_AI_OPERATION_NAME: SpanName.EXECUTE_TOOL.value, **_fields(event)}
+        span = self._child(f"{SpanName.EXECUTE_TOOL} {event.tool}", SpanKind.INTERNAL, event, event.latency_ms, attrs)
+        if event.invocation_status is InvocationStatus.FAILED:
+            span.set_status(Status(StatusCode.ERROR, event.detail))
+        span.end(self._ts(event))
+
+    def _release(self, event: Released) -> None:
+        run = self._run
+        if run is None:
+            return
+        attrs = _fields(event)
+        attrs.pop(attribute_name("seq"))
+        attrs[HarnessAttribute.STOP_REQUIRED_DELIVERED.value] = self._stop_required
+        if self._budget_hit is not None:
+            attrs[HarnessAttribute.BUDGET_HIT.value] = self._budget_hit
+        attrs[gen_ai.GEN_AI_USAGE_INPUT_TOKENS] = self._tokens_in
+        attrs[gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS] = self._tokens_out
+        run.set_attributes(attrs)
+        for evaluation in self._evaluations:
+            run.add_event(EVALUATION_EVENT, evaluation.attributes(), self._ts(event))
+        if event.outcome is ReleaseOutcome.FAILED:
+            run.set_status(Status(StatusCode.ERROR, event.detail))
+        run.end(self._ts(event))
+        self._run = None
+
+
+def start_recording(
+    ctx: RunContext, tracer: Tracer, *, agent_name: str = AGENT_NAME, capture_content: bool | None = None
+) -> SpanRecorder:
+    """Record the run of `ctx` as spans on `tracer` from its next event on (`HarnessSession(tracer=...)` calls it
+    before RUN_STARTED). `capture_content`: record message contents (default: the conventions' env opt-in)."""
+    capture = capture_content_default() if capture_content is None else capture_content
+    transcript = ctx.transcript
+
+    def content(call: int) -> list[TranscriptEntry]:
+        return [e for e in transcript.entries if e.model_call == call]
+
+    recorder = SpanRecorder(tracer, run_id=ctx.run_id, agent_name=agent_name, limits=RunLimits.of(ctx.config),
+                            content=content if capture else None)  # fmt: skip
+    ctx.trace.listen(recorder)
+    return recorder
