@@ -33,7 +33,7 @@ SLOW_MODULES = frozenset({
     "test_interrupts.py", "test_live_llm.py", "test_multi_call_turns.py", "test_power.py", "test_preflight.py",
     "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
     "test_report.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
-    "test_unknown_query_e2e.py", "test_views.py",
+    "test_unknown_query_e2e.py", "test_views.py", "test_input_bounds.py",
 })  # fmt: skip
 
 
