@@ -37,6 +37,7 @@ SLOW_MODULES = frozenset({
     "test_unknown_query_e2e.py", "test_views.py",
     "test_hostile_text.py",
     "test_output_paths.py",
+    "test_input_bounds.py",
 })  # fmt: skip
 
 

@@ -11,6 +11,11 @@ a fast path instead: its items are split at their lines and composed by libyaml 
 (`_fast_items`); the event path takes over, from the first item not yet handed out, wherever the fast path
 cannot vouch for the result (an alias across items, a directive, an odd line), so both give the same data and
 the same errors with the same marks (`tests/test_evalset_stream.py` compares them on every built-in file).
+
+Every path is bounded (`_Bounds`): a few bytes of anchors and aliases can stand for billions of nodes (an alias
+bomb), which construction and validation would each walk. Nesting, the aliases of one case (or other top-level
+value) and the nodes they add, and the nodes aliases add to the whole file are capped; past a cap the file is
+refused with a `LimitError` at the alias (or the opening bracket) that crosses it, before anything is built.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import yaml
 from yaml.composer import Composer, ComposerError
 from yaml.constructor import SafeConstructor
 from yaml.events import (
+    AliasEvent,
     MappingEndEvent,
     MappingStartEvent,
     SequenceEndEvent,
@@ -37,8 +43,12 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from yaml.resolver import Resolver
 
 __all__ = [
+    "MAX_ALIASES_PER_UNIT",
+    "MAX_ALIAS_NODES_PER_UNIT",
+    "MAX_DEPTH",
     "CasesShapeError",
     "DuplicateCasesKeyError",
+    "LimitError",
     "count_block_items",
     "count_cases",
     "iter_raw_cases",
@@ -61,12 +71,113 @@ class DuplicateCasesKeyError(yaml.YAMLError):
         super().__init__(self.problem)
 
 
-class _PureStream(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, Composer, SafeConstructor, Resolver):
+MAX_DEPTH = 100
+"""Collections nested in one another (the built-in files nest 9 deep): deeper, Python's recursive composer,
+constructor and validators would overflow the stack."""
+MAX_ALIASES_PER_UNIT = 10_000
+"""Aliases in one case (or one other top-level value)."""
+MAX_ALIAS_NODES_PER_UNIT = 100_000
+"""Nodes the aliases of one case (or one other top-level value) stand for, counted as if written out (a built-in
+case aliases about a hundred): each costs construction and validation like a written one."""
+_ALIAS_NODES_FREE = 1_000_000
+"""Nodes aliases may add to a whole file beyond one per byte of it: what `load_cases` holds stays within a small
+multiple of what the file would hold written out."""
+
+
+class LimitError(ComposerError):
+    """The document passes a bound of `_Bounds` (nesting, aliases): refused at the mark where it does."""
+
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(None, None, problem, mark)
+
+
+def _stream_size(stream: IO[str] | IO[bytes] | str | bytes) -> int:
+    """The stream's length in bytes (characters for text), for the file's alias allowance; 0 when unknown."""
+    if isinstance(stream, (str, bytes)):
+        return len(stream)
+    try:
+        return os.fstat(stream.fileno()).st_size
+    except (OSError, AttributeError, ValueError, io.UnsupportedOperation):
+        pass
+    try:
+        here = stream.tell()
+        end = stream.seek(0, io.SEEK_END)
+        stream.seek(here)
+        return int(end)
+    except (OSError, AttributeError, ValueError):
+        return 0
+
+
+class _Bounds(Composer):
+    """PyYAML's composer, counting as it composes what its aliases stand for (a node's size as if every alias in
+    it were written out, known per anchor) and how deep collections nest; `LimitError` past a bound.
+
+    A unit is what `_cases` composes at once: a case, another top-level value, or a root that is not a mapping."""
+
+    def init_bounds(self, size: int) -> None:
+        self.alias_allowance = _ALIAS_NODES_FREE + size
+        """Nodes aliases may add to this document."""
+        self.expanded = 0
+        """Nodes composed so far, an alias counted as the nodes it stands for."""
+        self.alias_nodes = 0
+        """Nodes aliases added so far (the document)."""
+        self.anchor_sizes: dict[str, int] = {}
+        """Anchor -> the size of its node, once composed (an alias inside its own anchor counts 1)."""
+        self.depth = 0
+        """Collections open."""
+        self.unit_aliases = 0
+        self.unit_alias_nodes = 0
+
+    def start_unit(self) -> None:
+        """The next node composed is a new unit: its own alias counts start at 0."""
+        self.unit_aliases = self.unit_alias_nodes = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event: Any = self.peek_event()  # type: ignore[attr-defined]  # the parser's, mixed in beside
+        if isinstance(event, AliasEvent):
+            node = Composer.compose_node(self, parent, index)  # raises on an undefined alias
+            added = self.anchor_sizes.get(event.anchor or "", 1)
+            self.expanded += added
+            self.alias_nodes += added
+            self.unit_aliases += 1
+            self.unit_alias_nodes += added
+            mark = event.start_mark
+            if self.unit_aliases > MAX_ALIASES_PER_UNIT:
+                raise LimitError(f"more than {MAX_ALIASES_PER_UNIT:,} aliases in one case (or top-level value)", mark)
+            if self.unit_alias_nodes > MAX_ALIAS_NODES_PER_UNIT:
+                raise LimitError(
+                    f"alias *{event.anchor} makes the aliases of one case (or top-level value) stand for more than "
+                    f"{MAX_ALIAS_NODES_PER_UNIT:,} nodes (an alias bomb?)",
+                    mark,
+                )
+            if self.alias_nodes > self.alias_allowance:
+                raise LimitError(
+                    f"alias *{event.anchor} makes the file's aliases stand for more than {self.alias_allowance:,} "
+                    f"nodes ({_ALIAS_NODES_FREE:,} plus one per byte of the file)",
+                    mark,
+                )
+            return node
+        anchor = event.anchor
+        before = self.expanded
+        opens = isinstance(event, (SequenceStartEvent, MappingStartEvent))
+        if opens:
+            self.depth += 1
+            if self.depth > MAX_DEPTH:
+                raise LimitError(f"collections nested more than {MAX_DEPTH} deep", event.start_mark)
+        node = Composer.compose_node(self, parent, index)
+        self.depth -= opens
+        self.expanded += 1
+        if anchor is not None:
+            self.anchor_sizes[anchor] = self.expanded - before
+        return node
+
+
+class _PureStream(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, _Bounds, SafeConstructor, Resolver):
     def __init__(self, stream: IO[str] | IO[bytes] | str | bytes) -> None:
         yaml.reader.Reader.__init__(self, stream)
         yaml.scanner.Scanner.__init__(self)
         yaml.parser.Parser.__init__(self)
-        Composer.__init__(self)
+        _Bounds.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
 
@@ -74,17 +185,20 @@ class _PureStream(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser, 
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
 
-    class _CStream(CParser, Composer, SafeConstructor, Resolver):
+    class _CStream(CParser, _Bounds, SafeConstructor, Resolver):
         # the C parser's events, composed here a subtree at a time (its own composer takes whole documents)
         def __init__(self, stream: IO[str] | IO[bytes] | str | bytes) -> None:
             CParser.__init__(self, stream)
-            Composer.__init__(self)
+            _Bounds.__init__(self)
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
 
 
-def _reader(stream: IO[str] | IO[bytes] | str | bytes, use_c: bool) -> Any:
-    return _CStream(stream) if use_c and yaml.__with_libyaml__ else _PureStream(stream)
+def _reader(stream: IO[str] | IO[bytes] | str | bytes, use_c: bool, size: int | None = None) -> Any:
+    """A bounded event reader of `stream`; `size`: the file's bytes, for its alias allowance (default: measured)."""
+    p = _CStream(stream) if use_c and yaml.__with_libyaml__ else _PureStream(stream)
+    p.init_bounds(_stream_size(stream) if size is None else size)
+    return p
 
 
 def iter_raw_cases(
@@ -125,10 +239,13 @@ def _cases(p: Any, key_lines: list[int] | None = None) -> Iterator[object]:
     start = p.get_event()  # DocumentStartEvent
     found = False
     if not p.check_event(MappingStartEvent):
+        p.start_unit()
         p.compose_node(None, None)
     else:
         p.get_event()
+        p.depth += 1  # the root mapping
         while not p.check_event(MappingEndEvent):
+            p.start_unit()  # a key and its value (but a `cases` list's items are each their own)
             key = p.compose_node(None, None)
             is_cases = isinstance(key, ScalarNode) and key.tag == _STR_TAG and key.value == "cases"
             if not is_cases:
@@ -148,6 +265,7 @@ def _cases(p: Any, key_lines: list[int] | None = None) -> Iterator[object]:
                 for item in value.value:  # an alias of a list anchored elsewhere: already composed
                     yield p.construct_document(item)
         p.get_event()
+        p.depth -= 1
     _end(p, start)
     if not found:
         raise CasesShapeError("no 'cases' list")
@@ -155,12 +273,15 @@ def _cases(p: Any, key_lines: list[int] | None = None) -> Iterator[object]:
 
 def _items(p: Any) -> Iterator[object]:
     p.get_event()  # SequenceStartEvent
+    p.depth += 1  # the list itself
     while not p.check_event(SequenceEndEvent):
+        p.start_unit()
         node = p.compose_node(None, None)
         data = p.construct_document(node)
         del node
         yield data
     p.get_event()
+    p.depth -= 1
 
 
 def _end(p: Any, start: Any) -> None:
@@ -245,6 +366,8 @@ if yaml.__with_libyaml__:
             Resolver.__init__(self)
             self.plain_tags: dict[str, str] = {}
             """Plain scalar -> its resolved tag, for this batch (its keys repeat from item to item)."""
+            self.left = 0
+            """Nodes `_build` may still build (`_load_batch` sets it)."""
 
         def descend_resolver(self, current_node: Any, current_index: Any) -> None:
             if self.yaml_path_resolvers:  # none in a safe load: each node's call is skipped
@@ -268,12 +391,17 @@ if yaml.__with_libyaml__:
             try:
                 return _build(self, node, set())
             except _NotPlain:
+                _walk_batch(node, None)  # what `_build` checked as it went (nesting), for PyYAML's constructor
                 return SafeConstructor.construct_document(self, node)
 
 
 def _build(c: Any, node: Node, active: set[int]) -> Any:
     """`node` constructed as SafeConstructor would, without its generators and bookkeeping (plain str, int, ...,
-    lists and mappings); anything else raises `_NotPlain`."""
+    lists and mappings); anything else raises `_NotPlain`. `_Doubt` past the batch's node budget (`c.left`: an
+    alias the text check missed would be built once per use) or past `MAX_DEPTH`."""
+    c.left -= 1
+    if c.left < 0:
+        raise _Doubt
     tag, cls = node.tag, node.__class__
     if cls is ScalarNode:
         if tag == _STR_TAG:
@@ -284,6 +412,8 @@ def _build(c: Any, node: Node, active: set[int]) -> Any:
     key = id(node)
     if key in active:
         raise _NotPlain  # a recursive alias
+    if len(active) + _BATCH_DEPTH > MAX_DEPTH:
+        raise _Doubt
     active.add(key)
     if cls is SequenceNode and tag == _SEQ_TAG:
         out: Any = [_build(c, item, active) for item in node.value]
@@ -331,14 +461,107 @@ def _fast_or_events(f: IO[bytes], stream: IO[str] | IO[bytes] | str | bytes) -> 
     yield from _event_cases(stream, True, skip=given)  # a string read again as itself: the marks name it so
 
 
-def _load_batch(lines: list[bytes], n: int) -> list[object]:
+_BATCH_DEPTH = 2
+"""A batch's list is the file's `cases` list, inside the root mapping: its collections are nested one deeper
+there."""
+_ALIAS_STAR = re.compile(r"\*[^\s,\[\]{}]")
+"""A `*` followed by an anchor's first character."""
+
+
+def _may_alias(text: str) -> bool:
+    """Whether `text` has a `*` where an alias could start (a superset: also `**bold**` in a text); a batch
+    without one has no alias."""
+    for m in _ALIAS_STAR.finditer(text):
+        at = m.start()
+        if at == 0 or text[at - 1] in " \t\r\n,[{:":
+            return True
+    return False
+
+
+class _FastCounts:
+    """What the fast path has counted of the file so far, for the file's alias allowance."""
+
+    def __init__(self, size: int) -> None:
+        self.allowance = _ALIAS_NODES_FREE + size
+        """Nodes aliases may add to the file (as `_Bounds`)."""
+        self.alias_nodes = 0
+        """Nodes the batches' aliases added so far."""
+
+
+def _walk_batch(batch: Node, counts: _FastCounts | None) -> None:
+    """`_Bounds`'s checks over a batch composed by libyaml (an alias there is a node met again, an alias inside its
+    own anchor one met while open), without building anything: `_Doubt` where the event path would refuse, so
+    that it says why and where. `counts` None: nesting only."""
+    sizes: dict[int, int] = {}  # node -> its size, every alias in it written out, once walked
+    walking: set[int] = set()  # the collections open
+    for item in batch.value if isinstance(batch, SequenceNode) else ():
+        aliases = alias_nodes = 0
+        # post-order: (node, its depth, its children, the next child, its size so far)
+        stack: list[tuple[Node, int, list[Node], int, int]] = []
+
+        def enter(node: Node, depth: int, stack: list[tuple[Node, int, list[Node], int, int]] = stack) -> int | None:
+            """The node's size when it is an alias or a scalar; None once a collection is pushed."""
+            nonlocal aliases, alias_nodes
+            key = id(node)
+            if key in sizes or key in walking:
+                added = sizes.get(key, 1)
+                aliases += 1
+                alias_nodes += added
+                if counts is not None:
+                    counts.alias_nodes += added
+                    if (
+                        aliases > MAX_ALIASES_PER_UNIT
+                        or alias_nodes > MAX_ALIAS_NODES_PER_UNIT
+                        or counts.alias_nodes > counts.allowance
+                    ):
+                        raise _Doubt
+                return added
+            if isinstance(node, ScalarNode):
+                sizes[key] = 1
+                return 1
+            if depth > MAX_DEPTH:
+                raise _Doubt
+            kids = node.value if isinstance(node, SequenceNode) else [part for pair in node.value for part in pair]
+            stack.append((node, depth, kids, 0, 1))
+            walking.add(key)
+            return None
+
+        top = enter(item, _BATCH_DEPTH + 1)
+        while top is None and stack:
+            node, depth, kids, i, size = stack[-1]
+            if i == len(kids):
+                stack.pop()
+                walking.discard(id(node))
+                sizes[id(node)] = size
+                if stack:
+                    parent = stack[-1]
+                    stack[-1] = (parent[0], parent[1], parent[2], parent[3], parent[4] + size)
+                continue
+            stack[-1] = (node, depth, kids, i + 1, size)
+            got = enter(kids[i], depth + 1)
+            if got is not None:
+                stack[-1] = (node, depth, kids, i + 1, size + got)
+
+
+def _load_batch(lines: list[bytes], n: int, counts: _FastCounts) -> list[object]:
     data = b"".join(lines)
     if any(b in data for b in _ODD_BREAKS):
         raise _Doubt
     enabled = gc.isenabled()
     gc.disable()  # a batch's nodes hold no cycles: the collector would only walk them
     try:
-        items = _BatchLoader(data.decode("utf-8")).get_single_data()
+        text = data.decode("utf-8")
+        loader = _BatchLoader(text)
+        loader.left = 2 * len(text) + 16  # nodes written out take a character or two each
+        if _may_alias(text):
+            node = loader.get_single_node()
+            if node is not None:
+                before = counts.alias_nodes
+                _walk_batch(node, counts)
+                loader.left += counts.alias_nodes - before  # the walk vouched for what they add
+            items = loader.construct_document(node) if node is not None else None
+        else:
+            items = loader.get_single_data()
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
         raise _Doubt from exc
     finally:
@@ -352,6 +575,7 @@ def _load_batch(lines: list[bytes], n: int) -> list[object]:
 def _fast_items(f: IO[bytes]) -> Iterator[object]:
     """The items of a block `cases` list, a batch at a time; raises `_Doubt` where the event path must take over
     (possibly after some items)."""
+    counts = _FastCounts(_stream_size(f))
     before: list[bytes] = []
     size = 0
     for line in f:
@@ -388,7 +612,7 @@ def _fast_items(f: IO[bytes]) -> Iterator[object]:
             dash, inner = line[: indent + 1], b" " * (indent + 1)
         if line.startswith(dash) and line[len(dash) : len(dash) + 1] in (b" ", b"\n"):
             if batch_size >= _BATCH_BYTES:
-                yield from _load_batch(batch, n_batch)
+                yield from _load_batch(batch, n_batch, counts)
                 batch, n_batch, batch_size = [], 0, 0
             batch.append(line)
             n_batch += 1
@@ -396,21 +620,21 @@ def _fast_items(f: IO[bytes]) -> Iterator[object]:
             continue
         after.append(line)  # less indented: the list has ended
         break
-    last = _load_batch(batch, n_batch) if batch else []
+    last = _load_batch(batch, n_batch, counts) if batch else []
     size = 0
     for line in f:
         after.append(line)
         size += len(line)
         if size > _AROUND_MAX:
             raise _Doubt
-    _check_around(before, after, key_line, bool(dash))
+    _check_around(before, after, key_line, bool(dash), counts)
     yield from last  # held back until the rest reads: an error just after the list comes before them, as there
 
 
-def _check_around(before: list[bytes], after: list[bytes], key_line: int, listed: bool) -> None:
+def _check_around(before: list[bytes], after: list[bytes], key_line: int, listed: bool, counts: _FastCounts) -> None:
     """The document with the list emptied must read (by the event path) as a block mapping (a block list inside
-    a flow one is an error) whose only `cases` key is the one at `key_line`, holding that empty list; otherwise
-    `_Doubt`."""
+    a flow one is an error) whose only `cases` key is the one at `key_line`, holding that empty list, within the
+    bounds the list's items left; otherwise `_Doubt`."""
     if not listed:
         raise _Doubt
     skeleton = b"".join([*before, b"cases: []\n", *after])
@@ -426,7 +650,8 @@ def _check_around(before: list[bytes], after: list[bytes], key_line: int, listed
             raise _Doubt
     finally:
         p.dispose()
-    p = _reader(skeleton, True)
+    p = _reader(skeleton, True, 0)
+    p.alias_allowance = counts.allowance - counts.alias_nodes
     try:
         if list(_cases(p, lines)) != [] or lines != [key_line]:
             raise _Doubt
