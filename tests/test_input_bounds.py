@@ -5,7 +5,6 @@ PyYAML, the reader process of a large file)."""
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -67,22 +66,29 @@ def _bomb_big() -> str:
     return _bomb_inside() + padding
 
 
+_MEASURE = """
+import os, resource, subprocess, sys
+limit = int(sys.argv[1])
+def cap():
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+proc = subprocess.Popen(sys.argv[2:], stdout=subprocess.DEVNULL, preexec_fn=cap)
+_, status, usage = os.wait4(proc.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, file=sys.stdout, flush=True)
+"""
+"""Runs the command from a small launcher: Linux counts the RSS a process had before exec (the forking process's)
+in its peak, so a child forked straight from a grown pytest worker would report the worker's size."""
+
+
 def _run_cases(path: Path) -> tuple[int, str, float]:
     """(exit code, stderr, peak RSS in MB of the child and its reader process) of `harness-bench cases`."""
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "runners.cli", "cases", "--evalset", str(path)], cwd=ROOT, env=env,
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=limit,
+    argv = [sys.executable, "-m", "runners.cli", "cases", "--evalset", str(path)]
+    done = subprocess.run(
+        [sys.executable, "-c", _MEASURE, str(ADDRESS_SPACE), *argv], cwd=ROOT, env=env, capture_output=True,
+        text=True, errors="replace", timeout=300,
     )  # fmt: skip
-    assert proc.stderr is not None
-    stderr = proc.stderr.read().decode(errors="replace")
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, stderr, usage.ru_maxrss / 1024
+    code, maxrss_kb = done.stdout.split()
+    return int(code), done.stderr, int(maxrss_kb) / 1024
 
 
 @pytest.mark.parametrize(
