@@ -18,7 +18,7 @@ import contextlib
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from enum import Enum
 from types import FrameType
 
@@ -79,19 +79,26 @@ def _write_stderr(text: str) -> None:
 
 
 @contextlib.contextmanager
-def installed(interrupts: Interrupts | None = None) -> Iterator[Interrupts]:
-    """Route SIGINT and SIGTERM to `interrupts` (a fresh one by default) and restore the previous
-    handlers on exit. Outside the main thread no handler can be installed: the state never fires."""
-    state = interrupts or Interrupts()
+def _routed(state: Interrupts, handle: Callable[[int, FrameType | None], None]) -> Iterator[Interrupts]:
+    """Route SIGINT and SIGTERM to `handle` and restore the previous handlers on exit. Outside the main thread no
+    handler can be installed: the state never fires."""
     if threading.current_thread() is not threading.main_thread():
         yield state
         return
-    previous = {s: signal.signal(s.value, state.handle) for s in InterruptSignal}
+    previous = {s: signal.signal(s.value, handle) for s in InterruptSignal}
     try:
         yield state
     finally:
         for s, handler in previous.items():
             signal.signal(s.value, signal.SIG_DFL if handler is None else handler)  # None: set outside Python
+
+
+@contextlib.contextmanager
+def installed(interrupts: Interrupts | None = None) -> Iterator[Interrupts]:
+    """Route SIGINT and SIGTERM to `interrupts` (a fresh one by default): the flag is set, nothing raises."""
+    state = interrupts or Interrupts()
+    with _routed(state, state.handle):
+        yield state
 
 
 @contextlib.contextmanager
@@ -101,9 +108,6 @@ def raising() -> Iterator[Interrupts]:
     `RuntimeError: Query interrupted` DuckDB makes of a KeyboardInterrupt inside a statement is known for the
     interrupt it is, and the exit code says which signal it was. Outside the main thread: nothing installed."""
     state = Interrupts()
-    if threading.current_thread() is not threading.main_thread():
-        yield state
-        return
 
     def handle(signum: int, frame: FrameType | None) -> None:
         if state.received is None:
@@ -111,9 +115,5 @@ def raising() -> Iterator[Interrupts]:
             state.token.cancel()
         raise KeyboardInterrupt
 
-    previous = {s: signal.signal(s.value, handle) for s in InterruptSignal}
-    try:
+    with _routed(state, handle):
         yield state
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s.value, signal.SIG_DFL if handler is None else handler)
