@@ -4,12 +4,14 @@ The summary of a label's case runs is committed beside the model's cassettes (`c
 the offline replay test rebuilds it from the cassettes and compares, so a change to the Harness that alters what a
 recorded model's runs yield shows the differing numbers.
 
-    python -m runners.analysis.real_models --db D --label L --model NAME > cassettes/NAME/summary.json
+    python -m runners.analysis.real_models --db D --label L --model NAME --sweep-args "FLAGS" \\
+        > cassettes/NAME/summary.json
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -84,6 +86,9 @@ class RecordedSummary(BaseModel):
 
     model: str
     """The registry name of the model."""
+    sweep_args: tuple[str, ...]
+    """The `harness-bench sweep` flags that replay these cassettes (cases, thresholds, model settings), without
+    `--db`, `--label`, `--cassettes` and `--record-mode`."""
     cases: int
     """Distinct cases run."""
     thresholds: tuple[ThresholdSummary, ...]
@@ -127,11 +132,12 @@ def _threshold(threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[Re
     )
 
 
-def summarize(model: str, rows: RecordedRows) -> RecordedSummary:
+def summarize(model: str, rows: RecordedRows, sweep_args: Sequence[str] = ()) -> RecordedSummary:
     """Count a label's case runs per threshold."""
     thresholds = sorted({r.no_gain_threshold for r in rows.runs})
     return RecordedSummary(
         model=model,
+        sweep_args=tuple(sweep_args),
         cases=len({r.case_id for r in rows.runs}),
         thresholds=tuple(
             _threshold(
@@ -150,8 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--db", required=True, type=Path)
     parser.add_argument("--label", required=True)
     parser.add_argument("--model", required=True)
+    parser.add_argument("--sweep-args", default="", help="the sweep's flags, as one shell-quoted string")
     args = parser.parse_args(argv)
-    summary = summarize(args.model, read_recorded(args.db, args.label))
+    summary = summarize(args.model, read_recorded(args.db, args.label), shlex.split(args.sweep_args))
     sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
     return 0
 

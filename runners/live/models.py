@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.contracts import SchemaMode
+from harness.models.base import ToolCallFormat
 
 __all__ = [
     "MODELS",
@@ -66,6 +67,9 @@ class RequestSettings(BaseModel):
     """`--tool-choice`: auto, none or required."""
     schema_mode: SchemaMode = SchemaMode.ADAPTIVE
     """`--schema-mode` of the envelope."""
+    tool_call_format: ToolCallFormat = ToolCallFormat.NATIVE
+    """`--tool-call-format`: native (the server parses the calls) or json (each reply constrained to a call or
+    the Draft, the call read from the text)."""
 
 
 class LocalModel(BaseModel):
@@ -129,7 +133,14 @@ QWEN25_CODER_05B = LocalModel(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     chat_template=None,
     server=ServerSettings(threads=1, ctx_size=16384, n_predict=384),
-    request=RequestSettings(temperature=0.0, tool_choice="auto", schema_mode=SchemaMode.ADAPTIVE),
+    # Measured on the harness's prompt (xllamacpp 2026.10.11549): under the GGUF's template, with `auto`,
+    # `required` or a named tool, the model writes its Draft at once and the server returns no tool_calls (this
+    # server accepts `required` without enforcing it, and downgrades a named tool to auto); with the reply
+    # constrained to a call of an offered tool, it calls tools. `required` leaves the Draft to the turn after
+    # STOP_REQUIRED, when only the Draft is allowed.
+    request=RequestSettings(
+        temperature=0.0, tool_choice="required", schema_mode=SchemaMode.ADAPTIVE, tool_call_format=ToolCallFormat.JSON
+    ),
 )
 QWEN25_CODER_15B = LocalModel(
     name="qwen2.5-coder-1.5b",
@@ -140,7 +151,14 @@ QWEN25_CODER_15B = LocalModel(
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     chat_template=None,
     server=ServerSettings(threads=1, ctx_size=16384, n_predict=384),
-    request=RequestSettings(temperature=0.0, tool_choice="auto", schema_mode=SchemaMode.ADAPTIVE),
+    # Measured on the harness's prompt (xllamacpp 2026.10.11549): under the GGUF's template, with `auto`,
+    # `required` or a named tool, the model writes its Draft at once and the server returns no tool_calls (this
+    # server accepts `required` without enforcing it, and downgrades a named tool to auto); with the reply
+    # constrained to a call of an offered tool, it calls tools. `required` leaves the Draft to the turn after
+    # STOP_REQUIRED, when only the Draft is allowed.
+    request=RequestSettings(
+        temperature=0.0, tool_choice="required", schema_mode=SchemaMode.ADAPTIVE, tool_call_format=ToolCallFormat.JSON
+    ),
 )
 
 MODELS: dict[str, LocalModel] = {m.name: m for m in (GEMMA3_270M, QWEN25_CODER_05B, QWEN25_CODER_15B)}
