@@ -11,6 +11,7 @@ recorded model's runs yield shows the differing numbers.
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 from collections import Counter
@@ -71,6 +72,8 @@ class ThresholdSummary(BaseModel):
     """Requests stopped before the backend as a repeated scope."""
     model_calls: int
     """Agent model calls."""
+    guard_calls: int
+    """SemanticGuard model calls."""
     tool_invocations: int
     """Backend invocations."""
     input_tokens: int
@@ -93,6 +96,41 @@ class RecordedSummary(BaseModel):
     """Distinct cases run."""
     thresholds: tuple[ThresholdSummary, ...]
     """One entry per NO_GAIN threshold, ascending."""
+
+
+class RecordingCost(BaseModel):
+    """What recording a model's sweep cost, measured once when it was recorded (not part of the replayed
+    summary: wall time is the machine's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """The registry name of the model."""
+    recorded_calls: int
+    """Model calls that reached the live server: the interactions stored in the cassettes."""
+    case_runs: int
+    """Case runs of the sweep."""
+    wall_s_per_case_run: dict[int, float]
+    """Mean wall seconds of a case run while it was recorded, per NO_GAIN threshold (a threshold recorded after
+    another replays the shared prefix from the cassette, so it is cheaper)."""
+
+
+def count_interactions(folder: Path) -> int:
+    """The recorded request/response pairs in every cassette under `folder`."""
+    return sum(len(json.loads(p.read_text())["interactions"]) for p in sorted(folder.rglob("epoch*.json")))
+
+
+def recording_cost(model: str, rows: RecordedRows, cassettes: Path) -> RecordingCost:
+    """The cost of a recorded sweep from its live database rows and its cassettes."""
+    walls: dict[int, list[float]] = {}
+    for r in rows.runs:
+        walls.setdefault(r.no_gain_threshold, []).append(r.wall_ms / 1000)
+    return RecordingCost(
+        model=model,
+        recorded_calls=count_interactions(cassettes),
+        case_runs=len(rows.runs),
+        wall_s_per_case_run={t: round(sum(w) / len(w), 1) for t, w in sorted(walls.items())},
+    )
 
 
 _AFTER_STOP = frozenset({RejectionReason.SATURATED.value, RejectionReason.BUDGET.value})
@@ -126,6 +164,7 @@ def _threshold(threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[Re
         stop_required_ignored=len(ignored),
         duplicate_scopes_stopped=sum(r.duplicate_scope_rejections for r in runs),
         model_calls=sum(r.model_calls for r in runs),
+        guard_calls=sum(r.guard_calls for r in runs),
         tool_invocations=sum(r.tool_invocations for r in runs),
         input_tokens=sum(r.input_tokens for r in runs),
         output_tokens=sum(r.output_tokens for r in runs),
@@ -157,8 +196,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--label", required=True)
     parser.add_argument("--model", required=True)
     parser.add_argument("--sweep-args", default="", help="the sweep's flags, as one shell-quoted string")
+    parser.add_argument(
+        "--recording-cost", type=Path, metavar="CASSETTES", help="print the recording's cost from the live database"
+    )
     args = parser.parse_args(argv)
-    summary = summarize(args.model, read_recorded(args.db, args.label), shlex.split(args.sweep_args))
+    rows = read_recorded(args.db, args.label)
+    if args.recording_cost is not None:
+        sys.stdout.write(recording_cost(args.model, rows, args.recording_cost).model_dump_json(indent=1) + "\n")
+        return 0
+    summary = summarize(args.model, rows, shlex.split(args.sweep_args))
     sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
     return 0
 

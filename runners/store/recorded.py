@@ -32,6 +32,10 @@ class CaseRunRow(BaseModel):
     """The Harness's stop reason, None when the agent finished on its own."""
     model_calls: int
     """Agent model calls."""
+    guard_calls: int
+    """SemanticGuard model calls."""
+    wall_ms: float
+    """The run's wall time (the recording's, or the replay's)."""
     tool_invocations: int
     """Backend invocations (rejected requests excluded)."""
     duplicate_scope_rejections: int
@@ -88,7 +92,8 @@ def read_recorded(db: Path, label: str) -> RecordedRows:
                 WHERE kind = 'DRAFT_RECEIVED' GROUP BY case_run_id
             )
             SELECT n.case_run_id, n.case_id, n.family, n.no_gain_threshold, n.passed, n.outcome, n.stop_reason,
-                   n.model_calls, n.tool_invocations, n.duplicate_scope_rejections, n.protocol_violations,
+                   n.model_calls, coalesce(n.guard_calls, 0) AS guard_calls, n.wall_ms,
+                   n.tool_invocations, n.duplicate_scope_rejections, n.protocol_violations,
                    coalesce(n.stop_required_deliveries, 0) AS stop_required_deliveries,
                    coalesce(n.input_tokens, 0) AS input_tokens, coalesce(n.output_tokens, 0) AS output_tokens,
                    coalesce(d.draft_valid, false) AS draft_valid
