@@ -286,3 +286,13 @@ def test_serve_model_help_lists_every_registered_model_with_its_size(capsys: pyt
     for m in registry.MODELS.values():
         row = next((line for line in shown.splitlines() if line.strip().startswith(m.name + " ")), "")
         assert f"{m.size_bytes / 1e6:,.0f} MB" in row and m.description in row, (m.name, shown)
+
+
+def test_serve_model_when_the_server_cannot_be_installed_is_one_line(
+    served_tiny: Tiny, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The weights verify, but pip (no index here) cannot install the xllamacpp wheel: one line, no base URL."""
+    assert main(["serve-model", TINY, "--port", "0"]) == 2
+    line = _one_line_error(capsys)
+    assert "the xllamacpp server could not be installed" in line and "xllamacpp==" in line, line
+    assert (served_tiny.folder / "models" / "tiny.gguf").read_bytes() == served_tiny.content

@@ -73,3 +73,35 @@ def test_serve_model_serves_a_real_gguf_and_sigterm_stops_it() -> None:
             proc.wait()
         if log is not None:
             log.unlink(missing_ok=True)  # the cache folder is shared: leave only what serve-model keeps
+
+
+def test_serve_model_of_a_file_the_server_cannot_load_is_one_line_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Verified bytes that are no GGUF: the server exits while loading; one line naming its log, nothing served."""
+    from runners.cli import main
+
+    wheel = llama_dir() / f"xllamacpp-{XLLAMACPP.partition('==')[2]}"
+    if not (wheel / ".ok").exists():
+        pytest.skip(f"the {XLLAMACPP} wheel is not installed in {llama_dir()} (make live installs it)")
+    folder = tmp_path / "cache"
+    (folder / "models").mkdir(parents=True)
+    (folder / wheel.name).symlink_to(wheel)
+    junk = b"not a GGUF at all\n" * 64
+    (folder / "models" / "junk.gguf").write_bytes(junk)
+    import hashlib
+
+    model = registry.LocalModel(
+        name="junk-test", description="bytes that are no model", file_name="junk.gguf",
+        parts=registry.parts_of("hbjunk-part", "1.0.0", 1, "{module}/data/part{n:02d}.bin"), size_bytes=len(junk),
+        sha256=hashlib.sha256(junk).hexdigest(), chat_template=None,
+    )  # fmt: skip
+    monkeypatch.setitem(registry.MODELS, model.name, model)
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(folder))
+    assert main(["serve-model", model.name, "--port", "0"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    errors = [line for line in captured.err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and captured.err.rstrip().endswith(errors[0]), captured.err
+    assert "the server for junk-test is not healthy: xllamacpp exited with" in errors[0], errors[0]
+    assert str(folder / "serve-junk-test-") in errors[0], "names the server's log"
