@@ -14,7 +14,7 @@ from typing import Any
 from rich.text import Text
 
 from runners.analysis._safe_text import terminal
-from runners.commands._common import _fail, _int_in, _say, _sub, out
+from runners.commands._common import _fail, _int_in, _sub, err, out
 from runners.live import models as registry
 
 __all__ = ["register", "run"]
@@ -75,9 +75,9 @@ def _claim_port(host: str, port: int) -> int:
         return int(probe.getsockname()[1])
 
 
-def _print(line: str) -> None:
-    """One stdout line, never wrapped: it is copied into a shell."""
-    out.print(Text(terminal(line)), soft_wrap=True)
+def _print(line: str, *, stderr: bool = False) -> None:
+    """One line, never wrapped: commands and paths are copied from it."""
+    (err if stderr else out).print(Text(terminal(line)), soft_wrap=True)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
                                      parallel=s.parallel, host=args.host)  # fmt: skip
     log_path = folder / f"serve-{model.name}-{port}.log"
     root = f"http://{_url_host(args.host)}:{port}"
-    _say(f"serve-model: starting {model.name} ({gguf}); server log {log_path}", stderr=True)
+    _print(f"serve-model: starting {model.name} ({gguf}); server log {log_path}", stderr=True)
     try:
         server = live_llm.launch_server(cmd, root, log_path, kind=live_llm.ServerKind.XLLAMACPP,
                                         wait_s=HEALTH_WAIT_S, python_path=wheel)  # fmt: skip
