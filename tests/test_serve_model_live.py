@@ -55,7 +55,8 @@ def test_serve_model_serves_a_real_gguf_and_sigterm_stops_it() -> None:
         r = model.request
         assert lines[1].strip() == (
             f"flags: --model openai:{model.name} --base-url {base_url} --temperature {r.temperature:g} "
-            f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value}"
+            f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value} "
+            f"--tool-call-format {r.tool_call_format.value}"
         )
         assert lines[2].startswith("try:   harness-bench run --case ")
         with urllib.request.urlopen(f"{base_url}/models", timeout=10) as resp:

@@ -115,7 +115,8 @@ def run(args: argparse.Namespace) -> int:
         base_url = f"{root}/v1"
         r = model.request
         flags = (f"--model openai:{model.name} --base-url {base_url} --temperature {r.temperature:g} "
-                 f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value}")  # fmt: skip
+                 f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value} "
+                 f"--tool-call-format {r.tool_call_format.value}")  # fmt: skip
         _print(f"serve-model: {model.name} on {base_url} (Ctrl-C to stop)")
         _print(f"flags: {flags}")
         _print(f"try:   harness-bench run --case {live_llm.DEFAULT_CASES[0]} {flags}")
