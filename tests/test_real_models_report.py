@@ -260,3 +260,45 @@ def test_hostile_text_in_the_flags_is_escaped(recorded: Path, tmp_path: Path, ca
     assert "\\<img src=x onerror=alert(1)\\>\\|\\*x\\*\\\\u202e" in settings
     replay = next(ln for ln in md.splitlines() if ln.startswith("Replay: `") and "img" in ln)
     assert "'openai:<img src=x onerror=alert(1)>|*x*\\u202e'" in replay.split("`")[1]  # a code span: verbatim
+
+
+def test_the_gate_pairs_only_the_common_cases(report: tuple[Path, Path, int]) -> None:
+    from runners.analysis.gate import load_pairs
+
+    _, db, _ = report
+    runs = {label: str(r) for label, r in _db(db, "SELECT DISTINCT label, bench_run_id FROM case_runs"
+                                                   " WHERE no_gain_threshold = 2")}  # fmt: skip
+    some = set(_cases()[:5])
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        picked = load_pairs(con, LARGE, SMALL, baseline_run=runs[LARGE], candidate_run=runs[SMALL], cases=some)
+        every = load_pairs(con, LARGE, SMALL, baseline_run=runs[LARGE], candidate_run=runs[SMALL])
+    finally:
+        con.close()
+    assert {p.case_id for p in picked} == some and len(every) == 12
+
+
+def test_a_downgrade_that_passes_is_said_loudly() -> None:
+    from runners.analysis.gate import Verdict
+    from runners.analysis.real_report import GateLine, RealModelsReport, render_html, render_markdown
+
+    line = GateLine(baseline=LARGE, candidate=SMALL, downgrade=True, verdict=Verdict.PASS, cases=88, mde="4.0 pts",
+                    text="✅ PASS — no test is significant")  # fmt: skip
+    up = line.model_copy(update={"baseline": SMALL, "candidate": LARGE, "downgrade": False})
+    report = RealModelsReport(models=(), gates=(line, up))
+    md = render_markdown(report, "harness-bench real-models")
+    assert md.count("A DOWNGRADE PASSED") == 1 and f"{LARGE} → {SMALL} (downgrade)" in md
+    assert render_html(report, "x").count("<li class='loud'>") == 1
+
+
+def test_flags_the_sweep_refuses_are_exit_2_naming_the_summary(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _copy(recorded, tmp_path)
+    path = root / LARGE / "summary.json"
+    data = json.loads(path.read_text())
+    data["sweep_args"] += ["--no-gain-threshold", "0"]
+    path.write_text(json.dumps(data))
+    code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
+    assert code == 2 and f"{LARGE}/summary.json: sweep_args are not `harness-bench sweep` flags" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()

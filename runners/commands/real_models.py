@@ -11,6 +11,7 @@ from typing import Any
 from runners.commands._common import (
     EXIT_OK,
     EXIT_REGRESSION,
+    _add_selection,
     _ArgumentError,
     _check_outputs,
     _error,
@@ -41,15 +42,16 @@ def register(sub: Any) -> None:
 
 
 def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
-    """The recording's settings, read by the sweep's own parser (defaults filled in)."""
+    """The recording's settings, read by a parser of the sweep's flags (defaults filled in)."""
     from runners.analysis.real_report import RecordingSettings
-    from runners.commands import sweep
+    from runners.commands._bench import _add_bench
     from runners.plan import settings
 
-    parser = _Parser(prog="harness-bench")
-    sweep.register(parser.add_subparsers(dest="command"))
+    parser = _Parser(prog="harness-bench sweep")
+    _add_selection(parser, "sweep")  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
+    _add_bench(parser, sweep=True)
     try:
-        args = parser.parse_args(["sweep", *sweep_args])
+        args = parser.parse_args(list(sweep_args))
         values = settings.settings_from_args(args)
         axes = settings.axes_from_args(args)
     except (_ArgumentError, ValueError) as exc:
