@@ -302,3 +302,13 @@ def test_flags_the_sweep_refuses_are_exit_2_naming_the_summary(
     code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
     assert code == 2 and f"{LARGE}/summary.json: sweep_args are not `harness-bench sweep` flags" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_an_out_that_is_a_file_or_an_existing_db_is_refused(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "f").write_text("kept")
+    code, _, err = _run(capsys, "--cassettes", str(recorded), "--out", str(tmp_path / "f"))
+    assert code == 2 and "is a file" in err and (tmp_path / "f").read_text() == "kept"
+    code, _, err = _run(capsys, "--cassettes", str(recorded), "--db", str(tmp_path / "f"), "--out", str(tmp_path / "o"))
+    assert code == 2 and "exists" in err and (tmp_path / "f").read_text() == "kept" and not (tmp_path / "o").exists()
