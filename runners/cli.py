@@ -22,6 +22,7 @@ from runners.commands import (
     gate,
     merge,
     migrate,
+    real_models,
     recommend,
     report,
     run,
@@ -67,8 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for command in (cases, run, serve_sim, serve_model, sweep, recommend, gate, report, merge, migrate, transcripts,
-                    schema):  # fmt: skip
+    for command in (cases, run, serve_sim, serve_model, sweep, recommend, gate, report, real_models, merge, migrate,
+                    transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     return parser
 

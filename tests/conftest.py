@@ -41,6 +41,7 @@ SLOW_MODULES = frozenset({
     "test_output_paths.py",
     "test_input_bounds.py",
     "test_serve_model.py", "test_serve_model_live.py",
+    "test_real_models_report.py",
 })  # fmt: skip
 
 
