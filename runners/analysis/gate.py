@@ -45,10 +45,21 @@ import numpy as np
 import scipy.stats
 
 from runners.analysis import power
+from runners.analysis._gate_flags import (
+    ALPHA_RANGE,
+    COST_RANGE,
+    DROP_RANGE,
+    EPOCHS_RANGE,
+    K_RANGE,
+    MAX_LOOKS,
+    MDE_RANGE,
+    TARGET_MDE_RANGE,
+)
 from runners.analysis._safe_text import MarkdownText
 from runners.analysis._safe_text import markdown as md
 from runners.analysis._safe_text import markdown_code as md_code
 from runners.analysis.show import diff_command
+from runners.plan.rules import MAX_EPOCHS
 
 ALPHA = 0.05
 OVERALL_WEIGHT = 0.8
@@ -509,16 +520,12 @@ def validate_flags(
     *, k: int, max_recall_drop: float, max_cost_increase: float, alpha: float, max_mde: float = MAX_MDE
 ) -> None:
     """Refuse out-of-range flags before anything is computed or written (exit 2)."""
-    if not 0.0 < max_mde <= 1.0:
-        raise GateInputError(f"--max-mde {max_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.10 for 10 points)")
-    if k < 1:
-        raise GateInputError(f"--k {k}: must be >= 1")
-    if not 0.0 <= max_recall_drop <= 1.0:
-        raise GateInputError(f"--max-recall-drop {max_recall_drop:g}: a pass-rate drop must be within [0, 1]")
-    if not max_cost_increase >= 0.0:
-        raise GateInputError(f"--max-cost-increase {max_cost_increase:g}: a relative increase must be >= 0")
-    if not 0.0 < alpha < 1.0:
-        raise GateInputError(f"--alpha {alpha:g}: must be within (0, 1)")
+    for flag, value, bounds in (
+        ("--max-mde", max_mde, MDE_RANGE), ("--k", k, K_RANGE), ("--max-recall-drop", max_recall_drop, DROP_RANGE),
+        ("--max-cost-increase", max_cost_increase, COST_RANGE), ("--alpha", alpha, ALPHA_RANGE),
+    ):  # fmt: skip
+        if not bounds.inside(value):
+            raise GateInputError(f"{flag} {value:g}: {bounds.refusal()}")
 
 
 def evaluate(
@@ -635,10 +642,15 @@ def _inconclusive(result: GateResult) -> str | None:
 
 def sequential_looks(budget: int, stage: int) -> tuple[int, ...]:
     """The planned looks: every `stage` epochs, and the budget."""
-    if stage < 1 or budget < 1:
-        raise GateInputError(f"--stage {stage} / --budget {budget}: both must be >= 1")
+    if not (EPOCHS_RANGE.inside(stage) and EPOCHS_RANGE.inside(budget)):
+        raise GateInputError(f"--stage {stage} / --budget {budget}: both must be >= 1 and <= {MAX_EPOCHS}")
     if stage > budget:
         raise GateInputError(f"--stage {stage}: more than the --budget of {budget} epochs")
+    if -(-budget // stage) > MAX_LOOKS:  # the time of the looks' levels grows with their square
+        raise GateInputError(
+            f"--budget {budget} / --stage {stage}: {-(-budget // stage)} looks; at most {MAX_LOOKS}"
+            f" (give --stage {-(-budget // MAX_LOOKS)} or more)"
+        )
     looks = list(range(stage, budget + 1, stage))
     if looks[-1] != budget:
         looks.append(budget)
@@ -671,8 +683,8 @@ def evaluate_sequential(
     function of the case runs present only, so it resumes and works on merged shards like every run.
     """
     looks = sequential_looks(budget, stage)
-    if target_mde is not None and not 0.0 < target_mde <= 1.0:
-        raise GateInputError(f"--target-mde {target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
+    if target_mde is not None and not TARGET_MDE_RANGE.inside(target_mde):
+        raise GateInputError(f"--target-mde {target_mde:g}: {TARGET_MDE_RANGE.refusal()}")
     have = min(c.epochs for c in per_case(pairs)) if pairs else 0
     done = [e for e in looks if e <= have]
     if not done:

@@ -10,10 +10,19 @@ from pathlib import Path
 from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _sub
+from runners.plan._bounded import bounded_int
+from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import label_arg
 from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]
+
+_EPOCH = bounded_int(1, MAX_EPOCHS)
+"""--epoch: epochs count from 1 to what --epochs allows."""
+_WIDTH = bounded_int(40, 1_000)
+"""--width: below 40 columns a turn's header does not fit; above 1,000 no terminal or page shows a line whole, and
+the text written grows with the width (a frame line per turn is the width long)."""
+_WIDTH_HELP = "wrap at this width, 40 to 1000 columns (default 80)"
 
 
 def register(sub: Any) -> None:
@@ -27,10 +36,10 @@ def register(sub: Any) -> None:
     p.add_argument("--label", type=label_arg, default=None, metavar="LABEL",
                    help="the label's newest case run of --case (and --epoch)")  # fmt: skip
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
-    p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
+    p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
     p.add_argument("--full", action="store_true", help="print the system prompt in full")
-    p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
+    p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
     p.set_defaults(func=run)
 
     p = _sub(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
@@ -40,8 +49,8 @@ def register(sub: Any) -> None:
     p.add_argument("a", metavar="A", help="baseline: bench run id or label")
     p.add_argument("b", metavar="B", help="candidate: bench run id or label")
     p.add_argument("--case", required=True, metavar="CASE", help="case id")
-    p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
-    p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
+    p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
+    p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
     p.set_defaults(func=run)
 
     p = _sub(
@@ -73,8 +82,6 @@ def _show(args: argparse.Namespace) -> int:
     from runners.analysis.show import render_html, render_text
     from runners.store.transcripts import load_case_run, resolve_case_run
 
-    if args.width < 40:
-        _fail(f"--width {args.width}: give at least 40 columns")
     if args.case_run and (args.bench_run or args.label or args.case):
         _fail(f"give a case run id ({args.case_run}) or --bench-run/--label with --case, not both")
     if not args.case_run and not args.case:
@@ -103,10 +110,16 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
+def _side(con: Any, db: str, which: str, name: str, case: str, epoch: int | None) -> Any:
+    """The case run `which` (A or B) names: a bench run id, else a label (checked as `--label` is)."""
     from runners.store.transcripts import load_case_run, resolve_case_run
 
     is_run = con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [name]).fetchone()
+    if not is_run:
+        try:
+            label_arg(name)
+        except argparse.ArgumentTypeError as exc:
+            _fail(f"{which} {exc} (see harness-bench diff --help)")
     kwargs = {"bench_run": name} if is_run else {"label": name}
     return load_case_run(con, db, resolve_case_run(con, db, case=case, epoch=epoch, **kwargs))
 
@@ -114,12 +127,10 @@ def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
 def _diff(args: argparse.Namespace) -> int:
     from runners.analysis.show import render_diff
 
-    if args.width < 40:
-        _fail(f"--width {args.width}: give at least 40 columns")
     con = _open(args.db)
     try:
-        a = _side(con, str(args.db), args.a, args.case, args.epoch)
-        b = _side(con, str(args.db), args.b, args.case, args.epoch)
+        a = _side(con, str(args.db), "A", args.a, args.case, args.epoch)
+        b = _side(con, str(args.db), "B", args.b, args.case, args.epoch)
     finally:
         con.close()
     sys.stdout.write(render_diff(a, b, args.a, args.b, width=args.width))
