@@ -38,6 +38,7 @@ SLOW_MODULES = frozenset({
     "test_hostile_text.py",
     "test_output_paths.py",
     "test_input_bounds.py",
+    "test_deep_json.py",
 })  # fmt: skip
 
 
