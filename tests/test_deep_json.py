@@ -173,7 +173,21 @@ def test_gate_on_the_deep_run(world: World, label: str) -> None:
     assert junit.exists() and summary.exists()
 
 
-def test_otel_spans_keep_deep_arguments_as_content(monkeypatch: pytest.MonkeyPatch) -> None:
+def _nested(depth: int) -> tuple[str, ...]:
+    """Arguments nesting `depth` lists in every place a model can put them: alone, in the business input, as a
+    business field, as the previous observation."""
+    d = "[" * depth + "]" * depth
+    return (d, '{"input": {"tenant": "t1", "query": "pool", "deep": ' + d + "}}",
+            '{"input": {"tenant": "t1", "query": ' + d + "}}",
+            '{"input": {"tenant": "t1", "query": "x"}, "previous_observation": ' + d + "}")  # fmt: skip
+
+
+@pytest.mark.parametrize("depth", [150, 250, 900, 990, DEPTH])
+def test_any_depth_ends_in_one_release_and_exports_with_spans_keeping_the_text(
+    monkeypatch: pytest.MonkeyPatch, depth: int
+) -> None:
+    """Around pydantic-core's nesting limit and Python's recursion limit too, in process (a deeper stack than the
+    CLI's): the run ends in a Release, the otel recorder keeps the text, export parses or explains each call."""
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -181,13 +195,16 @@ def test_otel_spans_keep_deep_arguments_as_content(monkeypatch: pytest.MonkeyPat
     from harness.agent import run_diagnosis
     from harness.models.base import AssistantMessage, ModelResponse, ToolCallRequest, Usage
     from harness.otel import CAPTURE_CONTENT_ENV
+    from runners.analysis.inspect_export import _arguments
     from runners.domain.evalset import load_cases
     from runners.run.case_runner import run_case
 
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")
-    calls = tuple(ToolCallRequest(f"c{i}", "log_search", a) for i, a in enumerate((DEEP, IN_ENVELOPE, IN_OBJECT)))
+    arguments = _nested(depth)
+    calls = tuple(ToolCallRequest(f"c{i}", "log_search", a) for i, a in enumerate(arguments))
+    draft = '{"conclusion": "pool", "claims": [{"statement": "s", "citations": ' + arguments[0] + "}]}"
     replies = [ModelResponse(AssistantMessage(None, calls), Usage(5, 5))]
-    replies += [ModelResponse(AssistantMessage(DRAFT, ()), Usage(5, 5)) for _ in range(8)]
+    replies += [ModelResponse(AssistantMessage(draft, ()), Usage(5, 5)) for _ in range(8)]
 
     class Deep:
         name = "deep"
@@ -201,6 +218,11 @@ def test_otel_spans_keep_deep_arguments_as_content(monkeypatch: pytest.MonkeyPat
     case = next(c for c in load_cases() if c.id == CASE)
     run = run_case(case, Deep(), loop=functools.partial(run_diagnosis, tracer=provider.get_tracer("test")))
     assert run.result.decision.outcome is not None
-    spans = exporter.get_finished_spans()
-    content = json.dumps([dict(s.attributes or {}) for s in spans])
+    content = json.dumps([dict(s.attributes or {}) for s in exporter.get_finished_spans()])
     assert "[[[[" in content  # the deep text is kept as text
+    for raw in arguments:
+        args, error = _arguments(raw)
+        if error is None:
+            assert isinstance(args, dict) and depth <= 200  # within pydantic-core's nesting limit: parsed
+        else:
+            assert args == {} and len(error) <= 500 and raw[:40] in error  # why, and the raw text cut
