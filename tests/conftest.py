@@ -39,6 +39,8 @@ SLOW_MODULES = frozenset({
     "test_output_paths.py",
     "test_input_bounds.py",
     "test_flag_bounds.py",
+    "test_deep_json.py",
+    "test_cassette_atomic.py",
 })  # fmt: skip
 
 

@@ -38,7 +38,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 import duckdb
 import numpy as np
@@ -55,7 +54,7 @@ from runners.analysis._gate_flags import (
     MDE_RANGE,
     TARGET_MDE_RANGE,
 )
-from runners.analysis._safe_text import MarkdownText
+from runners.analysis._safe_text import MarkdownText, xml
 from runners.analysis._safe_text import markdown as md
 from runners.analysis._safe_text import markdown_code as md_code
 from runners.analysis.show import diff_command
@@ -844,24 +843,22 @@ def junit(result: GateResult, *, allow_inconclusive: bool = False) -> str:
         body = ""
         if t.failed:
             # the message stays the verdict line's text; the cases and their diff commands are the failure's body
-            body = f'<failure message="{_attr(t.describe())}">{escape(junit_text(result, t, result.db))}</failure>'
+            body = f'<failure message="{xml(t.describe())}">{xml(junit_text(result, t, result.db))}</failure>'
         if inconclusive and t.kind is Measure.OVERALL:  # an error without --allow-inconclusive, else skipped
             tag = "skipped" if allow_inconclusive else 'error type="inconclusive"'
-            body = f'<{tag} message="{_attr("INCONCLUSIVE: " + (result.inconclusive or ""))}"/>'
+            body = f'<{tag} message="{xml("INCONCLUSIVE: " + (result.inconclusive or ""))}"/>'
         name = "all cases" if t.kind is Measure.OVERALL else t.name
-        cases.append(
-            f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}{_properties(t)}</testcase>'
-        )
+        cases.append(f'<testcase classname="{classname[t.kind]}" name="{xml(name)}">{body}{_properties(t)}</testcase>')
     errors = int(inconclusive and not allow_inconclusive)
     skipped = int(inconclusive and allow_inconclusive)
     suite_props = [("verdict", result.verdict.value), ("max_mde", f"{result.max_mde:g}")]
     if result.look is not None:
         suite_props += [("sequential_look", str(result.look.index)), ("sequential_epochs", str(result.look.epochs)),
                         ("sequential_level", f"{result.look.level:.6g}")]  # fmt: skip
-    props = "".join(f'<property name="{n}" value="{_attr(v)}"/>' for n, v in suite_props)
+    props = "".join(f'<property name="{n}" value="{xml(v)}"/>' for n, v in suite_props)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<testsuite name="harness-bench gate {escape(result.candidate)} vs {escape(result.baseline)}" '
+        f'<testsuite name="harness-bench gate {xml(result.candidate)} vs {xml(result.baseline)}" '
         f'tests="{len(cases)}" failures="{len(result.failures)}" errors="{errors}" skipped="{skipped}">\n'
         f"  <properties>{props}</properties>\n  " + "\n  ".join(cases) + "\n</testsuite>\n"
     )
@@ -910,10 +907,6 @@ def plan(result: GateResult, target_mde: float) -> str:
         "large.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _attr(text: str) -> str:
-    return escape(text, {chr(34): "&quot;"})
 
 
 def _properties(t: Hypothesis) -> str:
