@@ -186,8 +186,8 @@ def check_cassette(path: Path) -> None:
         return
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CassetteError(f"cassette {path} is corrupted or truncated ({type(exc).__name__}: {exc})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CassetteError(f"cassette {path} is corrupted or truncated ({type(exc).__name__}: {exc})"[:500]) from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"cassette {path} is not a vcrpy cassette (no 'interactions' list)")
 
