@@ -396,6 +396,11 @@ def test_an_interrupted_export_leaves_the_file_as_it_was(
         ("UPDATE events SET kind = 'BOGUS' WHERE kind = 'GAIN_APPLIED'", "unknown kind 'BOGUS'"),
         ("UPDATE events SET purpose = 'NOT_A_PURPOSE' WHERE kind = 'MODEL_CALL'", "purpose"),
         ("UPDATE events SET tool = NULL WHERE kind = 'TOOL_INVOCATION'", "tool"),
+        (
+            "DELETE FROM events WHERE kind = 'RELEASED' AND case_run_id = (SELECT min(case_run_id) FROM events)",
+            "RELEASED",
+        ),
+        ("DELETE FROM events WHERE case_run_id = (SELECT min(case_run_id) FROM events)", "RUN_STARTED"),
     ],
 )
 def test_a_stored_row_that_is_no_event_is_one_line_naming_it(

@@ -43,7 +43,7 @@ from opentelemetry.trace import Tracer
 from harness import __version__
 from harness.contracts import ModelPurpose
 from harness.otel import Evaluation, RunLimits, SpanRecorder
-from harness.trace import TraceEvent
+from harness.trace import Released, RunStarted, TraceEvent
 from harness.transcript import EntryKind, TranscriptEntry
 from runners.store.redact import Secrets, redact
 
@@ -175,7 +175,7 @@ def _entries(info: Any, secrets: Secrets) -> tuple[TranscriptEntry, ...]:
 
 def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> list[_CaseRun]:
     from runners.analysis.inspect_export import _bench_runs
-    from runners.store.events import read_events
+    from runners.store.events import read_bench_run_events
     from runners.store.metrics_db import connect
     from runners.store.transcripts import load_case_run
 
@@ -184,10 +184,12 @@ def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> 
         out = []
         for bench in _bench_runs(con, str(db), bench_run, label):
             secrets, limits = _secrets(bench), _limits(bench)
+            stored = read_bench_run_events(con, str(db), bench["bench_run_id"])
             for row in _rows(con, "SELECT * FROM case_runs WHERE bench_run_id = ? ORDER BY epoch, case_id",
                              [bench["bench_run_id"]]):  # fmt: skip
                 case_run_id = str(row["case_run_id"])
-                events = tuple(_redacted(e, secrets) for e in read_events(con, str(db), case_run_id))
+                events = tuple(_redacted(e, secrets) for e in stored.get(case_run_id, ()))
+                _check_whole(db, case_run_id, events)
                 entries = _entries(load_case_run(con, str(db), case_run_id), secrets) if content else None
                 out.append(_CaseRun(case_run_id, events, _start_ns(row, events), limits,
                                     _evaluations(row, secrets), entries))  # fmt: skip
@@ -196,6 +198,15 @@ def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> 
     if not out:
         raise OtelExportError(f"{db}: the selected bench runs hold no case runs")
     return out
+
+
+def _check_whole(db: Path, case_run_id: str, events: Sequence[TraceEvent]) -> None:
+    """A run's span starts at RUN_STARTED and ends at RELEASED: without either, a trace without its root."""
+    if not events or not isinstance(events[0], RunStarted) or not isinstance(events[-1], Released):
+        raise OtelExportError(
+            f"{db}: case run {case_run_id}: its stored events do not run from RUN_STARTED to RELEASED"
+            f" ({len(events)} events); nothing exported"
+        )
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ import pydantic
 
 from harness.trace import EVENT_TYPES, EventKind, TraceEvent, event_columns
 
-__all__ = ["StoredEventError", "read_events"]
+__all__ = ["StoredEventError", "read_bench_run_events", "read_events"]
 
 
 class StoredEventError(ValueError):
@@ -47,25 +47,43 @@ _KINDS: dict[str, _Kind] = {
 }
 
 
+_COLUMNS = event_columns()
+_SELECT = ", ".join(f'"{c}"' for c in ("case_run_id", *_COLUMNS))
+
+
 def read_events(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> tuple[TraceEvent, ...]:
     """The events of one case run, in trace order (`seq`); a row that is no event is a StoredEventError."""
-    columns = list(event_columns())
-    quoted = ", ".join(f'"{c}"' for c in columns)
-    rows = con.execute(f"SELECT {quoted} FROM events WHERE case_run_id = ? ORDER BY seq", [case_run_id]).fetchall()
-    out: list[TraceEvent] = []
+    rows = con.execute(f"SELECT {_SELECT} FROM events WHERE case_run_id = ? ORDER BY seq", [case_run_id]).fetchall()
+    return tuple(_event(db, row) for row in rows)
+
+
+def read_bench_run_events(
+    con: duckdb.DuckDBPyConnection, db: str, bench_run_id: str
+) -> dict[str, tuple[TraceEvent, ...]]:
+    """The events of every case run of a bench run, by case run id, each in trace order: one scan of the table
+    (a query per case run would scan it once per case run)."""
+    rows = con.execute(
+        f"SELECT {_SELECT} FROM events WHERE bench_run_id = ? ORDER BY case_run_id, seq", [bench_run_id]
+    ).fetchall()
+    out: dict[str, list[TraceEvent]] = {}
     for row in rows:
-        values = dict(zip(columns, row, strict=True))
-        kind = values["kind"]
-        spec = _KINDS.get(str(kind))
-        where = f"{db}: case run {case_run_id}, event {values.get('seq')}"
-        if spec is None:
-            known = ", ".join(k.value for k in EventKind)
-            raise StoredEventError(f"{where}: unknown kind {kind!r} (known: {known})")
-        data = {k: values[k] for k in spec.fields if not (values[k] is None and k in spec.defaults)}
-        try:
-            out.append(spec.adapter.validate_python(data))
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"])
-            raise StoredEventError(f"{where} ({kind}): {field}: {first['msg']}") from None
-    return tuple(out)
+        out.setdefault(str(row[0]), []).append(_event(db, row))
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def _event(db: str, row: tuple[object, ...]) -> TraceEvent:
+    """One row (`case_run_id`, then the event columns) as its typed event."""
+    values = dict(zip(_COLUMNS, row[1:], strict=True))
+    kind = values["kind"]
+    spec = _KINDS.get(str(kind))
+    where = f"{db}: case run {row[0]}, event {values.get('seq')}"
+    if spec is None:
+        known = ", ".join(k.value for k in EventKind)
+        raise StoredEventError(f"{where}: unknown kind {kind!r} (known: {known})")
+    data = {k: values[k] for k in spec.fields if not (values[k] is None and k in spec.defaults)}
+    try:
+        return spec.adapter.validate_python(data)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        raise StoredEventError(f"{where} ({kind}): {field}: {first['msg']}") from None
