@@ -66,7 +66,8 @@ class HarnessConfig(BaseModel):
     """Base of the exponential backoff when no Retry-After is given."""
     max_retry_wait_seconds: Annotated[float, BenchSetting(metavar="SECONDS")] = Field(default=20.0, ge=0, le=86_400)
     """Upper bound on a single backoff or Retry-After wait."""
-    record_ttl_seconds: Annotated[float, BenchSetting(metavar="SECONDS")] = Field(default=3_600.0, gt=0)
+    # A record lives within one run, which its deadline ends: a TTL past the longest deadline is never reached.
+    record_ttl_seconds: Annotated[float, BenchSetting(metavar="SECONDS")] = Field(default=3_600.0, gt=0, le=86_400)
     """How long a canonical record stays readable for guards and the snapshot."""
     min_excerpt_chars: int = Field(default=4, ge=1)
     """Shortest citation excerpt EvidenceGuard accepts."""

@@ -36,12 +36,16 @@ SLOW_MODULES = frozenset({
     "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
     "test_report.py", "test_secrets.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
     "test_otel_import.py",
+    "test_otel_export.py",
     "test_unknown_query_e2e.py", "test_views.py",
     "test_hostile_text.py",
     "test_output_paths.py",
     "test_input_bounds.py",
     "test_serve_model.py", "test_serve_model_live.py",
-    "test_real_models_report.py",
+    "test_real_models_report.py", "test_real_models.py",
+    "test_flag_bounds.py",
+    "test_deep_json.py",
+    "test_cassette_atomic.py",
 })  # fmt: skip
 
 

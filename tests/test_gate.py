@@ -162,6 +162,26 @@ def test_exit_code_markdown_and_junit_always_agree(cases: list[tuple[int, int]],
         assert t.describe() in verdict
 
 
+XML_FORBIDDEN = "".join(map(chr, [*range(0x00, 0x09), 0x0B, 0x0C, *range(0x0E, 0x20)])) + "\ud800\udfff\ufffe\uffff"
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.text(st.characters() | st.sampled_from(XML_FORBIDDEN + "<&\"'>]\x1b\u202e"), max_size=12))
+def test_junit_is_valid_xml_with_forbidden_characters_shown_as_escapes(extra: str) -> None:
+    # every text a case, a model or a user wrote reaches JUnit escaped: labels, family names, case ids
+    hostile = f"fam{XML_FORBIDDEN}{extra}"
+    data = {f"c{i}{XML_FORBIDDEN}": (hostile, [True] * 3, [False] * 3) for i in range(8)}
+    res = evaluate(pairs_from(data), f"base{XML_FORBIDDEN}", f"cand{extra}\x00")
+    assert not res.passed
+    suite = ET.fromstring(junit(res).encode("utf-8"))
+    assert suite.get("name", "").startswith("harness-bench gate cand") and "\\x00" in suite.get("name", "")
+    names = [tc.get("name", "") for tc in suite.iter("testcase")]
+    assert any(n.startswith("fam\\x00\\x01") and "\\ud800" in n and "\\uffff" in n for n in names)
+    for el in suite.iter():
+        for text in [el.text or "", el.tail or "", *el.attrib.values()]:
+            assert not set(text) & set(XML_FORBIDDEN + "\x1b\u202e"), text
+
+
 # -- false alarms and detection by simulation (truth known) --------------------------------------------------
 def _simulate(seed: int, drop_flips: int) -> bool:
     """81 cases x 3 epochs, per-case pass probabilities spread over [0, 1]; True when the gate fails."""

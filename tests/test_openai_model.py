@@ -173,3 +173,14 @@ def test_unparseable_arguments_are_echoed_as_a_json_string(monkeypatch: pytest.M
     assert json.loads(sent) == broken, "valid JSON on the wire, the model's text preserved"
     tool = next(m for m in ep.requests[1]["messages"] if m["role"] == "tool")
     assert json.loads(tool["content"])["violation"] == "MALFORMED_ENVELOPE"
+
+
+def test_a_response_body_nested_too_deep_is_not_a_completion(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 2xx body of 100,000 nested lists (json.loads raises RecursionError) is the endpoint's fault, one typed
+    error — not a traceback."""
+    with serve() as ep:
+        ep.push(200, "[" * 100_000 + "]" * 100_000)
+        model = _model(ep.base_url, monkeypatch)
+        with pytest.raises(ModelCallError) as err:
+            model.complete(ChatRequest((UserMessage("hi"),)))
+    assert err.value.kind is ModelErrorKind.NOT_A_COMPLETION

@@ -213,6 +213,7 @@ def _every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[
                  "--json", str(tmp_path / "gate.json"), "--summary", str(tmp_path / "gate.md"),
                  "--junit", str(tmp_path / "gate.xml")], 0, 1, 2, 3)  # fmt: skip
     run("export", ["export", "--db", str(db), "--inspect", str(tmp_path / "inspect")], 0)
+    run("export otel", ["export", "--db", str(db), "--otel", str(tmp_path / "otel.jsonl"), "--otel-content"], 0)
     run("merge", ["merge", str(tmp_path / "merged.duckdb"), str(db), str(tmp_path / "sweep.duckdb")], 0)
     return out_dir, streams
 
@@ -228,7 +229,7 @@ def test_canary_secrets_reach_no_file_and_no_stream(tmp_path: Path, monkeypatch:
     out, streams = _every_command(tmp_path, capsys)
     written = {p.relative_to(out).parts[0] for p in out.rglob("*") if p.is_file()}
     assert {"bench.duckdb", "cas", "show.html", "miss.html", "report", "gate.json", "gate.md", "gate.xml",
-            "inspect", "merged.duckdb", "sweep.duckdb"} <= written  # fmt: skip
+            "inspect", "otel.jsonl", "merged.duckdb", "sweep.duckdb"} <= written  # fmt: skip
     assert leaks(tmp_path / "in", {}) != []  # the input holds them: the scan would see them
     assert leaks(out, streams) == []
     assert [p for p in tmp_path.iterdir() if p.name not in ("in", "out")] == []  # nothing written elsewhere
@@ -260,7 +261,8 @@ def test_with_redaction_disabled_the_scan_finds_the_secrets(tmp_path: Path, monk
     out, streams = _every_command(tmp_path, capsys)
     found = leaks(out, streams)
     where = {x.split(":")[0].split("/")[0] for x in found}
-    assert {"bench.duckdb", "cas", "sweep.duckdb", "merged.duckdb", "inspect", "show.html", "miss.html"} <= where
+    assert {"bench.duckdb", "cas", "sweep.duckdb", "merged.duckdb", "inspect", "otel.jsonl", "show.html",
+            "miss.html"} <= where  # fmt: skip
     assert "miss stderr" in where, where
     assert {n for n in NEEDLES if any(x.endswith(": " + n) for x in found)} == set(NEEDLES)
 

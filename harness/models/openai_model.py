@@ -441,7 +441,7 @@ class OpenAIChatModel:
             raise self._redacted(classify(exc)) from None
         try:
             completion = response.json()
-        except ValueError:  # a 2xx that is not JSON (an HTML page, a proxy's banner, a truncated body)
+        except (ValueError, RecursionError):  # a 2xx that is not JSON (an HTML page, a banner, a cut or too deep body)
             raise self._redacted(self._not_a_completion(response)) from None
         try:
             return parse_completion(completion, text_calls=text_calls)

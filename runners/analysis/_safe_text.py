@@ -9,6 +9,8 @@ onerror=…>`). Every reader-facing output passes such text through one function
 - `markdown` / `markdown_code`: text that CommonMark (and GitHub's extensions) renders as literal
   characters, never as HTML, a link, emphasis, a code span or a table cell break.
 - `html`: `html.escape` of the `terminal` form, so a bidi override is visible on the page too.
+- `xml`: the `terminal` form, XML-escaped (quotes too): every character XML 1.0 forbids (C0 controls but
+  tab and newline, lone surrogates, U+FFFE/U+FFFF) is among those `terminal` shows as escapes, so the file parses.
 
 `TerminalSafe` applies `terminal` to every text segment a rich console writes, so a command that prints
 through the bench's consoles cannot bypass it.
@@ -19,11 +21,12 @@ from __future__ import annotations
 import html as _html
 import re
 import unicodedata
+from xml.sax.saxutils import escape as _xml_escape
 
 from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderableType, RenderHook, RenderResult
 from rich.segment import Segment
 
-__all__ = ["MarkdownText", "TerminalSafe", "html", "markdown", "markdown_code", "terminal"]
+__all__ = ["MarkdownText", "TerminalSafe", "html", "markdown", "markdown_code", "terminal", "xml"]
 
 _KEPT = frozenset("\n\t")
 """Control characters a terminal lays out and never acts on beyond that."""
@@ -59,6 +62,11 @@ def terminal(text: str) -> str:
 def html(text: object) -> str:
     """Text for an HTML page: the `terminal` form (bidi controls visible), escaped (quotes too)."""
     return _html.escape(terminal(str(text)))
+
+
+def xml(text: object) -> str:
+    """Text for an XML element or attribute (JUnit): the `terminal` form, escaped (quotes too)."""
+    return _xml_escape(terminal(str(text)), {'"': "&quot;"})
 
 
 class MarkdownText(str):

@@ -5,10 +5,16 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["DEFAULT_MARGIN", "Objective", "RecommendInputError", "Rule", "check_margin"]
+from runners.plan._bounded import bounded_float
+
+__all__ = ["DEFAULT_MARGIN", "MARGIN_RANGE", "Objective", "RecommendInputError", "Rule", "check_margin"]
 
 DEFAULT_MARGIN = 0.02
 """Default non-inferiority margin (`--margin`): 2 points of rate."""
+MARGIN_RANGE = bounded_float(
+    0.0, 1.0, reason=f"a rate margin must be within [0, 1] ({DEFAULT_MARGIN:g} = {DEFAULT_MARGIN * 100:g} points)"
+)
+"""`--margin`'s range: a margin of rate, which is a share."""
 
 
 class Objective(StrEnum):
@@ -33,9 +39,6 @@ class RecommendInputError(ValueError):
 
 def check_margin(margin: float) -> float:
     """A rate margin is within [0, 1]; returns it."""
-    if not 0.0 <= margin <= 1.0:
-        raise RecommendInputError(
-            f"--margin {margin:g}: a rate margin must be within [0, 1]"
-            f" ({DEFAULT_MARGIN:g} = {DEFAULT_MARGIN * 100:g} points)"
-        )
+    if not MARGIN_RANGE.inside(margin):
+        raise RecommendInputError(f"--margin {margin:g}: {MARGIN_RANGE.refusal()}")
     return margin

@@ -38,17 +38,27 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from xml.sax.saxutils import escape
 
 import duckdb
 import numpy as np
 import scipy.stats
 
 from runners.analysis import power
-from runners.analysis._safe_text import MarkdownText
+from runners.analysis._gate_flags import (
+    ALPHA_RANGE,
+    COST_RANGE,
+    DROP_RANGE,
+    EPOCHS_RANGE,
+    K_RANGE,
+    MAX_LOOKS,
+    MDE_RANGE,
+    TARGET_MDE_RANGE,
+)
+from runners.analysis._safe_text import MarkdownText, xml
 from runners.analysis._safe_text import markdown as md
 from runners.analysis._safe_text import markdown_code as md_code
 from runners.analysis.show import diff_command
+from runners.plan.rules import MAX_EPOCHS
 
 ALPHA = 0.05
 OVERALL_WEIGHT = 0.8
@@ -515,16 +525,12 @@ def validate_flags(
     *, k: int, max_recall_drop: float, max_cost_increase: float, alpha: float, max_mde: float = MAX_MDE
 ) -> None:
     """Refuse out-of-range flags before anything is computed or written (exit 2)."""
-    if not 0.0 < max_mde <= 1.0:
-        raise GateInputError(f"--max-mde {max_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.10 for 10 points)")
-    if k < 1:
-        raise GateInputError(f"--k {k}: must be >= 1")
-    if not 0.0 <= max_recall_drop <= 1.0:
-        raise GateInputError(f"--max-recall-drop {max_recall_drop:g}: a pass-rate drop must be within [0, 1]")
-    if not max_cost_increase >= 0.0:
-        raise GateInputError(f"--max-cost-increase {max_cost_increase:g}: a relative increase must be >= 0")
-    if not 0.0 < alpha < 1.0:
-        raise GateInputError(f"--alpha {alpha:g}: must be within (0, 1)")
+    for flag, value, bounds in (
+        ("--max-mde", max_mde, MDE_RANGE), ("--k", k, K_RANGE), ("--max-recall-drop", max_recall_drop, DROP_RANGE),
+        ("--max-cost-increase", max_cost_increase, COST_RANGE), ("--alpha", alpha, ALPHA_RANGE),
+    ):  # fmt: skip
+        if not bounds.inside(value):
+            raise GateInputError(f"{flag} {value:g}: {bounds.refusal()}")
 
 
 def evaluate(
@@ -641,10 +647,15 @@ def _inconclusive(result: GateResult) -> str | None:
 
 def sequential_looks(budget: int, stage: int) -> tuple[int, ...]:
     """The planned looks: every `stage` epochs, and the budget."""
-    if stage < 1 or budget < 1:
-        raise GateInputError(f"--stage {stage} / --budget {budget}: both must be >= 1")
+    if not (EPOCHS_RANGE.inside(stage) and EPOCHS_RANGE.inside(budget)):
+        raise GateInputError(f"--stage {stage} / --budget {budget}: both must be >= 1 and <= {MAX_EPOCHS}")
     if stage > budget:
         raise GateInputError(f"--stage {stage}: more than the --budget of {budget} epochs")
+    if -(-budget // stage) > MAX_LOOKS:  # the time of the looks' levels grows with their square
+        raise GateInputError(
+            f"--budget {budget} / --stage {stage}: {-(-budget // stage)} looks; at most {MAX_LOOKS}"
+            f" (give --stage {-(-budget // MAX_LOOKS)} or more)"
+        )
     looks = list(range(stage, budget + 1, stage))
     if looks[-1] != budget:
         looks.append(budget)
@@ -677,8 +688,8 @@ def evaluate_sequential(
     function of the case runs present only, so it resumes and works on merged shards like every run.
     """
     looks = sequential_looks(budget, stage)
-    if target_mde is not None and not 0.0 < target_mde <= 1.0:
-        raise GateInputError(f"--target-mde {target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
+    if target_mde is not None and not TARGET_MDE_RANGE.inside(target_mde):
+        raise GateInputError(f"--target-mde {target_mde:g}: {TARGET_MDE_RANGE.refusal()}")
     have = min(c.epochs for c in per_case(pairs)) if pairs else 0
     done = [e for e in looks if e <= have]
     if not done:
@@ -838,24 +849,22 @@ def junit(result: GateResult, *, allow_inconclusive: bool = False) -> str:
         body = ""
         if t.failed:
             # the message stays the verdict line's text; the cases and their diff commands are the failure's body
-            body = f'<failure message="{_attr(t.describe())}">{escape(junit_text(result, t, result.db))}</failure>'
+            body = f'<failure message="{xml(t.describe())}">{xml(junit_text(result, t, result.db))}</failure>'
         if inconclusive and t.kind is Measure.OVERALL:  # an error without --allow-inconclusive, else skipped
             tag = "skipped" if allow_inconclusive else 'error type="inconclusive"'
-            body = f'<{tag} message="{_attr("INCONCLUSIVE: " + (result.inconclusive or ""))}"/>'
+            body = f'<{tag} message="{xml("INCONCLUSIVE: " + (result.inconclusive or ""))}"/>'
         name = "all cases" if t.kind is Measure.OVERALL else t.name
-        cases.append(
-            f'<testcase classname="{classname[t.kind]}" name="{escape(name)}">{body}{_properties(t)}</testcase>'
-        )
+        cases.append(f'<testcase classname="{classname[t.kind]}" name="{xml(name)}">{body}{_properties(t)}</testcase>')
     errors = int(inconclusive and not allow_inconclusive)
     skipped = int(inconclusive and allow_inconclusive)
     suite_props = [("verdict", result.verdict.value), ("max_mde", f"{result.max_mde:g}")]
     if result.look is not None:
         suite_props += [("sequential_look", str(result.look.index)), ("sequential_epochs", str(result.look.epochs)),
                         ("sequential_level", f"{result.look.level:.6g}")]  # fmt: skip
-    props = "".join(f'<property name="{n}" value="{_attr(v)}"/>' for n, v in suite_props)
+    props = "".join(f'<property name="{n}" value="{xml(v)}"/>' for n, v in suite_props)
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f'<testsuite name="harness-bench gate {escape(result.candidate)} vs {escape(result.baseline)}" '
+        f'<testsuite name="harness-bench gate {xml(result.candidate)} vs {xml(result.baseline)}" '
         f'tests="{len(cases)}" failures="{len(result.failures)}" errors="{errors}" skipped="{skipped}">\n'
         f"  <properties>{props}</properties>\n  " + "\n  ".join(cases) + "\n</testsuite>\n"
     )
@@ -904,10 +913,6 @@ def plan(result: GateResult, target_mde: float) -> str:
         "large.",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _attr(text: str) -> str:
-    return escape(text, {chr(34): "&quot;"})
 
 
 def _properties(t: Hypothesis) -> str:

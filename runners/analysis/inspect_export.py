@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pydantic_core
+
 from runners.store.redact import safe_url
 from runners.store.transcripts import CaseRunInfo, Message, load_case_run
 
@@ -34,8 +36,11 @@ def _iso(value: Any) -> str:
 
 
 def _arguments(raw: str | None) -> tuple[dict[str, Any], str | None]:
+    """The call's arguments as Inspect's dict, or an empty dict and why not with the raw text cut to 500 characters.
+    Parsed by pydantic-core, whose nesting limit turns arguments nested deeper than Python's own recursion limit
+    allows (a model's `[[[…`) into an error instead of a RecursionError that would stop the whole export."""
     try:
-        value = json.loads(raw or "{}")
+        value = pydantic_core.from_json(raw or "{}")
     except ValueError as exc:
         return {}, f"invalid JSON arguments: {exc}: {raw!r}"[:500]
     if isinstance(value, dict):

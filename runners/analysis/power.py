@@ -42,6 +42,8 @@ from functools import lru_cache
 import numpy as np
 import scipy.stats
 
+from runners.analysis._gate_flags import MAX_LOOKS
+
 __all__ = [
     "EXACT_MAX_CASES",
     "MDE_REPLICATES",
@@ -69,6 +71,10 @@ EXACT_MAX_CASES = 20
 """Up to this many differing cases the sign-flip p is exact; beyond, its normal approximation."""
 _SEQ_PATHS = 400_000
 _SEQ_SEED = 20_261_202
+_SEQ_BLOCK = 20_000
+"""Paths drawn at a time by `_look_statistics` (20,000 × 25 looks: 4 MB)."""
+_SEQ_GROUP = 5
+"""Looks whose statistics `sequential_levels` keeps at a time (5 × 3.2 MB); the paths are drawn once a group."""
 
 
 class MdeStatus(StrEnum):
@@ -282,22 +288,44 @@ def sequential_levels(fractions: tuple[float, ...], alpha: float) -> tuple[float
     """Nominal one-sided α of each look at information fractions `fractions` (increasing, last ≤ 1)."""
     if any(b <= a for a, b in itertools.pairwise(fractions)) or not 0 < fractions[0]:
         raise ValueError(f"information fractions must increase from above 0: {fractions}")
-    rng = np.random.default_rng(_SEQ_SEED)
-    steps = np.diff((0.0, *fractions))
-    w = np.cumsum(rng.standard_normal((_SEQ_PATHS, len(fractions))) * np.sqrt(steps), axis=1)
-    z = w / np.sqrt(np.asarray(fractions))
+    if len(fractions) > MAX_LOOKS:
+        raise ValueError(f"{len(fractions)} looks: at most {MAX_LOOKS}")
     alive = np.ones(_SEQ_PATHS, dtype=bool)
     levels = []
     spent_before = 0.0
+    z = np.empty((0, 0))
     for k, t in enumerate(fractions):
+        if k % _SEQ_GROUP == 0:
+            z = _look_statistics(fractions, range(k, min(k + _SEQ_GROUP, len(fractions))))
         spend = obf_spent(t, alpha) - spent_before
         spent_before += spend
         n_cross = round(spend * _SEQ_PATHS)
-        zs = np.sort(z[alive, k])
+        column = z[:, k % _SEQ_GROUP]
+        zs = np.sort(column[alive])
         if n_cross <= 0:
             crit = float(zs[0]) - 1.0 if zs.size else -10.0
         else:
             crit = float(zs[min(n_cross, zs.size) - 1])
-        alive &= z[:, k] > crit
+        alive &= column > crit
         levels.append(float(scipy.stats.norm.cdf(crit)))
     return tuple(levels)
+
+
+def _look_statistics(fractions: tuple[float, ...], looks: range) -> np.ndarray:
+    """The standardized statistic at each of `looks` of every simulated path (paths × looks): those columns of the
+    paths × looks matrix of Brownian increments drawn from `_SEQ_SEED`, summed and divided by √t.
+
+    The matrix is drawn again in blocks of paths for each group of `_SEQ_GROUP` looks (the same stream, so the same
+    numbers as drawing it whole) and only the group's columns are kept: memory is a group and a block whatever the
+    looks (the whole matrix was 3.2 MB a look: 298 GiB at 100,000 looks), for a time that grows with the square of
+    the looks (MAX_LOOKS bounds them)."""
+    rng = np.random.default_rng(_SEQ_SEED)
+    scale = np.sqrt(np.diff((0.0, *fractions)))
+    root_t = np.sqrt(np.asarray(fractions))[looks.start : looks.stop]
+    columns = np.empty((_SEQ_PATHS, len(looks)))
+    for start in range(0, _SEQ_PATHS, _SEQ_BLOCK):
+        block = rng.standard_normal((min(_SEQ_BLOCK, _SEQ_PATHS - start), len(fractions)))
+        block *= scale
+        np.cumsum(block, axis=1, out=block)
+        columns[start : start + block.shape[0]] = block[:, looks.start : looks.stop] / root_t
+    return columns

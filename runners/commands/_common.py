@@ -17,6 +17,7 @@ from rich.text import Text
 
 from runners.analysis import tables
 from runners.analysis._safe_text import terminal
+from runners.plan._bounded import bounded_float, bounded_int
 from runners.plan.rules import DEFAULT_DB, UsageError
 from runners.store._files import NamedPath, check_outputs
 
@@ -129,32 +130,9 @@ class _ReaderMayLeave:
 
 
 # -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
-def _int_in(lo: int, hi: int) -> Callable[[str], int]:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be an integer from {lo} to {hi}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text}: must be an integer from {lo} to {hi}")
-        return value
-
-    parse.__name__ = "integer"
-    return parse
-
-
-def _float_in(lo: float, hi: float) -> Callable[[str], float]:
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r}: must be a number from {lo:g} to {hi:g}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"{text}: must be a number from {lo:g} to {hi:g}")
-        return value
-
-    parse.__name__ = "number"
-    return parse
+# Every bounded numeric flag takes its type from one factory (runners/plan/_bounded.py), beside the run options'.
+_int_in = bounded_int
+_float_in = bounded_float
 
 
 class _ArgumentError(Exception):
@@ -199,27 +177,16 @@ def _add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
 
 
-def _margin_arg(text: str) -> float:
-    from runners.analysis.choices import RecommendInputError, check_margin
-
-    try:
-        return check_margin(float(text))
-    except RecommendInputError as exc:
-        raise argparse.ArgumentTypeError(str(exc).removeprefix("--margin ")) from None
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
 def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
     """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
-    from runners.analysis.choices import DEFAULT_MARGIN, Objective, Rule
+    from runners.analysis.choices import DEFAULT_MARGIN, MARGIN_RANGE, Objective, Rule
 
     p.add_argument("--objective", default=Objective.TOKENS.value, choices=[o.value for o in Objective],
                    help=f"what 'cheapest' means (default {Objective.TOKENS.value})")  # fmt: skip
     p.add_argument("--rule", default=Rule.NON_INFERIORITY.value, choices=[r.value for r in Rule],
                    help="non-inferiority: the cheapest configuration shown within --margin of the best recall and"
                         " honest fallback (default); max-recall: the highest recall first")  # fmt: skip
-    p.add_argument("--margin", type=_margin_arg, default=DEFAULT_MARGIN, metavar="RATE",
+    p.add_argument("--margin", type=MARGIN_RANGE, default=DEFAULT_MARGIN, metavar="RATE",
                    help=f"non-inferiority margin in [0, 1] (default {DEFAULT_MARGIN:g} ="
                         f" {DEFAULT_MARGIN * 100:g} points)")  # fmt: skip
 

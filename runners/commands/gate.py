@@ -9,6 +9,17 @@ from typing import Any
 
 from rich.text import Text
 
+from runners.analysis._gate_flags import (
+    ALPHA_RANGE,
+    COST_RANGE,
+    DROP_RANGE,
+    EPOCHS_RANGE,
+    K_RANGE,
+    MAX_COST_INCREASE,
+    MAX_LOOKS,
+    MDE_RANGE,
+    TARGET_MDE_RANGE,
+)
 from runners.commands._common import (
     EXIT_INCONCLUSIVE,
     EXIT_INPUT,
@@ -22,6 +33,7 @@ from runners.commands._common import (
     _sub,
     out,
 )
+from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import label_arg
 
 __all__ = ["register", "run"]
@@ -39,18 +51,20 @@ def register(sub: Any) -> None:
     _add_db(p)
     p.add_argument("--baseline", required=True, type=label_arg, metavar="LABEL", help="label of the baseline runs")
     p.add_argument("--candidate", required=True, type=label_arg, metavar="LABEL", help="label of the candidate runs")
-    p.add_argument("--k", type=int, default=3, help="k of pass^k, at most the epochs per case (default 3)")
+    p.add_argument("--k", type=K_RANGE, default=3, help="k of pass^k, at most the epochs per case (default 3)")
     p.add_argument(
-        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=float, default=0.0, metavar="RATE",
+        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=DROP_RANGE, default=0.0,
+        metavar="RATE",
         help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0; --max-recall-drop is the old"
         " name: the gate compares pass rates, not recommend's SUCCESS share)",
     )  # fmt: skip
     p.add_argument(
-        "--max-cost-increase", type=float, default=0.25, metavar="RATE",
-        help="relative increase (>= 0) of mean tool calls, model calls or tokens tolerated (default 0.25)",
+        "--max-cost-increase", type=COST_RANGE, default=0.25, metavar="RATE",
+        help=f"relative increase (0 to {MAX_COST_INCREASE:g}) of mean tool calls, model calls or tokens tolerated"
+        " (default 0.25)",
     )  # fmt: skip
     p.add_argument(
-        "--alpha", type=float, default=0.05, metavar="A",
+        "--alpha", type=ALPHA_RANGE, default=0.05, metavar="A",
         help="false-alarm rate of the whole gate, Holm-corrected over all tests (default 0.05)",
     )  # fmt: skip
     p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
@@ -62,7 +76,7 @@ def register(sub: Any) -> None:
                    help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
     g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
-    g.add_argument("--max-mde", type=float, default=0.10, metavar="RATE",
+    g.add_argument("--max-mde", type=MDE_RANGE, default=0.10, metavar="RATE",
                    help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
                         " INCONCLUSIVE, exit 3 (default 0.10 = 10 points)")  # fmt: skip
     g.add_argument("--allow-inconclusive", action="store_true",
@@ -70,16 +84,18 @@ def register(sub: Any) -> None:
     g.add_argument("--plan", action="store_true",
                    help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde"
                         " (default --max-mde); writes no file (refused with --summary, --junit or --json)")  # fmt: skip
-    g.add_argument("--target-mde", type=float, default=None, metavar="RATE",
+    g.add_argument("--target-mde", type=TARGET_MDE_RANGE, default=None, metavar="RATE",
                    help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall"
                         " MDE at 90%% power is at most this")  # fmt: skip
     g.add_argument("--sequential", action="store_true",
                    help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
                         " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
-    g.add_argument("--budget", type=int, default=None, metavar="EPOCHS",
-                   help="with --sequential: most epochs to run (default 20)")  # fmt: skip
-    g.add_argument("--stage", type=int, default=None, metavar="EPOCHS",
-                   help="with --sequential: epochs between looks (default 4)")  # fmt: skip
+    g.add_argument("--budget", type=EPOCHS_RANGE, default=None, metavar="EPOCHS",
+                   help=f"with --sequential: most epochs to run, at most {MAX_EPOCHS} like --epochs"
+                        " (default 20)")  # fmt: skip
+    g.add_argument("--stage", type=EPOCHS_RANGE, default=None, metavar="EPOCHS",
+                   help=f"with --sequential: epochs between looks (default 4), at most {MAX_LOOKS} looks up to"
+                        " --budget (each look's level is simulated)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -176,8 +192,6 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
 def _check_power_flags(args: argparse.Namespace) -> None:
     from runners.analysis.gate import GateInputError, sequential_looks
 
-    if args.target_mde is not None and not 0.0 < args.target_mde <= 1.0:
-        raise GateInputError(f"--target-mde {args.target_mde:g}: a pass-rate drop must be within (0, 1] (e.g. 0.05)")
     if args.sequential:
         sequential_looks(args.budget, args.stage)
     elif args.target_mde is not None and not args.plan:

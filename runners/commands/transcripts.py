@@ -1,5 +1,5 @@
 """`harness-bench show`, `diff` and `export`: a stored case run's transcript, two transcripts of one case side by
-side from their first divergent turn, and stored bench runs as Inspect AI logs."""
+side from their first divergent turn, and stored bench runs as Inspect AI logs or OpenTelemetry GenAI spans."""
 
 from __future__ import annotations
 
@@ -10,10 +10,22 @@ from pathlib import Path
 from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _sub
+from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import label_arg
 from runners.store._files import NamedPath
+from runners.store.redact import safe_url
 
 __all__ = ["register", "run"]
+
+_EPOCH = bounded_int(1, MAX_EPOCHS)
+"""--epoch: epochs count from 1 to what --epochs allows."""
+_WIDTH = bounded_int(40, 1_000)
+"""--width: below 40 columns a turn's header does not fit; above 1,000 no terminal or page shows a line whole, and
+the text written grows with the width (a frame line per turn is the width long)."""
+_TIMEOUT = bounded_float(0.1, 600.0)
+"""--otlp-timeout: below a tenth of a second no request completes; ten minutes is longer than any collector needs."""
+_WIDTH_HELP = "wrap at this width, 40 to 1000 columns (default 80)"
 
 
 def register(sub: Any) -> None:
@@ -27,10 +39,10 @@ def register(sub: Any) -> None:
     p.add_argument("--label", type=label_arg, default=None, metavar="LABEL",
                    help="the label's newest case run of --case (and --epoch)")  # fmt: skip
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
-    p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
+    p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
     p.add_argument("--full", action="store_true", help="print the system prompt in full")
-    p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
+    p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
     p.set_defaults(func=run)
 
     p = _sub(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
@@ -40,21 +52,32 @@ def register(sub: Any) -> None:
     p.add_argument("a", metavar="A", help="baseline: bench run id or label")
     p.add_argument("b", metavar="B", help="candidate: bench run id or label")
     p.add_argument("--case", required=True, metavar="CASE", help="case id")
-    p.add_argument("--epoch", type=int, default=None, metavar="N", help="epoch (default: the first)")
-    p.add_argument("--width", type=int, default=80, metavar="COLS", help="wrap at this width (default 80)")
+    p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
+    p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
     p.set_defaults(func=run)
 
     p = _sub(
         sub,
         "export",
-        "write stored bench runs in another tool's format (Inspect AI .eval logs)",
+        "write stored bench runs in another tool's format (Inspect AI .eval logs, OpenTelemetry GenAI spans)",
         "--inspect DIR writes one Inspect AI log per bench run (all of them, or --bench-run ID, or every"
-        " run with --label L), readable by `inspect view --log-dir DIR` and inspect_ai.log.read_eval_log.",
+        " run with --label L), readable by `inspect view --log-dir DIR` and inspect_ai.log.read_eval_log."
+        " --otel FILE.jsonl writes each case run as OpenTelemetry GenAI spans, one OTLP/JSON request per line;"
+        " --otlp-endpoint URL sends them to an OTLP/HTTP traces endpoint (a collector, Phoenix, Langfuse).",
     )
     _add_db(p)
-    p.add_argument("--inspect", type=Path, required=True, metavar="DIR", help="folder for the .eval files")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--inspect", type=Path, default=None, metavar="DIR", help="folder for the .eval files")
+    what.add_argument("--otel", type=Path, default=None, metavar="FILE",
+                      help="OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line")  # fmt: skip
+    what.add_argument("--otlp-endpoint", default=None, metavar="URL",
+                      help="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
     p.add_argument("--label", type=label_arg, default=None, metavar="LABEL", help="only bench runs with this label")
+    p.add_argument("--otel-content", action="store_true",
+                   help="with --otel or --otlp-endpoint: include the message contents (gen_ai.*.messages)")  # fmt: skip
+    p.add_argument("--otlp-timeout", type=_TIMEOUT, default=None, metavar="SECONDS",
+                   help="with --otlp-endpoint: seconds a request may take, retries included (default 10)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -73,8 +96,6 @@ def _show(args: argparse.Namespace) -> int:
     from runners.analysis.show import render_html, render_text
     from runners.store.transcripts import load_case_run, resolve_case_run
 
-    if args.width < 40:
-        _fail(f"--width {args.width}: give at least 40 columns")
     if args.case_run and (args.bench_run or args.label or args.case):
         _fail(f"give a case run id ({args.case_run}) or --bench-run/--label with --case, not both")
     if not args.case_run and not args.case:
@@ -103,10 +124,16 @@ def _show(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
+def _side(con: Any, db: str, which: str, name: str, case: str, epoch: int | None) -> Any:
+    """The case run `which` (A or B) names: a bench run id, else a label (checked as `--label` is)."""
     from runners.store.transcripts import load_case_run, resolve_case_run
 
     is_run = con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [name]).fetchone()
+    if not is_run:
+        try:
+            label_arg(name)
+        except argparse.ArgumentTypeError as exc:
+            _fail(f"{which} {exc} (see harness-bench diff --help)")
     kwargs = {"bench_run": name} if is_run else {"label": name}
     return load_case_run(con, db, resolve_case_run(con, db, case=case, epoch=epoch, **kwargs))
 
@@ -114,12 +141,10 @@ def _side(con: Any, db: str, name: str, case: str, epoch: int | None) -> Any:
 def _diff(args: argparse.Namespace) -> int:
     from runners.analysis.show import render_diff
 
-    if args.width < 40:
-        _fail(f"--width {args.width}: give at least 40 columns")
     con = _open(args.db)
     try:
-        a = _side(con, str(args.db), args.a, args.case, args.epoch)
-        b = _side(con, str(args.db), args.b, args.case, args.epoch)
+        a = _side(con, str(args.db), "A", args.a, args.case, args.epoch)
+        b = _side(con, str(args.db), "B", args.b, args.case, args.epoch)
     finally:
         con.close()
     sys.stdout.write(render_diff(a, b, args.a, args.b, width=args.width))
@@ -131,6 +156,12 @@ def _export(args: argparse.Namespace) -> int:
 
     if args.bench_run and args.label is not None:
         _fail("give --bench-run or --label, not both")
+    if args.otel_content and args.inspect is not None:
+        _fail("--otel-content goes with --otel or --otlp-endpoint (an Inspect log holds the conversation anyway)")
+    if args.otlp_timeout is not None and args.otlp_endpoint is None:
+        _fail("--otlp-timeout goes with --otlp-endpoint")
+    if args.inspect is None:
+        return _export_otel(args)
     if args.inspect.exists() and not args.inspect.is_dir():
         _fail(f"--inspect {args.inspect} is a file; give a folder")
     try:
@@ -141,6 +172,42 @@ def _export(args: argparse.Namespace) -> int:
         sys.stdout.write(f"wrote {path} ({samples} samples)\n")
     sys.stdout.write(f"open with: inspect view --log-dir {args.inspect}\n")
     return EXIT_OK
+
+
+def _export_otel(args: argparse.Namespace) -> int:
+    if args.otel is not None:
+        _check_outputs([NamedPath("--otel", args.otel)], [NamedPath("--db", args.db)])
+    else:
+        _check_url(args.otlp_endpoint)
+    try:
+        from runners.analysis import otel_export
+    except ImportError:
+        flag = "--otel" if args.otel is not None else "--otlp-endpoint"
+        _fail(f"export {flag} needs OpenTelemetry: pip install 'harness-bench[otel]' (make venv installs it)")
+    if args.otel is not None:
+        done = otel_export.export_otel_file(args.db, args.otel, bench_run=args.bench_run, label=args.label,
+                                            content=args.otel_content)  # fmt: skip
+        sys.stdout.write(f"wrote {args.otel} ({done.case_runs} case runs, {done.spans} spans)\n")
+    else:
+        done = otel_export.export_otlp_endpoint(args.db, args.otlp_endpoint, bench_run=args.bench_run,
+                                                label=args.label, content=args.otel_content,
+                                                timeout=args.otlp_timeout)  # fmt: skip
+        url = safe_url(args.otlp_endpoint)
+        sys.stdout.write(f"sent {done.case_runs} case runs ({done.spans} spans) to {url}\n")
+    return EXIT_OK
+
+
+def _check_url(url: str) -> None:
+    """--otlp-endpoint: an http(s) URL with a host (the exporter would take anything and fail on each batch)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        ok = parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:
+        ok = False
+    if not ok:
+        _fail(f"--otlp-endpoint {safe_url(url)}: give an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"show": _show, "diff": _diff, "export": _export}

@@ -53,14 +53,17 @@ import httpx2
 import vcr
 from vcr.cassette import Cassette
 from vcr.errors import CannotOverwriteExistingCassetteException
+from vcr.persisters.filesystem import FilesystemPersister
 from vcr.record_mode import RecordMode
 from vcr.request import Request
+from vcr.serialize import serialize
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
 from runners.plan.options import BenchOptions
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
+from runners.store._files import write_text
 from runners.store.redact import NO_SECRETS, Secrets, redact, safe_url
 
 SCRUB_REQUEST_HEADERS = (
@@ -146,6 +149,16 @@ class _VCR(vcr.VCR):  # type: ignore[misc]
         return partial(_scrub_request, secrets=self._secrets)
 
 
+class AtomicPersister(FilesystemPersister):  # type: ignore[misc]
+    """vcrpy's file persister, saving through a temporary file renamed into place (runners/store/_files.py):
+    a crash, a full disk or Ctrl-C mid-save leaves the old cassette or the complete new one, never half a file."""
+
+    @staticmethod
+    def save_cassette(cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any) -> None:
+        """Serialize as vcrpy does and write the file whole."""
+        write_text(Path(cassette_path), serialize(cassette_dict, serializer))
+
+
 def make_vcr(record_mode: str, secrets: Secrets = NO_SECRETS) -> vcr.VCR:
     """A VCR configured for model endpoints (its cassette settings: matchers, scrubbing, JSON)."""
     if record_mode not in RECORD_MODES:
@@ -159,6 +172,7 @@ def make_vcr(record_mode: str, secrets: Secrets = NO_SECRETS) -> vcr.VCR:
         decode_compressed_response=True,
     )
     v.register_matcher("json_body", _json_body)
+    v.register_persister(AtomicPersister)
     return v
 
 
@@ -172,8 +186,8 @@ def check_cassette(path: Path) -> None:
         return
     try:
         data = json.loads(path.read_bytes().decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise CassetteError(f"cassette {path} is corrupted or truncated ({type(exc).__name__}: {exc})") from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise CassetteError(f"cassette {path} is corrupted or truncated ({type(exc).__name__}: {exc})"[:500]) from None
     if not isinstance(data, dict) or not isinstance(data.get("interactions"), list):
         raise CassetteError(f"cassette {path} is not a vcrpy cassette (no 'interactions' list)")
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from runners.plan._bounded import bounded_int
 from runners.plan.agent import AgentFramework
 from runners.plan.rules import MAX_EPOCHS, RECORD_MODES
 
@@ -84,14 +85,7 @@ def label_arg(text: str) -> str:
     return text
 
 
-def _epochs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r}: must be an integer from 1 to {MAX_EPOCHS}") from None
-    if not 1 <= value <= MAX_EPOCHS:
-        raise argparse.ArgumentTypeError(f"{text}: must be an integer from 1 to {MAX_EPOCHS}")
-    return value
+_epochs = bounded_int(1, MAX_EPOCHS)
 
 
 def _shard_flag(text: str) -> Any:

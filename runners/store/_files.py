@@ -28,6 +28,11 @@ class OutputWriteError(Exception):
     def __init__(self, path: Path, exc: OSError) -> None:
         super().__init__(f"cannot write {path}: {exc.strerror or exc}; choose another path or free some space")
         self.path = path
+        self.exc = exc
+
+    def __reduce__(self) -> tuple[type[OutputWriteError], tuple[Path, OSError]]:
+        # raised in a worker process (a cassette saved there) and unpickled by the driver
+        return type(self), (self.path, self.exc)
 
 
 @dataclass(frozen=True)
