@@ -54,21 +54,20 @@ def test_changing_one_recorded_answer_changes_the_summary(
     folder = tmp_path / RECORDINGS[0].name
     shutil.copytree(RECORDINGS[0], folder)
     committed = RecordedSummary.model_validate_json((folder / "summary.json").read_text())
-    # the first recorded reply that is a call written as text becomes a Draft with a null conclusion
+    # the first recorded reply of the first cassette that called a tool (natively or as text) becomes a Draft
+    # with a null conclusion: the run ends there, with no further request to miss
     for cassette in sorted(folder.rglob("epoch*.json")):
         data = json.loads(cassette.read_text())
-        for interaction in data["interactions"]:
-            body = json.loads(interaction["response"]["body"]["string"])
-            content = body["choices"][0]["message"].get("content") or ""
-            if content.startswith('{"name"'):
-                body["choices"][0]["message"]["content"] = json.dumps({"conclusion": None})
-                interaction["response"]["body"]["string"] = json.dumps(body)
-                cassette.write_text(json.dumps(data))
-                break
-        else:
-            continue
-        break
+        first = data["interactions"][0]
+        body = json.loads(first["response"]["body"]["string"])
+        message = body["choices"][0]["message"]
+        if message.get("tool_calls") or (message.get("content") or "").startswith('{"name"'):
+            body["choices"][0]["message"] = {"role": "assistant", "content": json.dumps({"conclusion": None})}
+            body["choices"][0]["finish_reason"] = "stop"
+            first["response"]["body"]["string"] = json.dumps(body)
+            cassette.write_text(json.dumps(data))
+            break
     else:
-        pytest.fail("no recorded call written as text to change")
+        pytest.fail("no recorded first reply that calls a tool")
     replayed = _replay(folder, tmp_path, capsys)
     assert replayed.model_dump() != committed.model_dump()
