@@ -51,6 +51,10 @@ class Draft(BaseModel):
         return [c for claim in self.claims for c in claim.citations]
 
 
+DRAFT_JSON_SCHEMA = Draft.model_json_schema()
+"""The Draft's JSON schema, as a client that constrains replies to JSON offers it."""
+
+
 @dataclass(frozen=True, slots=True)
 class DraftParse:
     """A parsed Draft, or why the final message is not one."""

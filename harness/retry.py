@@ -103,6 +103,7 @@ def call_model(
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 latency_ms=round((time.perf_counter() - t0) * 1000, 3),
+                text_tool_calls=sum(c.written_as_text for c in response.message.tool_calls),
             )
         )
         return response

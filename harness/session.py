@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, CancellationToken, RunContext
 from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, RejectionReason, SchemaMode, ToolChoiceMode
-from harness.draft import DraftParse, parse_draft
+from harness.draft import DRAFT_JSON_SCHEMA, DraftParse, parse_draft
 from harness.envelope import envelope_schema
 from harness.interceptor import HarnessToolInterceptor, TurnResult
 from harness.models.base import (
@@ -192,7 +192,12 @@ class HarnessSession:
             return None
         cfg = self.ctx.config
         return ChatRequest(
-            tuple(messages), self.tool_specs(), ModelPurpose.DIAGNOSIS, cfg.model_timeout_seconds, self.tool_choice
+            tuple(messages),
+            self.tool_specs(),
+            ModelPurpose.DIAGNOSIS,
+            cfg.model_timeout_seconds,
+            self.tool_choice,
+            DRAFT_JSON_SCHEMA,
         )
 
     def complete(self, model: ChatModel, messages: Sequence[ChatMessage]) -> ModelTurn:
@@ -290,6 +295,6 @@ class HarnessSession:
         for call in calls:
             if not call.id:
                 self._auto_id += 1
-                call = ToolCallRequest(f"call_harness_{self._auto_id}", call.name, call.arguments)
+                call = replace(call, id=f"call_harness_{self._auto_id}")
             out.append(call)
         return tuple(out)

@@ -111,6 +111,8 @@ class ModelCall(TraceEvent):
     """Classification of a failed attempt (None when answered)."""
     detail: str | None = None
     """The failure message of a failed attempt."""
+    text_tool_calls: int = 0
+    """Tool calls the client read from the reply's text (`ToolCallFormat.JSON`), not from `tool_calls`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,7 +17,21 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from harness import __version__
-from runners.commands import cases, gate, merge, migrate, recommend, report, run, schema, serve_sim, sweep, transcripts
+from runners.commands import (
+    cases,
+    gate,
+    merge,
+    migrate,
+    real_models,
+    recommend,
+    report,
+    run,
+    schema,
+    serve_model,
+    serve_sim,
+    sweep,
+    transcripts,
+)
 from runners.commands._common import (
     EXIT_INCONCLUSIVE,
     EXIT_INPUT,
@@ -54,7 +68,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for command in (cases, run, serve_sim, sweep, recommend, gate, report, merge, migrate, transcripts, schema):
+    for command in (cases, run, serve_sim, serve_model, sweep, recommend, gate, report, real_models, merge, migrate,
+                    transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     return parser
 

@@ -155,7 +155,7 @@ def test_spooled_duplicates_name_both_places(tmp_path: Path) -> None:
         with pytest.raises(EvalSetError) as spool_err:
             spool_cases(specs)
         assert spool_err.value.problems == list_err.value.problems
-        assert any("(its #1; here #8)" in p for p in spool_err.value.problems)
+        assert any("(its #1; here #9)" in p for p in spool_err.value.problems)
 
 
 def test_unknown_case_id_and_empty_selection(tmp_path: Path) -> None:

@@ -71,7 +71,15 @@ def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring()
     assert harness["deadline_seconds"].upper == 86_400 and harness["deadline_seconds"].lower_strict
     assert harness["schema_mode"].choices == ("adaptive", "static")
     model = {s.name for s in decl.settings if s.owner is settings.SettingOwner.MODEL}
-    assert model == {"model", "base_url", "api_key_env", "tool_choice", "parallel_tool_calls", "temperature"}
+    assert model == {
+        "model",
+        "base_url",
+        "api_key_env",
+        "tool_choice",
+        "parallel_tool_calls",
+        "temperature",
+        "tool_call_format",
+    }
 
 
 @pytest.mark.parametrize(

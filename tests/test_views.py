@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import main
+from runners.domain.evalset import load_cases
 from runners.plan.settings import swept_names
 from tests._rows import query as _q
 
@@ -47,7 +48,8 @@ def test_wasted_calls_keep_points_that_differ_only_in_protocol_threshold_or_budg
                      WHERE sweep_id IS NOT NULL GROUP BY ALL ORDER BY ALL""")  # fmt: skip
     assert rows == [(1, 2, 1), (1, 10, 1), (2, 2, 1), (2, 10, 1)]
     points = _q(db, "SELECT protocol_violation_threshold, max_tool_calls, case_runs FROM v_sweep_points ORDER BY ALL")
-    assert points == [(1, 2, 7), (1, 10, 7), (2, 2, 7), (2, 10, 7)]
+    n = len(load_cases(["empty_logs"]))  # the family's case count, one case run each per point
+    assert points == [(1, 2, n), (1, 10, n), (2, 2, n), (2, 10, n)]
     # each row's settings are those of the one bench run it summarises
     mismatched = _q(db, """SELECT v.bench_run_id FROM v_wasted_calls v JOIN bench_runs b USING (bench_run_id)
                            WHERE v.protocol_violation_threshold <> b.protocol_violation_threshold

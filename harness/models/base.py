@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal, Protocol, Union
 
 from harness.contracts import JsonObject, ModelErrorKind, ModelPurpose, ToolChoiceMode
@@ -18,6 +19,20 @@ class ToolCallRequest:
     """The tool name the model asked for."""
     arguments: str
     """Raw arguments text; may be invalid JSON (that is a protocol violation, not a crash)."""
+    written_as_text: bool = False
+    """The model wrote this call as JSON text in its reply and the client read it from there
+    (`ToolCallFormat.JSON`); False for a call the endpoint returned in `tool_calls`."""
+
+
+class ToolCallFormat(StrEnum):
+    """How a model's tool calls travel from the endpoint to the Harness."""
+
+    NATIVE = "native"
+    """The endpoint parses the model's calls and returns them in `tool_calls` (its chat template's format)."""
+    JSON = "json"
+    """The reply is constrained by `response_format` to one JSON object, either a call
+    `{"name": …, "arguments": …}` of an offered tool or the final answer, and the client reads the call from the
+    text: for endpoints whose tool-call parsing or `tool_choice` enforcement does not work for a model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +104,9 @@ class ChatRequest:
     """Per-request timeout (the Harness passes min(model timeout, time left before the deadline))."""
     tool_choice: ToolChoiceMode = ToolChoiceMode.CONFIGURED
     """NONE after STOP_REQUIRED: the one permitted Draft must be writable (no forced tool call)."""
+    answer_schema: JsonObject | None = None
+    """JSON schema of the final answer (the Draft's); a client that constrains replies to JSON offers it beside
+    the calls. None: the answer has no schema (SemanticGuard's verdict)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from harness.models.base import (
     ChatRequest,
     ModelCallError,
     ModelResponse,
+    ToolCallFormat,
     ToolCallRequest,
     ToolMessage,
     Usage,
@@ -228,9 +229,63 @@ def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, dict) else getattr(obj, key, None)
 
 
-def parse_completion(payload: Any) -> ModelResponse:
+def text_tool_call(content: str | None) -> ToolCallRequest | None:
+    """The call a reply wrote as text under `ToolCallFormat.JSON`: the whole content is one JSON object with
+    exactly the keys `name` (a string) and `arguments` (an object, or a string holding one). Anything else is
+    the model's final answer, read as the Draft. The id is left empty: the Harness assigns one."""
+    if content is None:
+        return None
+    try:
+        data = json.loads(content)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or set(data) != {"name", "arguments"} or not isinstance(data["name"], str):
+        return None
+    args = data["arguments"]
+    if isinstance(args, dict):
+        text = json.dumps(args, ensure_ascii=False)
+    elif isinstance(args, str):
+        text = args
+    else:
+        return None
+    return ToolCallRequest("", data["name"], text, written_as_text=True)
+
+
+def json_reply_format(request: ChatRequest, tool_choice: str | dict[str, Any]) -> dict[str, Any] | None:
+    """The `response_format` of `ToolCallFormat.JSON`: the reply is one JSON object, a call of a tool
+    `tool_choice` allows (`{"name": <that tool>, "arguments": <its parameters>}`) or, unless a call is
+    required, the final answer (the request's answer schema). None when there is nothing to constrain."""
+    if not request.tools:
+        return None
+    if tool_choice == "none":
+        allowed: tuple[str, ...] = ()
+    elif isinstance(tool_choice, dict):
+        allowed = (str(tool_choice["function"]["name"]),)
+    else:
+        allowed = tuple(t.name for t in request.tools)
+    options: list[dict[str, Any]] = [
+        {"type": "object", "properties": {"name": {"const": t.name}, "arguments": t.parameters},
+         "required": ["name", "arguments"], "additionalProperties": False}
+        for t in request.tools if t.name in allowed
+    ]  # fmt: skip
+    defs: dict[str, Any] = {}
+    if request.answer_schema is not None and (tool_choice in ("auto", "none") or not options):
+        answer: dict[str, Any] = dict(request.answer_schema)
+        found = answer.pop("$defs", None)
+        defs = dict(found) if isinstance(found, dict) else {}  # `$ref`s resolve from the root of the whole schema
+        options.append(answer)
+    if not options:
+        return None
+    schema: dict[str, Any] = options[0] if len(options) == 1 else {"anyOf": options}
+    if defs:
+        schema = {**schema, "$defs": defs}
+    return {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
+
+
+def parse_completion(payload: Any, *, text_calls: bool = False) -> ModelResponse:
     """A chat.completion (JSON dict or SDK object) -> ModelResponse. A body that is no chat completion at
-    all (no choices, no message) is NOT_A_COMPLETION: the endpoint's fault, not the model's answer."""
+    all (no choices, no message) is NOT_A_COMPLETION: the endpoint's fault, not the model's answer.
+    `text_calls`: a reply with no `tool_calls` whose text is one call (`text_tool_call`) is that call."""
     if isinstance(payload, list | str | int | float | bool) or payload is None:
         raise ModelCallError(ModelErrorKind.NOT_A_COMPLETION, f"the response is a JSON {type(payload).__name__}, "
                              "not a chat completion object")  # fmt: skip
@@ -255,6 +310,10 @@ def parse_completion(payload: Any) -> ModelResponse:
         int(_get(usage, "completion_tokens") or 0) if usage else 0,
     )
     content = _get(msg, "content")
+    if text_calls and not calls and isinstance(content, str):
+        written = text_tool_call(content)
+        if written is not None:
+            calls, content = [written], None  # the text was the call: echoed back as a call, not twice
     return ModelResponse(
         AssistantMessage(content if isinstance(content, str) else None, tuple(calls)),
         tokens,
@@ -276,6 +335,7 @@ class OpenAIChatModel:
         max_output_tokens: int | None = None,
         tool_choice: str = "auto",
         parallel_tool_calls: bool | None = False,
+        tool_call_format: ToolCallFormat = ToolCallFormat.NATIVE,
         max_in_flight: int | None = None,
         transport: TransportWrapper | None = None,
         offline: bool = False,
@@ -301,6 +361,7 @@ class OpenAIChatModel:
         # One pending call at a time (seed 000 §4): ask for one call per turn. None = not sent, for
         # endpoints that refuse the field.
         self._parallel_tool_calls = parallel_tool_calls
+        self._tool_call_format = tool_call_format
         self._temperature = temperature
         self._max_output_tokens = max_output_tokens
         self._base_url = endpoint_key(base_url)
@@ -356,6 +417,11 @@ class OpenAIChatModel:
             body["tool_choice"] = self._wire_tool_choice(request.tool_choice)
             if self._parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self._parallel_tool_calls
+        text_calls = self._tool_call_format is ToolCallFormat.JSON
+        if text_calls:
+            reply_format = json_reply_format(request, body.get("tool_choice", "none"))
+            if reply_format is not None:
+                body["response_format"] = reply_format
         if self._temperature is not None:
             body["temperature"] = self._temperature
         if self._max_output_tokens is not None:
@@ -378,7 +444,7 @@ class OpenAIChatModel:
         except (ValueError, RecursionError):  # a 2xx that is not JSON (an HTML page, a banner, a cut or too deep body)
             raise self._redacted(self._not_a_completion(response)) from None
         try:
-            return parse_completion(completion)
+            return parse_completion(completion, text_calls=text_calls)
         except ModelCallError as err:
             if err.kind is ModelErrorKind.NOT_A_COMPLETION:
                 raise self._redacted(ModelCallError(err.kind, f"endpoint {self._base_url}: {err}"[:500])) from None

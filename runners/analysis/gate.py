@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import math
 import shlex
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -440,9 +440,11 @@ def load_pairs(
     *,
     baseline_run: str | None = None,
     candidate_run: str | None = None,
+    cases: Collection[str] | None = None,
 ) -> list[Pair]:
     """Pair the two labels' case runs on (case_id, epoch); refuse differing case sets, a label compared with
-    itself, and a label spread over several bench runs (unless `baseline_run` / `candidate_run` pick one)."""
+    itself, and a label spread over several bench runs (unless `baseline_run` / `candidate_run` pick one).
+    `cases`: pair only these (runs of other cases are left out on both sides)."""
     labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs WHERE label IS NOT NULL").fetchall()}
     for lab in (baseline, candidate):
         if lab not in labels:
@@ -467,7 +469,11 @@ def load_pairs(
             """,
             [label, bench_run],
         ).fetchall()
-        return {(r[0], int(r[1])): (r[2], bool(r[3]), (float(r[4]), float(r[5]), float(r[6]))) for r in rows}
+        return {
+            (r[0], int(r[1])): (r[2], bool(r[3]), (float(r[4]), float(r[5]), float(r[6])))
+            for r in rows
+            if cases is None or r[0] in cases
+        }
 
     base, cand = runs(baseline, base_run), runs(candidate, cand_run)
     base_cases = {c for c, _ in base}

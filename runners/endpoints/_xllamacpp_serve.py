@@ -1,7 +1,7 @@
 """llama.cpp's native server from the prebuilt `xllamacpp` wheel, as a process of its own.
 
-    python -m runners.endpoints._xllamacpp_serve --model M.gguf --port P --alias A --chat-template-file T.jinja \\
-        [--threads 1] [--ctx-size 16384] [--n-predict 384] [--parallel 1]
+    python -m runners.endpoints._xllamacpp_serve --model M.gguf --port P --alias A [--chat-template-file T.jinja] \\
+        [--host 127.0.0.1] [--threads 1] [--ctx-size 16384] [--n-predict 384] [--parallel 1]
 
 The same server `llama-server --jinja` is (llama.cpp's `tools/server`, compiled into the wheel): the
 OpenAI-compatible routes, `/health`, `/apply-template`, the Jinja chat template and the native
@@ -26,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", required=True, type=int)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--alias", required=True)
-    parser.add_argument("--chat-template-file", required=True, type=Path)
+    parser.add_argument("--chat-template-file", type=Path, default=None,
+                        help="a Jinja chat template (default: the GGUF's own tokenizer.chat_template)")  # fmt: skip
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--ctx-size", type=int, default=16384)
     parser.add_argument("--n-predict", type=int, default=384)
@@ -36,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
 
     params = xllamacpp.CommonParams()
     params.model.path = str(args.model)
-    params.chat_template = args.chat_template_file.read_text()  # what --chat-template-file reads
+    if args.chat_template_file is not None:  # else llama.cpp renders with the template the GGUF carries
+        params.chat_template = args.chat_template_file.read_text()  # what --chat-template-file reads
     params.use_jinja = True
     params.model_alias = {args.alias}
     params.hostnames = [args.host]

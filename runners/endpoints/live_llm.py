@@ -358,12 +358,24 @@ def ensure_xllamacpp(folder: Path) -> Path:
     return target
 
 
+def xllamacpp_command(
+    model: Path, port: int, *, alias: str, chat_template: Path | None, threads: int, ctx_size: int, n_predict: int,
+    parallel: int, host: str | None = None,
+) -> list[str]:  # fmt: skip
+    """The command line of the xllamacpp server process (`_xllamacpp_serve`); `chat_template` None: the GGUF's own,
+    `host` None: the wrapper's default, 127.0.0.1."""
+    return [sys.executable, "-m", "runners.endpoints._xllamacpp_serve", "--model", str(model), "--port", str(port),
+            *(("--host", host) if host is not None else ()), "--alias", alias,
+            *(("--chat-template-file", str(chat_template)) if chat_template is not None else ()),
+            "--threads", str(threads), "--ctx-size", str(ctx_size), "--n-predict", str(n_predict),
+            "--parallel", str(parallel)]  # fmt: skip
+
+
 def server_command(kind: ServerKind, model: Path, port: int, binary: Path | None = None) -> list[str]:
     """The command line of one server build, with the same settings (template, threads, context, cap)."""
     if kind is ServerKind.XLLAMACPP:
-        return [sys.executable, "-m", "runners.endpoints._xllamacpp_serve", "--model", str(model), "--port", str(port),
-                "--alias", MODEL_ALIAS, "--chat-template-file", str(CHAT_TEMPLATE), "--threads", "1",
-                "--ctx-size", str(N_CTX), "--n-predict", str(N_PREDICT), "--parallel", "1"]  # fmt: skip
+        return xllamacpp_command(model, port, alias=MODEL_ALIAS, chat_template=CHAT_TEMPLATE, threads=1, ctx_size=N_CTX,
+                                 n_predict=N_PREDICT, parallel=1)  # fmt: skip
     assert binary is not None
     return [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ALIAS,
             *SERVER_ARGS]  # fmt: skip
@@ -377,6 +389,16 @@ def start_server(
     xllamacpp wheel is installed."""
     port = _free_port()
     cmd = server_command(kind, model, port, binary)
+    return launch_server(cmd, f"http://127.0.0.1:{port}", log_path, kind=kind, wait_s=wait_s, python_path=python_path)
+
+
+def launch_server(
+    cmd: Sequence[str], root: str, log_path: Path, *, kind: ServerKind, wait_s: float = 180,
+    python_path: Path | None = None,
+) -> LlamaServer:  # fmt: skip
+    """Run `cmd` (a server listening at `root`, its output into `log_path`) and wait until `root`/health answers 200
+    (503 while loading); SetupError when it exits or does not answer within `wait_s`. An interrupt while waiting
+    stops it."""
     env = dict(os.environ)
     if python_path is not None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(python_path), env.get("PYTHONPATH", "")) if p)
@@ -385,19 +407,24 @@ def start_server(
         log.flush()
         # xllamacpp's wrapper serves until its stdin closes: it dies with us even when we are killed
         stdin = subprocess.PIPE if kind is ServerKind.XLLAMACPP else subprocess.DEVNULL
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=stdin, cwd=ROOT, env=env)
-    server = LlamaServer(proc, f"http://127.0.0.1:{port}", log_path, kind)
+        proc = subprocess.Popen(list(cmd), stdout=log, stderr=subprocess.STDOUT, stdin=stdin, cwd=ROOT, env=env)
+    server = LlamaServer(proc, root, log_path, kind)
     deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SetupError(f"{kind.value} exited with {proc.returncode}; see {log_path}")
-        try:
-            with urllib.request.urlopen(f"{server.root}/health", timeout=2) as resp:
-                if resp.status == 200:
-                    return server
-        except OSError:
-            pass
-        time.sleep(0.5)
+    try:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SetupError(f"{kind.value} exited with {proc.returncode}; see {log_path}")
+            try:
+                with urllib.request.urlopen(f"{server.root}/health", timeout=2) as resp:
+                    if resp.status == 200:
+                        return server
+            except OSError:
+                pass
+            time.sleep(0.5)
+    except BaseException:
+        if proc.poll() is None:  # Ctrl-C or SIGTERM while it loads: it is not left behind
+            server.stop()
+        raise
     server.stop()
     raise SetupError(f"{kind.value} did not answer /health within {wait_s:.0f} s; see {log_path}")
 

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 
 from harness.config import BenchSetting, HarnessConfig
+from harness.models.base import ToolCallFormat
 from runners.store.redact import safe_url
 
 SettingValue = int | float | str | None
@@ -80,6 +81,9 @@ class ModelSettings(BaseModel):
     """Ask for one tool call per turn (false), allow several (true), or omit the field."""
     temperature: float = Field(default=0.0, ge=0, le=2)
     """Sampling temperature."""
+    tool_call_format: ToolCallFormat = ToolCallFormat.NATIVE
+    """native: the endpoint returns the calls in tool_calls; json: each reply is constrained (response_format) to
+    one JSON object, a tool call or the Draft, and the call is read from the text."""
 
     @field_validator("api_key_env")
     @classmethod

@@ -43,6 +43,7 @@ class ModelFactory:
                 timeout_seconds=opts.config.model_timeout_seconds,
                 tool_choice=ms.tool_choice,
                 parallel_tool_calls=ms.parallel_tool_calls.wire,
+                tool_call_format=ms.tool_call_format,
                 temperature=ms.temperature,
                 max_in_flight=opts.max_in_flight or opts.concurrency,
                 # Each case run binds its own cassette to its thread (runners/endpoints/cassettes.py).

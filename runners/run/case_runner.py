@@ -23,7 +23,7 @@ from harness.contracts import (
 from harness.models.base import ChatModel
 from harness.prompts import DiagnosisTask, TaskContext
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
-from harness.trace import GainApplied, StopRequiredDelivered, ToolInvocation, ToolRequestRejected
+from harness.trace import GainApplied, ModelCall, StopRequiredDelivered, ToolInvocation, ToolRequestRejected
 from runners.domain.evalset import EvalCase, ExactCounts, ExpectedStop, FaultKind, ToolFault
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT
 from runners.domain.scripted import ScriptedChatModel
@@ -121,6 +121,8 @@ class CaseMetrics:
     """Prompt tokens."""
     output_tokens: int
     """Completion tokens."""
+    text_tool_calls: int = 0
+    """Tool calls the model wrote as text and the client read from it (`--tool-call-format json`)."""
 
 
 def metrics_of(result: RunResult) -> CaseMetrics:
@@ -151,6 +153,7 @@ def metrics_of(result: RunResult) -> CaseMetrics:
         wasted_invocations=wasted,
         input_tokens=result.usage.input_tokens,
         output_tokens=result.usage.output_tokens,
+        text_tool_calls=sum(e.text_tool_calls for e in result.events if isinstance(e, ModelCall)),
     )
 
 

@@ -30,7 +30,7 @@ from runners.plan import run_options, settings
 from runners.run.case_runner import CaseRun
 from runners.store.redact import NO_SECRETS, Secrets, redact, redact_cells
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -273,6 +273,13 @@ _MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS error_kind VARCHAR",
         # the agent loop (`--agent`) the bench run's cases went through; NULL: native (written before it existed)
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS agent VARCHAR",
+    ],
+    # v7: calls a model wrote as text (`--tool-call-format json`), counted apart from the endpoint's `tool_calls`:
+    # per model call (MODEL_CALL) and per case run. Runs written before it had none.
+    7: [
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS text_tool_calls INTEGER",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS text_tool_calls INTEGER",
+        "UPDATE case_runs SET text_tool_calls = 0 WHERE text_tool_calls IS NULL",
     ],
 }
 
@@ -639,6 +646,7 @@ def case_run_rows(
         "stop_required_delivered": m.stop_required_delivered, "wasted_invocations": m.wasted_invocations,
         "awaiting_rejections": m.awaiting_rejections, "stop_required_deliveries": m.stop_required_deliveries,
         "observation_bytes": m.observation_bytes, "budget_hit": _enum(m.budget_hit),
+        "text_tool_calls": m.text_tool_calls,
         "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "wall_ms": r.wall_ms,
         "reason": d.reason[:500], "conclusion": (d.draft.conclusion if d.draft else None),
         "error": r.error, "error_kind": _enum(r.error_kind),

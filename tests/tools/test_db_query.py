@@ -723,11 +723,17 @@ def test_a_column_named_like_a_session_function_is_read_when_qualified() -> None
         tool.parse_input({"sql": "select user from audit"})
 
 
+# Cases whose db_query SQL is meant to fail in DuckDB's binder: a real model's own query, replayed as recorded.
+SQL_FAILS_BY_DESIGN = frozenset({"tool_failures_real_unknown_column_retried_until_budget_shop42"})
+
+
 def test_every_builtin_db_query_step_passes_the_validator_and_runs() -> None:
     from runners.domain.evalset import load_cases
 
     checked = 0
     for case in load_cases():
+        if case.id in SQL_FAILS_BY_DESIGN:
+            continue
         steps = [s for s in case.trajectory.steps if s.tool == "db_query" and s.mistake is not Mistake.INVALID_INPUT]
         if not steps:
             continue

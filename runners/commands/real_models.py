@@ -1,0 +1,117 @@
+"""`harness-bench real-models`: replay every committed real-model recording offline, check it against its summary,
+then `recommend` per model and the gate on each real upgrade and downgrade, written as Markdown + HTML."""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from runners.commands._common import (
+    EXIT_OK,
+    EXIT_REGRESSION,
+    _add_selection,
+    _ArgumentError,
+    _check_outputs,
+    _error,
+    _fail,
+    _Parser,
+    _say,
+    _sub,
+)
+from runners.store._files import NamedPath
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = _sub(sub, "real-models", "replay the committed real-model recordings; recommend and gate them; write a report",
+             "Replays each cassettes/<model>/summary.json's sweep offline (--record-mode none, no server, no key)"
+             " into one database (label = the model), checks it yields the committed summary (exit 1 naming the"
+             " differing numbers), then writes OUT/report.md and OUT/report.html: pass rates per family, what the"
+             " Harness did, recommend per model and the gate on each upgrade and downgrade at NO_GAIN threshold 2."
+             " Exit 0 written, 1 a replay differs from its summary, 2 unusable input.")  # fmt: skip
+    p.add_argument("--cassettes", type=Path, default=Path("cassettes"),
+                   help="folder holding <model>/summary.json and its cassettes (default cassettes)")  # fmt: skip
+    p.add_argument("--db", type=Path, default=None,
+                   help="keep the replay's database here (default: a temporary file, removed)")  # fmt: skip
+    p.add_argument("--out", type=Path, default=Path("reports/real-models"),
+                   help="output folder (default reports/real-models)")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
+    """The recording's settings, read by a parser of the sweep's flags (defaults filled in)."""
+    from runners.analysis.real_report import RecordingSettings
+    from runners.commands._bench import _add_bench
+    from runners.plan import settings
+
+    parser = _Parser(prog="harness-bench sweep")
+    _add_selection(parser, "sweep")  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
+    _add_bench(parser, sweep=True)
+    try:
+        args = parser.parse_args(list(sweep_args))
+        values = settings.settings_from_args(args)
+        axes = settings.axes_from_args(args)
+    except (_ArgumentError, ValueError) as exc:
+        _fail(f"{where}: sweep_args are not `harness-bench sweep` flags ({exc})")
+    thresholds = axes.get("no_gain_threshold") or (values.config.no_gain_threshold,)
+    return RecordingSettings(
+        model=values.model_settings.model, tool_call_format=str(values.model_settings.tool_call_format),
+        tool_choice=values.model_settings.tool_choice, temperature=values.model_settings.temperature,
+        deadline_seconds=values.config.deadline_seconds, thresholds=tuple(t for t in thresholds if isinstance(t, int)),
+        epochs=args.epochs or 3,
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.analysis.real_report import (
+        RecordingError,
+        ReplayMismatch,
+        build,
+        find_recordings,
+        render_html,
+        render_markdown,
+    )
+    from runners.live.models import MODELS
+    from runners.store._files import write_text
+
+    if args.out.exists() and not args.out.is_dir():
+        _fail(f"--out {args.out} is a file; give a folder (it will hold report.md and report.html)")
+    inputs = [NamedPath("--cassettes", args.cassettes)]
+    if args.db is not None:
+        inputs.append(NamedPath("--db", args.db))
+        if args.db.exists():
+            _fail(f"--db {args.db} exists; give a new file (the replay writes every model into it)")
+    md_path, html_path = args.out / "report.md", args.out / "report.html"
+    _check_outputs([NamedPath("--out", md_path), NamedPath("--out", html_path)], inputs)
+    if any(args.cassettes.resolve() in (p.resolve(), *p.resolve().parents) for p in (md_path,)):
+        _fail(f"--out {args.out} is inside --cassettes {args.cassettes}: the report would land among its inputs")
+    try:
+        recordings = find_recordings(args.cassettes)
+    except RecordingError as exc:
+        _fail(str(exc))
+    settings = {r.summary.model: _settings(r.summary.sweep_args, r.folder / "summary.json") for r in recordings}
+    with tempfile.TemporaryDirectory(prefix="hb-real-models-") as tmp:
+        db = args.db if args.db is not None else Path(tmp) / "replay.duckdb"
+        try:
+            built = build(recordings, db, settings, list(MODELS))
+        except RecordingError as exc:
+            _fail(str(exc))
+        if isinstance(built, list):
+            for mismatch in built:
+                assert isinstance(mismatch, ReplayMismatch)
+                shown = "; ".join(mismatch.differences[:12])
+                more = f" (+{len(mismatch.differences) - 12} more)" if len(mismatch.differences) > 12 else ""
+                _error(f"{mismatch.model}: the replay does not yield the committed summary: {shown}{more}")
+            return EXIT_REGRESSION
+    command = "harness-bench real-models" + ("" if args.cassettes == Path("cassettes") else f" --cassettes"
+                                             f" {args.cassettes}")  # fmt: skip
+    write_text(md_path, render_markdown(built, command))
+    write_text(html_path, render_html(built, command))
+    for gate in built.gates:
+        if gate.downgrade_passed:
+            _say(f"warning: the downgrade {gate.baseline} → {gate.candidate} PASSED the gate", stderr=True)
+    _say(f"wrote {md_path} and {html_path}")
+    return EXIT_OK
