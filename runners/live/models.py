@@ -124,6 +124,15 @@ GEMMA3_270M = LocalModel(
     server=ServerSettings(threads=1, ctx_size=16384, n_predict=384),
     request=RequestSettings(temperature=0.0, tool_choice="auto", schema_mode=SchemaMode.ADAPTIVE),
 )
+# Measured on the harness's prompt (xllamacpp 2026.10.11549), for both Qwen models: under the GGUF's template, with
+# `auto`, `required` or a named tool, the model writes its Draft at once and the server returns no tool_calls (this
+# server accepts `required` without enforcing it, and downgrades a named tool to auto); with the reply constrained
+# to a call of an offered tool, it calls tools. `required` leaves the Draft to the turn after STOP_REQUIRED, when
+# only the Draft is allowed.
+QWEN_REQUEST = RequestSettings(
+    temperature=0.0, tool_choice="required", schema_mode=SchemaMode.ADAPTIVE, tool_call_format=ToolCallFormat.JSON
+)
+"""How both Qwen2.5-Coder models are asked."""
 QWEN25_CODER_05B = LocalModel(
     name="qwen2.5-coder-0.5b",
     description="Qwen2.5-Coder 0.5B Instruct (qwen2), Q4_K_M; Qwen2.5's tool-calling template in the GGUF",
@@ -133,14 +142,7 @@ QWEN25_CODER_05B = LocalModel(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     chat_template=None,
     server=ServerSettings(threads=1, ctx_size=16384, n_predict=384),
-    # Measured on the harness's prompt (xllamacpp 2026.10.11549): under the GGUF's template, with `auto`,
-    # `required` or a named tool, the model writes its Draft at once and the server returns no tool_calls (this
-    # server accepts `required` without enforcing it, and downgrades a named tool to auto); with the reply
-    # constrained to a call of an offered tool, it calls tools. `required` leaves the Draft to the turn after
-    # STOP_REQUIRED, when only the Draft is allowed.
-    request=RequestSettings(
-        temperature=0.0, tool_choice="required", schema_mode=SchemaMode.ADAPTIVE, tool_call_format=ToolCallFormat.JSON
-    ),
+    request=QWEN_REQUEST,
 )
 QWEN25_CODER_15B = LocalModel(
     name="qwen2.5-coder-1.5b",
@@ -151,14 +153,7 @@ QWEN25_CODER_15B = LocalModel(
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     chat_template=None,
     server=ServerSettings(threads=1, ctx_size=16384, n_predict=384),
-    # Measured on the harness's prompt (xllamacpp 2026.10.11549): under the GGUF's template, with `auto`,
-    # `required` or a named tool, the model writes its Draft at once and the server returns no tool_calls (this
-    # server accepts `required` without enforcing it, and downgrades a named tool to auto); with the reply
-    # constrained to a call of an offered tool, it calls tools. `required` leaves the Draft to the turn after
-    # STOP_REQUIRED, when only the Draft is allowed.
-    request=RequestSettings(
-        temperature=0.0, tool_choice="required", schema_mode=SchemaMode.ADAPTIVE, tool_call_format=ToolCallFormat.JSON
-    ),
+    request=QWEN_REQUEST,
 )
 
 MODELS: dict[str, LocalModel] = {m.name: m for m in (GEMMA3_270M, QWEN25_CODER_05B, QWEN25_CODER_15B)}
