@@ -69,9 +69,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _copy(recorded: Path, tmp_path: Path) -> Path:
+def _copy(recorded: Path, tmp_path: Path, *models: str) -> Path:
+    """A copy of the recordings to change: all of them, or only `models` (each one left out is a replay saved)."""
     root = tmp_path / "cassettes"
-    shutil.copytree(recorded, root)
+    if not models:
+        shutil.copytree(recorded, root)
+    for model in models:
+        shutil.copytree(recorded / model, root / model)
     return root
 
 
@@ -183,7 +187,7 @@ def test_the_gate_verdict_is_the_gate_command_s(report: tuple[Path, Path, int], 
 def test_a_summary_the_replay_does_not_yield_is_exit_1_naming_the_number(
     recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = _copy(recorded, tmp_path)
+    root = _copy(recorded, tmp_path, LARGE)
     path = root / LARGE / "summary.json"
     data = json.loads(path.read_text())
     data["thresholds"][1]["passed"] += 1
@@ -198,7 +202,7 @@ def test_a_summary_the_replay_does_not_yield_is_exit_1_naming_the_number(
 
 def test_a_changed_cassette_is_exit_1(recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The replay reads the cassettes: an answer changed in one is a mismatch, never a report."""
-    root = _copy(recorded, tmp_path)
+    root = _copy(recorded, tmp_path, LARGE)
     cassette = next(iter(sorted((root / LARGE).rglob("epoch1.json"))))
     data = json.loads(cassette.read_text())
     last = data["interactions"][-1]
@@ -241,7 +245,7 @@ HOSTILE = "openai:<img src=x onerror=alert(1)>|*x*\u202e"
 def test_hostile_text_in_the_flags_is_escaped(recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """The sweep flags are the file's text, shown in the settings line and the replay command."""
-    root = _copy(recorded, tmp_path)
+    root = tmp_path / "cassettes"
     PROFILES["hostile"], THRESHOLDS["hostile"] = HOSTILE, "2"
     monkeypatch.setenv("HB_REAL_KEY", "sk-real-models-test")
     try:
@@ -294,7 +298,7 @@ def test_a_downgrade_that_passes_is_said_loudly() -> None:
 def test_flags_the_sweep_refuses_are_exit_2_naming_the_summary(
     recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    root = _copy(recorded, tmp_path)
+    root = _copy(recorded, tmp_path, LARGE)
     path = root / LARGE / "summary.json"
     data = json.loads(path.read_text())
     data["sweep_args"] += ["--no-gain-threshold", "0"]
