@@ -42,7 +42,7 @@ test-fast: $(STAMP)
 test-full: $(STAMP)
 	HB_ALL_MOMENTS=1 $(MAKE) test
 
-## What CI's checks need from the distribution: Chromium (tests/test_report.py measures the report page in it).
+## What CI's checks need from the distribution: Chromium (tests/runners/analysis/test_report.py measures the report page in it).
 ## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 ci-deps:

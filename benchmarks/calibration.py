@@ -28,7 +28,7 @@ runs ~100–250 case runs/s).
 (case, trajectory, config), and the profiles draw the same trajectory again and again (most epochs
 of a seed leave a case's trajectory unchanged), so each distinct (case, trajectory) is run once
 through the real Harness and its outcome reused — exactly the rows a bench run of that seed would
-write (`tests/test_calibration.py` checks it against `run_bench`).
+write (`tests/runners/analysis/test_calibration.py` checks it against `run_bench`).
 """
 
 from __future__ import annotations

@@ -19,10 +19,10 @@ from harness.tools.base import BusinessTool, ToolResult
 # In CI (CI=true) a skip is a failure unless listed here with why it may skip: a check that never runs
 # where it matters is worse than a red one.
 ALLOWED_CI_SKIPS: dict[str, str] = {
-    "tests/test_full_disk.py": "mounting a small tmpfs needs root and mount(8); a CI runner may have neither",
-    "tests/test_live_llm.py": "needs make on PATH",
-    "tests/test_serve_model_live.py": "needs the xllamacpp wheel and a verified GGUF in the cache folder, which "
-    "make live (run after make test) or serve-model installs",
+    "tests/e2e/test_full_disk.py": "mounting a small tmpfs needs root and mount(8); a CI runner may have neither",
+    "tests/runners/live/test_live_llm.py": "needs make on PATH",
+    "tests/runners/live/test_serve_model_live.py": "needs the xllamacpp wheel and a verified GGUF in the cache "
+    "folder, which make live (run after make test) or serve-model installs",
 }
 
 

@@ -10,7 +10,8 @@ That event path composes in Python, ~60% of a load. With libyaml, a block list o
 a fast path instead: its items are split at their lines and composed by libyaml itself a few cases at a time
 (`_fast_items`); the event path takes over, from the first item not yet handed out, wherever the fast path
 cannot vouch for the result (an alias across items, a directive, an odd line), so both give the same data and
-the same errors with the same marks (`tests/test_evalset_stream.py` compares them on every built-in file).
+the same errors with the same marks (`tests/runners/domain/test_evalset_stream.py` compares them on every built-in
+file).
 
 Every path is bounded (`_Bounds`): a few bytes of anchors and aliases can stand for billions of nodes (an alias
 bomb), which construction and validation would each walk. Nesting, the aliases of one case (or other top-level

@@ -1,4 +1,4 @@
-"""Probe for tests/test_interrupts.py, loaded into a real `harness-bench` process via PYTHONPATH.
+"""Probe for tests/runners/run/test_interrupts.py, loaded into a real `harness-bench` process via PYTHONPATH.
 
 Inert unless HB_PROBE_FD is set. It changes no behaviour: it reports what the process is doing as
 lines on that file descriptor, so the test can send its signal on observed progress rather than
@@ -16,7 +16,7 @@ HB_PROBE_GO_FD afterwards), so that the signal lands *inside* a DuckDB statement
 Each line also says whether the process had received its signal by then (read from the installed
 handler), so the test can count case runs handed to the writer after the signal arrived.
 
-For the commands that only read or write whole files (tests/test_output_paths.py):
+For the commands that only read or write whole files (tests/e2e/test_output_paths.py):
 
 - `copy:n`   the n-th `INSERT INTO case_runs` of `merge` (inside its transaction),
 - `commit:n` the statement after `merge`'s n-th COMMIT (the merge is whole, the command not yet done),

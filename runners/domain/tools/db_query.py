@@ -113,7 +113,7 @@ class SqlAnalysis:
 # sqlglot has no class for it (an `exp.Anonymous`, checked by name). A node passes when its exact class
 # is listed (so any spelling sqlglot maps to that class passes too: `len` is `exp.Length`), or when it
 # is an Anonymous call with a listed name. A sqlglot upgrade that gives a listed anonymous name its own
-# class makes that function fail closed until it is listed here (tests/tools/test_db_query.py says so).
+# class makes that function fail closed until it is listed here (tests/runners/domain/tools/test_db_query.py says so).
 # Left out on purpose: anything reading the session, settings, catalog, environment or files
 # (current_setting, current_schemas, version, getenv, duckdb_*, pragma_*, read_*), anything that
 # changes session state (setseed, nextval), and anything whose answer is not a function of the case's

@@ -1,0 +1,406 @@
+"""The live check's own logic, offline: no model, no llama-server (serve-sim and fake renderers stand in)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import openai
+import pytest
+
+from harness.models.openai_model import OpenAIChatModel
+from runners.endpoints.live_llm import (
+    DEFAULT_CASES,
+    STOP_TEXT,
+    Recorded,
+    RecordingProxy,
+    ServerKind,
+    SetupError,
+    _peer_closed,
+    _step,
+    check_conversations,
+    check_rendered,
+    check_structure,
+    compare_replay,
+    excerpt,
+    live_figures,
+    plan_live,
+    reference_conversations,
+    refusal_reason,
+    response_figures,
+    schedule,
+    server_command,
+)
+from runners.endpoints.simulator import SimulatorServer
+from runners.plan.options import BenchOptions
+from runners.plan.run_plan import select_cases
+from runners.plan.settings import ModelSettings
+from runners.run.bench import plan_run, run_bench
+from runners.run.case_runner import run_case
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture(scope="module")
+def reference() -> list[Recorded]:
+    os.environ.setdefault("HARNESS_BENCH_LIVE_KEY", "not-needed")
+    return reference_conversations(DEFAULT_CASES[:3])
+
+
+def _stop_body(records: list[Recorded]) -> dict[str, Any]:
+    """The last request of a reference conversation that delivered STOP_REQUIRED."""
+    bodies = [
+        r.body
+        for r in records
+        if any(m["role"] == "tool" and "STOP_REQUIRED" in m["content"] for m in r.body["messages"])
+    ]
+    assert bodies, "the reference cases must deliver STOP_REQUIRED (else the prompt check is vacuous)"
+    return bodies[-1]
+
+
+def _chatml(body: dict[str, Any], tool_turn: Callable[[str], str], tools: bool = True) -> str:
+    """A toy template: what a correct server renders, or (with another tool_turn) a broken one."""
+    parts = [json.dumps(body["tools"], ensure_ascii=False)] if tools else []
+    for m in body["messages"]:
+        content = tool_turn(m["content"]) if m["role"] == "tool" else m["content"] or ""
+        parts.append(f"<|im_start|>{m['role']}\n{content}<|im_end|>")
+    return "\n".join(parts) + "\n<|im_start|>assistant\n"
+
+
+def test_rendered_prompt_with_every_observation_passes(reference: list[Recorded]) -> None:
+    body = _stop_body(reference)
+    check = check_rendered(body, _chatml(body, lambda text: text))
+    assert check.problems() == []
+    assert check.tools == 3 and check.observations >= 2 and check.stop_required == 1
+    assert check.observations_json_quoted == 0
+
+
+def test_json_quoted_observations_still_reach_the_model(reference: list[Recorded]) -> None:
+    body = _stop_body(reference)
+    check = check_rendered(body, _chatml(body, lambda text: json.dumps({"tool_response": text})))
+    assert check.problems() == []
+    assert check.observations_json_quoted == check.observations
+
+
+def test_an_empty_tool_turn_is_caught(reference: list[Recorded]) -> None:
+    """What llama-cpp-python's chatml-function-calling did: the tool turn rendered empty."""
+    body = _stop_body(reference)
+    check = check_rendered(body, _chatml(body, lambda text: ""))
+    assert check.observations_missing == check.observations > 0
+    assert check.stop_required_missing == 1
+    assert any("STOP_REQUIRED" in p for p in check.problems())
+
+
+def test_html_escaped_prompt_is_caught(reference: list[Recorded]) -> None:
+    body = _stop_body(reference)
+    prompt = _chatml(body, lambda text: text).replace('"', "&#34;")
+    check = check_rendered(body, prompt)
+    assert check.html_escaped == ["&#34;"]
+    assert check.observations_missing == check.observations  # escaped JSON is not the text the Harness sent
+
+
+def test_tools_not_shown_are_caught(reference: list[Recorded]) -> None:
+    body = _stop_body(reference)
+    check = check_rendered(body, _chatml(body, lambda text: text, tools=False))
+    names = [t["function"]["name"] for t in body["tools"]]
+    # the system prompt and the assistant turns name no tool's description: every tool is reported
+    assert sorted(check.tools_missing) == sorted(names)
+
+
+def test_excerpt_is_around_the_last_stop_required(reference: list[Recorded]) -> None:
+    body = _stop_body(reference)
+    prompt = _chatml(body, lambda text: text)
+    cut = excerpt(prompt, "STOP_REQUIRED")
+    assert STOP_TEXT in cut and "STOP_REQUIRED" in cut
+    assert len(cut) < len(prompt)
+
+
+def test_reference_conversations_are_the_wire_bodies(reference: list[Recorded]) -> None:
+    """Recorded through the proxy: one body per model call, as the client sent it (tool_choice included)."""
+    cases = select_cases([], list(DEFAULT_CASES[:3]))
+    calls = 0
+    with SimulatorServer(cases) as sim:
+        model = OpenAIChatModel("scripted", base_url=sim.base_url, api_key_env="HARNESS_BENCH_LIVE_KEY")
+        for case in cases:
+            run = run_case(case, model)
+            calls += run.metrics.model_calls + run.metrics.guard_calls
+    assert len(reference) == calls
+    with_tools = [r.body for r in reference if r.body.get("tools")]
+    assert with_tools and all(b["parallel_tool_calls"] is False for b in with_tools)
+    # tool_choice is sent with the tools: "auto", and "none" exactly once STOP_REQUIRED has been delivered
+    for b in with_tools:
+        stopped = any(m["role"] == "tool" and "STOP_REQUIRED" in m["content"] for m in b["messages"])
+        assert b["tool_choice"] == ("none" if stopped else "auto")
+    assert any(b["tool_choice"] == "none" for b in with_tools), "a reference case delivers STOP_REQUIRED"
+    assert all(r.status == 200 and r.label == "reference" for r in reference)
+
+
+def test_plan_is_derived_from_the_per_call_latency() -> None:
+    fast = plan_live(2.0, deadline_s=120, max_model_calls=12, cases=8, modes=2, ceiling_s=600)
+    assert fast.run_bound_s == pytest.approx((12 + 1) * 2.0 * 2 + 2)  # all calls, doubled for load
+    assert fast.hard_limit_s == 600  # 16 worst-case runs would take longer: the ceiling holds
+    slow = plan_live(30.0, deadline_s=120, max_model_calls=12, cases=8, modes=2, ceiling_s=600)
+    assert slow.run_bound_s == pytest.approx(120 + 1 + 2)  # the deadline bounds a run
+    tiny = plan_live(0.5, deadline_s=120, max_model_calls=12, cases=2, modes=2, ceiling_s=600)
+    assert tiny.hard_limit_s == pytest.approx(4 * tiny.run_bound_s, abs=1)  # no more than the runs wanted
+    starved = plan_live(30.0, deadline_s=120, max_model_calls=12, cases=8, modes=2, ceiling_s=60)
+    assert starved.hard_limit_s >= 2 * starved.run_bound_s  # one worst-case run per mode always fits
+
+
+def test_schedule_interleaves_modes() -> None:
+    assert schedule(["a", "b"], ["auto", "required"]) == [
+        ("auto", "a"), ("required", "a"), ("auto", "b"), ("required", "b"),
+    ]  # fmt: skip
+
+
+def _scripted_live_db(tmp_path: Path) -> tuple[Path, list[str]]:
+    db = tmp_path / "live.duckdb"
+    ids = [
+        run_bench(plan_run(BenchOptions(case_ids=[c],
+        model_settings=ModelSettings(model="scripted"),
+        db=db, label="live-auto"))).bench_run_id
+        for c in ("diagnosable_gateway_risk_pool_exhausted_t1", "generic_kb_gateway_runbook_timeout_t3",
+                  "missing_context_no_tenant_gateway_429")
+    ]  # fmt: skip
+    return db, ids
+
+
+def test_figures_and_structure_from_duckdb(tmp_path: Path) -> None:
+    db, ids = _scripted_live_db(tmp_path)
+    assert check_structure(db, ids, deadline_s=120) == []
+    f = live_figures(db, "live-auto", ids)
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        (backend, saturated, stop, calls) = con.execute(
+            "SELECT count(*) FILTER (WHERE tool_invocations > 0), "
+            "count(*) FILTER (WHERE stop_reason = 'INFORMATION_SATURATED'), "
+            "count(*) FILTER (WHERE stop_required_delivered), sum(model_calls) FROM case_runs"
+        ).fetchone() or (0, 0, 0, 0)
+    finally:
+        con.close()
+    assert f["runs"] == 3 and f["with_model_call"] == 3
+    assert f["with_backend_call"] == backend == 2  # missing context: no tool call
+    assert f["saturated"] == saturated >= 1 and f["stop_required"] == stop
+    assert f["judged"] >= 1 and f["gained_judgements"] + f["no_gain_judgements"] >= 1
+    assert f["valid_draft"] == 3 and f["model_calls"] == calls
+    assert live_figures(db, "live-required", ids)["runs"] == 0
+
+
+def test_structure_violations_are_reported(tmp_path: Path) -> None:
+    db, ids = _scripted_live_db(tmp_path)
+    con = duckdb.connect(str(db))
+    try:
+        victim = con.execute("SELECT case_run_id FROM case_runs WHERE tool_invocations > 0 LIMIT 1").fetchone()
+        assert victim is not None
+        con.execute("UPDATE case_runs SET wall_ms = 121500 WHERE case_run_id = ?", [victim[0]])
+        con.execute(
+            "INSERT INTO tool_calls SELECT * FROM tool_calls WHERE case_run_id = ? AND invocation_status = 'COMPLETED' "
+            "LIMIT 1",
+            [victim[0]],
+        )
+        con.execute("DELETE FROM events WHERE case_run_id = ? AND kind = 'RELEASED'", [victim[0]])
+    finally:
+        con.close()
+    problems = check_structure(db, ids, deadline_s=120)
+    assert any("past its 120 s deadline" in p for p in problems)
+    assert any("reached the backend" in p for p in problems)
+    assert any("0 RELEASED events" in p for p in problems)
+    assert any("disagree" in p for p in problems)
+    assert check_structure(db, ids, deadline_s=121) != []  # the others stay
+
+
+class _Slow(BaseHTTPRequestHandler):
+    """Answers after 5 s unless the client goes away first (it records which)."""
+
+    protocol_version = "HTTP/1.1"
+    saw_disconnect = threading.Event()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            if _peer_closed(self.connection):
+                type(self).saw_disconnect.set()
+                return
+            time.sleep(0.05)
+        self.send_response(200)
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+
+def test_proxy_cancels_upstream_when_the_client_gives_up() -> None:
+    """A timed-out client must not leave llama-server generating for nobody (it would delay the next call)."""
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
+    upstream.daemon_threads = True
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    try:
+        with RecordingProxy(f"http://127.0.0.1:{upstream.server_address[1]}") as proxy:
+            model = OpenAIChatModel("m", base_url=proxy.base_url, timeout_seconds=0.5)
+            t0 = time.monotonic()
+            with pytest.raises(openai.APITimeoutError):
+                model._client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+            assert _Slow.saw_disconnect.wait(3), "the proxy kept the upstream request open"
+            assert time.monotonic() - t0 < 4
+            assert proxy.records == []  # nothing came back: nothing recorded
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
+@pytest.mark.parametrize(("script_exit", "make_ok", "warning"), [(0, True, False), (2, True, True), (1, False, False)])
+def test_make_live_maps_setup_failure_to_a_warning(script_exit: int, make_ok: bool, warning: bool) -> None:
+    """Exit 2 (server not set up) is a loud warning and make succeeds; exit 1 (a violation) fails make."""
+    proc = subprocess.run(
+        ["make", "-s", "live", "STAMP=", f"LIVE_CMD=sh -c 'exit {script_exit}'"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (proc.returncode == 0) is make_ok, proc.stderr
+    assert ("WARNING" in proc.stderr and "SKIPPED" in proc.stderr) is warning
+
+
+def test_refused_requests_are_counted_not_rendered() -> None:
+    """A request llama-server refused reached no model: counted apart, never sent to /apply-template."""
+    body = {"messages": [{"role": "tool", "tool_call_id": "c1", "content": "{}"}]}
+    refused = Recorded("live-auto", body, 500, {"error": {"message": "Failed to parse tool call arguments as JSON"}})
+    call = {"type": "function", "function": {"name": "kb_search", "arguments": "{}"}}
+    three_calls = {"choices": [{"finish_reason": "length", "message": {"tool_calls": [call] * 3}}]}
+    answered = [
+        Recorded("live-auto", {}, 200, three_calls),
+        Recorded("live-auto", {}, 200, {"choices": [{"finish_reason": "stop", "message": {"content": "{}"}}]}),
+    ]
+    totals, problems, _ = check_conversations("http://127.0.0.1:9", [refused])  # port 9: would fail if contacted
+    assert totals["refused"] == 1 and totals["requests"] == 0 and problems == []
+    assert response_figures([refused, *answered]) == {
+        "answered": 2, "truncated": 1, "tool_call_turns": 1, "multi_call_turns": 1, "refused": 1,
+    }  # fmt: skip
+    assert refusal_reason([refused, *answered]).startswith("Failed to parse tool call arguments")
+
+
+def test_replay_differences_are_named(tmp_path: Path) -> None:
+    """Two scripted runs of the same cases agree row for row; a changed count or a missing event is named."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    live_db, live_ids = _scripted_live_db(tmp_path / "a")
+    replay_db, _ = _scripted_live_db(tmp_path / "b")
+    con = duckdb.connect(str(replay_db))
+    try:
+        one = con.execute("SELECT bench_run_id FROM case_runs ORDER BY case_id").fetchall()
+        con.execute("UPDATE case_runs SET bench_run_id = ?", [one[0][0]])  # one replay bench run, as replay_live
+        for table in ("tool_calls", "events"):
+            con.execute(f"UPDATE {table} SET bench_run_id = ?", [one[0][0]])
+    finally:
+        con.close()
+    assert compare_replay(live_db, live_ids, replay_db, one[0][0]) == []
+    con = duckdb.connect(str(replay_db))
+    try:
+        con.execute("UPDATE case_runs SET model_calls = model_calls + 2, budget_hit = 'DEADLINE' "
+                    "WHERE case_id = 'generic_kb_gateway_runbook_timeout_t3'")  # fmt: skip
+        con.execute("DELETE FROM events WHERE kind = 'RELEASED' AND case_run_id IN (SELECT case_run_id FROM "
+                    "case_runs WHERE case_id = 'missing_context_no_tenant_gateway_429')")  # fmt: skip
+    finally:
+        con.close()
+    diffs = compare_replay(live_db, live_ids, replay_db, one[0][0])
+    assert any(d.startswith("generic_kb_gateway_runbook_timeout_t3: case_runs row 0:") and "model_calls" in d
+               and "budget_hit" in d for d in diffs), diffs  # fmt: skip
+    assert any(d.startswith("missing_context_no_tenant_gateway_429: events has") for d in diffs), diffs
+    assert compare_replay(live_db, live_ids, replay_db, None) == ["no replay ran"]
+
+
+def test_a_timed_out_set_up_step_ends_every_process_it_started(tmp_path: Path) -> None:
+    """`cmake --build` killed alone leaves ninja and the linker running: the whole process group ends."""
+    pid_file = tmp_path / "child.pid"
+    script = f"sleep 300 & echo $! > {pid_file}; wait"
+    t0 = time.monotonic()
+    with pytest.raises(SetupError, match="timed out after 1 s"):
+        _step(["sh", "-c", script], "a build step", tmp_path / "build.log", timeout=1)
+    assert time.monotonic() - t0 < 15
+    child = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)  # the grandchild is gone too, not only the shell
+
+
+def test_both_server_builds_get_the_same_settings() -> None:
+    """The wheel's server and the source-built llama-server: the same template, threads, context and cap."""
+    model = Path("/m.gguf")
+    wheel = server_command(ServerKind.XLLAMACPP, model, 8080)
+    built = server_command(ServerKind.SOURCE_BUILD, model, 8080, Path("/bin/llama-server"))
+    for cmd in (wheel, built):
+        for flag in ("--chat-template-file", "--threads", "--ctx-size", "--n-predict", "--parallel", "--alias"):
+            assert flag in cmd, (flag, cmd)
+        assert {cmd[cmd.index(f) + 1] for f in ("--threads", "--parallel")} == {"1"}
+    assert wheel[wheel.index("--chat-template-file") + 1] == built[built.index("--chat-template-file") + 1]
+    assert wheel[1:3] == ["-m", "runners.endpoints._xllamacpp_serve"] and "--jinja" in built
+
+
+def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str]:
+    """`.ci/run` as written, in a copy of the repository layout, with a `make` that only pretends."""
+    (tmp_path / ".ci").mkdir()
+    shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    fake = bindir / "make"
+    fake.write_text(f'#!/bin/sh\nif [ "$1" = live ]; then {live_script}; fi\nexit 0\n')
+    fake.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HARNESS_BENCH_LLAMA_DIR": str(tmp_path)}
+    return subprocess.run(["bash", str(tmp_path / ".ci" / "run")], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=60, check=False)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("live_script", "code", "last"),
+    [
+        ("echo 'PASSED: xllamacpp; 9 live case runs' > live-status.txt", 0, "== live check PASSED: xllamacpp"),
+        ("echo 'SKIPPED: the model server could not be set up: no wheel' > live-status.txt", 0,
+         "== live check SKIPPED: the model server could not be set up: no wheel"),
+        ("echo 'FAILED: 2 violations' > live-status.txt; exit 2", 2, "== live check FAILED: 2 violations"),
+        ("exit 0", 0, "== live check SKIPPED: runners.endpoints.live_llm wrote no status"),
+    ],
+)  # fmt: skip
+def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_script: str, code: int, last: str) -> None:
+    proc = _ci_run(tmp_path, live_script)
+    assert proc.returncode == code, proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert lines[-1].startswith(last), lines
+    assert lines[-2].startswith("== .ci/run: make test passed in ") and "live check " in lines[-2]
+
+
+def test_no_wheel_and_no_build_is_a_skip_that_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
+    naming both reasons (the CI summary prints it)."""
+    import runners.endpoints.live_llm as live
+
+    def no_wheel(folder: Path) -> Path:
+        raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")
+
+    def no_build(folder: Path) -> Path:
+        raise SetupError("cannot build llama-server: cmake not found")
+
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path))
+    monkeypatch.setattr(live, "ensure_weights", lambda folder: tmp_path / "m.gguf")
+    monkeypatch.setattr(live, "ensure_xllamacpp", no_wheel)
+    monkeypatch.setattr(live, "ensure_llama_server", no_build)
+    status = tmp_path / "status.txt"
+    assert live.main(["--status-file", str(status), "--db", str(tmp_path / "l.duckdb")]) == 2
+    out = capsys.readouterr()
+    assert "the xllamacpp wheel cannot serve: pip install xllamacpp failed" in out.out
+    assert "falling back to building llama-server from source" in out.out
+    assert (
+        status.read_text()
+        == "SKIPPED: the model server could not be set up: cannot build llama-server: cmake not found\n"
+    )
