@@ -152,7 +152,5 @@ def test_the_store_answers_the_gates_queries_with_typed_rows(two_labels: Path) -
 def test_failing_case_lines_render_the_stores_rows_and_count_the_rest() -> None:
     runs = [FailingCaseRun(f"cr-{i}", f"case_{i}", 1, "FALLBACK", None if i else "max_steps") for i in range(4)]
     lines = failing_case_lines(runs, "my db.duckdb", limit=2)
-    assert lines[0] == (
-        "`case_0` (epoch 1): FALLBACK, stop max_steps — `harness-bench show --db 'my db.duckdb' cr-0`"
-    )
+    assert lines[0] == ("`case_0` (epoch 1): FALLBACK, stop max_steps — `harness-bench show --db 'my db.duckdb' cr-0`")
     assert "stop NONE" in lines[1] and lines[2:] == ["and 2 more"]
