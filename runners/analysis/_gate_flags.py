@@ -1,7 +1,12 @@
-"""The range of each numeric gate flag, derived from what it sizes: checked by argparse on the command line and by
-`validate_flags` and `sequential_looks` in the library (runners/analysis/gate.py). Light: the parser imports it."""
+"""The gate's flags: the one set of their defaults (`DEFAULTS`, read by the command's argparse and by the analysis's
+keyword defaults) and the range of each numeric flag, derived from what it sizes: checked by argparse on the command
+line and by `validate_flags` and `sequential_looks` in the library (runners/analysis/gate/statistics.py). Light: the
+parser imports it."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 from runners.plan._bounded import bounded_float, bounded_int
 from runners.plan.rules import MAX_EPOCHS
@@ -9,8 +14,10 @@ from runners.plan.rules import MAX_EPOCHS
 __all__ = [
     "ALPHA_RANGE",
     "COST_RANGE",
+    "DEFAULTS",
     "DROP_RANGE",
     "EPOCHS_RANGE",
+    "GateDefaults",
     "K_RANGE",
     "MAX_COST_INCREASE",
     "MAX_LOOKS",
@@ -24,6 +31,34 @@ MAX_LOOKS = 25
 """Most looks of a sequential gate: `power.sequential_levels` draws its 400,000 simulated paths again for every 5
 looks, so its time grows with the square of the looks (25: about 1.5 s on one core; the designs it serves have
 2 to 10). Its memory stays flat whatever the looks (a few columns of paths)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GateDefaults:
+    """What each gate flag is when it is not given."""
+
+    k: int = 3
+    """--k: k of pass^k."""
+    max_recall_drop: float = 0.0
+    """--max-pass-rate-drop: no drop is tolerated once significant."""
+    max_cost_increase: float = 0.25
+    """--max-cost-increase: a quarter more tool calls, model calls or tokens per case run is tolerated."""
+    alpha: float = 0.05
+    """--alpha: the false-alarm rate of the whole gate."""
+    max_mde: float = 0.10
+    """--max-mde: a pass must be able to see a 10-point pass-rate drop with 80% probability."""
+    budget: int = 20
+    """--budget: most epochs of a sequential gate."""
+    stage: int = 4
+    """--stage: epochs between the looks of a sequential gate."""
+    summary: Path = Path("gate-summary.md")
+    """--summary: the Markdown summary, in the current folder."""
+    junit: Path = Path("gate-junit.xml")
+    """--junit: the JUnit XML, in the current folder."""
+
+
+DEFAULTS = GateDefaults()
+"""The gate's defaults: the command's flags and the library's keyword arguments both read them."""
 
 K_RANGE = bounded_int(1, MAX_EPOCHS, reason=f"must be >= 1 and <= {MAX_EPOCHS}")
 """--k: k of pass^k is at most the epochs per case, which --epochs bounds."""

@@ -328,8 +328,9 @@ def _sweep_sections(
         [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, where, params, label)],
     )
     from runners.analysis.gate import failing_case_lines
+    from runners.store.gate_pairs import failing_case_runs
 
-    failing = failing_case_lines(con, db, where, params)
+    failing = failing_case_lines(failing_case_runs(con, sweep_id=sweep_id, config=rec.chosen.config), db)
     cases = Section(
         f"Failing cases at the recommended configuration ({label})",
         [f"{len(failing)} listed; each command prints the case run's transcript.", *failing]

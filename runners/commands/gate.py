@@ -4,6 +4,7 @@ regression, 3 when the comparison had not the power to pass."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from rich.text import Text
 from runners.analysis._gate_flags import (
     ALPHA_RANGE,
     COST_RANGE,
+    DEFAULTS,
     DROP_RANGE,
     EPOCHS_RANGE,
     K_RANGE,
@@ -51,34 +53,36 @@ def register(sub: Any) -> None:
     _add_db(p)
     p.add_argument("--baseline", required=True, type=label_arg, metavar="LABEL", help="label of the baseline runs")
     p.add_argument("--candidate", required=True, type=label_arg, metavar="LABEL", help="label of the candidate runs")
-    p.add_argument("--k", type=K_RANGE, default=3, help="k of pass^k, at most the epochs per case (default 3)")
+    p.add_argument("--k", type=K_RANGE, default=DEFAULTS.k,
+                   help=f"k of pass^k, at most the epochs per case (default {DEFAULTS.k})")  # fmt: skip
     p.add_argument(
-        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=DROP_RANGE, default=0.0,
-        metavar="RATE",
-        help="pass-rate drop in [0, 1] tolerated even when significant (default 0.0; --max-recall-drop is the old"
-        " name: the gate compares pass rates, not recommend's SUCCESS share)",
+        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=DROP_RANGE,
+        default=DEFAULTS.max_recall_drop, metavar="RATE",
+        help=f"pass-rate drop in [0, 1] tolerated even when significant (default {DEFAULTS.max_recall_drop}; "
+        "--max-recall-drop is the old name: the gate compares pass rates, not recommend's SUCCESS share)",
     )  # fmt: skip
     p.add_argument(
-        "--max-cost-increase", type=COST_RANGE, default=0.25, metavar="RATE",
+        "--max-cost-increase", type=COST_RANGE, default=DEFAULTS.max_cost_increase, metavar="RATE",
         help=f"relative increase (0 to {MAX_COST_INCREASE:g}) of mean tool calls, model calls or tokens tolerated"
-        " (default 0.25)",
+        f" (default {DEFAULTS.max_cost_increase})",
     )  # fmt: skip
     p.add_argument(
-        "--alpha", type=ALPHA_RANGE, default=0.05, metavar="A",
-        help="false-alarm rate of the whole gate, Holm-corrected over all tests (default 0.05)",
+        "--alpha", type=ALPHA_RANGE, default=DEFAULTS.alpha, metavar="A",
+        help=f"false-alarm rate of the whole gate, Holm-corrected over all tests (default {DEFAULTS.alpha})",
     )  # fmt: skip
     p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
                    help="the bench run to take a label's case runs from, when the label is used by several"
                         " (once per label; twice to compare two runs of one label, baseline first)")  # fmt: skip
     p.add_argument("--summary", type=Path, default=None,
-                   help="Markdown summary path (default ./gate-summary.md, overwritten)")  # fmt: skip
+                   help=f"Markdown summary path (default ./{DEFAULTS.summary}, overwritten)")  # fmt: skip
     p.add_argument("--junit", type=Path, default=None,
-                   help="JUnit XML path (default ./gate-junit.xml, overwritten)")  # fmt: skip
+                   help=f"JUnit XML path (default ./{DEFAULTS.junit}, overwritten)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
     g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
-    g.add_argument("--max-mde", type=MDE_RANGE, default=0.10, metavar="RATE",
+    g.add_argument("--max-mde", type=MDE_RANGE, default=DEFAULTS.max_mde, metavar="RATE",
                    help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
-                        " INCONCLUSIVE, exit 3 (default 0.10 = 10 points)")  # fmt: skip
+                        f" INCONCLUSIVE, exit 3 (default {DEFAULTS.max_mde:.2f} = {DEFAULTS.max_mde * 100:g}"
+                        " points)")  # fmt: skip
     g.add_argument("--allow-inconclusive", action="store_true",
                    help="an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)")  # fmt: skip
     g.add_argument("--plan", action="store_true",
@@ -92,16 +96,27 @@ def register(sub: Any) -> None:
                         " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
     g.add_argument("--budget", type=EPOCHS_RANGE, default=None, metavar="EPOCHS",
                    help=f"with --sequential: most epochs to run, at most {MAX_EPOCHS} like --epochs"
-                        " (default 20)")  # fmt: skip
+                        f" (default {DEFAULTS.budget})")  # fmt: skip
     g.add_argument("--stage", type=EPOCHS_RANGE, default=None, metavar="EPOCHS",
-                   help=f"with --sequential: epochs between looks (default 4), at most {MAX_LOOKS} looks up to"
-                        " --budget (each look's level is simulated)")  # fmt: skip
+                   help=f"with --sequential: epochs between looks (default {DEFAULTS.stage}), at most {MAX_LOOKS}"
+                        " looks up to --budget (each look's level is simulated)")  # fmt: skip
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
-    from runners.store._files import NamedPath
+    from runners.analysis.gate import (
+        GateInputError,
+        Verdict,
+        evaluate,
+        evaluate_sequential,
+        load_pairs,
+        markdown,
+        pick_bench_runs,
+        plan,
+        validate_flags,
+        write_outputs,
+    )
+    from runners.store._files import NamedPath, OutputWriteError
     from runners.store.metrics_db import connect
 
     _refuse_ignored(args)  # before the defaults fill in what was not given
@@ -117,48 +132,35 @@ def run(args: argparse.Namespace) -> int:
         _fail(str(exc))
     con = connect(args.db, read_only=True)
     try:
-        picked = list(args.bench_run or [])
-        if len(picked) > 2:
-            _fail(f"--bench-run given {len(picked)} times; at most one for the baseline and one for the candidate")
-        chosen: dict[str, str] = {}
-        for run_id in picked:  # each picks the run of the label it carries (the same label: baseline first)
-            row = con.execute("SELECT any_value(label) FROM case_runs WHERE bench_run_id = ?", [run_id]).fetchone()
-            label = row[0] if row else None
-            role = next((r for r, lab in (("baseline", args.baseline), ("candidate", args.candidate))
-                         if lab == label and r not in chosen), None)  # fmt: skip
-            if role is None:
-                _fail(f"--bench-run {run_id}: not a bench run of --baseline {args.baseline!r} or --candidate"
-                      f" {args.candidate!r} (its label: {label!r})")  # fmt: skip
-            chosen[role] = run_id
-        pairs = load_pairs(con, args.baseline, args.candidate, baseline_run=chosen.get("baseline"),
-                           candidate_run=chosen.get("candidate"))  # fmt: skip
+        runs = pick_bench_runs(con, list(args.bench_run or []), args.baseline, args.candidate)
+        pairs = load_pairs(con, args.baseline, args.candidate, baseline_run=runs.baseline,
+                           candidate_run=runs.candidate)  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
     finally:
         con.close()
-    from runners.analysis.gate import Verdict, evaluate_sequential, plan
-
-    common: dict[str, Any] = dict(k=args.k, max_recall_drop=args.max_recall_drop,
-                                  max_cost_increase=args.max_cost_increase, alpha=args.alpha,
-                                  max_mde=args.max_mde)  # fmt: skip
     try:
         if args.sequential:
-            result = evaluate_sequential(pairs, args.baseline, args.candidate, budget=args.budget, stage=args.stage,
-                                         target_mde=args.target_mde, **common)  # fmt: skip
+            result = evaluate_sequential(
+                pairs, args.baseline, args.candidate, budget=args.budget, stage=args.stage,
+                target_mde=args.target_mde, k=args.k, max_recall_drop=args.max_recall_drop,
+                max_cost_increase=args.max_cost_increase, alpha=args.alpha, max_mde=args.max_mde,
+            )  # fmt: skip
         else:
-            result = evaluate(pairs, args.baseline, args.candidate, **common)
+            result = evaluate(
+                pairs, args.baseline, args.candidate, k=args.k, max_recall_drop=args.max_recall_drop,
+                max_cost_increase=args.max_cost_increase, alpha=args.alpha, max_mde=args.max_mde,
+            )  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
     if args.plan:  # advice only: no verdict, nothing written
         _say(plan(result, args.target_mde or args.max_mde))
         return EXIT_OK
-    from runners.store._files import OutputWriteError
-
     if result.verdict is Verdict.INCONCLUSIVE:
         verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
     else:
         verdict = EXIT_OK if result.passed else EXIT_REGRESSION
-    result.db = str(args.db)  # the summary's `harness-bench diff` commands name this file
+    result = dataclasses.replace(result, db=str(args.db))  # the summary's `harness-bench diff` commands name this file
     out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
     try:
         write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
@@ -170,8 +172,8 @@ def run(args: argparse.Namespace) -> int:
     return verdict
 
 
-DEFAULTS = {"summary": Path("gate-summary.md"), "junit": Path("gate-junit.xml"), "budget": 20, "stage": 4}
-"""The flags whose absence means something: refused where they would be ignored, else these values."""
+_GIVEN_OR_DEFAULT = ("summary", "junit", "budget", "stage")
+"""The flags whose absence means something: refused where they would be ignored, else their `DEFAULTS`."""
 
 
 def _refuse_ignored(args: argparse.Namespace) -> None:
@@ -184,9 +186,9 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
         given = [f"--{n}" for n in ("budget", "stage") if getattr(args, n) is not None]
         if given:
             _fail(f"{' and '.join(given)} size the looks of --sequential: add --sequential or remove them")
-    for name, value in DEFAULTS.items():
+    for name in _GIVEN_OR_DEFAULT:
         if getattr(args, name) is None:
-            setattr(args, name, value)
+            setattr(args, name, getattr(DEFAULTS, name))
 
 
 def _check_power_flags(args: argparse.Namespace) -> None:

@@ -4,6 +4,7 @@ strikethrough), HTML is escaped with bidi controls visible; and the places that 
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import io
 import re
@@ -156,8 +157,7 @@ def test_the_gate_summary_renders_a_hostile_label_and_path_as_text(tmp_path: obj
     from runners.analysis.gate import markdown as gate_markdown
 
     label = "<img src=x onerror=alert(1)>"
-    result = _gate_result("base`x", label)
-    result.db = "we`ird <b>.duckdb"
+    result = dataclasses.replace(_gate_result("base`x", label), db="we`ird <b>.duckdb")
     md = gate_markdown(result)
     html_out = _md().render(md)
     assert "<img" not in html_out and "<b>" not in html_out
