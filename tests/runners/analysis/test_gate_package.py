@@ -28,7 +28,7 @@ from runners.plan.settings import ModelSettings
 from runners.store import gate_pairs
 from runners.store.gate_pairs import FailingCaseRun, LabelRun, PairedRun
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 GATE = ROOT / "runners" / "analysis" / "gate"
 CASES = ["diagnosable_gateway_risk_pool_exhausted_t1", "diagnosable_duplicate_settlement_batch_rerun_shop42"]
 
