@@ -70,9 +70,33 @@ def _size(obj: JsonValue) -> int:
     return len(_dump(obj).encode("utf-8"))
 
 
-def _longest_string(obj: JsonValue) -> tuple[JsonObject | list[JsonValue], str | int, int] | None:
-    """(container, key, length) of the longest string value anywhere in `obj` (keys never count)."""
-    best: tuple[JsonObject | list[JsonValue], str | int, int] | None = None
+@dataclass(frozen=True, slots=True)
+class _StringAt:
+    """The longest string value somewhere in a JSON value: where it sits and how long it is."""
+
+    container: JsonObject | list[JsonValue]
+    """The object or list that holds it."""
+    key: str | int
+    """Its key in `container` (an index for a list)."""
+    length: int
+    """Its length in characters."""
+
+    def cut(self, keep: int) -> None:
+        """Replace it by its first `keep` characters and the cut marker."""
+        container, key = self.container, self.key
+        if isinstance(container, dict) and isinstance(key, str):
+            value = container[key]
+            assert isinstance(value, str)
+            container[key] = value[:keep] + _CUT
+        elif isinstance(container, list) and isinstance(key, int):
+            item = container[key]
+            assert isinstance(item, str)
+            container[key] = item[:keep] + _CUT
+
+
+def _longest_string(obj: JsonValue) -> _StringAt | None:
+    """The longest string value anywhere in `obj` (keys never count)."""
+    best: _StringAt | None = None
 
     def walk(node: JsonValue) -> None:
         nonlocal best
@@ -85,8 +109,8 @@ def _longest_string(obj: JsonValue) -> tuple[JsonObject | list[JsonValue], str |
             return
         for key, value in items:
             if isinstance(value, str):
-                if best is None or len(value) > best[2]:
-                    best = (node, key, len(value))
+                if best is None or len(value) > best.length:
+                    best = _StringAt(node, key, len(value))
             else:
                 walk(value)
 
@@ -103,14 +127,10 @@ def _fit(obj: JsonObject, max_bytes: int, truncated: bool) -> Observation:
     obj["truncated"] = True
     while _size(obj) > max_bytes:
         found = _longest_string(obj)
-        if found is None or found[2] <= _MIN_STRING:
+        if found is None or found.length <= _MIN_STRING:
             break
-        container, key, length = found
         over = _size(obj) - max_bytes
-        keep = max(_MIN_STRING - len(_CUT), length - over - len(_CUT))  # cut just enough (bytes >= chars)
-        value = container[key]  # type: ignore[index]
-        assert isinstance(value, str)
-        container[key] = value[:keep] + _CUT  # type: ignore[index]
+        found.cut(max(_MIN_STRING - len(_CUT), found.length - over - len(_CUT)))  # cut just enough (bytes >= chars)
     records = obj.get("records")
     if isinstance(records, list):
         while records and _size(obj) > max_bytes:
@@ -169,12 +189,9 @@ def project_result(
     scope_budget = max_bytes // 4
     while _size(head["scope"]) > scope_budget:
         found = _longest_string(head["scope"])
-        if found is None or found[2] <= _MIN_STRING:
+        if found is None or found.length <= _MIN_STRING:
             break
-        container, key, length = found
-        value = container[key]  # type: ignore[index]
-        assert isinstance(value, str)
-        container[key] = value[: max(_MIN_STRING - len(_CUT), length // 2)] + _CUT  # type: ignore[index]
+        found.cut(max(_MIN_STRING - len(_CUT), found.length // 2))
     # Drop records from the end while it does not fit; keep the first one to be cut if need be.
     while len(records) > 1 and _size(head) > max_bytes:
         records.pop()

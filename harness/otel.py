@@ -244,8 +244,9 @@ def _messages(entries: Sequence[TranscriptEntry], *, output: bool) -> str:
                 "name": e.tool,
                 "arguments": e.arguments,
             }
-            parts = out[-1]["parts"]  # type: ignore[assignment]
-            parts.append(call)
+            last = out[-1]["parts"]
+            assert isinstance(last, list)  # with `output`, every entry of `out` is an assistant message's
+            last.append(call)
         elif not output and e.kind in _ROLES:
             part: dict[str, object] = {"type": "text", "content": e.content or ""}
             if e.kind is EntryKind.OBSERVATION:

@@ -307,6 +307,13 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def _bound(model: type[BaseModel], field: str, value: object) -> float:
+    """A Field's ge/gt/le/lt bound as a number (annotated_types types it only as comparable)."""
+    if isinstance(value, int | float):
+        return float(value)
+    raise TypeError(f"{model.__name__}.{field}: bound {value!r} is not a number")
+
+
 def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
     marker = next((m for m in info.metadata if isinstance(m, BenchSetting)), BenchSetting())
     base, nullable = _base_type(info.annotation)
@@ -329,13 +336,13 @@ def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: Field
     lower_strict = upper_strict = False
     for m in info.metadata:
         if isinstance(m, annotated_types.Ge):
-            lower, lower_strict = float(m.ge), False  # type: ignore[arg-type]
+            lower, lower_strict = _bound(model, field, m.ge), False
         elif isinstance(m, annotated_types.Gt):
-            lower, lower_strict = float(m.gt), True  # type: ignore[arg-type]
+            lower, lower_strict = _bound(model, field, m.gt), True
         elif isinstance(m, annotated_types.Le):
-            upper, upper_strict = float(m.le), False  # type: ignore[arg-type]
+            upper, upper_strict = _bound(model, field, m.le), False
         elif isinstance(m, annotated_types.Lt):
-            upper, upper_strict = float(m.lt), True  # type: ignore[arg-type]
+            upper, upper_strict = _bound(model, field, m.lt), True
     if kind is ValueKind.INT:  # the column is BIGINT: a larger value must be refused, not overflow at insert
         lower = INT64_MIN if lower is None else max(lower, INT64_MIN)
         upper = INT64_MAX if upper is None else min(upper, INT64_MAX)
