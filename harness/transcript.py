@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import TypedDict, Unpack
 
-from harness.contracts import ModelErrorKind, ModelPurpose, _StrEnum
+from harness.contracts import ModelErrorKind, ModelPurpose
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -32,7 +33,7 @@ from harness.models.base import (
 __all__ = ["EntryKind", "Transcript", "TranscriptEntry"]
 
 
-class EntryKind(_StrEnum):
+class EntryKind(StrEnum):
     """What one transcript entry is."""
 
     SYSTEM = "SYSTEM"

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import InformationGain, JsonObject, JsonValue, ModelPurpose, SemanticVerdict, _StrEnum
+from harness.contracts import InformationGain, JsonObject, JsonValue, ModelPurpose, SemanticVerdict
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -24,7 +25,7 @@ from harness.models.base import (
 )
 
 
-class Mistake(_StrEnum):
+class Mistake(StrEnum):
     """A deliberate protocol mistake a scripted step makes."""
 
     MISSING_PREVIOUS_OBSERVATION = "missing_previous_observation"
@@ -37,7 +38,7 @@ class Mistake(_StrEnum):
     INVALID_INPUT = "invalid_input"  # the step's input is deliberately invalid for its tool (INVALID_INPUT)
 
 
-class RejectionReaction(_StrEnum):
+class RejectionReaction(StrEnum):
     """What the scripted model does after a protocol rejection."""
 
     CORRECT = "correct"
@@ -48,7 +49,7 @@ class RejectionReaction(_StrEnum):
     """Give up on that step and move on."""
 
 
-class StopReaction(_StrEnum):
+class StopReaction(StrEnum):
     """What the scripted model does after STOP_REQUIRED."""
 
     DRAFT = "draft"
