@@ -11,7 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.contracts import ControlSignal, JsonObject, JsonValue, RejectionReason, StopReason, ViolationKind
+from harness.contracts import (
+    ControlSignal,
+    InvocationStatus,
+    JsonObject,
+    JsonValue,
+    RejectionReason,
+    StopReason,
+    ViolationKind,
+)
 from harness.envelope import GAIN_VALUES
 from harness.tools.base import ToolResult
 from harness.tracker import Violation
@@ -160,7 +168,7 @@ def project_result(
     head: JsonObject = {
         "tool_call_id": call_id,
         "tool": tool,
-        "status": "COMPLETED",
+        "status": InvocationStatus.COMPLETED.value,
         "evidence_status": result.evidence_status.value,
         "count": result.count,
         "scope": result.actual_scope,
@@ -201,7 +209,11 @@ def project_result(
 
 def failed(call_id: str, tool: str, message: str, max_bytes: int) -> Observation:
     """Observation of a backend failure (technical path, no gain)."""
-    return _fit({"tool_call_id": call_id, "tool": tool, "status": "FAILED", "error": message[:500]}, max_bytes, False)
+    return _fit(
+        {"tool_call_id": call_id, "tool": tool, "status": InvocationStatus.FAILED.value, "error": message[:500]},
+        max_bytes,
+        False,
+    )
 
 
 def _template(pending: str | None) -> JsonObject:
@@ -218,7 +230,7 @@ def violation(call_id: str, v: Violation, expected_pending: str | None, max_byte
     """Corrective observation: type, what to change, missing field, expected pending id, a consistent template."""
     obj: JsonObject = {
         "tool_call_id": call_id,
-        "status": "REJECTED",
+        "status": InvocationStatus.REJECTED.value,
         "reason": RejectionReason.PROTOCOL_VIOLATION.value,
         "violation": v.kind.value,
         "message": v.message,
@@ -238,7 +250,7 @@ def awaiting(call_id: str, pending: str, max_bytes: int) -> Observation:
     return _fit(
         {
             "tool_call_id": call_id,
-            "status": "REJECTED",
+            "status": InvocationStatus.REJECTED.value,
             "reason": RejectionReason.AWAITING_EVALUATION.value,
             "evaluate_first": pending,
             "message": (
@@ -259,7 +271,7 @@ def duplicate(call_id: str, duplicate_of: str, max_bytes: int) -> Observation:
     return _fit(
         {
             "tool_call_id": call_id,
-            "status": "REJECTED",
+            "status": InvocationStatus.REJECTED.value,
             "reason": RejectionReason.DUPLICATE_SCOPE.value,
             "duplicate_of": duplicate_of,
             "information_gain": "NO_GAIN",
@@ -276,7 +288,7 @@ def stop_required(call_id: str, reason: StopReason, v: Violation | None, max_byt
     """The one STOP_REQUIRED instruction."""
     obj: JsonObject = {
         "tool_call_id": call_id,
-        "status": "REJECTED",
+        "status": InvocationStatus.REJECTED.value,
         "control": ControlSignal.STOP_REQUIRED.value,
         "stop_reason": reason.value,
         "message": _STOP_TEXT,
@@ -292,7 +304,7 @@ def saturated(call_id: str, reason: StopReason | None, max_bytes: int) -> Observ
     return _fit(
         {
             "tool_call_id": call_id,
-            "status": "REJECTED",
+            "status": InvocationStatus.REJECTED.value,
             "reason": RejectionReason.SATURATED.value,
             "stop_reason": reason.value if reason else None,
             "message": _STOP_TEXT,
@@ -306,7 +318,7 @@ def saturated(call_id: str, reason: StopReason | None, max_bytes: int) -> Observ
 def not_executed(call_id: str, reason: RejectionReason, detail: str, max_bytes: int) -> Observation:
     """A request left in a message after the loop ended (controlled stop or budget): never run."""
     return _fit(
-        {"tool_call_id": call_id, "status": "REJECTED", "reason": reason.value, "message": detail,
+        {"tool_call_id": call_id, "status": InvocationStatus.REJECTED.value, "reason": reason.value, "message": detail,
          "backend_called": False},
         max_bytes,
         False,
