@@ -146,3 +146,13 @@ def test_the_private_import_check_bites(tmp_path: Path) -> None:
         ("runners.commands.run", "harness.contracts", "_Enum"),
         ("runners.commands.run", "runners.plan._helpers", "_check"),
     }
+
+
+def test_the_agent_loop_protocol_is_the_librarys() -> None:
+    """The shape of an agent loop is the library's (`harness.AgentLoop`); the bench declares no second one."""
+    import harness
+    from runners.run import agents, case_runner
+
+    assert "AgentLoop" in harness.__all__
+    assert case_runner.AgentLoop is agents.AgentLoop is harness.AgentLoop
+    assert agents.pydantic_ai_loop.adapter is not agents.openai_agents_loop.adapter
