@@ -2,7 +2,7 @@
 
 Where each decision lives (BRIEF §2):
 - session.py — HarnessSession, the loop-facing run (budgets, deadline, model calls, stops, Release)
-- agent.py — run_diagnosis, the native loop over a session
+- agent.py — run_diagnosis, the native loop over a session, and AgentLoop, the shape every loop has
 - tools/ + observation.py — objective tool facts and the bounded model view
 - tracker.py — the information-gain state machine (DiagnosisProgressTracker)
 - interceptor.py — the envelope gate in front of every backend call
@@ -14,7 +14,7 @@ Where each decision lives (BRIEF §2):
 What an embedder needs is exported here; everything else is an implementation detail.
 """
 
-from harness.agent import run_diagnosis
+from harness.agent import AgentLoop, run_diagnosis
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, CancellationToken, RunContext
 from harness.contracts import (
@@ -79,6 +79,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_SYSTEM_PROMPT",
+    "AgentLoop",
     "AssistantMessage",
     "BudgetExhausted",
     "BudgetKind",

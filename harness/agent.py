@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.config import HarnessConfig
 from harness.context import RunContext
@@ -21,7 +21,24 @@ from harness.tools.base import BusinessTool
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
 
-__all__ = ["RunResult", "run_diagnosis", "tool_specs"]
+__all__ = ["AgentLoop", "RunResult", "run_diagnosis", "tool_specs"]
+
+
+class AgentLoop(Protocol):
+    """A loop that drives one run to its Release: `run_diagnosis`, or a framework adapter's equivalent."""
+
+    def __call__(
+        self,
+        task: DiagnosisTask,
+        tools: Sequence[BusinessTool[Any]],
+        model: ChatModel,
+        *,
+        ctx: RunContext,
+        guard_model: ChatModel | None,
+        system_prompt: str,
+    ) -> RunResult:
+        """Run `task` with `tools` and `model` in `ctx` (the Harness's session) and return the result."""
+        ...
 
 
 def run_diagnosis(

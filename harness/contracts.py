@@ -13,11 +13,7 @@ JsonScalar = Union[str, int, float, bool, None]
 JsonObject = dict[str, JsonValue]
 
 
-class _StrEnum(StrEnum):
-    """String-valued enum that prints as its value."""
-
-
-class InvocationStatus(_StrEnum):
+class InvocationStatus(StrEnum):
     """Whether a tool request reached the backend and how it ended."""
 
     COMPLETED = "COMPLETED"
@@ -25,42 +21,42 @@ class InvocationStatus(_StrEnum):
     REJECTED = "REJECTED"
 
 
-class EvidenceStatus(_StrEnum):
+class EvidenceStatus(StrEnum):
     """For a completed call: did the scope return anything at all."""
 
     EVIDENCE = "EVIDENCE"
     NO_EVIDENCE = "NO_EVIDENCE"
 
 
-class Relevance(_StrEnum):
+class Relevance(StrEnum):
     """Knowledge-base retrieval relevance; REFERENCE is not automatically NO_GAIN."""
 
     STRONG = "STRONG"
     REFERENCE = "REFERENCE"
 
 
-class InformationGain(_StrEnum):
+class InformationGain(StrEnum):
     """Whether an observation advanced the diagnosis. Two values only."""
 
     GAINED = "GAINED"
     NO_GAIN = "NO_GAIN"
 
 
-class GainProducer(_StrEnum):
+class GainProducer(StrEnum):
     """Who decided a gain value (seed 000 §3)."""
 
     HARNESS = "HARNESS"
     AGENT = "AGENT"
 
 
-class CollectionState(_StrEnum):
+class CollectionState(StrEnum):
     """The progress tracker's collection state."""
 
     COLLECTING = "COLLECTING"
     SATURATED = "SATURATED"
 
 
-class StopReason(_StrEnum):
+class StopReason(StrEnum):
     """Why the Harness stopped the loop (absent when the agent finished on its own)."""
 
     INFORMATION_SATURATED = "INFORMATION_SATURATED"
@@ -68,14 +64,14 @@ class StopReason(_StrEnum):
     PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
 
 
-class SemanticVerdict(_StrEnum):
+class SemanticVerdict(StrEnum):
     """SemanticGuard's only two answers."""
 
     SUPPORTED = "SUPPORTED"
     UNSUPPORTED = "UNSUPPORTED"
 
 
-class ReleaseOutcome(_StrEnum):
+class ReleaseOutcome(StrEnum):
     """The only public lifecycle of a run."""
 
     SUCCESS = "SUCCESS"
@@ -84,14 +80,14 @@ class ReleaseOutcome(_StrEnum):
     CANCELLED = "CANCELLED"
 
 
-class FallbackKind(_StrEnum):
+class FallbackKind(StrEnum):
     """Which safe fallback Release published."""
 
     INSUFFICIENT_EVIDENCE = "INSUFFICIENT_EVIDENCE"
     MISSING_REQUIRED_CONTEXT = "MISSING_REQUIRED_CONTEXT"
 
 
-class ViolationKind(_StrEnum):
+class ViolationKind(StrEnum):
     """Kinds of progress-protocol violation; none is NO_GAIN, none reaches a backend."""
 
     MISSING_PREVIOUS_OBSERVATION = "MISSING_PREVIOUS_OBSERVATION"
@@ -104,7 +100,7 @@ class ViolationKind(_StrEnum):
     REUSED_TOOL_CALL_ID = "REUSED_TOOL_CALL_ID"
 
 
-class RejectionReason(_StrEnum):
+class RejectionReason(StrEnum):
     """Why a tool request was rejected before the backend."""
 
     PROTOCOL_VIOLATION = "PROTOCOL_VIOLATION"
@@ -118,7 +114,7 @@ class RejectionReason(_StrEnum):
     violation (the model could not have evaluated a result it had not seen), no gain, no budget."""
 
 
-class BudgetKind(_StrEnum):
+class BudgetKind(StrEnum):
     """Which hard budget was hit."""
 
     MODEL_CALLS = "MODEL_CALLS"
@@ -128,7 +124,7 @@ class BudgetKind(_StrEnum):
     DEADLINE = "DEADLINE"
 
 
-class SchemaMode(_StrEnum):
+class SchemaMode(StrEnum):
     """How the agent-facing envelope schema is stated to the model."""
 
     ADAPTIVE = "adaptive"
@@ -138,7 +134,7 @@ class SchemaMode(_StrEnum):
     """One schema for the whole run: `previous_observation` optional, described in prose."""
 
 
-class ToolChoiceMode(_StrEnum):
+class ToolChoiceMode(StrEnum):
     """What the Harness allows on one diagnosis model call."""
 
     CONFIGURED = "configured"
@@ -147,28 +143,28 @@ class ToolChoiceMode(_StrEnum):
     """No tool call: STOP_REQUIRED was delivered, only the Draft may be written."""
 
 
-class EvidenceCheck(_StrEnum):
+class EvidenceCheck(StrEnum):
     """The EvidenceGuard's verdict: every citation real and its excerpt found, or not."""
 
     PASSED = "PASSED"
     FAILED = "FAILED"
 
 
-class GuardName(_StrEnum):
+class GuardName(StrEnum):
     """The two guards in front of Release."""
 
     EVIDENCE = "EVIDENCE"
     SEMANTIC = "SEMANTIC"
 
 
-class ModelPurpose(_StrEnum):
+class ModelPurpose(StrEnum):
     """Why a chat model is being called: the diagnosis loop or the isolated guard."""
 
     DIAGNOSIS = "DIAGNOSIS"
     SEMANTIC_GUARD = "SEMANTIC_GUARD"
 
 
-class ModelErrorKind(_StrEnum):
+class ModelErrorKind(StrEnum):
     """Stable classification of a failed model call; only some are retried."""
 
     RATE_LIMIT = "RATE_LIMIT"
@@ -201,7 +197,7 @@ _RETRYABLE = frozenset(
 )  # fmt: skip
 
 
-class ControlSignal(_StrEnum):
+class ControlSignal(StrEnum):
     """The only control instruction the model ever sees."""
 
     STOP_REQUIRED = "STOP_REQUIRED"

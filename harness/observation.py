@@ -11,7 +11,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from harness.contracts import ControlSignal, JsonObject, JsonValue, RejectionReason, StopReason, ViolationKind
+from harness.contracts import (
+    ControlSignal,
+    InvocationStatus,
+    JsonObject,
+    JsonValue,
+    RejectionReason,
+    StopReason,
+    ViolationKind,
+)
 from harness.envelope import GAIN_VALUES
 from harness.tools.base import ToolResult
 from harness.tracker import Violation
@@ -70,9 +78,33 @@ def _size(obj: JsonValue) -> int:
     return len(_dump(obj).encode("utf-8"))
 
 
-def _longest_string(obj: JsonValue) -> tuple[JsonObject | list[JsonValue], str | int, int] | None:
-    """(container, key, length) of the longest string value anywhere in `obj` (keys never count)."""
-    best: tuple[JsonObject | list[JsonValue], str | int, int] | None = None
+@dataclass(frozen=True, slots=True)
+class _StringAt:
+    """The longest string value somewhere in a JSON value: where it sits and how long it is."""
+
+    container: JsonObject | list[JsonValue]
+    """The object or list that holds it."""
+    key: str | int
+    """Its key in `container` (an index for a list)."""
+    length: int
+    """Its length in characters."""
+
+    def cut(self, keep: int) -> None:
+        """Replace it by its first `keep` characters and the cut marker."""
+        container, key = self.container, self.key
+        if isinstance(container, dict) and isinstance(key, str):
+            value = container[key]
+            assert isinstance(value, str)
+            container[key] = value[:keep] + _CUT
+        elif isinstance(container, list) and isinstance(key, int):
+            item = container[key]
+            assert isinstance(item, str)
+            container[key] = item[:keep] + _CUT
+
+
+def _longest_string(obj: JsonValue) -> _StringAt | None:
+    """The longest string value anywhere in `obj` (keys never count)."""
+    best: _StringAt | None = None
 
     def walk(node: JsonValue) -> None:
         nonlocal best
@@ -85,8 +117,8 @@ def _longest_string(obj: JsonValue) -> tuple[JsonObject | list[JsonValue], str |
             return
         for key, value in items:
             if isinstance(value, str):
-                if best is None or len(value) > best[2]:
-                    best = (node, key, len(value))
+                if best is None or len(value) > best.length:
+                    best = _StringAt(node, key, len(value))
             else:
                 walk(value)
 
@@ -103,14 +135,10 @@ def _fit(obj: JsonObject, max_bytes: int, truncated: bool) -> Observation:
     obj["truncated"] = True
     while _size(obj) > max_bytes:
         found = _longest_string(obj)
-        if found is None or found[2] <= _MIN_STRING:
+        if found is None or found.length <= _MIN_STRING:
             break
-        container, key, length = found
         over = _size(obj) - max_bytes
-        keep = max(_MIN_STRING - len(_CUT), length - over - len(_CUT))  # cut just enough (bytes >= chars)
-        value = container[key]  # type: ignore[index]
-        assert isinstance(value, str)
-        container[key] = value[:keep] + _CUT  # type: ignore[index]
+        found.cut(max(_MIN_STRING - len(_CUT), found.length - over - len(_CUT)))  # cut just enough (bytes >= chars)
     records = obj.get("records")
     if isinstance(records, list):
         while records and _size(obj) > max_bytes:
@@ -140,7 +168,7 @@ def project_result(
     head: JsonObject = {
         "tool_call_id": call_id,
         "tool": tool,
-        "status": "COMPLETED",
+        "status": InvocationStatus.COMPLETED.value,
         "evidence_status": result.evidence_status.value,
         "count": result.count,
         "scope": result.actual_scope,
@@ -169,12 +197,9 @@ def project_result(
     scope_budget = max_bytes // 4
     while _size(head["scope"]) > scope_budget:
         found = _longest_string(head["scope"])
-        if found is None or found[2] <= _MIN_STRING:
+        if found is None or found.length <= _MIN_STRING:
             break
-        container, key, length = found
-        value = container[key]  # type: ignore[index]
-        assert isinstance(value, str)
-        container[key] = value[: max(_MIN_STRING - len(_CUT), length // 2)] + _CUT  # type: ignore[index]
+        found.cut(max(_MIN_STRING - len(_CUT), found.length // 2))
     # Drop records from the end while it does not fit; keep the first one to be cut if need be.
     while len(records) > 1 and _size(head) > max_bytes:
         records.pop()
@@ -184,7 +209,11 @@ def project_result(
 
 def failed(call_id: str, tool: str, message: str, max_bytes: int) -> Observation:
     """Observation of a backend failure (technical path, no gain)."""
-    return _fit({"tool_call_id": call_id, "tool": tool, "status": "FAILED", "error": message[:500]}, max_bytes, False)
+    return _fit(
+        {"tool_call_id": call_id, "tool": tool, "status": InvocationStatus.FAILED.value, "error": message[:500]},
+        max_bytes,
+        False,
+    )
 
 
 def _template(pending: str | None) -> JsonObject:
@@ -201,7 +230,7 @@ def violation(call_id: str, v: Violation, expected_pending: str | None, max_byte
     """Corrective observation: type, what to change, missing field, expected pending id, a consistent template."""
     obj: JsonObject = {
         "tool_call_id": call_id,
-        "status": "REJECTED",
+        "status": InvocationStatus.REJECTED.value,
         "reason": RejectionReason.PROTOCOL_VIOLATION.value,
         "violation": v.kind.value,
         "message": v.message,
@@ -221,7 +250,7 @@ def awaiting(call_id: str, pending: str, max_bytes: int) -> Observation:
     return _fit(
         {
             "tool_call_id": call_id,
-            "status": "REJECTED",
+            "status": InvocationStatus.REJECTED.value,
             "reason": RejectionReason.AWAITING_EVALUATION.value,
             "evaluate_first": pending,
             "message": (
@@ -242,7 +271,7 @@ def duplicate(call_id: str, duplicate_of: str, max_bytes: int) -> Observation:
     return _fit(
         {
             "tool_call_id": call_id,
-            "status": "REJECTED",
+            "status": InvocationStatus.REJECTED.value,
             "reason": RejectionReason.DUPLICATE_SCOPE.value,
             "duplicate_of": duplicate_of,
             "information_gain": "NO_GAIN",
@@ -259,7 +288,7 @@ def stop_required(call_id: str, reason: StopReason, v: Violation | None, max_byt
     """The one STOP_REQUIRED instruction."""
     obj: JsonObject = {
         "tool_call_id": call_id,
-        "status": "REJECTED",
+        "status": InvocationStatus.REJECTED.value,
         "control": ControlSignal.STOP_REQUIRED.value,
         "stop_reason": reason.value,
         "message": _STOP_TEXT,
@@ -275,7 +304,7 @@ def saturated(call_id: str, reason: StopReason | None, max_bytes: int) -> Observ
     return _fit(
         {
             "tool_call_id": call_id,
-            "status": "REJECTED",
+            "status": InvocationStatus.REJECTED.value,
             "reason": RejectionReason.SATURATED.value,
             "stop_reason": reason.value if reason else None,
             "message": _STOP_TEXT,
@@ -289,7 +318,7 @@ def saturated(call_id: str, reason: StopReason | None, max_bytes: int) -> Observ
 def not_executed(call_id: str, reason: RejectionReason, detail: str, max_bytes: int) -> Observation:
     """A request left in a message after the loop ended (controlled stop or budget): never run."""
     return _fit(
-        {"tool_call_id": call_id, "status": "REJECTED", "reason": reason.value, "message": detail,
+        {"tool_call_id": call_id, "status": InvocationStatus.REJECTED.value, "reason": reason.value, "message": detail,
          "backend_called": False},
         max_bytes,
         False,

@@ -29,6 +29,7 @@ import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
@@ -38,7 +39,7 @@ from opentelemetry.util.types import AttributeValue
 
 from harness.config import HarnessConfig
 from harness.context import RunContext
-from harness.contracts import InvocationStatus, ModelPurpose, ReleaseOutcome, _StrEnum
+from harness.contracts import InvocationStatus, ModelPurpose, ReleaseOutcome
 from harness.trace import (
     BudgetExhausted,
     ModelCall,
@@ -79,7 +80,7 @@ EVALUATION_EVENT = "gen_ai.evaluation.result"
 """The conventions' evaluation event (its attributes are in `gen_ai_attributes`; its name has no constant)."""
 
 
-class SpanName(_StrEnum):
+class SpanName(StrEnum):
     """The three GenAI operations a run's spans are (span name: operation, then the model or tool)."""
 
     INVOKE_AGENT = "invoke_agent"
@@ -87,7 +88,7 @@ class SpanName(_StrEnum):
     EXECUTE_TOOL = "execute_tool"
 
 
-class HarnessAttribute(_StrEnum):
+class HarnessAttribute(StrEnum):
     """The `harness.*` attributes that are not one event field (those are `attribute_name(field)`)."""
 
     SEMANTIC_GUARD = "harness.semantic_guard"
@@ -200,7 +201,7 @@ ContentSource = Callable[[int], Sequence[TranscriptEntry]]
 
 
 def _value(v: object) -> AttributeValue:
-    if isinstance(v, _StrEnum):
+    if isinstance(v, StrEnum):
         return v.value
     if isinstance(v, bool | int | float | str):
         return v
@@ -244,8 +245,9 @@ def _messages(entries: Sequence[TranscriptEntry], *, output: bool) -> str:
                 "name": e.tool,
                 "arguments": e.arguments,
             }
-            parts = out[-1]["parts"]  # type: ignore[assignment]
-            parts.append(call)
+            last = out[-1]["parts"]
+            assert isinstance(last, list)  # with `output`, every entry of `out` is an assistant message's
+            last.append(call)
         elif not output and e.kind in _ROLES:
             part: dict[str, object] = {"type": "text", "content": e.content or ""}
             if e.kind is EntryKind.OBSERVATION:

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import ClassVar, TypeVar
 
 from harness.contracts import (
@@ -30,7 +31,6 @@ from harness.contracts import (
     SemanticVerdict,
     StopReason,
     ViolationKind,
-    _StrEnum,
 )
 
 __all__ = [
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 
-class EventKind(_StrEnum):
+class EventKind(StrEnum):
     """Every kind of event a run can log (one event class each)."""
 
     RUN_STARTED = "RUN_STARTED"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from harness.contracts import (
     CollectionState,
@@ -17,11 +18,10 @@ from harness.contracts import (
     InformationGain,
     StopReason,
     ViolationKind,
-    _StrEnum,
 )
 
 
-class AdmissionKind(_StrEnum):
+class AdmissionKind(StrEnum):
     """What the tracker allows for one tool request."""
 
     EXECUTE = "EXECUTE"

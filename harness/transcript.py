@@ -15,8 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypedDict, Unpack
 
-from harness.contracts import ModelErrorKind, ModelPurpose, _StrEnum
+from harness.contracts import ModelErrorKind, ModelPurpose
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -31,7 +33,7 @@ from harness.models.base import (
 __all__ = ["EntryKind", "Transcript", "TranscriptEntry"]
 
 
-class EntryKind(_StrEnum):
+class EntryKind(StrEnum):
     """What one transcript entry is."""
 
     SYSTEM = "SYSTEM"
@@ -72,6 +74,19 @@ class TranscriptEntry:
     """The endpoint's finish reason (ASSISTANT)."""
     error_kind: ModelErrorKind | None = None
     """Classification of a failed attempt (MODEL_ERROR)."""
+
+
+class _EntryFields(TypedDict, total=False):
+    """The optional fields of a TranscriptEntry, as `_append` passes them on."""
+
+    tool_call_id: str | None
+    tool: str | None
+    arguments: str | None
+    sent: bool
+    input_tokens: int | None
+    output_tokens: int | None
+    finish_reason: str | None
+    error_kind: ModelErrorKind | None
 
 
 def _kind_of(message: ChatMessage) -> EntryKind:
@@ -139,7 +154,7 @@ class Transcript:
             call_id = message.tool_call_id if isinstance(message, ToolMessage) else None
             self._append(purpose, _kind_of(message), call, message.content, tool_call_id=call_id, sent=sent)
 
-    def _append(self, purpose: ModelPurpose, kind: EntryKind, call: int, content: str | None, **fields: object) -> None:
-        self._entries.append(
-            TranscriptEntry(len(self._entries), purpose, kind, call, content, **fields)  # type: ignore[arg-type]
-        )
+    def _append(
+        self, purpose: ModelPurpose, kind: EntryKind, call: int, content: str | None, **fields: Unpack[_EntryFields]
+    ) -> None:
+        self._entries.append(TranscriptEntry(len(self._entries), purpose, kind, call, content, **fields))

@@ -39,12 +39,12 @@ from runners.commands._common import (
     EXIT_OK,
     EXIT_REGRESSION,
     EXIT_STORAGE,
-    _ArgumentError,
-    _error,
-    _Parser,
-    _say,
-    _stdout_may_close,
+    ArgumentError,
+    Parser,
     err,
+    error,
+    say,
+    stdout_may_close,
 )
 from runners.plan.rules import UsageError
 from runners.run import interrupts
@@ -64,7 +64,7 @@ __all__ = [
 # -- parser ---------------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     """Every command's parser, in the order `--help` lists them; each command module adds its own."""
-    parser = _Parser(prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = Parser(prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -79,12 +79,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
             reconfigure(errors="replace")
-    with _stdout_may_close():
+    with stdout_may_close():
         parser = build_parser()
         try:
             args = parser.parse_args(argv)
-        except _ArgumentError as exc:
-            _error(str(exc))
+        except ArgumentError as exc:
+            error(str(exc))
             return EXIT_INPUT
         if not getattr(args, "command", None):
             parser.print_help()
@@ -121,28 +121,28 @@ def _dispatch(args: argparse.Namespace, signals: interrupts.Interrupts | None = 
             raise KeyboardInterrupt
         return result
     except KeyboardInterrupt:
-        _say("interrupted", stderr=True)
+        say("interrupted", stderr=True)
         return (signals.exit_code if signals is not None else None) or EXIT_INTERRUPTED
     except EvalSetError as exc:
         if len(exc.problems) == 1:
-            _error(exc.problems[0])
+            error(exc.problems[0])
             return EXIT_INPUT
         err.print(Text.assemble(("error: ", "red"), f"{len(exc.problems)} problem(s) in the evaluation set:"))
         for problem in exc.problems:
             err.print(Text(f"  - {problem}"), soft_wrap=True)
         return EXIT_INPUT
     except (UsageError, BenchInputError, MetricsDbError, OutputWriteError, ValueError) as exc:
-        _error(str(exc))
+        error(str(exc))
         return EXIT_INPUT
     except MetricsWriteError as exc:  # before a bench run or sweep started: nothing of it is stored
         where = getattr(args, "db", None) or "the database"
-        _error(f"writing {where} failed ({exc}): nothing was started; free some space (or fix the device) and"
+        error(f"writing {where} failed ({exc}): nothing was started; free some space (or fix the device) and"
                " run the command again")  # fmt: skip
         return EXIT_STORAGE
     except duckdb.Error as exc:  # a file DuckDB opened but cannot read or write (truncated, damaged)
         where = getattr(args, "db", None) or getattr(args, "out", None) or "the database"
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        _error(f"{where}: DuckDB cannot read or write it ({first}); use another --db or restore the file")
+        error(f"{where}: DuckDB cannot read or write it ({first}); use another --db or restore the file")
         return EXIT_INPUT
 
 

@@ -53,8 +53,9 @@ class BusinessTool(ABC, Generic[InputT]):
     """The name the model calls the tool by."""
     description: ClassVar[str]
     """What the tool does, written for the model."""
-    input_model: ClassVar[type[BaseModel]]
-    """The pydantic model of the business input; its JSON schema is shown to the model."""
+    input_model: type[InputT]
+    """The pydantic model of the business input; its JSON schema is shown to the model (a class attribute,
+    which an instance may narrow, as the database tool does with its case's tables)."""
     runs_inline: ClassVar[bool] = False
     """True when the tool bounds its own latency (in memory, or a backend with its own statement
     timeout): it runs on the loop's thread instead of a worker with a deadline-capped timeout."""
@@ -77,7 +78,7 @@ class BusinessTool(ABC, Generic[InputT]):
                 for err in exc.errors()
             )
             raise ToolInputError(f"invalid input for tool {self.name!r}: {problems}") from None
-        return parsed  # type: ignore[return-value]
+        return parsed
 
     def normalize_scope(self, parsed: InputT) -> str:
         """A stable identity for the query; equal for inputs that mean the same thing."""

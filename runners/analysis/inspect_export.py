@@ -16,8 +16,10 @@ from typing import Any
 
 import pydantic_core
 
+from harness.contracts import ModelPurpose
+from harness.transcript import EntryKind
 from runners.store.redact import safe_url
-from runners.store.transcripts import CaseRunInfo, Message, load_case_run
+from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_run
 
 __all__ = ["INSPECT_EXTRA", "InspectUnavailable", "export_inspect"]
 
@@ -55,7 +57,7 @@ def _decision(m: Message) -> dict[str, Any]:
     return {k: m.get(k) for k in keys if m.get(k) is not None}
 
 
-def _messages(info: CaseRunInfo, purpose: str) -> list[Any]:
+def _messages(info: CaseRunInfo, purpose: ModelPurpose) -> list[Any]:
     from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
     from inspect_ai.tool import ToolCall
 
@@ -64,24 +66,24 @@ def _messages(info: CaseRunInfo, purpose: str) -> list[Any]:
     for m in info.messages:
         if m.purpose != purpose:
             continue
-        if m.kind == "SYSTEM":
+        if m.kind == EntryKind.SYSTEM:
             out.append(ChatMessageSystem(content=m.content or ""))
-        elif m.kind == "USER":
+        elif m.kind == EntryKind.USER:
             out.append(ChatMessageUser(content=m.content or ""))
-        elif m.kind == "ASSISTANT":
+        elif m.kind == EntryKind.ASSISTANT:
             assistant = ChatMessageAssistant(content=m.content or "", tool_calls=None, model=info.row.get("model"))
             out.append(assistant)
-        elif m.kind == "TOOL_CALL" and assistant is not None:
+        elif m.kind == EntryKind.TOOL_CALL and assistant is not None:
             args, error = _arguments(m.get("arguments"))
             call = ToolCall(id=m.get("harness_call_id") or m.get("tool_call_id") or "", function=m.get("tool") or "",
                             arguments=args, parse_error=error)  # fmt: skip
             assistant.tool_calls = [*(assistant.tool_calls or []), call]
             assistant.metadata = {**(assistant.metadata or {}), "harness_decisions": [
                 *(assistant.metadata or {}).get("harness_decisions", []), _decision(m)]}  # fmt: skip
-        elif m.kind == "OBSERVATION":
+        elif m.kind == EntryKind.OBSERVATION:
             out.append(ChatMessageTool(content=m.content or "", tool_call_id=m.get("tool_call_id"),
                                        metadata={"sent": m.get("sent") is not False}))  # fmt: skip
-        elif m.kind == "MODEL_ERROR":
+        elif m.kind == EntryKind.MODEL_ERROR:
             out.append(ChatMessageAssistant(content=f"[model call failed: {m.get('error_kind')}] {m.content or ''}",
                                             metadata={"model_error": m.get("error_kind")}))  # fmt: skip
     return out
@@ -94,16 +96,22 @@ def _sample(info: CaseRunInfo) -> Any:
     from inspect_ai.scorer import Score
 
     r = info.row
-    messages = _messages(info, "DIAGNOSIS")
-    guard = _messages(info, "SEMANTIC_GUARD")
-    question = next((m.content for m in info.messages if m.kind == "USER" and m.purpose == "DIAGNOSIS"), "") or ""
+    messages = _messages(info, ModelPurpose.DIAGNOSIS)
+    guard = _messages(info, ModelPurpose.SEMANTIC_GUARD)
+    question = (
+        next((m.content for m in info.messages if m.kind == EntryKind.USER and m.purpose == ModelPurpose.DIAGNOSIS), "")
+        or ""
+    )
     outcome = r["outcome"] + (f"/{r['fallback_kind']}" if r.get("fallback_kind") else "")
     expected = r["expected_outcome"] + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind") else "")
-    decisions = [_decision(m) for m in info.messages if m.kind == "TOOL_CALL"]
+    decisions = [_decision(m) for m in info.messages if m.kind == EntryKind.TOOL_CALL]
     verdicts = [{"guard": m.get("guard"), "verdict": m.get("verdict"), "detail": m.content}
-                for m in info.messages if m.kind == "GUARD_VERDICT"]  # fmt: skip
-    draft = next((m.content for m in reversed(info.messages) if m.kind == "ASSISTANT" and m.purpose == "DIAGNOSIS"),
-                 None)  # fmt: skip
+                for m in info.messages if m.kind == GUARD_VERDICT]  # fmt: skip
+    draft = next(
+        (m.content for m in reversed(info.messages)
+         if m.kind == EntryKind.ASSISTANT and m.purpose == ModelPurpose.DIAGNOSIS),
+        None,
+    )  # fmt: skip
     model = str(r.get("model"))
     usage = ModelUsage(input_tokens=int(r.get("input_tokens") or 0), output_tokens=int(r.get("output_tokens") or 0),
                        total_tokens=int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0))  # fmt: skip

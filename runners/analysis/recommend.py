@@ -30,14 +30,16 @@ import duckdb
 import numpy as np
 import scipy.stats
 
+from harness.contracts import FallbackKind, ReleaseOutcome
 from runners.analysis.choices import DEFAULT_MARGIN as DEFAULT_MARGIN
 from runners.analysis.choices import Objective as Objective
 from runners.analysis.choices import RecommendInputError as RecommendInputError
 from runners.analysis.choices import Rule as Rule
 from runners.analysis.choices import check_margin
+from runners.domain.evalset import Family
 from runners.plan.settings import SettingValue, swept_names
 
-NO_EVIDENCE_FAMILIES = ("empty_logs", "generic_kb", "missing_context")
+NO_EVIDENCE_FAMILIES = (Family.EMPTY_LOGS, Family.GENERIC_KB, Family.MISSING_CONTEXT)
 
 
 def config_columns() -> tuple[str, ...]:
@@ -188,6 +190,74 @@ class ConfigStats:
         }[objective]
 
 
+@dataclass(frozen=True, slots=True)
+class _SweepCaseRun:
+    """One case run of a sweep grid point, as `measure` reads it from case_runs."""
+
+    family: Family
+    """The case's evaluation family."""
+    expected_outcome: ReleaseOutcome
+    """The outcome the case expects."""
+    expected_fallback_kind: FallbackKind | None
+    """The fallback kind the case expects (None unless a fallback)."""
+    outcome: ReleaseOutcome
+    """The outcome the run released."""
+    fallback_kind: FallbackKind | None
+    """The fallback kind it released (None unless a fallback)."""
+    wasted_invocations: float
+    """Tool invocations after the first NO_GAIN."""
+    tokens: float
+    """Input plus output tokens."""
+    model_calls: float
+    """Model calls."""
+    tool_invocations: float
+    """Tool invocations."""
+    passed: bool
+    """Whether it met all of the case's expectations."""
+    epoch: int
+    """The epoch, from 1."""
+
+    COLUMNS = (
+        "c.family, c.expected_outcome, c.expected_fallback_kind, c.outcome, c.fallback_kind, c.wasted_invocations,"
+        " c.input_tokens + c.output_tokens, c.model_calls, c.tool_invocations, c.passed, c.epoch"
+    )
+    """The SELECT list that gives the fields in order."""
+
+    @classmethod
+    def of(cls, row: tuple[object, ...]) -> _SweepCaseRun:
+        """The record of one row of COLUMNS."""
+        family, expected, expected_kind, outcome, kind, wasted, tokens, calls, tools, passed, epoch = row
+        return cls(
+            family=Family(str(family)),
+            expected_outcome=ReleaseOutcome(str(expected)),
+            expected_fallback_kind=None if expected_kind is None else FallbackKind(str(expected_kind)),
+            outcome=ReleaseOutcome(str(outcome)),
+            fallback_kind=None if kind is None else FallbackKind(str(kind)),
+            wasted_invocations=_number(wasted),
+            tokens=_number(tokens),
+            model_calls=_number(calls),
+            tool_invocations=_number(tools),
+            passed=bool(passed),
+            epoch=int(_number(epoch)),
+        )
+
+    @property
+    def diagnosed(self) -> bool:
+        """Whether the run released a diagnosis."""
+        return self.outcome is ReleaseOutcome.SUCCESS
+
+    @property
+    def honest(self) -> bool:
+        """Whether it ended in exactly the expected outcome and fallback kind."""
+        return self.outcome is self.expected_outcome and self.fallback_kind is self.expected_fallback_kind
+
+
+def _number(value: object) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    raise TypeError(f"case_runs holds {value!r} where a number belongs")
+
+
 def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
     """One ConfigStats per grid point of the sweep, from case_runs, with the case as the unit."""
     names = config_columns()
@@ -195,18 +265,17 @@ def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
     n_cols = len(names)
     rows = con.execute(
         f"""
-        SELECT {cols}, c.case_id, c.family, c.expected_outcome, c.expected_fallback_kind, c.outcome,
-               c.fallback_kind, c.wasted_invocations, c.input_tokens + c.output_tokens, c.model_calls,
-               c.tool_invocations, c.passed, c.epoch
+        SELECT {cols}, c.case_id, {_SweepCaseRun.COLUMNS}
         FROM case_runs c JOIN bench_runs b USING (bench_run_id)
         WHERE b.sweep_id = ?
         ORDER BY {cols}, c.case_id
         """,
         [sweep_id],
     ).fetchall()
-    groups: dict[tuple[SettingValue, ...], dict[str, list[tuple[object, ...]]]] = {}
+    groups: dict[tuple[SettingValue, ...], dict[str, list[_SweepCaseRun]]] = {}
     for r in rows:
-        groups.setdefault(tuple(r[:n_cols]), {}).setdefault(str(r[n_cols]), []).append(r[n_cols + 1 :])
+        run = _SweepCaseRun.of(tuple(r[n_cols + 1 :]))
+        groups.setdefault(tuple(r[:n_cols]), {}).setdefault(str(r[n_cols]), []).append(run)
     out: list[ConfigStats] = []
     for cfg, by_case in groups.items():
         recall: dict[str, float] = {}
@@ -218,17 +287,17 @@ def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
         tools: list[float] = []
         passed: list[float] = []
         for case_id, runs in by_case.items():
-            family, expected = runs[0][0], runs[0][1]
-            if expected == "SUCCESS":
-                recall[case_id] = float(np.mean([r[3] == "SUCCESS" for r in runs]))
-                recall_epochs[case_id] = tuple(float(r[3] == "SUCCESS") for r in sorted(runs, key=lambda r: int(r[10])))  # type: ignore[call-overload]
-            if family in NO_EVIDENCE_FAMILIES and expected == "FALLBACK":
-                honest[case_id] = float(np.mean([r[3] == r[1] and r[4] == r[2] for r in runs]))
-                wasted.append(float(np.mean([float(r[5]) for r in runs])))  # type: ignore[arg-type]
-            tokens.append(float(np.mean([float(r[6]) for r in runs])))  # type: ignore[arg-type]
-            calls.append(float(np.mean([float(r[7]) for r in runs])))  # type: ignore[arg-type]
-            tools.append(float(np.mean([float(r[8]) for r in runs])))  # type: ignore[arg-type]
-            passed.append(float(np.mean([bool(r[9]) for r in runs])))
+            family, expected = runs[0].family, runs[0].expected_outcome
+            if expected is ReleaseOutcome.SUCCESS:
+                recall[case_id] = float(np.mean([r.diagnosed for r in runs]))
+                recall_epochs[case_id] = tuple(float(r.diagnosed) for r in sorted(runs, key=lambda r: r.epoch))
+            if family in NO_EVIDENCE_FAMILIES and expected is ReleaseOutcome.FALLBACK:
+                honest[case_id] = float(np.mean([r.honest for r in runs]))
+                wasted.append(float(np.mean([r.wasted_invocations for r in runs])))
+            tokens.append(float(np.mean([r.tokens for r in runs])))
+            calls.append(float(np.mean([r.model_calls for r in runs])))
+            tools.append(float(np.mean([r.tool_invocations for r in runs])))
+            passed.append(float(np.mean([r.passed for r in runs])))
         out.append(
             ConfigStats(
                 config=cfg,

@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.contracts import InvocationStatus, ModelPurpose
+from harness.transcript import EntryKind
 from runners.analysis._safe_text import html as safe_html
 from runners.analysis._safe_text import terminal
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message
@@ -53,7 +55,7 @@ def blocks(messages: Sequence[Message]) -> list[Block]:
         purpose, call = key
         if purpose == GUARD_VERDICT:
             out.append(Block("guard verdicts", tuple(current), None))
-        elif purpose == "SEMANTIC_GUARD":
+        elif purpose == ModelPurpose.SEMANTIC_GUARD:
             out.append(Block(f"SemanticGuard, isolated call (model call {call})", tuple(current), None))
         elif not call:
             out.append(Block("produced but never sent (the run ended first)", tuple(current), None))
@@ -85,7 +87,7 @@ def _decision(m: Message) -> str:
     """The Harness's decision on one tool call, in one line."""
     status = m.get("invocation_status")
     parts: list[str] = []
-    if status == "REJECTED":
+    if status == InvocationStatus.REJECTED:
         parts.append(f"REJECTED: {m.get('rejection')}")
         if m.get("violation"):
             parts.append(f"violation {m.get('violation')}")
@@ -113,32 +115,32 @@ def _decision(m: Message) -> str:
 def _message_lines(m: Message, width: int, *, full: bool, draft: bool) -> list[str]:
     text = m.content or ""
     kind = m.kind
-    if kind == "SYSTEM":
+    if kind == EntryKind.SYSTEM:
         body = text.splitlines()
         shown = body if full else body[:_SYSTEM_LINES]
         more = [] if full or len(body) <= _SYSTEM_LINES else [f"    … ({len(body) - _SYSTEM_LINES} more lines; --full)"]
         return ["  SYSTEM", *_wrap("\n".join(shown), "    ", width), *more]
-    if kind == "USER":
+    if kind == EntryKind.USER:
         return ["  USER", *_wrap(text, "    ", width)]
-    if kind == "OBSERVATION":
+    if kind == EntryKind.OBSERVATION:
         head = f"  OBSERVATION for {m.get('tool_call_id')}"
         if "STOP_REQUIRED" in text:
             head += "  [STOP_REQUIRED]"
         if m.get("sent") is False:
             head += "  (never sent)"
         return [head, *_wrap(text, "    ", width)]
-    if kind == "ASSISTANT":
+    if kind == EntryKind.ASSISTANT:
         tokens = f"{m.get('input_tokens') or 0} in / {m.get('output_tokens') or 0} out tokens"
         title = "  DRAFT" if draft else "  ASSISTANT"
         lines = [f"{title} ({tokens}" + (f", finish {m.get('finish_reason')})" if m.get("finish_reason") else ")")]
         return lines + (_wrap(text, "    ", width) if text else [])
-    if kind == "TOOL_CALL":
+    if kind == EntryKind.TOOL_CALL:
         return [
             f"  TOOL CALL {m.get('tool')}  id {m.get('tool_call_id') or '(none)'}",
             *_wrap(str(m.get("arguments") or ""), "    ", width),
             *_wrap("Harness: " + _decision(m), "    ", width),
         ]
-    if kind == "MODEL_ERROR":
+    if kind == EntryKind.MODEL_ERROR:
         return [f"  MODEL CALL FAILED ({m.get('error_kind')})", *_wrap(text, "    ", width)]
     if kind == GUARD_VERDICT:
         return [f"  {m.get('guard')}: {m.get('verdict')}", *(_wrap(text, "    ", width) if text else [])]
@@ -149,9 +151,11 @@ def _draft_seq(messages: Sequence[Message]) -> int | None:
     """The Draft: the diagnosis loop's last assistant message, when no tool call follows it."""
     last: int | None = None
     for m in messages:
-        if m.purpose == "DIAGNOSIS" and m.kind == "ASSISTANT":
+        if m.purpose == ModelPurpose.DIAGNOSIS and m.kind == EntryKind.ASSISTANT:
             last = m.seq
-        elif m.purpose == "DIAGNOSIS" and m.kind == "TOOL_CALL" and last is not None and m.seq > last:
+        elif (
+            m.purpose == ModelPurpose.DIAGNOSIS and m.kind == EntryKind.TOOL_CALL and last is not None and m.seq > last
+        ):
             last = None
     return last
 
@@ -312,13 +316,13 @@ def render_html(info: CaseRunInfo, *, title: str | None = None) -> str:
 def _html_message(m: Message, draft: int | None) -> Iterable[str]:
     text = m.content or ""
     label = "DRAFT" if m.seq == draft else m.kind.replace("_", " ")
-    if m.kind == "TOOL_CALL":
+    if m.kind == EntryKind.TOOL_CALL:
         yield f"<div class='k'>TOOL CALL {_h(m.get('tool'))} <code>{_h(m.get('tool_call_id') or '')}</code></div>"
         yield f"<pre>{_h(m.get('arguments') or '')}</pre>"
-        cls = "rej" if m.get("invocation_status") == "REJECTED" else "ok"
+        cls = "rej" if m.get("invocation_status") == InvocationStatus.REJECTED else "ok"
         yield f"<div class='decision {cls}'>Harness: {_h(_decision(m))}</div>"
         return
-    if m.kind == "OBSERVATION":
+    if m.kind == EntryKind.OBSERVATION:
         label += f" for {m.get('tool_call_id')}" + (" (never sent)" if m.get("sent") is False else "")
     if m.kind == GUARD_VERDICT:
         label = f"{m.get('guard')}: {m.get('verdict')}"

@@ -5,6 +5,7 @@ claimed, interrupted or stopped by a failed write, with the exact command that c
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
@@ -118,15 +119,15 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
     """The options the flags give (with --resume: only where and how it executes; the rest is the stored run's)."""
     from runners.plan.options import BenchOptions
 
-    invocation: dict[str, Any] = {
-        "db": args.db, "concurrency": args.concurrency, "max_in_flight": args.max_in_flight, "keep_runs": False,
-        "executor": Executor(args.executor), "ray_address": args.ray_address, "cancellation": cancellation,
-    }  # fmt: skip
+    invocation = BenchOptions(
+        db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight, keep_runs=False,
+        executor=Executor(args.executor), ray_address=args.ray_address, cancellation=cancellation,
+    )  # fmt: skip
     if args.resume:
-        return BenchOptions(resume=args.resume, resume_overrides=_resume_overrides(args), **invocation)
+        return dataclasses.replace(invocation, resume=args.resume, resume_overrides=_resume_overrides(args))
     run_settings = run_settings or settings.RunSettings.of()
-    return BenchOptions(config=run_settings.config, model_settings=run_settings.model_settings, **invocation,
-                        **run_options.options_from_args(args, {"epochs": epochs}))  # fmt: skip
+    measured = dataclasses.replace(invocation, config=run_settings.config, model_settings=run_settings.model_settings)
+    return run_options.options_from_args(args, measured, {"epochs": epochs})
 
 
 # -- what a run or sweep says when it is claimed, interrupted or cannot write ------------------

@@ -31,12 +31,14 @@ __all__ = [
     "out",
     "err",
     "_fail",
+    "say",
+    "error",
     "_say",
     "_error",
     "_int_in",
     "_float_in",
-    "_ArgumentError",
-    "_Parser",
+    "ArgumentError",
+    "Parser",
     "_sub",
     "_add_selection",
     "_add_db",
@@ -46,7 +48,7 @@ __all__ = [
     "_check_outputs",
     "_load_with_progress",
     "_progress",
-    "_stdout_may_close",
+    "stdout_may_close",
 ]
 
 EXIT_OK, EXIT_REGRESSION, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -63,20 +65,26 @@ def _fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def _say(text: str, *, stderr: bool = False) -> None:
+def say(text: str, *, stderr: bool = False) -> None:
     """Print plain text: never read as markup, control characters shown escaped; wrapped between words at the
     console width."""
     (err if stderr else out).print(Text(terminal(text)))
 
 
-def _error(text: str) -> None:
+def error(text: str) -> None:
     """One line on stderr (control characters shown escaped)."""
     err.print(Text.assemble(("error: ", "red"), " ".join(terminal(text).split())), soft_wrap=True)
 
 
+# The commands' own spelling of the two (they sit beside this module); the CLI entry point, in another package,
+# imports the public names.
+_say = say
+_error = error
+
+
 # -- a closed stdout ----------------------------------------------------------------------------------
 @contextlib.contextmanager
-def _stdout_may_close() -> Iterator[None]:
+def stdout_may_close() -> Iterator[None]:
     """While a command runs, sys.stdout is a `_ReaderMayLeave` (the consoles look sys.stdout up at each write)."""
     real = sys.stdout
     if real is None:  # started with stdout closed (`>&-`): print() already discards
@@ -135,11 +143,11 @@ _int_in = bounded_int
 _float_in = bounded_float
 
 
-class _ArgumentError(Exception):
+class ArgumentError(Exception):
     """A flag argparse refused: one line naming it, exit 2 (main prints it)."""
 
 
-class _Parser(argparse.ArgumentParser):
+class Parser(argparse.ArgumentParser):
     """argparse whose errors reach `main` as one line (`--flag VALUE: what is allowed`), not a usage dump."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -153,7 +161,7 @@ class _Parser(argparse.ArgumentParser):
         if m:
             flag = m.group(1).split("/")[-1]
             message = f"{flag} {m.group(2)}"
-        raise _ArgumentError(f"{message} (see {self.prog} --help)")
+        raise ArgumentError(f"{message} (see {self.prog} --help)")
 
 
 # -- shared options -----------------------------------------------------------------------------

@@ -11,12 +11,12 @@ from typing import Any
 from runners.commands._common import (
     EXIT_OK,
     EXIT_REGRESSION,
+    ArgumentError,
+    Parser,
     _add_selection,
-    _ArgumentError,
     _check_outputs,
     _error,
     _fail,
-    _Parser,
     _say,
     _sub,
 )
@@ -47,14 +47,14 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
     from runners.commands._bench import _add_bench
     from runners.plan import settings
 
-    parser = _Parser(prog="harness-bench sweep")
+    parser = Parser(prog="harness-bench sweep")
     _add_selection(parser, "sweep")  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
     _add_bench(parser, sweep=True)
     try:
         args = parser.parse_args(list(sweep_args))
         values = settings.settings_from_args(args)
         axes = settings.axes_from_args(args)
-    except (_ArgumentError, ValueError) as exc:
+    except (ArgumentError, ValueError) as exc:
         _fail(f"{where}: sweep_args are not `harness-bench sweep` flags ({exc})")
     thresholds = axes.get("no_gain_threshold") or (values.config.no_gain_threshold,)
     return RecordingSettings(

@@ -27,7 +27,7 @@ import os
 import pickle
 import re
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, TypeGuard
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -133,8 +133,12 @@ class _Bounds(Composer):
         """The next node composed is a new unit: its own alias counts start at 0."""
         self.unit_aliases = self.unit_alias_nodes = 0
 
+    if TYPE_CHECKING:  # the parser's, mixed in beside this class (PyYAML's stubs leave it untyped)
+
+        def peek_event(self) -> Any: ...
+
     def compose_node(self, parent: Any, index: Any) -> Any:
-        event: Any = self.peek_event()  # type: ignore[attr-defined]  # the parser's, mixed in beside
+        event: Any = self.peek_event()
         if isinstance(event, AliasEvent):
             node = Composer.compose_node(self, parent, index)  # raises on an undefined alias
             added = self.anchor_sizes.get(event.anchor or "", 1)
@@ -440,12 +444,17 @@ def _as_binary(stream: IO[str] | IO[bytes] | str | bytes) -> IO[bytes] | None:
         return None
     try:
         start = stream.tell()
-        head = stream.read(0)
     except (OSError, ValueError):
         return None
-    if not isinstance(head, bytes) or start != 0:
-        return None
-    return stream  # type: ignore[return-value]
+    return stream if start == 0 and _reads_bytes(stream) else None
+
+
+def _reads_bytes(stream: IO[str] | IO[bytes]) -> TypeGuard[IO[bytes]]:
+    """Whether reading the stream gives bytes (a binary file, not a text one that is no io.TextIOBase)."""
+    try:
+        return isinstance(stream.read(0), bytes)
+    except (OSError, ValueError):
+        return False
 
 
 def _fast_or_events(f: IO[bytes], stream: IO[str] | IO[bytes] | str | bytes) -> Iterator[object]:
@@ -758,7 +767,8 @@ def iter_raw_cases_aside(path: str) -> Iterator[object]:
                     return
                 if kind == "yaml":
                     problem, where = message[1], message[2]
-                    mark = yaml.Mark(where[0], -1, where[1], where[2], None, None) if where else None  # type: ignore[arg-type]
+                    # No buffer: the mark shows no snippet, so its pointer is never read.
+                    mark = yaml.Mark(where[0], -1, where[1], where[2], None, 0) if where else None
                     raise yaml.MarkedYAMLError(problem=problem, problem_mark=mark)
                 if kind == "shape":
                     raise CasesShapeError(message[1])

@@ -9,10 +9,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import InformationGain, JsonObject, JsonValue, ModelPurpose, SemanticVerdict, _StrEnum
+from harness.contracts import (
+    ControlSignal,
+    InformationGain,
+    InvocationStatus,
+    JsonObject,
+    JsonValue,
+    ModelPurpose,
+    RejectionReason,
+    SemanticVerdict,
+)
 from harness.models.base import (
     AssistantMessage,
     ChatMessage,
@@ -24,7 +34,7 @@ from harness.models.base import (
 )
 
 
-class Mistake(_StrEnum):
+class Mistake(StrEnum):
     """A deliberate protocol mistake a scripted step makes."""
 
     MISSING_PREVIOUS_OBSERVATION = "missing_previous_observation"
@@ -37,7 +47,7 @@ class Mistake(_StrEnum):
     INVALID_INPUT = "invalid_input"  # the step's input is deliberately invalid for its tool (INVALID_INPUT)
 
 
-class RejectionReaction(_StrEnum):
+class RejectionReaction(StrEnum):
     """What the scripted model does after a protocol rejection."""
 
     CORRECT = "correct"
@@ -48,7 +58,7 @@ class RejectionReaction(_StrEnum):
     """Give up on that step and move on."""
 
 
-class StopReaction(_StrEnum):
+class StopReaction(StrEnum):
     """What the scripted model does after STOP_REQUIRED."""
 
     DRAFT = "draft"
@@ -150,15 +160,17 @@ def _replay(traj: Trajectory, messages: Sequence[ChatMessage]) -> _Position:
         for n, call in enumerate(m.tool_calls):
             pos.calls += 1
             obs = _observation(results.get(call.id, ""))
-            if obs.get("control") == "STOP_REQUIRED" or obs.get("reason") == "SATURATED":
+            if obs.get("control") == ControlSignal.STOP_REQUIRED or obs.get("reason") == RejectionReason.SATURATED:
                 pos.stop_seen = True
             if n >= len(group):
                 continue
             idx = group[n]
             status = obs.get("status")
-            if status == "REJECTED" and obs.get("reason") == "AWAITING_EVALUATION":
+            if status == InvocationStatus.REJECTED and obs.get("reason") == RejectionReason.AWAITING_EVALUATION:
                 continue  # not executed: sent again in the next message, with the evaluation
-            if status == "REJECTED" and (obs.get("reason") == "PROTOCOL_VIOLATION" or obs.get("violation")):
+            if status == InvocationStatus.REJECTED and (
+                obs.get("reason") == RejectionReason.PROTOCOL_VIOLATION or obs.get("violation")
+            ):
                 reaction = traj.steps[idx].on_rejection or traj.on_rejection
                 if reaction is RejectionReaction.CORRECT:
                     pos.corrected.add(idx)
@@ -168,7 +180,7 @@ def _replay(traj: Trajectory, messages: Sequence[ChatMessage]) -> _Position:
             # executed, failed, duplicate or saturated: this step is done
             pos.done.add(idx)
             pos.step_ids[idx + 1] = call.id
-            if status == "COMPLETED":
+            if status == InvocationStatus.COMPLETED:
                 pos.last_completed = call.id
             pos.pending = call.id if obs.get("evaluation_required") is True else None
     return pos

@@ -136,7 +136,7 @@ def _scrub_request(request: Request, secrets: Secrets = NO_SECRETS) -> Request:
     return Request(request.method, uri, _redact_body(request.body, secrets), headers)
 
 
-class _VCR(vcr.VCR):  # type: ignore[misc]
+class _VCR(vcr.VCR):  # type: ignore[misc]  # vcrpy ships no types: its VCR is Any to mypy
     """vcrpy deep-copies every request (several times per request, body included) before its filters;
     our only filter already returns a fresh, scrubbed Request, so the deep copy is skipped (measured:
     ~20% of a replay). Only its cassette configuration is used: nothing is patched."""
@@ -149,7 +149,7 @@ class _VCR(vcr.VCR):  # type: ignore[misc]
         return partial(_scrub_request, secrets=self._secrets)
 
 
-class AtomicPersister(FilesystemPersister):  # type: ignore[misc]
+class AtomicPersister(FilesystemPersister):  # type: ignore[misc]  # vcrpy ships no types (Any to mypy)
     """vcrpy's file persister, saving through a temporary file renamed into place (runners/store/_files.py):
     a crash, a full disk or Ctrl-C mid-save leaves the old cassette or the complete new one, never half a file."""
 

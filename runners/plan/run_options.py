@@ -12,6 +12,7 @@ option is one entry here (plus its `BenchOptions` field and its argparse flag).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -261,13 +262,13 @@ def add_arguments(parser: argparse.ArgumentParser, command: str) -> None:
             group.add_argument(o.flag, **o.flag_keywords(command))
 
 
-def given_flags(args: Any) -> dict[str, object]:
+def given_flags(args: argparse.Namespace) -> dict[str, object]:
     """Each run option's flag -> its argparse value, None where not given (what `--resume` refuses)."""
     return {o.flag: None if o.not_given(getattr(args, o.dest, None)) else getattr(args, o.dest) for o in declared()}
 
 
-def options_from_args(args: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
-    """The `BenchOptions` fields given by the run-option flags (`defaults`: per command, e.g. sweep's epochs)."""
+def options_from_args(args: argparse.Namespace, base: BenchOptions, defaults: Mapping[str, object]) -> BenchOptions:
+    """`base` with the run options the flags give (`defaults`: per command, e.g. sweep's epochs)."""
     out: dict[str, Any] = {}
     for o in declared():
         value = o.from_arg(getattr(args, o.dest, None))
@@ -275,7 +276,7 @@ def options_from_args(args: Any, defaults: Mapping[str, Any]) -> dict[str, Any]:
             value = defaults.get(o.name)
         if value is not None:
             out[o.name] = value
-    return _as_fields(out)
+    return dataclasses.replace(base, **_as_fields(out))
 
 
 def saved_values(opts: BenchOptions) -> dict[str, Stored]:

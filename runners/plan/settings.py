@@ -2,7 +2,9 @@
 
 Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
 `ModelSettings` below, the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
-attribute docstring (help) and an optional `BenchSetting` marker (public name, sweepable, ...).
+attribute docstring (help) and a `BenchSetting` marker (public name, flag, sweepable, ...): on a
+`ModelSettings` field as its `Annotated` metadata, for `HarnessConfig`, whose fields keep the library's
+names and carry no bench markup, in `HARNESS_SETTINGS` below.
 From that come the CLI options of `run` and `sweep`, the sweep's grid axes, the `bench_runs` and
 `case_runs` columns, `--resume` and the flags that reproduce a run. A new field in either model is
 the only edit a new setting needs.
@@ -25,7 +27,7 @@ import annotated_types
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
 
-from harness.config import BenchSetting, HarnessConfig
+from harness.config import HarnessConfig
 from harness.models.base import ToolCallFormat
 from runners.store.redact import safe_url
 
@@ -34,6 +36,53 @@ SettingValue = int | float | str | None
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 TOOL_CHOICE_MODES = ("auto", "none", "required")
+
+
+@dataclass(frozen=True, slots=True)
+class BenchSetting:
+    """How the bench exposes a settings field: its flag, its DuckDB column, whether it is a sweep axis, whether
+    resume may change it (a field without one is exposed under its own name, not sweepable)."""
+
+    public_name: str | None = None
+    """The DuckDB column, the key in stored settings and the name in sweep labels; default: the field name."""
+    sweepable: bool = False
+    """`sweep` takes a comma list for it and makes it a grid axis; `case_runs` carries it as a column."""
+    sweep_default: tuple[int | float | str, ...] = ()
+    """The sweep's axis when the flag is not given (default: the field's default alone)."""
+    metavar: str | None = None
+    """Placeholder shown in --help (default: from the type)."""
+    endpoint: bool = False
+    """Says where the model is reached, not what is measured: `--resume` may take a new value."""
+    flag: str | None = None
+    """The CLI flag; default: `--public-name`."""
+    aliases: tuple[str, ...] = ()
+    """Older spellings of the flag that still work (not listed in --help)."""
+
+
+_SECONDS = BenchSetting(metavar="SECONDS")
+
+HARNESS_SETTINGS: Mapping[str, BenchSetting] = {
+    "no_gain_threshold": BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4)),
+    "protocol_violation_threshold": BenchSetting(sweepable=True),
+    "max_model_calls": BenchSetting(sweepable=True),
+    # The columns keep the names databases already hold; the flags are the library's, the old ones still work
+    # (`--max-tokens` read as the per-request `max_tokens` of a chat request; it is the run's total).
+    "max_tool_invocations": BenchSetting(
+        "max_tool_calls", sweepable=True, flag="--max-tool-invocations", aliases=("--max-tool-calls",)
+    ),
+    "max_total_tokens": BenchSetting(
+        "max_tokens", sweepable=True, flag="--max-total-tokens", aliases=("--max-tokens",)
+    ),
+    "deadline_seconds": BenchSetting("deadline", metavar="SECONDS"),
+    "tool_timeout_seconds": _SECONDS,
+    "model_timeout_seconds": _SECONDS,
+    "retry_backoff_seconds": _SECONDS,
+    "max_retry_wait_seconds": _SECONDS,
+    "record_ttl_seconds": _SECONDS,
+    "schema_mode": BenchSetting(sweepable=True),
+}
+"""How the bench exposes `HarnessConfig`'s fields, by field name (a subclass's new field may instead carry its
+marker as `Annotated` metadata, as `ModelSettings`' fields do)."""
 
 
 class SettingsError(ValueError):
@@ -139,7 +188,11 @@ class Setting:
     """One declared setting, derived from a pydantic field."""
 
     name: str
-    """Public name: the CLI flag `--name-with-dashes` and the DuckDB column."""
+    """Public name: the DuckDB column, the key in stored settings and sweep labels, the argparse destination."""
+    flag: str
+    """The CLI flag (`--public-name` unless declared otherwise); messages name it."""
+    aliases: tuple[str, ...]
+    """Older flags that still work."""
     owner: SettingOwner
     """HarnessConfig or ModelSettings."""
     field: str
@@ -174,11 +227,6 @@ class Setting:
     """Declared example values (tests use them; derived when absent)."""
     enum_type: type[Enum] | None
     """The enum of a CHOICE setting (to rebuild the model value)."""
-
-    @property
-    def flag(self) -> str:
-        """`--public-name`."""
-        return "--" + self.name.replace("_", "-")
 
     @property
     def sql_type(self) -> str:
@@ -307,8 +355,16 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def _bound(model: type[BaseModel], field: str, value: object) -> float:
+    """A Field's ge/gt/le/lt bound as a number (annotated_types types it only as comparable)."""
+    if isinstance(value, int | float):
+        return float(value)
+    raise TypeError(f"{model.__name__}.{field}: bound {value!r} is not a number")
+
+
 def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
-    marker = next((m for m in info.metadata if isinstance(m, BenchSetting)), BenchSetting())
+    declared = HARNESS_SETTINGS.get(field) if owner is SettingOwner.HARNESS else None
+    marker = next((m for m in info.metadata if isinstance(m, BenchSetting)), declared or BenchSetting())
     base, nullable = _base_type(info.annotation)
     enum_type: type[Enum] | None = None
     choices: tuple[str, ...] = ()
@@ -329,20 +385,22 @@ def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: Field
     lower_strict = upper_strict = False
     for m in info.metadata:
         if isinstance(m, annotated_types.Ge):
-            lower, lower_strict = float(m.ge), False  # type: ignore[arg-type]
+            lower, lower_strict = _bound(model, field, m.ge), False
         elif isinstance(m, annotated_types.Gt):
-            lower, lower_strict = float(m.gt), True  # type: ignore[arg-type]
+            lower, lower_strict = _bound(model, field, m.gt), True
         elif isinstance(m, annotated_types.Le):
-            upper, upper_strict = float(m.le), False  # type: ignore[arg-type]
+            upper, upper_strict = _bound(model, field, m.le), False
         elif isinstance(m, annotated_types.Lt):
-            upper, upper_strict = float(m.lt), True  # type: ignore[arg-type]
+            upper, upper_strict = _bound(model, field, m.lt), True
     if kind is ValueKind.INT:  # the column is BIGINT: a larger value must be refused, not overflow at insert
         lower = INT64_MIN if lower is None else max(lower, INT64_MIN)
         upper = INT64_MAX if upper is None else min(upper, INT64_MAX)
         lower, upper = int(lower), int(upper)
     default = info.get_default(call_default_factory=True)
+    name = marker.public_name or field
     return Setting(
-        name=marker.public_name or field, owner=owner, field=field, kind=kind, default=_plain(default),
+        name=name, flag=marker.flag or "--" + name.replace("_", "-"), aliases=marker.aliases, owner=owner,
+        field=field, kind=kind, default=_plain(default),
         help=" ".join((info.description or field.replace("_", " ")).split()), sweepable=marker.sweepable,
         sweep_default=tuple(_plain(v) for v in marker.sweep_default), choices=choices, nullable=nullable,
         lower=lower, lower_strict=lower_strict, upper=upper, upper_strict=upper_strict,
@@ -542,6 +600,9 @@ def add_arguments(parser: argparse.ArgumentParser, *, sweep: bool = False) -> No
                 s.flag, dest=s.name, default=None, metavar=f"{s.metavar}[,…]" if axis else s.metavar,
                 type=_arg_type(s, axis), help=(s.help.rstrip(".") + suffix).replace("%", "%%"),
             )  # fmt: skip
+            for alias in s.aliases:  # its own action, so that an error names the flag as it was typed
+                group.add_argument(alias, dest=s.name, default=None, type=_arg_type(s, axis),
+                                   help=argparse.SUPPRESS)  # fmt: skip
 
 
 def _arg_type(s: Setting, axis: bool) -> Any:

@@ -2,49 +2,73 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from harness.agent import run_diagnosis
+from harness.agent import AgentLoop, run_diagnosis
 from harness.context import RunContext
 from harness.models.base import ChatModel
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
 from harness.tools.base import BusinessTool
 from runners.plan.agent import AgentFramework
-from runners.run.case_runner import AgentLoop
 
 
-def pydantic_ai_loop(
-    task: DiagnosisTask,
-    tools: Sequence[BusinessTool[Any]],
-    model: ChatModel,
-    *,
-    ctx: RunContext,
-    guard_model: ChatModel | None,
-    system_prompt: str,
-) -> RunResult:
-    """The case's run as a pydantic-ai Agent (FunctionModel over the case's model) under the Harness."""
+class _AdapterRun(Protocol):
+    """An adapter's `run_agent`: the task as the framework's Agent under the session."""
+
+    def __call__(
+        self,
+        session: HarnessSession,
+        task: DiagnosisTask,
+        tools: Sequence[BusinessTool[Any]],
+        model: ChatModel,
+        *,
+        system_prompt: str,
+        guard_model: ChatModel | None = None,
+    ) -> RunResult: ...
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterLoop:
+    """The agent loop of a framework adapter: a HarnessSession over the case's tools and model, driven by the
+    adapter's `run_agent` (an AgentLoop)."""
+
+    adapter: Callable[[], _AdapterRun]
+    """The adapter's `run_agent`, imported when a run needs it (the frameworks are optional extras)."""
+
+    def __call__(
+        self,
+        task: DiagnosisTask,
+        tools: Sequence[BusinessTool[Any]],
+        model: ChatModel,
+        *,
+        ctx: RunContext,
+        guard_model: ChatModel | None,
+        system_prompt: str,
+    ) -> RunResult:
+        """The case's run as the framework's Agent (over the case's model) under the Harness."""
+        session = HarnessSession(tools, model_name=model.name, ctx=ctx, system_prompt=system_prompt)
+        return self.adapter()(session, task, tools, model, system_prompt=system_prompt, guard_model=guard_model)
+
+
+def _pydantic_ai() -> _AdapterRun:
     from harness.adapters.pydantic_ai import run_agent
 
-    session = HarnessSession(tools, model_name=model.name, ctx=ctx, system_prompt=system_prompt)
-    return run_agent(session, task, tools, model, system_prompt=system_prompt, guard_model=guard_model)
+    return run_agent
 
 
-def openai_agents_loop(
-    task: DiagnosisTask,
-    tools: Sequence[BusinessTool[Any]],
-    model: ChatModel,
-    *,
-    ctx: RunContext,
-    guard_model: ChatModel | None,
-    system_prompt: str,
-) -> RunResult:
-    """The case's run as an OpenAI Agents SDK Agent (a Model over the case's model) under the Harness."""
+def _openai_agents() -> _AdapterRun:
     from harness.adapters.openai_agents import run_agent
 
-    session = HarnessSession(tools, model_name=model.name, ctx=ctx, system_prompt=system_prompt)
-    return run_agent(session, task, tools, model, system_prompt=system_prompt, guard_model=guard_model)
+    return run_agent
+
+
+pydantic_ai_loop = AdapterLoop(_pydantic_ai)
+"""A pydantic-ai Agent (FunctionModel over the case's model)."""
+openai_agents_loop = AdapterLoop(_openai_agents)
+"""An OpenAI Agents SDK Agent (a Model over the case's model)."""
 
 
 def loop_for(agent: AgentFramework) -> AgentLoop:

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel
 
-from harness.agent import RunResult, run_diagnosis
+from harness.agent import AgentLoop, RunResult, run_diagnosis
 from harness.config import HarnessConfig
 from harness.context import CancellationToken, DeadlineClock, RunContext
 from harness.contracts import (
@@ -228,23 +228,6 @@ class CaseRun:
     def passed(self) -> bool:
         """True when every expectation held."""
         return not self.failures
-
-
-class AgentLoop(Protocol):
-    """A loop that drives one run to its Release: `run_diagnosis`, or a framework adapter's equivalent."""
-
-    def __call__(
-        self,
-        task: DiagnosisTask,
-        tools: Sequence[BusinessTool[Any]],
-        model: ChatModel,
-        *,
-        ctx: RunContext,
-        guard_model: ChatModel | None,
-        system_prompt: str,
-    ) -> RunResult:
-        """Run `task` with `tools` and `model` in `ctx` (the Harness's session) and return the result."""
-        ...
 
 
 def run_case(

@@ -27,7 +27,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +74,8 @@ def iterate_ray(
     remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
     token = uuid.uuid4().hex
     opts_ref = ray.put(opts)
-    window = 2 * max(concurrency, int(ray.cluster_resources().get("CPU", 1)))  # type: ignore[no-untyped-call]
+    cluster_resources: Callable[[], dict[str, float]] = ray.cluster_resources  # Ray leaves it unannotated
+    window = 2 * max(concurrency, int(cluster_resources().get("CPU", 1)))
     pending: dict[Any, int] = {}
     it = iter(todo)
 

@@ -15,13 +15,14 @@ import hashlib
 import shlex
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
 from harness.agent import RunResult
-from harness.contracts import ModelPurpose, _StrEnum
+from harness.contracts import ModelPurpose
 from harness.trace import (
     BudgetExhausted,
     EvidenceChecked,
@@ -155,7 +156,7 @@ def transcript_rows(
 
 
 # -- reading back ---------------------------------------------------------------------------------
-class TranscriptProblem(_StrEnum):
+class TranscriptProblem(StrEnum):
     """Why a transcript cannot be shown."""
 
     UNKNOWN_CASE_RUN = "UNKNOWN_CASE_RUN"

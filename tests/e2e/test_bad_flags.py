@@ -41,7 +41,7 @@ CASES: list[tuple[str, str]] = [
     ("run --tool-choice kb_search", "--tool-choice"),
     ("run --base-url http://127.0.0.1:9/v1", "--base-url"),
     ("run --model openai:m --base-url http://127.0.0.1:9/v1 --tool-choice sql_search", "--tool-choice 'sql_search'"),
-    ("run --db {metrics} --resume br-x --max-tool-calls 3", "--max-tool-calls"),
+    ("run --db {metrics} --resume br-x --max-tool-calls 3", "--max-tool-invocations"),
     ("run --db {metrics} --resume br-x --epochs 2", "--epochs"),
     ("report --db {metrics} --sweep sw-a --bench-run br-b", "--bench-run"),
     # user text is never markup

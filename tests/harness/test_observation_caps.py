@@ -48,6 +48,20 @@ def test_a_completed_call_never_exceeds_its_cap(
         assert o.truncated and body["truncated"] is True
 
 
+long_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=300, max_size=3000)
+
+
+@given(cap=st.integers(256, 2000), services=st.lists(long_text, min_size=1, max_size=8), line=long_text)
+def test_long_strings_inside_lists_are_cut_to_fit(cap: int, services: list[str], line: str) -> None:
+    """A scope's list of strings (and a record's) are cut like an object's values: the result fits its cap."""
+    result = ToolResult(EvidenceStatus.EVIDENCE, 1, {"services": list(services)}, ({"lines": [line, line]},))
+    o = obs.project_result("call-1", "log_search", result, cap, evaluation_required=False)
+    assert o.bytes == len(o.text.encode()) <= cap
+    body = json.loads(o.text)
+    if "scope" in body:
+        assert all(isinstance(v, str) for v in body["scope"]["services"])
+
+
 @given(
     cap=st.integers(256, 2000),
     message=text,

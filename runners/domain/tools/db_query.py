@@ -399,7 +399,7 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
         "tables not listed for the case (use bare table names). Results are capped at the tool's row limit; "
         "truncated=true means more rows matched, so aggregate or filter instead of paging."
     )
-    input_model: ClassVar[type[BaseModel]] = DbQueryInput
+    input_model = DbQueryInput
     runs_inline: ClassVar[bool] = True  # DuckDB with its own max_execution_time
 
     def __init__(self, tables: Sequence[TableFixture], *, max_rows: int = 50) -> None:
@@ -412,7 +412,7 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
         self._fixtures = tuple(tables)
         self._tables = frozenset(names)
         # The instance's input model knows the case's tables (see case_input_model).
-        self.input_model = case_input_model(tuple((t.name, t.columns) for t in tables))  # type: ignore[misc]
+        self.input_model = case_input_model(tuple((t.name, t.columns) for t in tables))
         key = _duck.content_hash(("db_query/v1", tuple((t.name, t.columns, t.rows, t.types) for t in tables)))
         schema = _duck.ensure_schema(key, self._table_data)
         self._cursor = _duck.cursor()

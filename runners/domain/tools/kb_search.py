@@ -130,7 +130,7 @@ class KnowledgeBaseSearch(BusinessTool[KbSearchInput]):
         "REFERENCE (weaker keyword overlap; background only). Passages below a minimum score are dropped, so an "
         "empty result means nothing matched. truncated=true means more passages passed than top_k."
     )
-    input_model: ClassVar[type[BaseModel]] = KbSearchInput
+    input_model = KbSearchInput
     runs_inline: ClassVar[bool] = True  # in-memory BM25: bounded latency
 
     def __init__(

@@ -148,7 +148,7 @@ class LogSearch(BusinessTool[LogSearchInput]):
         "the applied limit is in the scope). truncated=true means more lines matched: narrow the window or add "
         "filters instead of repeating the query."
     )
-    input_model: ClassVar[type[BaseModel]] = LogSearchInput
+    input_model = LogSearchInput
     runs_inline: ClassVar[bool] = True  # DuckDB with its own max_execution_time
 
     def __init__(self, events: Sequence[LogEvent], *, max_results: int = 50) -> None:

@@ -14,14 +14,14 @@ import duckdb
 import pytest
 from pydantic import Field
 
-from harness.config import BenchSetting, HarnessConfig
+from harness.config import HarnessConfig
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan import settings
 from runners.plan.run_plan import select_cases
-from runners.plan.settings import RunSettings, SettingsError, declaration
+from runners.plan.settings import BenchSetting, RunSettings, SettingsError, declaration
 from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
 from tests._fake_endpoint import completion, serve
 from tests._rows import query as _q
@@ -85,7 +85,7 @@ def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring()
 @pytest.mark.parametrize(
     ("values", "needle"),
     [
-        ({"max_tool_calls": 0}, "--max-tool-calls 0: must be an integer ≥ 1"),
+        ({"max_tool_calls": 0}, "--max-tool-invocations 0: must be an integer ≥ 1"),
         ({"max_tokens": 2**63}, "≤ 9223372036854775807"),
         ({"deadline": 86_401.0}, "--deadline 86401: must be a finite number > 0 and ≤ 86400"),
         ({"schema_mode": "dynamic"}, "--schema-mode 'dynamic': must be one of adaptive, static"),
@@ -111,11 +111,46 @@ def test_reproduce_flags_are_the_non_default_settings_and_parse_back() -> None:
     )
     flags = settings.reproduce_flags(run)
     assert flags == [
-        "--model", "openai:m", "--tool-choice", "db_query", "--max-tokens", "3000000000", "--deadline", "12.5",
+        "--model", "openai:m", "--tool-choice", "db_query", "--max-total-tokens", "3000000000", "--deadline", "12.5",
     ]  # fmt: skip
-    parsed = {declaration()[f[2:].replace("-", "_")].name: declaration()[f[2:].replace("-", "_")].parse(v)
-              for f, v in zip(flags[::2], flags[1::2], strict=True)}  # fmt: skip
+    by_flag = {s.flag: s for s in declaration().settings}
+    parsed = {by_flag[f].name: by_flag[f].parse(v) for f, v in zip(flags[::2], flags[1::2], strict=True)}
     assert RunSettings.from_values(parsed) == run
+
+
+# -- the library keeps its own names ------------------------------------------------------------------
+def test_the_library_carries_no_bench_markup() -> None:
+    """HarnessConfig's fields have no bench marker: the bench declares how it exposes them on its side."""
+    import harness.config
+
+    assert not hasattr(harness.config, "BenchSetting")
+    for name, info in HarnessConfig.model_fields.items():
+        assert not any(isinstance(m, BenchSetting) for m in info.metadata), name
+    assert set(settings.HARNESS_SETTINGS) <= set(HarnessConfig.model_fields), "a marker names no field"
+
+
+@pytest.mark.parametrize(("field", "old"), [("max_tool_invocations", "--max-tool-calls"),
+                                             ("max_total_tokens", "--max-tokens")])  # fmt: skip
+def test_the_budget_flags_are_the_library_names_and_the_old_ones_still_work(
+    field: str, old: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = next(s for s in declaration().settings if s.field == field)
+    new = "--" + field.replace("_", "-")
+    assert s.flag == new and s.aliases == (old,)
+    assert s.name == LEGACY_PUBLIC_NAMES[field], "the column keeps the name stored databases hold"
+    from runners.cli import build_parser
+
+    parser = build_parser()
+    for command in ("run", "sweep"):
+        given = settings.given(parser.parse_args([command, new, "7"]))
+        assert given == settings.given(parser.parse_args([command, old, "7"]))
+        assert given[s.name] in (7, (7,))
+    with pytest.raises(SystemExit):  # --help lists the library's flag only
+        parser.parse_args(["run", "--help"])
+    text = capsys.readouterr().out
+    assert new in text and old + " " not in text
+    assert main(["run", old, "0"]) == 2
+    assert f"{old} 0: must be an integer ≥ 1" in capsys.readouterr().err, "a bad value names the flag as typed"
 
 
 # -- every declared setting: CLI -> DuckDB -> resume ---------------------------------------------------
@@ -179,7 +214,7 @@ def test_resume_refuses_settings_it_would_ignore_but_takes_a_new_endpoint(
     _drop_epoch(db, str(bench_run_id), 2)
     capsys.readouterr()
     assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--max-tool-calls", "3"]) == 2
-    assert "remove --max-tool-calls" in capsys.readouterr().err
+    assert "remove --max-tool-invocations" in capsys.readouterr().err  # the old flag names the setting
     before = sim.requests
     assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--base-url", sim.base_url]) == 0
     assert _q(db, "SELECT base_url, max_model_attempts, status FROM bench_runs") == [(sim.base_url, 1, "completed")]
