@@ -15,8 +15,6 @@ from harness.config import HarnessConfig
 from harness.context import RunContext
 from harness.contracts import (
     BudgetKind,
-    EvidenceStatus,
-    InformationGain,
     ModelErrorKind,
     ReleaseOutcome,
     SemanticVerdict,
@@ -31,7 +29,6 @@ from harness.models.openai_model import OpenAIChatModel
 from harness.prompts import DiagnosisTask
 from harness.semantic_guard import review
 from harness.trace import EventKind
-from harness.tracker import DiagnosisProgressTracker, PreviousObservation
 from runners.domain.tools.db_query import DatabaseQuery, TableFixture
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool, call
@@ -191,21 +188,6 @@ def test_a_budget_hit_after_stop_required_never_overwrites_the_stop_reason(
     assert [e.stop_reason for e in r.events if e.kind is EventKind.STOP_REQUIRED_DELIVERED] == [reason]
     assert r.decision.stop_reason is reason, "the budget hit overwrote the run's stop reason"
     assert r.usage.budget_hit is BudgetKind.MODEL_CALLS
-
-
-# -- the NO_GAIN count -------------------------------------------------------------------------------------------------
-def test_gained_resets_the_no_gain_count_after_several_no_gains() -> None:
-    t = DiagnosisProgressTracker(no_gain_threshold=3, protocol_violation_threshold=2)
-    gains = [InformationGain.NO_GAIN, InformationGain.NO_GAIN, InformationGain.GAINED, InformationGain.NO_GAIN]
-    prev: PreviousObservation | None = None
-    for i, gain in enumerate([*gains, InformationGain.NO_GAIN], start=1):
-        admission = t.admit(f"c{i}", "lookup", f"q{i}", prev, turn=i)
-        assert admission.kind.value == "EXECUTE", f"call {i}: {admission.kind}"
-        t.complete(f"c{i}", "lookup", f"q{i}", EvidenceStatus.EVIDENCE, turn=i)
-        prev = PreviousObservation(f"c{i}", gain)
-    # NO_GAIN, NO_GAIN, GAINED (reset to 0), NO_GAIN: one, not two
-    assert t.consecutive_no_gain == 1
-    assert t.stop_reason is None
 
 
 # -- invalid business input: a protocol violation (the project's choice) -------------------------------------------

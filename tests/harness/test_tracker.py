@@ -5,6 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from harness.contracts import (
     CollectionState,
@@ -14,13 +17,15 @@ from harness.contracts import (
     StopReason,
     ViolationKind,
 )
-from harness.tracker import AdmissionKind, DiagnosisProgressTracker, PreviousObservation
+from harness.tracker import AdmissionKind, Completion, DiagnosisProgressTracker, PreviousObservation
 
 NO_GAIN = InformationGain.NO_GAIN
 GAINED = InformationGain.GAINED
 
 
-def _execute(tr: DiagnosisProgressTracker, call_id: str, scope: str, evidence: EvidenceStatus, turn: int = 1):
+def _execute(
+    tr: DiagnosisProgressTracker, call_id: str, scope: str, evidence: EvidenceStatus, turn: int = 1
+) -> Completion:
     prev = PreviousObservation(tr.pending, NO_GAIN) if tr.pending else None
     adm = tr.admit(call_id, "logs", scope, prev, turn=turn)
     assert adm.kind is AdmissionKind.EXECUTE, adm
@@ -212,3 +217,106 @@ def test_an_evaluation_echoed_by_later_calls_of_the_same_message_is_applied_once
     tr.complete("c3", "logs", "s3", EvidenceStatus.NO_EVIDENCE, turn=2)
     late = tr.admit("c4", "logs", "s4", PreviousObservation("c1", NO_GAIN), turn=3)
     assert late.violation is not None and late.violation.kind is ViolationKind.UNEXPECTED_PREVIOUS_OBSERVATION
+
+
+def test_gained_resets_the_no_gain_count_after_several_no_gains() -> None:
+    t = DiagnosisProgressTracker(no_gain_threshold=3, protocol_violation_threshold=2)
+    gains = [InformationGain.NO_GAIN, InformationGain.NO_GAIN, InformationGain.GAINED, InformationGain.NO_GAIN]
+    prev: PreviousObservation | None = None
+    for i, gain in enumerate([*gains, InformationGain.NO_GAIN], start=1):
+        admission = t.admit(f"c{i}", "lookup", f"q{i}", prev, turn=i)
+        assert admission.kind.value == "EXECUTE", f"call {i}: {admission.kind}"
+        t.complete(f"c{i}", "lookup", f"q{i}", EvidenceStatus.EVIDENCE, turn=i)
+        prev = PreviousObservation(f"c{i}", gain)
+    # NO_GAIN, NO_GAIN, GAINED (reset to 0), NO_GAIN: one, not two
+    assert t.consecutive_no_gain == 1
+    assert t.stop_reason is None
+
+
+# -- the consecutive NO_GAIN counter and STOP_REQUIRED-once, as a state machine ----------------------------------------
+class NoGainCounterMachine(RuleBasedStateMachine):
+    """One request per turn, against a model of BRIEF §5: every NO_GAIN (the Harness's for an empty result or a
+    duplicate scope, the agent's evaluation) counts, GAINED resets, a failed call counts nothing; reaching the
+    threshold saturates with INFORMATION_SATURATED and delivers STOP_REQUIRED exactly once; every later request is
+    a controlled stop."""
+
+    @initialize(threshold=st.integers(1, 4))
+    def start(self, threshold: int) -> None:
+        self.threshold = threshold
+        self.tracker = DiagnosisProgressTracker(threshold, 100)
+        self.turn = 0
+        self.count = 0
+        self.pending: str | None = None
+        self.completed: list[str] = []
+        self.saturated = False
+        self.stop_required_seen = 0
+
+    def _no_gain(self) -> bool:
+        """Count one NO_GAIN in the model; True when it saturates the run."""
+        self.count += 1
+        if self.count >= self.threshold and not self.saturated:
+            self.saturated = True
+            return True
+        return False
+
+    @rule(
+        gain=st.sampled_from(InformationGain),
+        evidence=st.sampled_from([EvidenceStatus.EVIDENCE, EvidenceStatus.NO_EVIDENCE, None]),
+        duplicate=st.booleans(),
+    )
+    def request(self, gain: InformationGain, evidence: EvidenceStatus | None, duplicate: bool) -> None:
+        self.turn += 1
+        call_id = f"c{self.turn}"
+        scope = self.completed[0] if duplicate and self.completed else f"s{self.turn}"
+        prev = PreviousObservation(self.pending, gain) if self.pending else None
+        adm = self.tracker.admit(call_id, "logs", scope, prev, turn=self.turn)
+        if self.saturated:
+            assert adm.kind is AdmissionKind.STOPPED and self.tracker.stopped
+            return
+        if prev is not None:
+            self.pending = None
+            if gain is InformationGain.GAINED:
+                self.count = 0
+            elif self._no_gain():
+                assert adm.kind is AdmissionKind.STOP_REQUIRED, adm
+                self.stop_required_seen += 1
+                return
+        if scope in self.completed:
+            if self._no_gain():
+                assert adm.kind is AdmissionKind.STOP_REQUIRED and adm.trigger is AdmissionKind.REJECT_DUPLICATE
+                self.stop_required_seen += 1
+            else:
+                assert adm.kind is AdmissionKind.REJECT_DUPLICATE, adm
+            return
+        assert adm.kind is AdmissionKind.EXECUTE, adm
+        done = self.tracker.complete(call_id, "logs", scope, evidence, turn=self.turn)
+        if evidence is not None:
+            self.completed.append(scope)
+        if evidence is EvidenceStatus.EVIDENCE:
+            self.pending = call_id
+            assert done.pending and not done.stop_required
+        elif evidence is EvidenceStatus.NO_EVIDENCE:
+            saturates = self._no_gain()
+            assert done.stop_required is saturates
+            self.stop_required_seen += saturates
+        else:
+            assert done == Completion(None, False, False), "a failed call is never NO_GAIN"
+
+    @invariant()
+    def counter_matches_the_model(self) -> None:
+        if hasattr(self, "tracker"):
+            assert self.tracker.consecutive_no_gain == self.count
+            assert self.tracker.pending == self.pending
+
+    @invariant()
+    def stop_required_at_most_once_and_only_when_saturated(self) -> None:
+        if hasattr(self, "tracker"):
+            assert self.stop_required_seen == int(self.saturated) <= 1
+            assert self.tracker.stop_required_delivered is self.saturated
+            assert (self.tracker.state is CollectionState.SATURATED) is self.saturated
+            expected = StopReason.INFORMATION_SATURATED if self.saturated else None
+            assert self.tracker.stop_reason is expected
+
+
+TestNoGainCounterMachine = NoGainCounterMachine.TestCase
+TestNoGainCounterMachine.settings = settings(max_examples=150, stateful_step_count=25, deadline=None)
