@@ -192,6 +192,10 @@ def project_result(
     head["records"] = records
     if _size(head) <= max_bytes:
         return _fit(head, max_bytes, result.truncated)
+    # Cutting works in place: on a copy, so the canonical record (scope, nested record strings) the snapshot
+    # and EvidenceGuard read stays what the backend returned. JSON in, JSON out: the dump's round trip is the copy.
+    copied = json.loads(_dump(head))
+    head, records = copied, copied["records"]
     head["truncated"] = True
     # A scope is metadata: it may use at most a quarter of the cap before records are dropped.
     scope_budget = max_bytes // 4

@@ -140,17 +140,12 @@ def test_a_long_scope_gets_at_most_a_quarter_of_the_cap_before_records_are_dropp
 # The projection cuts strings in place, and the interceptor hands it the very ToolResult it just put in the
 # canonical store: the store's truth (the snapshot's scopes, the raw records EvidenceGuard matches excerpts in)
 # is cut along with what the model reads.
-_MUTATES = "project_result cuts the canonical ToolResult's scope and nested record strings in place"
-
-
-@pytest.mark.xfail(strict=True, reason=_MUTATES)
 def test_cutting_a_long_scope_leaves_the_canonical_result_unchanged() -> None:
     scope: JsonObject = {"sql": "SELECT " + "a" * 4_000}
     obs.project_result("c1", "db", _result(3, scope=scope), 2_048, evaluation_required=False)
     assert scope == {"sql": "SELECT " + "a" * 4_000}
 
 
-@pytest.mark.xfail(strict=True, reason=_MUTATES)
 def test_cutting_a_nested_record_string_leaves_the_canonical_record_unchanged() -> None:
     record: JsonObject = {"doc": {"text": "y" * 5_000}}
     result = ToolResult(EvidenceStatus.EVIDENCE, 1, {"q": "x"}, (record,))
