@@ -18,7 +18,7 @@ import openai
 import pytest
 
 from harness.models.openai_model import OpenAIChatModel
-from runners.endpoints.live_llm import (
+from runners.live.server import (
     DEFAULT_CASES,
     STOP_TEXT,
     Recorded,
@@ -343,7 +343,7 @@ def test_both_server_builds_get_the_same_settings() -> None:
             assert flag in cmd, (flag, cmd)
         assert {cmd[cmd.index(f) + 1] for f in ("--threads", "--parallel")} == {"1"}
     assert wheel[wheel.index("--chat-template-file") + 1] == built[built.index("--chat-template-file") + 1]
-    assert wheel[1:3] == ["-m", "runners.endpoints._xllamacpp_serve"] and "--jinja" in built
+    assert wheel[1:3] == ["-m", "runners.live._xllamacpp_serve"] and "--jinja" in built
 
 
 def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str]:
@@ -367,7 +367,7 @@ def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str
         ("echo 'SKIPPED: the model server could not be set up: no wheel' > live-status.txt", 0,
          "== live check SKIPPED: the model server could not be set up: no wheel"),
         ("echo 'FAILED: 2 violations' > live-status.txt; exit 2", 2, "== live check FAILED: 2 violations"),
-        ("exit 0", 0, "== live check SKIPPED: runners.endpoints.live_llm wrote no status"),
+        ("exit 0", 0, "== live check SKIPPED: runners.live.server wrote no status"),
     ],
 )  # fmt: skip
 def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_script: str, code: int, last: str) -> None:
@@ -383,7 +383,7 @@ def test_no_wheel_and_no_build_is_a_skip_that_says_why(
 ) -> None:
     """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
     naming both reasons (the CI summary prints it)."""
-    import runners.endpoints.live_llm as live
+    import runners.live.server as live
 
     def no_wheel(folder: Path) -> Path:
         raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.endpoints.live_llm import XLLAMACPP, llama_dir
+from runners.live.server import XLLAMACPP, llama_dir
 from runners.live import models as registry
 from runners.live.weights import _stamp_matches, _stamp_path
 

@@ -81,7 +81,7 @@ def _print(line: str, *, stderr: bool = False) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.endpoints import live_llm
+    from runners.live import server as live_llm
     from runners.live.weights import WeightsError, ensure_weights
 
     try:

