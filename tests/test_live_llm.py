@@ -18,34 +18,20 @@ import openai
 import pytest
 
 from harness.models.openai_model import OpenAIChatModel
-from runners.live.server import (
-    DEFAULT_CASES,
-    STOP_TEXT,
-    Recorded,
-    RecordingProxy,
-    ServerKind,
-    SetupError,
-    _peer_closed,
-    _step,
-    check_conversations,
-    check_rendered,
-    check_structure,
-    compare_replay,
-    excerpt,
-    live_figures,
-    plan_live,
-    reference_conversations,
-    refusal_reason,
-    response_figures,
-    schedule,
-    server_command,
-)
 from runners.endpoints.simulator import SimulatorServer
+from runners.live.cases import DEFAULT_CASES
+from runners.live.invariants import check_structure
+from runners.live.prompt_checks import STOP_TEXT, check_conversations, check_rendered, excerpt, reference_conversations
+from runners.live.proxy import Recorded, RecordingProxy, _peer_closed, refusal_reason, response_figures
+from runners.live.replay import compare_replay
+from runners.live.server import ServerKind, SetupError, _step, server_command
+from runners.live.sizing import plan_live, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
+from runners.store.live_invariants import live_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -367,7 +353,7 @@ def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str
         ("echo 'SKIPPED: the model server could not be set up: no wheel' > live-status.txt", 0,
          "== live check SKIPPED: the model server could not be set up: no wheel"),
         ("echo 'FAILED: 2 violations' > live-status.txt; exit 2", 2, "== live check FAILED: 2 violations"),
-        ("exit 0", 0, "== live check SKIPPED: runners.live.server wrote no status"),
+        ("exit 0", 0, "== live check SKIPPED: runners.live wrote no status"),
     ],
 )  # fmt: skip
 def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_script: str, code: int, last: str) -> None:
@@ -383,7 +369,7 @@ def test_no_wheel_and_no_build_is_a_skip_that_says_why(
 ) -> None:
     """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
     naming both reasons (the CI summary prints it)."""
-    import runners.live.server as live
+    import runners.live.main as live
 
     def no_wheel(folder: Path) -> Path:
         raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")
