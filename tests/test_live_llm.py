@@ -6,9 +6,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,20 +19,20 @@ import openai
 import pytest
 
 from harness.models.openai_model import OpenAIChatModel
-from runners.endpoints.simulator import SimulatorServer
+from runners.endpoints.simulator import CaseIndex, SimulatorServer, answer
 from runners.live.cases import DEFAULT_CASES
 from runners.live.invariants import check_structure
 from runners.live.prompt_checks import STOP_TEXT, check_conversations, check_rendered, excerpt, reference_conversations
 from runners.live.proxy import Recorded, RecordingProxy, _peer_closed, refusal_reason, response_figures
 from runners.live.replay import compare_replay
-from runners.live.server import ServerKind, SetupError, _step, server_command
+from runners.live.server import LlamaServer, ServerKind, SetupError, _step, server_command
 from runners.live.sizing import plan_live, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
-from runners.store.live_invariants import live_figures
+from runners.store.live_invariants import comparable_rows, live_figures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -390,3 +391,129 @@ def test_no_wheel_and_no_build_is_a_skip_that_says_why(
         status.read_text()
         == "SKIPPED: the model server could not be set up: cannot build llama-server: cmake not found\n"
     )
+
+
+class _StandIn(BaseHTTPRequestHandler):
+    """llama-server as the live check talks to it: `/health`, `/apply-template` (a toy ChatML that shows everything,
+    or HTML-escapes it when `escape` is set), and chat completions answered by serve-sim's policy, with `timings`."""
+
+    protocol_version = "HTTP/1.1"
+    index = CaseIndex(select_cases([], list(DEFAULT_CASES)))
+    escape = False
+    log_path: Path
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"status": "ok"})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        if self.path.endswith("/apply-template"):
+            if isinstance(body.get("tool_choice"), dict):  # what llama-server logs for a named function
+                with self.log_path.open("a") as log:
+                    log.write("Wrong type supplied for parameter 'tool_choice'\n")
+            prompt = _chatml(body, lambda text: text) if body.get("tools") else ""
+            self._send({"prompt": prompt.replace('"', "&#34;") if type(self).escape else prompt})
+            return
+        out = answer(type(self).index, {**body, "model": "scripted"})
+        self._send({**out, "timings": {"prompt_per_second": 1000.0, "predicted_per_second": 500.0, "prompt_n": 100}})
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_StandIn]]:
+    """The live check's `main` set up on the stand-in server (its files in tmp_path, not the checkout)."""
+    import runners.live.main as live
+
+    handler = type("Handler", (_StandIn,), {"log_path": tmp_path / "server.log"})
+    handler.log_path.write_text("")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # a process to stop as the real server's: it waits for its stdin to close
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    server = LlamaServer(proc, f"http://127.0.0.1:{httpd.server_address[1]}", handler.log_path, ServerKind.XLLAMACPP)
+    monkeypatch.setattr(live, "set_up_server", lambda folder, log_path: server)
+    monkeypatch.setattr(live, "ROOT", tmp_path)
+    try:
+        yield handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        assert proc.poll() is not None, "the live check stopped the server"
+
+
+def _live_main(tmp_path: Path, *flags: str) -> int:
+    import runners.live.main as live
+
+    return live.main(["--cases", "2", "--db", str(tmp_path / "live.duckdb"), "--status-file", str(tmp_path / "s.txt"),
+                      "--cassettes", str(tmp_path / "cassettes"), *flags])  # fmt: skip
+
+
+def test_the_live_check_runs_every_step_in_order(
+    stand_in: type[_StandIn], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a server that shows the model everything: reference check, probe, sizing, 2 cases x 2 modes live,
+    the stored runs checked, every run replayed identically: exit 0 and a PASSED status line."""
+    assert _live_main(tmp_path) == 0
+    out = capsys.readouterr()
+    assert out.err == ""
+    steps = [
+        "rendered-prompt check (reference conversations):", "/apply-template on ",
+        "rendered prompt around STOP_REQUIRED",
+        "tool_choice with --jinja: auto -> HTTP 200, none -> HTTP 200, required -> HTTP 200, named ",
+        "warm-up tool_choice=auto:", "warm-up tool_choice=required:", "sizing: worst call ",
+        "[auto] empty_logs_gateway_timeout_t1:", "[required] empty_logs_gateway_timeout_t1:",
+        "[auto] generic_kb_gateway_runbook_timeout_t3:", "[required] generic_kb_gateway_runbook_timeout_t3:",
+        "/apply-template on the ", "tool_choice=auto on the wire: 7 answered",
+        "tool_choice=required on the wire: 7 answered",
+        "transcripts: 4 live case runs' stored observations checked against the 14 requests the server received: "
+        "0 mismatches",
+        "replay of every live run from its cassette:",
+        "replay: 4 live runs replayed from ", "tool_choice=auto: 2 runs |", "tool_choice=required: 2 runs |",
+        "4 live case runs, 0 violations; live runs ",
+    ]  # fmt: skip
+    lines = [line.removeprefix("[live] ") for line in out.out.splitlines() if line.startswith("[live] ")]
+    at = 0
+    for step in steps:
+        found = next((i for i in range(at, len(lines)) if lines[i].startswith(step)), None)
+        assert found is not None, (step, lines[at:])
+        at = found + 1
+    assert any(line.endswith("HTTP 200 but ignored (falls back to auto)") for line in lines)  # the named function
+    assert (
+        (tmp_path / "s.txt")
+        .read_text()
+        .startswith("PASSED: xllamacpp; 4 live case runs (0 cut by the deadline), 0 violations, replay identical; ")
+    )
+    assert (tmp_path / "live-prompt.txt").read_text().count("STOP_REQUIRED") >= 1
+    assert len((tmp_path / "live-requests.jsonl").read_text().splitlines()) == 14
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["auto", "required"]
+    assert (tmp_path / "live-replay.duckdb").exists()
+
+
+def test_a_template_that_escapes_the_prompt_stops_the_live_check_before_any_run(
+    stand_in: type[_StandIn], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stand_in.escape = True
+    assert _live_main(tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "PROMPT CHECK FAILED: reference request " in err and "the prompt is HTML-escaped (&#34;)" in err
+    assert "no live runs" in err
+    assert (tmp_path / "s.txt").read_text().startswith("FAILED: ")
+    assert (tmp_path / "s.txt").read_text().endswith(" rendered-prompt problems (xllamacpp)\n")
+    assert not (tmp_path / "live.duckdb").exists() and not (tmp_path / "live-prompt.txt").exists()
+
+
+def test_only_the_metrics_tables_are_compared() -> None:
+    """The table name reaches the SQL text: anything but the three compared tables is refused."""
+    with pytest.raises(ValueError, match="not a comparable table"):
+        comparable_rows(Path("/nonexistent.duckdb"), "case_runs; DROP TABLE events", ["br-1"], frozenset())
