@@ -182,26 +182,10 @@ def _live(server: LlamaServer, args: LiveArgs, t0: float) -> int:
     # 5. Every live run replays exactly from its cassette (offline, record mode none): deadline cuts included.
     differences, cut = _check_replay(args, cfg, live)
     problems += [f"replay differs from live: {d}" for d in differences]
-    executed = 0
-    for mode in args.modes:
-        f = live_figures(args.db, f"live-{mode}", live.bench_ids[mode])
-        executed += int(f["runs"])
-        log(format_figures(mode, f))
-        if f["runs"] and not f["with_model_call"]:
-            problems.append(f"tool_choice={mode}: no run reached the model (the check would be vacuous)")
-    for p in problems:
-        print(f"STRUCTURE VIOLATION: {p}", file=sys.stderr)
-    took = time.perf_counter() - t0
-    log(
-        f"{executed} live case runs, {len(problems)} violations; live runs {live.seconds:.0f} s of "
-        f"{plan.hard_limit_s:.0f} s allowed, {took:.0f} s in all"
-    )
-    what = (
-        f"{server.kind.value}; {executed} live case runs ({cut} cut by the deadline), {len(problems)} violations, "
-        f"replay {'identical' if not differences else f'{len(differences)} differences'}; {took:.0f} s"
-    )
-    write_status(args.status_file, f"{'FAILED' if problems else 'PASSED'}: {what}")
-    return 1 if problems else 0
+    executed, vacuous = _what_the_model_did(args.db, args.modes, live)
+    problems += vacuous
+    return _conclude(server, args.status_file, problems, executed=executed, cut=cut, differences=len(differences),
+                     live_s=live.seconds, limit_s=plan.hard_limit_s, t0=t0)  # fmt: skip
 
 
 def _reference_check(server: LlamaServer, status_file: Path) -> list[Recorded] | None:
@@ -322,6 +306,40 @@ def _check_replay(args: LiveArgs, cfg: HarnessConfig, live: LiveRuns) -> tuple[l
         f"deadline): {len(differences)} differences from live"
     )
     return differences, cut
+
+
+def _what_the_model_did(db: Path, modes: Sequence[str], live: LiveRuns) -> tuple[int, list[str]]:
+    """Log each mode's figures from the database; the live case runs counted, and a violation for a mode whose
+    runs never reached the model (the checks would be vacuous)."""
+    executed = 0
+    problems: list[str] = []
+    for mode in modes:
+        f = live_figures(db, f"live-{mode}", live.bench_ids[mode])
+        executed += int(f["runs"])
+        log(format_figures(mode, f))
+        if f["runs"] and not f["with_model_call"]:
+            problems.append(f"tool_choice={mode}: no run reached the model (the check would be vacuous)")
+    return executed, problems
+
+
+def _conclude(
+    server: LlamaServer, status_file: Path, problems: Sequence[str], *, executed: int, cut: int, differences: int,
+    live_s: float, limit_s: float, t0: float,
+) -> int:  # fmt: skip
+    """Print every violation, log the totals, write the status line; the exit code."""
+    for p in problems:
+        print(f"STRUCTURE VIOLATION: {p}", file=sys.stderr)
+    took = time.perf_counter() - t0
+    log(
+        f"{executed} live case runs, {len(problems)} violations; live runs {live_s:.0f} s of "
+        f"{limit_s:.0f} s allowed, {took:.0f} s in all"
+    )
+    what = (
+        f"{server.kind.value}; {executed} live case runs ({cut} cut by the deadline), {len(problems)} violations, "
+        f"replay {'identical' if not differences else f'{differences} differences'}; {took:.0f} s"
+    )
+    write_status(status_file, f"{'FAILED' if problems else 'PASSED'}: {what}")
+    return 1 if problems else 0
 
 
 if __name__ == "__main__":
