@@ -65,7 +65,7 @@ notebook: $(STAMP)
 ## The script exits 1 on a structural, rendered-prompt or replay violation: make fails. It exits 2 when the server
 ## could not be set up: a loud WARNING, and make succeeds (make would turn both into 2 otherwise); live-status.txt
 ## says PASSED / FAILED / SKIPPED and why (.ci/run prints it last).
-LIVE_CMD ?= $(BIN)/python -m runners.endpoints.live_llm
+LIVE_CMD ?= $(BIN)/python -m runners.live
 live: $(STAMP)
 	@$(LIVE_CMD); rc=$$?; \
 	if [ $$rc -eq 2 ]; then \

@@ -81,7 +81,8 @@ def _print(line: str, *, stderr: bool = False) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.endpoints import live_llm
+    from runners.live import server as live_server
+    from runners.live.cases import DEFAULT_CASES
     from runners.live.weights import WeightsError, ensure_weights
 
     try:
@@ -89,27 +90,27 @@ def run(args: argparse.Namespace) -> int:
     except registry.UnknownModelError as exc:
         _fail(str(exc))
     port = _claim_port(args.host, args.port)
-    folder = live_llm.llama_dir()
+    folder = live_server.llama_dir()
     try:
         gguf = ensure_weights(model, folder)  # progress on stderr
     except WeightsError as exc:
         _fail(str(exc))
     try:
         with contextlib.redirect_stdout(sys.stderr):  # its set-up log is not one of the lines a user copies
-            wheel = live_llm.ensure_xllamacpp(folder)
-    except live_llm.SetupError as exc:
+            wheel = live_server.ensure_xllamacpp(folder)
+    except live_server.SetupError as exc:
         _fail(f"the xllamacpp server could not be installed: {exc}")
     s = model.server
-    cmd = live_llm.xllamacpp_command(gguf, port, alias=model.name, chat_template=model.chat_template,
-                                     threads=s.threads, ctx_size=s.ctx_size, n_predict=s.n_predict,
-                                     parallel=s.parallel, host=args.host)  # fmt: skip
+    cmd = live_server.xllamacpp_command(gguf, port, alias=model.name, chat_template=model.chat_template,
+                                        threads=s.threads, ctx_size=s.ctx_size, n_predict=s.n_predict,
+                                        parallel=s.parallel, host=args.host)  # fmt: skip
     log_path = folder / f"serve-{model.name}-{port}.log"
     root = f"http://{_url_host(args.host)}:{port}"
     _print(f"serve-model: starting {model.name} ({gguf}); server log {log_path}", stderr=True)
     try:
-        server = live_llm.launch_server(cmd, root, log_path, kind=live_llm.ServerKind.XLLAMACPP,
-                                        wait_s=HEALTH_WAIT_S, python_path=wheel)  # fmt: skip
-    except live_llm.SetupError as exc:
+        server = live_server.launch_server(cmd, root, log_path, kind=live_server.ServerKind.XLLAMACPP,
+                                           wait_s=HEALTH_WAIT_S, python_path=wheel)  # fmt: skip
+    except live_server.SetupError as exc:
         _fail(f"the server for {model.name} is not healthy: {exc}")
     try:
         base_url = f"{root}/v1"
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
                  f"--tool-call-format {r.tool_call_format.value}")  # fmt: skip
         _print(f"serve-model: {model.name} on {base_url} (Ctrl-C to stop)")
         _print(f"flags: {flags}")
-        _print(f"try:   harness-bench run --case {live_llm.DEFAULT_CASES[0]} {flags}")
+        _print(f"try:   harness-bench run --case {DEFAULT_CASES[0]} {flags}")
         sys.stdout.flush()
         while server.proc.poll() is None:  # until a signal (KeyboardInterrupt: 130 or 143) or the server dies
             time.sleep(0.5)

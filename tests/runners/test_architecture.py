@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2] / "runners"
-PACKAGES = ("plan", "run", "store", "endpoints", "analysis", "domain", "commands")
+PACKAGES = ("plan", "run", "store", "endpoints", "live", "analysis", "domain", "commands")
 
 
 def _modules() -> dict[str, Path]:

