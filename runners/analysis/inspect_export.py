@@ -185,7 +185,7 @@ def export_inspect(
         raise InspectUnavailable(
             f"export --inspect needs Inspect AI: {INSPECT_EXTRA} (make venv installs it)"
         ) from None
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     con = connect(db, read_only=True)
     try:

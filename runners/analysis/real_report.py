@@ -22,7 +22,7 @@ from harness.contracts import ReleaseOutcome, StopReason
 from runners.analysis._safe_text import html, markdown, markdown_code
 from runners.analysis.gate import Verdict
 from runners.analysis.real_models import RecordedSummary, summarize
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 from runners.store.recorded import read_recorded
 
 __all__ = [

@@ -387,7 +387,7 @@ def build_report(
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[Path, Path]:
     """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     con = connect(db, read_only=True)
     try:

@@ -102,7 +102,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.analysis.gate import GateInputError, evaluate, load_pairs, markdown, validate_flags, write_outputs
     from runners.store._files import NamedPath
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     _refuse_ignored(args)  # before the defaults fill in what was not given
     outputs = [NamedPath("--summary", args.summary), NamedPath("--junit", args.junit)]

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.analysis.recommend import Objective, Rule
     from runners.analysis.report import build_report
     from runners.run.sweep import sweep_ids
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")

@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(db: Path) -> Any:
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     return connect(db, read_only=True)
 

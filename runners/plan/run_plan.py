@@ -93,7 +93,7 @@ def read_stored(db: Path, con: duckdb.DuckDBPyConnection | None, read: Callable[
     """`read(con)` through `con`, else through a read-only connection to `db` opened for it."""
     if con is not None:
         return read(con)
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     own = connect(db, read_only=True)
     try:
@@ -128,7 +128,7 @@ def plan_run(
     asks), parse its model and select its cases; with `opts.resume`, read the stored bench run (through `con`,
     else read only from `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong; nothing
     is written."""
-    from runners.store.metrics_db import check_database_file
+    from runners.store.connection import check_database_file
 
     check_run_request(request or request_of(opts))
     check_database_file(opts.db, must_exist=opts.resume is not None)

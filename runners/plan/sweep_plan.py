@@ -97,7 +97,7 @@ def plan_sweep(opts: SweepOptions, *, request: RunRequest | None = None) -> Swee
     """Apply every flag rule to the sweep (`request`: what the command line asked, flag by flag), validate every
     grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only) and plan it.
     Raises `BenchInputError` (exit 2) naming what is wrong; nothing is written."""
-    from runners.store.metrics_db import check_database_file
+    from runners.store.connection import check_database_file
 
     base = opts.base
     check_run_request(request or replace(request_of(base), resume=opts.resume))

@@ -24,19 +24,13 @@ from runners.run._execute import ModelFactory, execute_case
 from runners.run.case_runner import CaseRun
 from runners.run.executors import iterate_processes, iterate_ray
 from runners.run.preflight import preflight
-from runners.store.metrics_db import (
-    WRITE_FAILURES,
-    MetricsWriteError,
-    MetricsWriter,
-    case_run_rows,
-    commit,
-    connect,
-    store_run_options,
-    store_settings,
-    write_statement,
-)
+from runners.store.connection import connect
+from runners.store.errors import WRITE_FAILURES, MetricsWriteError
 from runners.store.redact import Secrets, redact
+from runners.store.runs import store_run_options, store_settings
+from runners.store.schema import case_run_rows
 from runners.store.transcripts import transcript_rows
+from runners.store.writer import MetricsWriter, commit, write_statement
 
 __all__ = [
     "BenchSummary", "FamilyRow", "ProgressHook", "StartHook", "case_run_id", "family_rows", "family_table",

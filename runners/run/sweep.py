@@ -23,7 +23,9 @@ from runners.plan.stored_plan import saved_sweep_options
 from runners.plan.sweep_plan import SweepGrid, SweepOptions, SweepPlan, plan_sweep
 from runners.run.bench import BenchSummary, StartHook, run_point
 from runners.run.preflight import preflight
-from runners.store.metrics_db import WRITE_FAILURES, connect, write_statement
+from runners.store.connection import connect
+from runners.store.errors import WRITE_FAILURES
+from runners.store.writer import write_statement
 
 __all__ = ["SweepGrid", "SweepOptions", "SweepPlan", "SweepSummary", "plan_sweep", "run_sweep", "sweep_ids"]
 
