@@ -191,7 +191,8 @@ def _read(
                 f"{path} has schema version {version}, this harness-bench writes {SCHEMA_VERSION}: shards must be"
                 " written by the same harness-bench version"
             )
-        present = _columns(con, con.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+        (database,) = con.execute("SELECT current_database()").fetchone() or ("",)
+        present = _columns(con, str(database))
         if not is_out:
             for table in TABLES:
                 unknown = sorted(present.get(table, set()) - expected[table])
