@@ -17,10 +17,10 @@ from runners.store.errors import MetricsWriteError
 from runners.store.writer import commit, write_statement
 
 __all__ = [
-    "BenchRunStart", "FamilyRow", "RunTable", "StaleRuns", "StoredPoint", "SweepStart",
-    "TakenId", "bench_run_exists", "family_rows", "find_point", "finish_bench_run", "finish_sweep", "mark_stale_runs",
-    "stale_runs", "start_bench_run", "start_sweep", "stored_bench_run", "stored_case_run_ids",
-    "stored_sweep", "store_run_options", "store_settings", "sweep_ids", "taken_ids",
+    "BenchRunStart", "FamilyRow", "RunTable", "StaleRuns", "StoredPoint", "SweepStart", "TakenId", "bench_run_exists",
+    "case_run_ids_in_order", "family_rows", "find_point", "finish_bench_run", "finish_sweep", "label_sweep_ids",
+    "mark_stale_runs", "stale_runs", "start_bench_run", "start_sweep", "store_run_options", "store_settings",
+    "stored_bench_run", "stored_case_run_ids", "stored_sweep", "sweep_ids", "taken_ids",
 ]  # fmt: skip
 
 
@@ -100,6 +100,14 @@ def _stored_shards(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> tuple[S
 def bench_run_exists(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> bool:
     """Whether the file holds the bench run `bench_run_id`."""
     return con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [bench_run_id]).fetchone() is not None
+
+
+def case_run_ids_in_order(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[str]:
+    """The ids of a bench run's stored case runs, by epoch then case."""
+    rows = con.execute(
+        "SELECT case_run_id FROM case_runs WHERE bench_run_id = ? ORDER BY epoch, case_id", [bench_run_id]
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 def stored_case_run_ids(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> frozenset[str]:
@@ -288,6 +296,16 @@ def finish_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str, status: str) -> 
 def sweep_ids(con: duckdb.DuckDBPyConnection) -> Sequence[str]:
     """Known sweep ids, newest first."""
     return [str(r[0]) for r in con.execute("SELECT sweep_id FROM sweeps ORDER BY started_at DESC").fetchall()]
+
+
+def label_sweep_ids(con: duckdb.DuckDBPyConnection, label: str) -> list[str]:
+    """The sweeps that hold case runs of `label` (no order)."""
+    rows = con.execute(
+        "SELECT DISTINCT b.sweep_id FROM bench_runs b JOIN case_runs c USING (bench_run_id)"
+        " WHERE c.label = ? AND b.sweep_id IS NOT NULL",
+        [label],
+    ).fetchall()
+    return [str(r[0]) for r in rows]
 
 
 # -- ids a named run may not reuse -----------------------------------------------------------------------
