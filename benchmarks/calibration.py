@@ -58,7 +58,7 @@ from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "reports" / "calibration"

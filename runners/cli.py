@@ -108,7 +108,7 @@ def _dispatch(args: argparse.Namespace, signals: interrupts.Interrupts | None = 
     from runners.domain.evalset import EvalSetError
     from runners.plan.rules import BenchInputError
     from runners.store._files import OutputWriteError
-    from runners.store.metrics_db import MetricsDbError, MetricsWriteError
+    from runners.store.errors import MetricsDbError, MetricsWriteError
 
     try:
         try:

@@ -193,15 +193,14 @@ def export_inspect(
         raise InspectUnavailable(
             f"export --inspect needs Inspect AI: {INSPECT_EXTRA} (make venv installs it)"
         ) from None
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
+    from runners.store.runs import case_run_ids_in_order
 
     con = connect(db, read_only=True)
     try:
         logs = []
         for run in _bench_runs(con, str(db), bench_run, label):
-            ids = [r[0] for r in con.execute(
-                "SELECT case_run_id FROM case_runs WHERE bench_run_id = ? ORDER BY epoch, case_id",
-                [run["bench_run_id"]]).fetchall()]  # fmt: skip
+            ids = case_run_ids_in_order(con, run["bench_run_id"])
             if not ids:
                 continue
             infos = [load_case_run(con, str(db), i) for i in ids]  # a run without transcripts: TranscriptError

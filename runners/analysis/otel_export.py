@@ -175,8 +175,8 @@ def _entries(info: Any, secrets: Secrets) -> tuple[TranscriptEntry, ...]:
 
 def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> list[_CaseRun]:
     from runners.analysis.inspect_export import _bench_runs
+    from runners.store.connection import connect
     from runners.store.events import read_bench_run_events
-    from runners.store.metrics_db import connect
     from runners.store.transcripts import load_case_run
 
     con = connect(db, read_only=True)

@@ -22,8 +22,9 @@ from harness.contracts import ReleaseOutcome, StopReason
 from runners.analysis._safe_text import html, markdown, markdown_code
 from runners.analysis.gate import Verdict
 from runners.analysis.real_models import RecordedSummary, summarize
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 from runners.store.recorded import read_recorded
+from runners.store.runs import label_sweep_ids
 
 __all__ = [
     "GATE_THRESHOLD",
@@ -290,9 +291,7 @@ def recommended(db: Path, label: str) -> Recommended:
 
     con = connect(db, read_only=True)
     try:
-        sweeps = [str(r[0]) for r in con.execute(
-            "SELECT DISTINCT b.sweep_id FROM bench_runs b JOIN case_runs c USING (bench_run_id)"
-            " WHERE c.label = ? AND b.sweep_id IS NOT NULL", [label]).fetchall()]  # fmt: skip
+        sweeps = label_sweep_ids(con, label)
         stats = measure(con, sweeps[0]) if len(sweeps) == 1 else []
     finally:
         con.close()

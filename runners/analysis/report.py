@@ -388,12 +388,13 @@ def build_report(
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[Path, Path]:
     """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
+    from runners.store.runs import sweep_ids
 
     con = connect(db, read_only=True)
     try:
         if sweep_id:
-            known = {r[0] for r in con.execute("SELECT sweep_id FROM sweeps").fetchall()}
+            known = set(sweep_ids(con))
             if sweep_id not in known:
                 raise ValueError(f"unknown sweep {sweep_id!r}; known: {', '.join(sorted(known)[:5]) or 'none'}")
             scope = f"sweep {sweep_id}"

@@ -144,7 +144,8 @@ def _say_resume(commands: Sequence[str]) -> None:
 
 def _claim(db: Path) -> None:
     """Open the database as its only writer (clear message if locked) and mark dead runs interrupted."""
-    from runners.store.metrics_db import connect, mark_stale_runs, stale_runs
+    from runners.store.connection import connect
+    from runners.store.runs import mark_stale_runs, stale_runs
 
     if not db.exists():
         return  # nothing to claim; not creating it here lets a failed preflight leave no file behind

@@ -201,7 +201,7 @@ def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
 
 # -- checks before any file is created ----------------------------------------------------------
 def _check_db(path: Path, *, must_exist: bool) -> None:
-    from runners.store.metrics_db import check_database_file
+    from runners.store.connection import check_database_file
 
     check_database_file(path, must_exist=must_exist)
 

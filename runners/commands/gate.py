@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
         write_outputs,
     )
     from runners.store._files import NamedPath, OutputWriteError
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     _refuse_ignored(args)  # before the defaults fill in what was not given
     outputs = [NamedPath("--summary", args.summary), NamedPath("--junit", args.junit)]

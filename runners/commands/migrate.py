@@ -19,12 +19,13 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.store.metrics_db import SCHEMA_VERSION, _current_version, check_database_file, connect
+    from runners.store.connection import check_database_file, connect
+    from runners.store.migrations import SCHEMA_VERSION, current_version
 
     check_database_file(args.db, must_exist=True)
     before = connect(args.db, read_only=True, upgrade=False)
     try:
-        version = _current_version(before)
+        version = current_version(before)
     finally:
         before.close()
     connect(args.db).close()

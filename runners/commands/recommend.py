@@ -24,7 +24,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.analysis.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
     from runners.run.sweep import sweep_ids
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     con = connect(args.db, read_only=True)
     try:

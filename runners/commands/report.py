@@ -27,8 +27,8 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.analysis.recommend import Objective, Rule
     from runners.analysis.report import build_report
-    from runners.run.sweep import sweep_ids
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
+    from runners.store.runs import bench_run_exists, sweep_ids
 
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
@@ -46,10 +46,7 @@ def run(args: argparse.Namespace) -> int:
             args.sweep = known[0]
         if args.sweep and args.sweep not in known:
             _fail(f"--sweep: unknown sweep {args.sweep!r} in {args.db}")
-        if (
-            args.bench_run
-            and not con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [args.bench_run]).fetchone()
-        ):
+        if args.bench_run and not bench_run_exists(con, args.bench_run):
             _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {args.db}")
     finally:
         con.close()

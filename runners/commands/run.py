@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
 
 def _print_family_table(db: Path, bench_run_id: str) -> None:
     from runners.run.bench import family_rows
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     con = connect(db, read_only=True)
     try:

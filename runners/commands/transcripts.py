@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _open(db: Path) -> Any:
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     return connect(db, read_only=True)
 
@@ -126,9 +126,10 @@ def _show(args: argparse.Namespace) -> int:
 
 def _side(con: Any, db: str, which: str, name: str, case: str, epoch: int | None) -> Any:
     """The case run `which` (A or B) names: a bench run id, else a label (checked as `--label` is)."""
+    from runners.store.runs import bench_run_exists
     from runners.store.transcripts import load_case_run, resolve_case_run
 
-    is_run = con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [name]).fetchone()
+    is_run = bench_run_exists(con, name)
     if not is_run:
         try:
             label_arg(name)

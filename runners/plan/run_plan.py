@@ -8,12 +8,9 @@ returns the same kind of plan, marked `resumes`, so the runner has one code path
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
-
-import duckdb
 
 from runners.domain.evalset import EvalCase, load_cases
 from runners.plan import shard, stored_plan
@@ -23,9 +20,7 @@ from runners.plan.rules import BenchInputError, RunRequest, check_run_request
 from runners.plan.settings import RunSettings
 from runners.plan.shard import ShardSpec
 
-__all__ = ["RunPlan", "plan_run", "planned", "read_stored", "refuse_taken", "select_cases"]
-
-T = TypeVar("T")
+__all__ = ["RunPlan", "plan_run", "planned", "refuse_taken", "select_cases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,30 +84,15 @@ def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalC
     return cases
 
 
-def read_stored(db: Path, con: duckdb.DuckDBPyConnection | None, read: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
-    """`read(con)` through `con`, else through a read-only connection to `db` opened for it."""
-    if con is not None:
-        return read(con)
-    from runners.store.metrics_db import connect
-
-    own = connect(db, read_only=True)
-    try:
-        return read(own)
-    finally:
-        own.close()
-
-
-def refuse_taken(db: Path, table: str, column: str, ids: Sequence[str]) -> None:
-    """A named run must not reuse an id already in `db` (read only; nothing to check when `db` is not there)."""
+def refuse_taken(db: Path, table: str, ids: Sequence[str]) -> None:
+    """A named run must not reuse an id already in `db` (`table`: bench_runs or sweeps; read only; nothing to check
+    when `db` is not there)."""
     if not db.exists():
         return
+    from runners.store.resume import taken_ids
+    from runners.store.runs import RunTable
 
-    def check(con: duckdb.DuckDBPyConnection) -> None:
-        tables = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table])
-        if tables.fetchone() != (0,):
-            shard.refuse_existing(con, table, column, ids, db)
-
-    read_stored(db, None, check)
+    shard.refuse_existing(taken_ids(db, RunTable(table), ids), db)
 
 
 def planned(opts: BenchOptions, bench_run_id: str | None = None, *, resumes: bool = False) -> RunPlan:
@@ -121,27 +101,24 @@ def planned(opts: BenchOptions, bench_run_id: str | None = None, *, resumes: boo
     return RunPlan(opts, model, tuple(select_cases(opts.evalsets, opts.case_ids)), bench_run_id, resumes)
 
 
-def plan_run(
-    opts: BenchOptions, *, request: RunRequest | None = None, con: duckdb.DuckDBPyConnection | None = None
-) -> RunPlan:
+def plan_run(opts: BenchOptions, *, request: RunRequest | None = None) -> RunPlan:
     """Apply every flag rule to `opts` (`request`: what the command line asked, flag by flag; default: what `opts`
-    asks), parse its model and select its cases; with `opts.resume`, read the stored bench run (through `con`,
-    else read only from `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong; nothing
+    asks), parse its model and select its cases; with `opts.resume`, read the stored bench run (read only from
+    `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong; nothing
     is written."""
-    from runners.store.metrics_db import check_database_file
+    from runners.store.connection import check_database_file
 
     check_run_request(request or request_of(opts))
     check_database_file(opts.db, must_exist=opts.resume is not None)
     if opts.resume:
         resume = opts.resume
-        restored = read_stored(opts.db, con, lambda c: stored_plan.read_bench_run(c, resume, opts))
+        from runners.store.resume import load_bench_run
+
+        restored = stored_plan.read_bench_run(resume, load_bench_run(opts.db, resume), opts)
         check_run_request(request_of(restored))  # this invocation's API key for the stored model
         return planned(restored, resume, resumes=True)
     bench_run_id = None
     if opts.run_id:
         bench_run_id = shard.bench_run_id(opts.run_id, opts.settings, in_sweep=opts.sweep_id is not None)
-        if con is None:
-            refuse_taken(opts.db, "bench_runs", "bench_run_id", [bench_run_id])
-        else:
-            shard.refuse_existing(con, "bench_runs", "bench_run_id", [bench_run_id], opts.db)
+        refuse_taken(opts.db, "bench_runs", [bench_run_id])
     return planned(opts, bench_run_id)

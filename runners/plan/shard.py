@@ -24,13 +24,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
-
-import duckdb
 
 from runners.plan.settings import RunSettings, declaration
 
@@ -134,48 +131,26 @@ def sweep_id(run_id: str) -> str:
     return f"sw-{run_id}"
 
 
-# -- the shards table ---------------------------------------------------------------------------------
-def record(con: duckdb.DuckDBPyConnection, bench_run_id: str, spec: ShardSpec, planned: int) -> None:
-    """Write this file's shard row when the bench run starts (inside its bench_runs transaction)."""
-    con.execute(
-        "INSERT INTO shards VALUES (?, ?, ?, ?, 'running', now(), NULL, ?)",
-        [bench_run_id, spec.index, spec.count, planned, socket.gethostname()],
-    )
-
-
-def set_status(con: duckdb.DuckDBPyConnection, bench_run_id: str, status: str, *, finished: bool) -> None:
-    """Mirror the bench run's status on its shard row (no row: not a sharded run, nothing to do)."""
-    con.execute(
-        "UPDATE shards SET status = ?, finished_at = CASE WHEN ? THEN now() END, host = ? WHERE bench_run_id = ?",
-        [status, finished, socket.gethostname(), bench_run_id],
-    )
-
-
-def stored_shard(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> ShardSpec | None:
-    """The shard a bench run in this file was run as (None: unsharded). A run merged from several shard
-    files cannot be resumed as one: each shard's own file can."""
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'shards'").fetchone() != (1,):
-        return None  # a file older than schema v4, looked at read-only before the writer migrates it
-    rows = con.execute(
-        "SELECT shard_index, shard_count FROM shards WHERE bench_run_id = ? ORDER BY shard_index", [bench_run_id]
-    ).fetchall()
-    if not rows:
+# -- what a stored file says ---------------------------------------------------------------------------
+def stored_shard(bench_run_id: str, shards: Sequence[ShardSpec]) -> ShardSpec | None:
+    """The shard a bench run was run as, from the shard rows its file holds of it (none: unsharded). A run merged
+    from several shard files cannot be resumed as one: each shard's own file can."""
+    if not shards:
         return None
-    if len(rows) > 1:
-        held = ",".join(str(r[0]) for r in rows)
+    if len(shards) > 1:
+        held = ",".join(str(s.index) for s in shards)
         raise ShardError(
-            f"--resume {bench_run_id}: this file holds shards {held} of {rows[0][1]} merged by `harness-bench merge`;"
-            " resume the unfinished shard in its own file, then merge again"
+            f"--resume {bench_run_id}: this file holds shards {held} of {shards[0].count} merged by"
+            " `harness-bench merge`; resume the unfinished shard in its own file, then merge again"
         )
-    return ShardSpec(int(rows[0][0]), int(rows[0][1]))
+    return shards[0]
 
 
-def refuse_existing(con: duckdb.DuckDBPyConnection, table: str, column: str, ids: Sequence[str], db: object) -> None:
-    """A named run must not reuse an id already in the file (its rows would mix with another run's)."""
-    for value in ids:
-        row = con.execute(f"SELECT status FROM {table} WHERE {column} = ?", [value]).fetchone()
-        if row is not None:
-            raise ShardError(
-                f"--run-id: {value} already exists in {db} (status {row[0]}); continue it with --resume {value}"
-                " or choose another --run-id"
-            )
+def refuse_existing(taken: Mapping[str, str], db: object) -> None:
+    """A named run must not reuse an id already in the file (`taken`: such ids, in the order asked, to the status
+    of what each names), or its rows would mix with another run's."""
+    for value, status in list(taken.items())[:1]:  # the first one asked is the one named
+        raise ShardError(
+            f"--run-id: {value} already exists in {db} (status {status}); continue it with --resume {value}"
+            " or choose another --run-id"
+        )

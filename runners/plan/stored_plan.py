@@ -14,11 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import fields, replace
+from dataclasses import dataclass, fields, replace
 from enum import StrEnum
 from typing import Any
-
-import duckdb
 
 from runners.plan import run_options, shard
 from runners.plan.options import BenchOptions
@@ -34,7 +32,9 @@ from runners.plan.settings import (
 
 __all__ = [
     "INVOCATION_FIELDS",
+    "StoredBenchRun",
     "StoredForm",
+    "StoredSweep",
     "endpoint_overrides",
     "read_bench_run",
     "read_sweep",
@@ -101,40 +101,74 @@ def restore_options(stored: Mapping[str, Any], form: StoredForm, given: BenchOpt
     return BenchOptions(config=restored.config, model_settings=restored.model_settings, **invocation, **options)
 
 
-def read_bench_run(con: duckdb.DuckDBPyConnection, bench_run_id: str, given: BenchOptions) -> BenchOptions:
-    """The options of the stored bench run `bench_run_id` (read only), to resume it with `given`'s invocation
-    fields; a missing or completed bench run is an input error."""
+@dataclass(frozen=True, slots=True)
+class StoredBenchRun:
+    """A stored `bench_runs` row as a resume reads it (read by runners/store/runs.py), and the shards its file holds
+    of it."""
+
+    bench_run_id: str
+    """Its id."""
+    status: str
+    """running | completed | interrupted | failed."""
+    sweep_id: str | None
+    """The sweep it is a point of, if any."""
+    columns: Mapping[str, object]
+    """Every column of the row by name (its settings and run options are columns, declared in this package)."""
+    shards: tuple[shard.ShardSpec, ...]
+    """The shards of it this file holds (`shards` rows), by index; none: unsharded."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoredSweep:
+    """A stored `sweeps` row as a resume reads it (read by runners/store/runs.py)."""
+
+    sweep_id: str
+    """Its id."""
+    grid_json: str | None
+    """The grid axes as JSON."""
+    options_json: str | None
+    """What every point shares, as JSON (`saved_sweep_options`)."""
+    status: str
+    """running | completed | interrupted | failed."""
+
+
+def read_bench_run(bench_run_id: str, stored: StoredBenchRun | None, given: BenchOptions) -> BenchOptions:
+    """The options of the stored bench run `bench_run_id` (`stored`: what the file holds of it, None: nothing), to
+    resume it with `given`'s invocation fields; a missing or completed bench run is an input error."""
     what = f"--resume {bench_run_id}"
-    cur = con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [bench_run_id])
-    row = cur.fetchone()
-    if row is None:
+    if stored is None:
         raise BenchInputError(f"{what}: no such bench run in {given.db}")
-    stored: dict[str, Any] = dict(zip([d[0] for d in cur.description], row, strict=True))
-    if stored["status"] == "completed":
+    if stored.status == "completed":
         raise BenchInputError(f"{what}: that bench run is already completed")
-    options = restore_options(stored, StoredForm.BENCH_RUN, given, what)
-    options.sweep_id = stored["sweep_id"]
-    options.shard = shard.stored_shard(con, bench_run_id)  # a shard's bench run keeps it in bench_run_shards
+    options = restore_options(stored.columns, StoredForm.BENCH_RUN, given, what)
+    options.sweep_id = stored.sweep_id
+    options.shard = shard.stored_shard(bench_run_id, stored.shards)  # a shard's bench run keeps it in `shards`
     return options
 
 
 def read_sweep(
-    con: duckdb.DuckDBPyConnection, sweep_id: str, given: BenchOptions
+    sweep_id: str, stored: StoredSweep | None, given: BenchOptions
 ) -> tuple[dict[str, tuple[SettingValue, ...]], BenchOptions]:
-    """The grid axes and the shared options of the stored sweep `sweep_id` (read only); a missing or completed
-    sweep is an input error."""
+    """The grid axes and the shared options of the stored sweep `sweep_id` (`stored`: what the file holds of it,
+    None: nothing); a missing or completed sweep is an input error."""
     what = f"--resume {sweep_id}"
-    row = con.execute("SELECT grid_json, options_json, status FROM sweeps WHERE sweep_id = ?", [sweep_id]).fetchone()
-    if row is None:
+    if stored is None:
         raise BenchInputError(f"{what}: no such sweep in {given.db}")
-    if row[2] == "completed":  # like `run --resume` of a completed bench run: nothing to do, nothing rewritten
+    if stored.status == "completed":  # like `run --resume` of a completed bench run: nothing to do, nothing rewritten
         raise BenchInputError(f"{what}: that sweep is already completed")
     try:
-        axes = {str(k): tuple(v) for k, v in json.loads(row[0]).items()}
-        saved = json.loads(row[1])
+        axes = {str(k): tuple(v) for k, v in _json(stored.grid_json).items()}
+        saved = _json(stored.options_json)
     except (ValueError, AttributeError, TypeError) as exc:
         raise BenchInputError(f"{what}: its stored grid or options are unusable ({exc})") from None
     return axes, restore_options(saved, StoredForm.SWEEP, given, what)
+
+
+def _json(text: str | None) -> Any:
+    """A stored JSON column; a NULL one fails as `json.loads(None)` does (the message a damaged row has always had)."""
+    if text is None:
+        raise TypeError("the JSON object must be str, bytes or bytearray, not NoneType")
+    return json.loads(text)
 
 
 def saved_sweep_options(base: BenchOptions) -> str:

@@ -10,12 +10,10 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-import duckdb
-
 from runners.plan import shard, stored_plan
 from runners.plan.options import BenchOptions, request_of
 from runners.plan.rules import BenchInputError, RunRequest, check_run_request
-from runners.plan.run_plan import RunPlan, planned, read_stored, refuse_taken
+from runners.plan.run_plan import RunPlan, planned, refuse_taken
 from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
 
 __all__ = ["SweepGrid", "SweepOptions", "SweepPlan", "plan_sweep"]
@@ -97,7 +95,7 @@ def plan_sweep(opts: SweepOptions, *, request: RunRequest | None = None) -> Swee
     """Apply every flag rule to the sweep (`request`: what the command line asked, flag by flag), validate every
     grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only) and plan it.
     Raises `BenchInputError` (exit 2) naming what is wrong; nothing is written."""
-    from runners.store.metrics_db import check_database_file
+    from runners.store.connection import check_database_file
 
     base = opts.base
     check_run_request(request or replace(request_of(base), resume=opts.resume))
@@ -105,16 +103,15 @@ def plan_sweep(opts: SweepOptions, *, request: RunRequest | None = None) -> Swee
     if opts.resume:
         resume = opts.resume
 
-        def read(con: duckdb.DuckDBPyConnection) -> tuple[dict[str, tuple[SettingValue, ...]], BenchOptions]:
-            return stored_plan.read_sweep(con, resume, base)
+        from runners.store.resume import load_sweep
 
-        axes, restored = read_stored(base.db, None, read)
+        axes, restored = stored_plan.read_sweep(resume, load_sweep(base.db, resume), base)
         check_run_request(replace(request_of(restored), resume=resume))  # this invocation's API key
         grid = SweepGrid(axes)
         return SweepPlan(planned(restored), grid, tuple(grid.points(restored.settings)), resume, resumes=True)
     sweep_id = None
     if base.run_id:
         sweep_id = shard.sweep_id(base.run_id)
-        refuse_taken(base.db, "sweeps", "sweep_id", [sweep_id])
+        refuse_taken(base.db, "sweeps", [sweep_id])
     points = tuple(opts.grid.points(base.settings))
     return SweepPlan(planned(base), opts.grid, points, sweep_id)

@@ -24,19 +24,20 @@ from runners.run._execute import ModelFactory, execute_case
 from runners.run.case_runner import CaseRun
 from runners.run.executors import iterate_processes, iterate_ray
 from runners.run.preflight import preflight
-from runners.store.metrics_db import (
-    WRITE_FAILURES,
-    MetricsWriteError,
-    MetricsWriter,
-    case_run_rows,
-    commit,
-    connect,
-    store_run_options,
-    store_settings,
-    write_statement,
-)
+from runners.store.connection import connect
+from runners.store.errors import WRITE_FAILURES, MetricsWriteError
 from runners.store.redact import Secrets, redact
+from runners.store.runs import (
+    BenchRunStart,
+    FamilyRow,
+    family_rows,
+    finish_bench_run,
+    start_bench_run,
+    stored_case_run_ids,
+)
+from runners.store.schema import case_run_rows
 from runners.store.transcripts import transcript_rows
+from runners.store.writer import MetricsWriter
 
 __all__ = [
     "BenchSummary", "FamilyRow", "ProgressHook", "StartHook", "case_run_id", "family_rows", "family_table",
@@ -145,8 +146,7 @@ def _run(
     bench_run_id = plan.bench_run_id or _new_id()
     done: set[str] = set()
     if plan.resumes:
-        done = {r[0] for r in con.execute("SELECT case_run_id FROM case_runs WHERE bench_run_id = ?",
-                                          [bench_run_id]).fetchall()}  # fmt: skip
+        done = set(stored_case_run_ids(con, bench_run_id))
     cases = list(plan.cases)
     factory = ModelFactory(plan.model, opts)
     spec = plan.model
@@ -155,29 +155,10 @@ def _run(
     values = run_settings.values()
     swept = {name: values[name] for name, _ in case_run_columns()}
     planned = shard.select(opts.shard, run_settings, list(_planned(cases, opts.epochs)))
-    con.execute("BEGIN")
-    try:
-        if not plan.resumes:
-            con.execute(
-                "INSERT INTO bench_runs (bench_run_id, sweep_id, started_at, status, git_commit,"
-                " evalset_hash, planned_case_runs, harness_bench_version) VALUES (?, ?, now(), 'running', ?, ?, ?, ?)",
-                [bench_run_id, opts.sweep_id, git_commit(), content_hash(cases), len(planned), __version__],
-            )  # fmt: skip
-            if opts.shard is not None:
-                shard.record(con, bench_run_id, opts.shard, len(planned))
-        else:
-            con.execute(
-                "UPDATE bench_runs SET status = 'running', finished_at = NULL WHERE bench_run_id = ?", [bench_run_id]
-            )
-            shard.set_status(con, bench_run_id, "running", finished=False)
-        store_settings(con, bench_run_id, run_settings)  # on resume: a new base URL is recorded
-        store_run_options(con, bench_run_id, run_options.bench_run_values(opts))
-        commit(con)  # a full disk here: MetricsWriteError, nothing started
-    except MetricsWriteError:
-        raise
-    except BaseException:
-        con.execute("ROLLBACK")
-        raise
+    start_bench_run(con, BenchRunStart(
+        bench_run_id, plan.resumes, opts.sweep_id, git_commit(), content_hash(cases), len(planned), __version__,
+        opts.shard, run_settings, run_options.bench_run_values(opts),
+    ))  # fmt: skip
     if on_start:
         on_start(bench_run_id)
     todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
@@ -230,13 +211,12 @@ def _run(
             status, summary.storage_error = "interrupted", summary.storage_error or str(exc)
             summary.executed = writer.cases_written
         try:
-            write_statement(
+            finish_bench_run(
                 con,
-                "UPDATE bench_runs SET status = ?, finished_at = now(), error = ? WHERE bench_run_id = ?",
-                [status, error or (f"storage: {summary.storage_error}" if summary.storage_error else None),
-                 bench_run_id],
-            )  # fmt: skip
-            shard.set_status(con, bench_run_id, status, finished=True)
+                bench_run_id,
+                status,
+                error or (f"storage: {summary.storage_error}" if summary.storage_error else None),
+            )
         except WRITE_FAILURES as exc:
             # left `running` (never `completed`): the next writer marks it `interrupted`
             status, summary.status_recorded = "interrupted", False
@@ -286,47 +266,6 @@ def _iterate(
         for fut in pending:
             fut.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-@dataclass(frozen=True, slots=True)
-class FamilyRow:
-    """One family of one bench run (the end-of-run table)."""
-
-    family: str
-    """Family name."""
-    runs: int
-    """Case runs."""
-    pass_rate: float
-    """Share of case runs that met their expectations."""
-    outcomes: dict[str, int]
-    """Case runs per outcome (`FALLBACK/INSUFFICIENT_EVIDENCE` style)."""
-    stop_reasons: dict[str, int]
-    """Case runs per stop reason (`NONE`: the agent finished on its own; `ERROR`: none, a failed model call
-    ended the case run)."""
-    mean_tools: float
-    """Mean tool invocations."""
-    mean_rejections: float
-    """Mean rejected tool requests."""
-    mean_wasted: float
-    """Mean wasted invocations."""
-
-
-def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[FamilyRow]:
-    """Per-family summary of one bench run, with counts per outcome and stop reason."""
-    rows = con.execute(
-        """
-        SELECT family, count(*), avg(passed::INT),
-               histogram(outcome || coalesce('/' || fallback_kind, '')),
-               histogram(coalesce(stop_reason, CASE WHEN error IS NULL THEN 'NONE' ELSE 'ERROR' END)),
-               avg(tool_invocations), avg(tool_rejections), avg(wasted_invocations)
-        FROM case_runs WHERE bench_run_id = ? GROUP BY family ORDER BY family
-        """,
-        [bench_run_id],
-    ).fetchall()
-    return [
-        FamilyRow(str(f), int(n), float(p), dict(o), dict(s), float(t), float(r), float(w))
-        for f, n, p, o, s, t, r, w in rows
-    ]
 
 
 def family_table(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[dict[str, Any]]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -13,7 +12,6 @@ from harness.agent import AgentLoop, RunResult, run_diagnosis
 from harness.config import HarnessConfig
 from harness.context import CancellationToken, DeadlineClock, RunContext
 from harness.contracts import (
-    BudgetKind,
     GainProducer,
     InformationGain,
     InvocationStatus,
@@ -24,6 +22,8 @@ from harness.models.base import ChatModel
 from harness.prompts import DiagnosisTask, TaskContext
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
 from harness.trace import GainApplied, ModelCall, StopRequiredDelivered, ToolInvocation, ToolRequestRejected
+from runners.domain.case_run import CaseMetrics as CaseMetrics
+from runners.domain.case_run import CaseRun as CaseRun
 from runners.domain.evalset import EvalCase, ExactCounts, ExpectedStop, FaultKind, ToolFault
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT
 from runners.domain.scripted import ScriptedChatModel
@@ -77,52 +77,6 @@ def task_of(case: EvalCase) -> DiagnosisTask:
     """The DiagnosisTask for a case."""
     c = case.context
     return DiagnosisTask(case.question, TaskContext(c.tenant, c.service, c.time_start, c.time_end))
-
-
-@dataclass(frozen=True, slots=True)
-class CaseMetrics:
-    """Counts derived from one run's trace (the same numbers land in DuckDB)."""
-
-    model_calls: int
-    """Diagnosis model call attempts."""
-    guard_calls: int
-    """SemanticGuard calls."""
-    tool_invocations: int
-    """Backend invocations."""
-    failed_invocations: int
-    """Backend invocations that failed."""
-    tool_rejections: int
-    """Requests rejected before the backend."""
-    duplicate_scope_rejections: int
-    """Rejections for a duplicate scope."""
-    protocol_violations: int
-    """Rejections for a protocol violation."""
-    no_gain_count: int
-    """NO_GAIN applications (Harness and Agent)."""
-    gained_count: int
-    """GAINED applications."""
-    stop_required_delivered: bool
-    """Whether STOP_REQUIRED went out."""
-    stop_required_deliveries: int
-    """How many STOP_REQUIRED observations went out (the contract allows one)."""
-    rejections: dict[RejectionReason, int]
-    """Rejections before the backend, by reason (reasons with none are absent)."""
-    awaiting_rejections: int
-    """Calls queued in a message behind a same-message pending call (not violations)."""
-    observation_bytes: int
-    """Observation bytes handed to the model over the run."""
-    budget_hit: BudgetKind | None
-    """The hard budget that stopped the run, if one did."""
-    distinct_scopes_executed: int
-    """Distinct tool+scope pairs that reached the backend."""
-    wasted_invocations: int
-    """Backend invocations after the first NO_GAIN."""
-    input_tokens: int
-    """Prompt tokens."""
-    output_tokens: int
-    """Completion tokens."""
-    text_tool_calls: int = 0
-    """Tool calls the model wrote as text and the client read from it (`--tool-call-format json`)."""
 
 
 def metrics_of(result: RunResult) -> CaseMetrics:
@@ -209,25 +163,6 @@ def _check_exact(want: ExactCounts, m: CaseMetrics) -> list[str]:
             if got != expected:
                 out.append(f"exact rejections[{reason.value}] {got} != expected {expected}")
     return out
-
-
-@dataclass(frozen=True, slots=True)
-class CaseRun:
-    """One case run: the harness result, its metrics and the verdict."""
-
-    case: EvalCase
-    """The case."""
-    result: RunResult
-    """What the harness produced."""
-    metrics: CaseMetrics
-    """Counts from the trace."""
-    failures: tuple[str, ...]
-    """Unmet expectations."""
-
-    @property
-    def passed(self) -> bool:
-        """True when every expectation held."""
-        return not self.failures
 
 
 def run_case(

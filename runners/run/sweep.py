@@ -11,7 +11,7 @@ loses nothing already written.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -23,7 +23,9 @@ from runners.plan.stored_plan import saved_sweep_options
 from runners.plan.sweep_plan import SweepGrid, SweepOptions, SweepPlan, plan_sweep
 from runners.run.bench import BenchSummary, StartHook, run_point
 from runners.run.preflight import preflight
-from runners.store.metrics_db import WRITE_FAILURES, connect, write_statement
+from runners.store.connection import connect
+from runners.store.errors import WRITE_FAILURES
+from runners.store.runs import SweepStart, find_point, finish_sweep, start_sweep, sweep_ids
 
 __all__ = ["SweepGrid", "SweepOptions", "SweepPlan", "SweepSummary", "plan_sweep", "run_sweep", "sweep_ids"]
 
@@ -43,15 +45,6 @@ class SweepSummary:
 
 
 SweepProgress = Callable[[int, int], None]
-
-
-def _find_point(con: duckdb.DuckDBPyConnection, sweep_id: str, point: RunSettings) -> tuple[str, str] | None:
-    row = con.execute(
-        "SELECT bench_run_id, status FROM bench_runs WHERE sweep_id = ? AND settings_json = ? "
-        "ORDER BY started_at DESC LIMIT 1",
-        [sweep_id, point.to_json()],
-    ).fetchone()
-    return (str(row[0]), str(row[1])) if row else None
 
 
 def run_sweep(
@@ -83,13 +76,8 @@ def _sweep(
             return len(cases) * base.epochs
         return len(shard.select(base.shard, point, ((c, e) for e in range(1, base.epochs + 1) for c in cases)))
 
-    if plan.resumes:
-        con.execute("UPDATE sweeps SET status = 'running', finished_at = NULL WHERE sweep_id = ?", [sweep_id])
-    else:
-        con.execute(
-            "INSERT INTO sweeps VALUES (?, now(), NULL, 'running', ?, ?, ?, ?)",
-            [sweep_id, base.model_settings.model, base.label, plan.grid.to_json(), saved_sweep_options(base)],
-        )
+    start = SweepStart(sweep_id, base.model_settings.model, base.label, plan.grid.to_json(), saved_sweep_options(base))
+    start_sweep(con, start, resumes=plan.resumes)
     if on_start:
         on_start(sweep_id)
     total = sum(size(p) for p in points)
@@ -104,13 +92,13 @@ def _sweep(
             if base.cancellation.cancelled:
                 stopped = True
                 break
-            found = _find_point(con, sweep_id, point)
-            if found and found[1] == "completed":
+            found = find_point(con, sweep_id, point)
+            if found and found.status == "completed":
                 done_before += size(point)
                 if on_progress:
                     on_progress(done_before, total)
                 continue
-            point_plan = plan.base.point(point, sweep_id, resume=found[0] if found else None)
+            point_plan = plan.base.point(point, sweep_id, resume=found.bench_run_id if found else None)
             offset = done_before
 
             def hook(done: int, _total: int, _run: object, offset: int = offset) -> None:
@@ -128,15 +116,9 @@ def _sweep(
         raise
     finally:
         try:
-            write_statement(con, "UPDATE sweeps SET status = ?, finished_at = now() WHERE sweep_id = ?",
-                            [status, sweep_id])  # fmt: skip
+            finish_sweep(con, sweep_id, status)
         except WRITE_FAILURES:
             if not summaries or summaries[-1].storage_error is None:
                 raise  # (else left `running`: the next writer marks it `interrupted`)
             status = "interrupted"
     return SweepSummary(sweep_id, status, len(points), summaries)
-
-
-def sweep_ids(con: duckdb.DuckDBPyConnection) -> Sequence[str]:
-    """Known sweep ids, newest first."""
-    return [r[0] for r in con.execute("SELECT sweep_id FROM sweeps ORDER BY started_at DESC").fetchall()]

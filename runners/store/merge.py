@@ -38,15 +38,9 @@ from harness.context import CancellationToken
 from runners.plan import run_options, settings
 from runners.plan.shard import RunStatus
 from runners.store._files import replacing, same_file
-from runners.store.metrics_db import (
-    SCHEMA_VERSION,
-    MetricsDbError,
-    _current_version,
-    check_database_file,
-    connect,
-    ensure_settings_columns,
-    migrate,
-)
+from runners.store.connection import check_database_file, connect
+from runners.store.errors import MetricsDbError
+from runners.store.migrations import SCHEMA_VERSION, current_version, ensure_settings_columns, migrate
 
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them
@@ -191,13 +185,14 @@ def _read(
     except MetricsDbError as exc:
         raise MergeError(str(exc).replace("; use another --db", "")) from None
     try:
-        version = _current_version(con)
+        version = current_version(con)
         if not is_out and version != SCHEMA_VERSION:
             raise MergeError(
                 f"{path} has schema version {version}, this harness-bench writes {SCHEMA_VERSION}: shards must be"
                 " written by the same harness-bench version"
             )
-        present = _columns(con, con.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+        (database,) = con.execute("SELECT current_database()").fetchone() or ("",)
+        present = _columns(con, str(database))
         if not is_out:
             for table in TABLES:
                 unknown = sorted(present.get(table, set()) - expected[table])

@@ -8,7 +8,7 @@ from pathlib import Path
 import duckdb
 from pydantic import BaseModel, ConfigDict
 
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 
 __all__ = ["CaseRunRow", "RecordedRows", "RejectionRow", "read_recorded"]
 

@@ -22,7 +22,7 @@ import json
 import os
 import re
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import overload
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 __all__ = ["MIN_SECRET_CHARS", "NO_SECRETS", "REDACTED", "Secrets", "redact", "redact_cells", "safe_url"]
@@ -36,7 +36,6 @@ _SHAPES = re.compile(
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*"  # a bearer token
     r"|(?<=://)[A-Za-z0-9._~%!$&'()*+,;=:\-]+(?=@[A-Za-z0-9\[])"  # a URL's user info (user:password)
 )
-_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,12 +106,18 @@ def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
     return pattern.sub(REDACTED, text)
 
 
-def redact_cells(row: _T, secrets: Secrets) -> _T:
+@overload
+def redact_cells(row: dict[str, object], secrets: Secrets) -> dict[str, object]: ...
+@overload
+def redact_cells(row: tuple[object, ...], secrets: Secrets) -> tuple[object, ...]: ...
+def redact_cells(
+    row: dict[str, object] | tuple[object, ...], secrets: Secrets
+) -> dict[str, object] | tuple[object, ...]:  # fmt: skip
     """A row (tuple or dict of cells) with every text cell (and every text in a list cell) redacted."""
     if isinstance(row, dict):
-        return {k: _cell(v, secrets) for k, v in row.items()}  # type: ignore[return-value]
+        return {k: _cell(v, secrets) for k, v in row.items()}
     if isinstance(row, tuple):
-        return tuple(_cell(v, secrets) for v in row)  # type: ignore[return-value]
+        return tuple(_cell(v, secrets) for v in row)
     raise TypeError(f"a row is a tuple or a dict, not {type(row).__name__}")
 
 

@@ -5,7 +5,7 @@ its trace: beside every tool call, the Harness's decision on it (admitted or rej
 the gain applied to it, STOP_REQUIRED, the budget state after it); after the conversation, every
 guard verdict. System and user prompts are stored once, by hash, in `prompts`.
 
-Secrets never land in the table: the writer (runners/store/metrics_db.py `MetricsWriter`) passes every row
+Secrets never land in the table: the writer (runners/store/writer.py `MetricsWriter`) passes every row
 through the bench's one redaction (runners/store/redact.py), as it does every other table's rows.
 """
 

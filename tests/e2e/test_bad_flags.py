@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 
 ROOT = Path(__file__).resolve().parents[2]
 

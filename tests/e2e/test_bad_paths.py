@@ -19,7 +19,7 @@ import yaml
 
 from harness.config import HarnessConfig
 from runners.cli import main
-from runners.store.metrics_db import SCHEMA_VERSION, migrate
+from runners.store.migrations import SCHEMA_VERSION, migrate
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY = "missing_context"  # 7 cases, the quickest family

@@ -20,7 +20,9 @@ from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import case_run_id, plan_run, run_bench
-from runners.store.metrics_db import MetricsDbError, connect
+from runners.store import connection
+from runners.store.connection import connect
+from runners.store.errors import DatabaseLockedError, MetricsDbError
 from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
@@ -107,7 +109,7 @@ def test_second_writer_gets_a_clear_message(tmp_path: Path, capsys: pytest.Captu
     )  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
-        with pytest.raises(MetricsDbError, match="locked by another process"):
+        with pytest.raises(DatabaseLockedError, match="locked by another process"):
             connect(db)
         assert main(["run", "--db", str(db), "--case", ONE]) == 2
         assert "locked by another process" in capsys.readouterr().err
@@ -116,6 +118,47 @@ def test_second_writer_gets_a_clear_message(tmp_path: Path, capsys: pytest.Captu
         holder.stdin.write("\n")
         holder.stdin.flush()
         holder.wait(timeout=10)
+
+
+def test_a_reader_holding_the_file_locks_out_the_writer(tmp_path: Path) -> None:
+    """A read-only holder's shared lock conflicts with a writer too: the lock table says so, whatever DuckDB's text."""
+    db = tmp_path / "read.duckdb"
+    connect(db).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+            import duckdb, sys
+            con = duckdb.connect({str(db)!r}, read_only=True)
+            print("locked", flush=True)
+            sys.stdin.readline()
+        """)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        with pytest.raises(DatabaseLockedError, match="locked by another process"):
+            connect(db)
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        holder.wait(timeout=10)
+
+
+def test_an_open_failure_that_mentions_a_lock_is_not_taken_for_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether the file is locked is asked of the lock table, never read from DuckDB's message."""
+    db = tmp_path / "free.duckdb"
+    connect(db).close()
+
+    def failing(*_args: object, **_kw: object) -> duckdb.DuckDBPyConnection:
+        raise duckdb.IOException('IO Error: Could not set lock on file "x": Conflicting lock is held')
+
+    monkeypatch.setattr(connection.duckdb, "connect", failing)
+    with pytest.raises(MetricsDbError) as raised:
+        connect(db)
+    assert not isinstance(raised.value, DatabaseLockedError)
+    assert str(raised.value).startswith(f"{db}: cannot open as a DuckDB database (IO Error: Could not set lock")
 
 
 def test_foreign_and_newer_databases_are_refused(tmp_path: Path) -> None:

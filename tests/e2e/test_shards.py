@@ -25,7 +25,8 @@ from runners.plan.settings import ModelSettings, RunSettings
 from runners.plan.shard import ShardError, ShardSpec, identity_json, shard_of
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
-from runners.store.metrics_db import SCHEMA_VERSION, connect
+from runners.store.connection import connect
+from runners.store.migrations import SCHEMA_VERSION
 from tests._rows import behaviour_rows
 from tests._rows import query as _q
 

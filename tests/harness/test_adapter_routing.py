@@ -46,7 +46,7 @@ from runners.domain.evalset import load_cases
 from runners.plan.agent import AgentFramework
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
-from runners.store.metrics_db import case_run_rows
+from runners.store.schema import case_run_rows
 from tests.conftest import LINES, LookupTool
 
 SYSTEM_PROMPT = "You diagnose payment incidents."
@@ -309,7 +309,9 @@ _TIMING_COLUMNS = [i for i, c in enumerate(event_columns()) if c in _TIMING]
 
 def _bench_rows(run: CaseRun) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
     """The case_runs, tool_calls and events rows the bench stores for `run`, timings aside."""
-    case_row, tool_rows, event_rows = case_run_rows("br", "cr", "scripted-turns", None, 1, {}, run)
+    rows = case_run_rows("br", "cr", "scripted-turns", None, 1, {}, run)
+    case_row, event_rows = rows.case_run, rows.events
+    tool_rows = [r.cells() for r in rows.tool_calls]
     events = [tuple(v for i, v in enumerate(r[2:]) if i not in _TIMING_COLUMNS) for r in event_rows]
     return (
         {k: v for k, v in case_row.items() if k not in {"wall_ms", "finished_at"}},

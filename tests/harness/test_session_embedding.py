@@ -21,7 +21,7 @@ from harness import (
 )
 from runners.domain.evalset import load_cases
 from runners.run.case_runner import CaseRun, run_case
-from runners.store.metrics_db import case_run_rows
+from runners.store.schema import case_run_rows
 
 CASES = load_cases()
 _TIMING = {"wall_ms", "finished_at"}
@@ -55,7 +55,9 @@ def plain_loop(
 
 
 def _rows(run: CaseRun) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tuple[Any, ...]]]:
-    case_row, tool_rows, event_rows = case_run_rows("br", "cr", "scripted", None, 1, {}, run)
+    rows = case_run_rows("br", "cr", "scripted", None, 1, {}, run)
+    case_row, event_rows = rows.case_run, rows.events
+    tool_rows = [r.cells() for r in rows.tool_calls]
     return (
         {k: v for k, v in case_row.items() if k not in _TIMING},
         [r[:-1] for r in tool_rows],  # latency_ms

@@ -48,7 +48,8 @@ if os.environ.get("HB_PROBE_FD"):
     import runners.domain.tools.log_search as _log_search
     import runners.run.bench as _bench
     import runners.run.sweep as _sweep
-    import runners.store.metrics_db as _metrics_db
+    import runners.store.migrations as _migrations
+    import runners.store.writer as _writer
 
     _FD = int(os.environ["HB_PROBE_FD"])
     _GO = int(os.environ["HB_PROBE_GO_FD"])
@@ -76,13 +77,13 @@ if os.environ.get("HB_PROBE_FD"):
             if select.select([_GO], [], [], 0)[0]:
                 return
 
-    _real_migrate = _metrics_db.migrate
+    _real_migrate = _migrations.migrate
 
     def _migrate(con: duckdb.DuckDBPyConnection, *args: Any, **kw: Any) -> Any:
         _event("claim", con)  # the writer's first statements, when it opens (or creates) the file
         return _real_migrate(con, *args, **kw)
 
-    _metrics_db.migrate = _migrate  # type: ignore[assignment]
+    _migrations.migrate = _migrate  # type: ignore[assignment]
 
     def _tool(cls: Any) -> None:
         real = cls.run
@@ -110,22 +111,22 @@ if os.environ.get("HB_PROBE_FD"):
         def __getattr__(self, name: str) -> Any:
             return getattr(self._con, name)
 
-    _real_writer_init = _metrics_db.MetricsWriter.__init__
+    _real_writer_init = _writer.MetricsWriter.__init__
 
     def _writer_init(self: Any, con: duckdb.DuckDBPyConnection, **kw: Any) -> None:
         if os.environ.get("HB_PROBE_FLUSH_SECONDS"):  # e.g. 0: one write transaction per case run
             kw["flush_seconds"] = float(os.environ["HB_PROBE_FLUSH_SECONDS"])
         _real_writer_init(self, _Connection(con), **kw)  # type: ignore[arg-type]
 
-    _metrics_db.MetricsWriter.__init__ = _writer_init  # type: ignore[method-assign]
+    _writer.MetricsWriter.__init__ = _writer_init  # type: ignore[method-assign]
 
-    _real_add = _metrics_db.MetricsWriter.add
+    _real_add = _writer.MetricsWriter.add
 
     def _add(self: Any, rows: Any) -> None:
         _real_add(self, rows)
         _event("case", None)
 
-    _metrics_db.MetricsWriter.add = _add  # type: ignore[method-assign]
+    _writer.MetricsWriter.add = _add  # type: ignore[method-assign]
 
     _real_run_point = _bench.run_point
 

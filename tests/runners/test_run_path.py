@@ -174,7 +174,7 @@ def test_the_run_path_enters_each_module_once_and_never_returns_up(tmp_path: Pat
     shown = seen.shown()
     print(shown)  # the measurement itself (pytest -s shows it)
     assert seen.path[0] == "runners.cli", shown
-    on_path = ["runners.plan.run_plan", "runners.plan.rules", "runners.run.bench", "runners.store.metrics_db"]
+    on_path = ["runners.plan.run_plan", "runners.plan.rules", "runners.run.bench", "runners.store.writer"]
     for module in on_path + (["runners.plan.stored_plan"] if resume else []):
         assert module in seen.path, f"{module} not on the run path\n{shown}"
     order = {m: i for i, m in enumerate(seen.path)}

@@ -22,7 +22,8 @@ from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
-from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
+from runners.store.connection import connect
+from runners.store.migrations import SCHEMA_VERSION, migrate
 
 ROOT = Path(__file__).resolve().parents[3]
 LATE = [c for c in load_cases(["diagnosable"]) if "late" in c.id]

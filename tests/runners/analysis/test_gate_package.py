@@ -120,7 +120,7 @@ def two_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_store_answers_the_gates_queries_with_typed_rows(two_labels: Path) -> None:
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
 
     con = connect(two_labels, read_only=True)
     try:

@@ -20,7 +20,7 @@ from runners.domain.evalset import Family, load_cases
 from runners.plan.options import BenchOptions
 from runners.run.bench import family_rows, plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 
 ROOT = Path(__file__).resolve().parents[3]
 WIDTHS = (80, 100)

@@ -24,6 +24,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings, RunSettings
 from runners.plan.shard import ShardSpec
 from runners.plan.stored_plan import read_bench_run, run_argv
+from runners.store.runs import stored_bench_run
 from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
@@ -121,7 +122,9 @@ def test_a_stored_bench_run_is_read_back_as_the_options_it_ran_with(tmp_path: Pa
     con = duckdb.connect(str(db))
     con.execute("UPDATE bench_runs SET status = 'interrupted'")
     (bench_run_id,) = con.execute("SELECT bench_run_id FROM bench_runs").fetchone() or ("",)
-    restored = read_bench_run(con, str(bench_run_id), BenchOptions(db=db, concurrency=3))
+    restored = read_bench_run(
+        str(bench_run_id), stored_bench_run(con, str(bench_run_id)), BenchOptions(db=db, concurrency=3)
+    )
     con.close()
     given = _parsed(["harness-bench", "run", "--case", ONE, "--label", "x", "--epochs", "2",
                      "--no-gain-threshold", "4", "--no-transcripts"])  # fmt: skip

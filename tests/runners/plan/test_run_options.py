@@ -17,7 +17,7 @@ from runners.plan import run_options
 from runners.plan.options import BenchOptions
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import RunOption
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 from tests._rows import query as _q
 from tests.runners.plan.test_settings import ONE, _drop_epoch
 

@@ -22,7 +22,8 @@ from runners.endpoints.simulator import SimulatorServer
 from runners.plan import settings
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import BenchSetting, RunSettings, SettingsError, declaration
-from runners.store.metrics_db import SCHEMA_VERSION, connect, migrate
+from runners.store.connection import connect
+from runners.store.migrations import SCHEMA_VERSION, migrate
 from tests._fake_endpoint import completion, serve
 from tests._rows import query as _q
 

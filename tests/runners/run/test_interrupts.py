@@ -156,8 +156,9 @@ class _Child:
     ) -> None:
         self.probe_r, probe_w = os.pipe()
         go_r, self.go_w = os.pipe()
-        env = {**os.environ, "PYTHONPATH": str(PROBE), "HB_PROBE_FD": str(probe_w), "HB_PROBE_GO_FD": str(go_r),
-               "HB_PROBE_AT": at, "COLUMNS": "200", **(env or {})}  # fmt: skip
+        # this checkout's code under the probe (not whichever checkout the venv's harness-bench was installed from)
+        env = {**os.environ, "PYTHONPATH": f"{PROBE}{os.pathsep}{ROOT}", "HB_PROBE_FD": str(probe_w),
+               "HB_PROBE_GO_FD": str(go_r), "HB_PROBE_AT": at, "COLUMNS": "200", **(env or {})}  # fmt: skip
         argv = [HARNESS_BENCH, *args]
         self.terminal = terminal
         self._chunks: list[bytes] = []

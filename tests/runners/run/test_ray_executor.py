@@ -22,7 +22,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench, run_point
 from runners.run.executors import Executor
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parents[3]

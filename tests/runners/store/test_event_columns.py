@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.trace import EVENT_TYPES, EventKind, ToolInvocation, TraceEvent, event_columns
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 
 _DUCK_TYPES = {str: "VARCHAR", int: "INTEGER", float: "DOUBLE", bool: "BOOLEAN"}
 _IDS = {"bench_run_id", "case_run_id"}
@@ -48,7 +48,7 @@ def test_every_event_field_has_its_column_of_its_type(tmp_path: Path) -> None:
     fields = _field_types()
     assert set(fields) == set(columns), (
         f"fields without a column: {sorted(set(fields) - set(columns))}; "
-        f"columns no event fills: {sorted(set(columns) - set(fields))} (add a migration in runners/store/metrics_db.py)"
+        f"columns no event fills: {sorted(set(columns) - set(fields))} (add a migration in runners/store/migrations.py)"
     )
     for name, wanted in fields.items():
         assert wanted == {columns[name]}, f"{name}: the events column is {columns[name]}, the fields need {wanted}"
@@ -88,3 +88,19 @@ def _status() -> typing.Any:
     from harness.contracts import InvocationStatus
 
     return InvocationStatus.COMPLETED
+
+
+def test_the_tool_call_row_type_is_the_tool_calls_table(tmp_path: Path) -> None:
+    """The writer's `tool_calls` columns come from `ToolCallRow`: its fields are the table's columns, in table
+    order, each of the table's type."""
+    from runners.store.schema import TOOL_CALL_COLUMNS, ToolCallRow
+
+    con = connect(tmp_path / "m.duckdb")
+    rows = con.execute(
+        "SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = 'tool_calls' ORDER BY column_index"
+    ).fetchall()
+    con.close()
+    assert [name for name, _ in rows] == list(TOOL_CALL_COLUMNS)
+    hints = typing.get_type_hints(ToolCallRow)
+    for name, kind in rows:
+        assert _duck_type(hints[name]) == kind, f"tool_calls.{name} is {kind}, ToolCallRow.{name} is {hints[name]}"

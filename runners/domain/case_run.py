@@ -1,0 +1,77 @@
+"""One case run as the bench keeps it: the harness result, the counts derived from its trace, and the verdict
+(written by the run, stored row by row by the store)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.agent import RunResult
+from harness.contracts import BudgetKind, RejectionReason
+from runners.domain.evalset import EvalCase
+
+__all__ = ["CaseMetrics", "CaseRun"]
+
+
+@dataclass(frozen=True, slots=True)
+class CaseMetrics:
+    """Counts derived from one run's trace (the same numbers land in DuckDB)."""
+
+    model_calls: int
+    """Diagnosis model call attempts."""
+    guard_calls: int
+    """SemanticGuard calls."""
+    tool_invocations: int
+    """Backend invocations."""
+    failed_invocations: int
+    """Backend invocations that failed."""
+    tool_rejections: int
+    """Requests rejected before the backend."""
+    duplicate_scope_rejections: int
+    """Rejections for a duplicate scope."""
+    protocol_violations: int
+    """Rejections for a protocol violation."""
+    no_gain_count: int
+    """NO_GAIN applications (Harness and Agent)."""
+    gained_count: int
+    """GAINED applications."""
+    stop_required_delivered: bool
+    """Whether STOP_REQUIRED went out."""
+    stop_required_deliveries: int
+    """How many STOP_REQUIRED observations went out (the contract allows one)."""
+    rejections: dict[RejectionReason, int]
+    """Rejections before the backend, by reason (reasons with none are absent)."""
+    awaiting_rejections: int
+    """Calls queued in a message behind a same-message pending call (not violations)."""
+    observation_bytes: int
+    """Observation bytes handed to the model over the run."""
+    budget_hit: BudgetKind | None
+    """The hard budget that stopped the run, if one did."""
+    distinct_scopes_executed: int
+    """Distinct tool+scope pairs that reached the backend."""
+    wasted_invocations: int
+    """Backend invocations after the first NO_GAIN."""
+    input_tokens: int
+    """Prompt tokens."""
+    output_tokens: int
+    """Completion tokens."""
+    text_tool_calls: int = 0
+    """Tool calls the model wrote as text and the client read from it (`--tool-call-format json`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRun:
+    """One case run: the harness result, its metrics and the verdict."""
+
+    case: EvalCase
+    """The case."""
+    result: RunResult
+    """What the harness produced."""
+    metrics: CaseMetrics
+    """Counts from the trace."""
+    failures: tuple[str, ...]
+    """Unmet expectations."""
+
+    @property
+    def passed(self) -> bool:
+        """True when every expectation held."""
+        return not self.failures

@@ -1,0 +1,389 @@
+"""The metrics database's schema history: one list of statements per schema version, applied in order, and the
+settings columns and views brought up to date at every writer connect.
+
+The settings columns of `bench_runs` (every declared setting) and `case_runs` (every sweepable one)
+and the analyst views come from `runners/plan/settings.py`: at every writer connect, a column missing
+for a declared setting is added (`ADD COLUMN IF NOT EXISTS`) and the views are recreated, so a
+setting declared later appears without a migration.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from runners.plan import run_options, settings
+from runners.store.errors import MetricsDbError
+from runners.store.runs import store_settings
+from runners.store.views import VIEWS, view_statements
+
+__all__ = ["SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated"]
+
+SCHEMA_VERSION = 7
+
+_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS bench_runs (
+            bench_run_id VARCHAR PRIMARY KEY,
+            sweep_id VARCHAR,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            status VARCHAR,              -- running | completed | interrupted | failed
+            git_commit VARCHAR,
+            model VARCHAR,
+            label VARCHAR,
+            config_json VARCHAR,         -- before v3 only (settings_json holds every setting since)
+            evalset_hash VARCHAR,
+            evalset_specs VARCHAR,
+            case_ids_json VARCHAR,
+            epochs INTEGER,
+            planned_case_runs INTEGER,
+            harness_bench_version VARCHAR,
+            cassettes VARCHAR,
+            record_mode VARCHAR,
+            base_url VARCHAR,
+            error VARCHAR
+        )""",
+        """CREATE TABLE IF NOT EXISTS case_runs (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR PRIMARY KEY,
+            case_id VARCHAR,
+            family VARCHAR,
+            model VARCHAR,
+            label VARCHAR,
+            epoch INTEGER,
+            no_gain_threshold INTEGER,
+            protocol_violation_threshold INTEGER,
+            max_tool_calls INTEGER,
+            max_model_calls INTEGER,
+            max_tokens INTEGER,
+            outcome VARCHAR,
+            fallback_kind VARCHAR,
+            stop_reason VARCHAR,
+            expected_outcome VARCHAR,
+            expected_fallback_kind VARCHAR,
+            expected_stop_reason VARCHAR,
+            passed BOOLEAN,
+            failures VARCHAR,
+            model_calls INTEGER,
+            guard_calls INTEGER,
+            tool_invocations INTEGER,
+            failed_invocations INTEGER,
+            tool_rejections INTEGER,
+            duplicate_scope_rejections INTEGER,
+            protocol_violations INTEGER,
+            no_gain_count INTEGER,
+            gained_count INTEGER,
+            stop_required_delivered BOOLEAN,
+            wasted_invocations INTEGER,
+            input_tokens BIGINT,
+            output_tokens BIGINT,
+            wall_ms DOUBLE,
+            reason VARCHAR,
+            conclusion VARCHAR,
+            error VARCHAR,
+            finished_at TIMESTAMP
+        )""",
+        """CREATE TABLE IF NOT EXISTS tool_calls (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR,
+            seq INTEGER,
+            tool_call_id VARCHAR,
+            tool VARCHAR,
+            scope VARCHAR,
+            invocation_status VARCHAR,   -- COMPLETED | FAILED | REJECTED
+            evidence_status VARCHAR,
+            result_count INTEGER,
+            gain VARCHAR,
+            gain_producer VARCHAR,
+            rejection_reason VARCHAR,
+            violation VARCHAR,
+            observation_bytes INTEGER,
+            truncated BOOLEAN,
+            latency_ms DOUBLE
+        )""",
+        """CREATE TABLE IF NOT EXISTS events (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR,
+            seq INTEGER,
+            kind VARCHAR,
+            t_ms DOUBLE,
+            tool_call_id VARCHAR,
+            tool VARCHAR,
+            scope VARCHAR,
+            invocation_status VARCHAR,
+            evidence_status VARCHAR,
+            count INTEGER,
+            truncated BOOLEAN,
+            observation_bytes INTEGER,
+            rejection VARCHAR,
+            violation VARCHAR,
+            gain VARCHAR,
+            producer VARCHAR,
+            stop_reason VARCHAR,
+            budget VARCHAR,
+            purpose VARCHAR,
+            attempt INTEGER,
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            latency_ms DOUBLE,
+            error_kind VARCHAR,
+            guard VARCHAR,
+            verdict VARCHAR,
+            outcome VARCHAR,
+            fallback_kind VARCHAR,
+            detail VARCHAR
+        )""",
+        """CREATE OR REPLACE VIEW v_pass_rate AS
+            SELECT family, model, label, no_gain_threshold, protocol_violation_threshold, max_tool_calls,
+                   max_model_calls, max_tokens, count(*) AS case_runs, avg(passed::INT) AS pass_rate
+            FROM case_runs GROUP BY ALL""",
+        """CREATE OR REPLACE VIEW v_wasted_calls AS
+            SELECT family, model, label, no_gain_threshold, max_tool_calls,
+                   avg(wasted_invocations) AS mean_wasted_invocations,
+                   avg(tool_rejections) AS mean_rejections,
+                   avg(tool_invocations) AS mean_tool_invocations
+            FROM case_runs GROUP BY ALL""",
+        """CREATE OR REPLACE VIEW v_outcomes AS
+            SELECT family, model, label, outcome, fallback_kind, stop_reason, count(*) AS case_runs
+            FROM case_runs GROUP BY ALL""",
+    ],
+    # v2: sweeps (a grid of bench runs sharing one sweep id), resumable as a whole.
+    2: [
+        """CREATE TABLE IF NOT EXISTS sweeps (
+            sweep_id VARCHAR PRIMARY KEY,
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            status VARCHAR,
+            model VARCHAR,
+            label VARCHAR,
+            grid_json VARCHAR,
+            options_json VARCHAR
+        )""",
+        """CREATE OR REPLACE VIEW v_sweep_points AS
+            SELECT b.sweep_id, c.no_gain_threshold, c.protocol_violation_threshold, c.max_tool_calls,
+                   c.max_model_calls, c.max_tokens, count(*) AS case_runs, avg(c.passed::INT) AS pass_rate,
+                   avg(c.tool_invocations) AS mean_tool_invocations, avg(c.wasted_invocations) AS mean_wasted
+            FROM case_runs c JOIN bench_runs b USING (bench_run_id)
+            WHERE b.sweep_id IS NOT NULL GROUP BY ALL""",
+    ],
+    # v3: one declaration of run settings (runners/plan/settings.py). Budgets are BIGINT (a budget above
+    # 2^31 overflowed INTEGER and left the run `running`); every setting of a run is kept as JSON
+    # (resume restores it) and as one column each (added at connect, see `ensure_settings_columns`).
+    3: [
+        *(
+            f"ALTER TABLE case_runs ALTER {col} TYPE BIGINT"
+            for col in ("no_gain_threshold", "protocol_violation_threshold", "max_tool_calls", "max_model_calls")
+        ),
+        "ALTER TABLE case_runs ALTER max_tokens TYPE BIGINT",
+        "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS settings_json VARCHAR",
+        # multi-call turns, exact STOP_REQUIRED counts, the run-wide observation budget
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS awaiting_rejections INTEGER",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS stop_required_deliveries INTEGER",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS observation_bytes BIGINT",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS budget_hit VARCHAR",
+    ],
+    # v4: shards. A bench run split by `--shard I/N` has one row per shard written into its
+    # file; `harness-bench merge` gathers them, so a merged run knows which shards it holds.
+    4: [
+        """CREATE TABLE IF NOT EXISTS shards (
+            bench_run_id VARCHAR,
+            shard_index INTEGER,         -- 1-based
+            shard_count INTEGER,
+            planned_case_runs INTEGER,   -- this shard's share of the plan
+            status VARCHAR,              -- running | completed | interrupted | failed
+            started_at TIMESTAMP,
+            finished_at TIMESTAMP,
+            host VARCHAR,
+            PRIMARY KEY (bench_run_id, shard_index)
+        )""",
+    ],
+    # v5: transcripts (runners/store/transcripts.py). Every case run's conversation as the model saw it, one row
+    # per message, tool call, failed attempt or guard verdict, with the Harness's decision beside each tool
+    # call; prompts shared by many case runs are stored once by hash. `bench_runs.transcripts` says
+    # whether the run stored them (`--no-transcripts` turns it off).
+    5: [
+        """CREATE TABLE IF NOT EXISTS messages (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR,
+            seq INTEGER,                 -- order within the case run, from 0
+            purpose VARCHAR,             -- DIAGNOSIS | SEMANTIC_GUARD (the conversation)
+            kind VARCHAR,                -- SYSTEM USER ASSISTANT TOOL_CALL OBSERVATION MODEL_ERROR GUARD_VERDICT
+            model_call INTEGER,          -- the model call attempt that sent or produced it (0: never sent)
+            content VARCHAR,             -- the text as the model saw it (NULL when prompt_hash names it)
+            prompt_hash VARCHAR,         -- SYSTEM/USER prompts: the text is in `prompts`
+            tool_call_id VARCHAR,
+            tool VARCHAR,
+            arguments VARCHAR,           -- TOOL_CALL: the raw arguments text
+            sent BOOLEAN,                -- OBSERVATION: false when the run ended before sending it
+            input_tokens INTEGER,
+            output_tokens INTEGER,
+            finish_reason VARCHAR,
+            error_kind VARCHAR,
+            -- TOOL_CALL: the Harness's decision on it (from the trace)
+            harness_call_id VARCHAR,     -- the id the Harness answered (the model's, or one it assigned)
+            invocation_status VARCHAR,   -- COMPLETED | FAILED (admitted) | REJECTED
+            evidence_status VARCHAR,
+            rejection VARCHAR,
+            violation VARCHAR,
+            decision_detail VARCHAR,     -- the violation text, failure message or budget note
+            scope VARCHAR,
+            gain VARCHAR,                -- the gain applied to this call, and by whom
+            gain_producer VARCHAR,
+            stop_required BOOLEAN,       -- this call's answer delivered STOP_REQUIRED
+            budget_hit VARCHAR,          -- the budget this call ran into
+            used_model_calls INTEGER,    -- budget state after the decision
+            used_tool_invocations INTEGER,
+            used_tokens BIGINT,
+            -- GUARD_VERDICT
+            guard VARCHAR,
+            verdict VARCHAR
+        )""",
+        """CREATE TABLE IF NOT EXISTS prompts (
+            prompt_hash VARCHAR PRIMARY KEY,
+            content VARCHAR
+        )""",
+        "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS transcripts BOOLEAN",
+    ],
+    # v6: typed events and run errors. Each event class's fields are columns (harness.trace.event_columns; a
+    # test keeps the two in step): RUN_STARTED names its model, DRAFT_RECEIVED says whether the Draft was
+    # valid (no longer "detail IS NULL"), the EvidenceGuard's verdict is EVIDENCE_CHECKED with PASSED/FAILED
+    # (no longer a SemanticVerdict). `case_runs.error_kind`: the typed classification of `error`, from where
+    # the call failed (an endpoint, the network, a cassette miss, or the model's own unusable answer).
+    6: [
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS model VARCHAR",
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS draft_valid BOOLEAN",
+        """UPDATE events SET model = substr(detail, 7), detail = NULL
+           WHERE kind = 'RUN_STARTED' AND detail LIKE 'model=%'""",
+        "UPDATE events SET draft_valid = (detail IS NULL) WHERE kind = 'DRAFT_RECEIVED'",
+        """UPDATE events SET kind = 'EVIDENCE_CHECKED',
+                             verdict = CASE verdict WHEN 'SUPPORTED' THEN 'PASSED' ELSE 'FAILED' END
+           WHERE kind = 'GUARD_VERDICT' AND guard = 'EVIDENCE'""",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS error_kind VARCHAR",
+        # the agent loop (`--agent`) the bench run's cases went through; NULL: native (written before it existed)
+        "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS agent VARCHAR",
+    ],
+    # v7: calls a model wrote as text (`--tool-call-format json`), counted apart from the endpoint's `tool_calls`:
+    # per model call (MODEL_CALL) and per case run. Runs written before it had none.
+    7: [
+        "ALTER TABLE events ADD COLUMN IF NOT EXISTS text_tool_calls INTEGER",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS text_tool_calls INTEGER",
+        "UPDATE case_runs SET text_tool_calls = 0 WHERE text_tool_calls IS NULL",
+    ],
+}
+
+
+_REQUIRED_TABLES = ("bench_runs", "case_runs", "tool_calls", "events")
+
+
+def outdated(con: duckdb.DuckDBPyConnection) -> bool:
+    """Whether the database lacks what this harness-bench reads: a newer schema version's tables or a
+    column of a setting declared since it was written."""
+    version = current_version(con)
+    if version is None or version < SCHEMA_VERSION:
+        return True
+    present: dict[str, set[str]] = {}
+    rows = con.execute(
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN ('bench_runs', 'case_runs')"
+    ).fetchall()
+    for table, column in rows:
+        present.setdefault(table, set()).add(column)
+    wanted = (("bench_runs", settings.bench_run_columns()), ("case_runs", settings.case_run_columns()))
+    return any(name not in present.get(table, set()) for table, columns in wanted for name, _ in columns)
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int | None:
+    has = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'schema_version'").fetchone()
+    if not has or not has[0]:
+        return None
+    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def check_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
+    version = current_version(con)
+    if version is None:
+        raise MetricsDbError(f"{target} holds no harness-bench metrics (no schema_version table)")
+    if version > SCHEMA_VERSION:
+        raise MetricsDbError(
+            f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
+        )
+    _check_complete(con, target, version)
+
+
+def _check_complete(con: duckdb.DuckDBPyConnection, target: str, version: int) -> None:
+    """A schema_version row without the tables it promises: a file that was never a whole database."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    missing = [t for t in _REQUIRED_TABLES if t not in tables]
+    if missing:
+        raise MetricsDbError(
+            f"{target} says schema version {version} but has no {', '.join(missing)} table: not a complete"
+            " harness-bench database; use another --db"
+        )
+
+
+def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SCHEMA_VERSION) -> int:
+    """Apply missing migrations (each in one transaction) up to `upto`; refuse a foreign or newer database."""
+    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+    version = current_version(con)
+    if version is None and tables - {"schema_version"}:
+        raise MetricsDbError(
+            f"{target} already holds tables {sorted(tables)[:5]} from another program; use a new --db file"
+        )
+    if version is not None and version > SCHEMA_VERSION:
+        raise MetricsDbError(
+            f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
+        )
+    if version is not None:
+        _check_complete(con, target, version)
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
+    for v in range(int(version or 0) + 1, upto + 1):
+        con.execute("BEGIN")
+        for stmt in _MIGRATIONS[v]:
+            con.execute(stmt)
+        con.execute("INSERT INTO schema_version VALUES (?, now())", [v])
+        con.execute("COMMIT")
+    return upto
+
+
+def ensure_settings_columns(con: duckdb.DuckDBPyConnection) -> None:
+    """Idempotent: a column per declared setting (bench_runs) and per sweepable one (case_runs), legacy
+    bench runs given their settings, and the views recreated when they lack a swept setting."""
+    existing: dict[str, set[str]] = {}
+    rows = con.execute(  # duckdb_columns() costs a third of information_schema.columns
+        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN (SELECT unnest(?))",
+        [["bench_runs", "case_runs", *VIEWS]],
+    ).fetchall()
+    for table, column in rows:
+        existing.setdefault(table, set()).add(column)
+    bench_columns = settings.bench_run_columns() + run_options.bench_run_columns()
+    for table, columns in (("bench_runs", bench_columns), ("case_runs", settings.case_run_columns())):
+        for name, sql_type in columns:
+            if name not in existing.get(table, set()):
+                con.execute(f'ALTER TABLE {table} ADD COLUMN IF NOT EXISTS "{name}" {sql_type}')
+    _backfill_settings(con)
+    swept = settings.swept_names()
+    keys = {"bench_run_id", "sweep_id", *swept}
+    if any(not keys <= existing.get(view, set()) for view in VIEWS):
+        for statement in view_statements(swept):
+            con.execute(statement)
+
+
+def _backfill_settings(con: duckdb.DuckDBPyConnection) -> None:
+    """Bench runs written before schema v3 get their settings from config_json, model and base_url."""
+    rows = con.execute(
+        "SELECT bench_run_id, config_json, model, base_url FROM bench_runs WHERE settings_json IS NULL"
+    ).fetchall()
+    if not rows:
+        return
+    con.execute("BEGIN")
+    try:
+        for bench_run_id, config_json, model, base_url in rows:
+            try:
+                run = settings.legacy_settings(config_json, model, base_url)
+            except ValueError:
+                continue  # unreadable legacy row: left without settings; resume says so
+            store_settings(con, bench_run_id, run)
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise

@@ -1,0 +1,150 @@
+"""The rows of the metrics tables as the writer stores them: one row type per table written case run by case run,
+each table's column list derived from it (the table itself is created by the migrations, `migrations.py`; a test
+keeps the two in step).
+
+`case_runs` has one column per sweepable setting besides the fixed ones, so its row is keyed by column; the
+`events` columns are every field of every event class (`harness.trace.event_columns`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, fields
+
+import pandas as pd
+
+from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
+from runners.domain.case_run import CaseRun
+from runners.plan import settings
+
+__all__ = ["EVENT_COLUMNS", "TOOL_CALL_COLUMNS", "CaseRunRows", "ToolCallRow", "case_run_rows"]
+
+EVENT_COLUMNS: tuple[str, ...] = tuple(event_columns())
+"""The events table's columns after the two ids: every field of every event class (harness.trace)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRow:
+    """One `tool_calls` row: a tool request (invocation or rejection), with the gain applied *to* that call."""
+
+    bench_run_id: str
+    """The bench run."""
+    case_run_id: str
+    """The case run."""
+    seq: int
+    """The request's event sequence number in the trace."""
+    tool_call_id: str | None
+    """The call id the Harness answered."""
+    tool: str | None
+    """The tool asked for."""
+    scope: str | None
+    """The scope asked for."""
+    invocation_status: str | None
+    """COMPLETED | FAILED | REJECTED."""
+    evidence_status: str | None
+    """The evidence status of an invocation."""
+    result_count: int | None
+    """Results an invocation returned."""
+    gain: str | None
+    """The gain applied to this call."""
+    gain_producer: str | None
+    """Who applied it."""
+    rejection_reason: str | None
+    """Why a rejected request was rejected."""
+    violation: str | None
+    """The protocol violation of a rejected request."""
+    observation_bytes: int | None
+    """Observation bytes of an invocation."""
+    truncated: bool | None
+    """Whether an invocation's observation was truncated."""
+    latency_ms: float | None
+    """An invocation's backend latency."""
+
+    def cells(self) -> tuple[object, ...]:
+        """The row's values in `TOOL_CALL_COLUMNS` order."""
+        return tuple(getattr(self, name) for name in TOOL_CALL_COLUMNS)
+
+
+TOOL_CALL_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(ToolCallRow))
+"""The `tool_calls` columns, in table order."""
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRunRows:
+    """Every row one case run stores, written in one transaction."""
+
+    case_run: Mapping[str, object]
+    """The `case_runs` row by column (the fixed columns and one per sweepable setting)."""
+    tool_calls: tuple[ToolCallRow, ...]
+    """Its `tool_calls` rows."""
+    events: tuple[tuple[object, ...], ...]
+    """Its `events` rows: the two ids, then `EVENT_COLUMNS`."""
+
+
+def _enum(v: object) -> object:
+    """An enum as its stored value; any other value as it is."""
+    return getattr(v, "value", v)
+
+
+def case_run_rows(
+    bench_run_id: str, case_run_id: str, model: str, label: str | None, epoch: int,
+    swept: Mapping[str, settings.SettingValue], run: CaseRun,
+) -> CaseRunRows:  # fmt: skip
+    """The case_runs row, tool_calls rows and events rows of one case run (`swept`: the sweepable settings)."""
+    r = run.result
+    d = r.decision
+    m = run.metrics
+    exp = run.case.expect
+    case_row: dict[str, object] = {
+        "bench_run_id": bench_run_id, "case_run_id": case_run_id, "case_id": run.case.id,
+        "family": run.case.family.value, "model": model, "label": label, "epoch": epoch, **swept,
+        "outcome": d.outcome.value, "fallback_kind": _enum(d.fallback_kind), "stop_reason": _enum(d.stop_reason),
+        "expected_outcome": exp.outcome.value, "expected_fallback_kind": _enum(exp.fallback_kind),
+        "expected_stop_reason": _enum(exp.stop_reason), "passed": run.passed,
+        "failures": json.dumps(list(run.failures), ensure_ascii=False) if run.failures else None,
+        "model_calls": m.model_calls, "guard_calls": m.guard_calls, "tool_invocations": m.tool_invocations,
+        "failed_invocations": m.failed_invocations, "tool_rejections": m.tool_rejections,
+        "duplicate_scope_rejections": m.duplicate_scope_rejections, "protocol_violations": m.protocol_violations,
+        "no_gain_count": m.no_gain_count, "gained_count": m.gained_count,
+        "stop_required_delivered": m.stop_required_delivered, "wasted_invocations": m.wasted_invocations,
+        "awaiting_rejections": m.awaiting_rejections, "stop_required_deliveries": m.stop_required_deliveries,
+        "observation_bytes": m.observation_bytes, "budget_hit": _enum(m.budget_hit),
+        "text_tool_calls": m.text_tool_calls,
+        "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "wall_ms": r.wall_ms,
+        "reason": d.reason[:500], "conclusion": (d.draft.conclusion if d.draft else None),
+        "error": r.error, "error_kind": _enum(r.error_kind),
+        "finished_at": pd.Timestamp.now(tz="UTC").tz_localize(None),
+    }  # fmt: skip
+    events = tuple((bench_run_id, case_run_id, *(_enum(getattr(e, c, None)) for c in EVENT_COLUMNS)) for e in r.events)
+    return CaseRunRows(case_row, _tool_call_rows(bench_run_id, case_run_id, r.events), events)
+
+
+def _tool_call_rows(bench_run_id: str, case_run_id: str, events: Sequence[TraceEvent]) -> tuple[ToolCallRow, ...]:
+    """One row per tool request: invocation or rejection, with the gain applied *to* that call."""
+    gains = {e.tool_call_id: e for e in events if isinstance(e, GainApplied)}
+    rows: list[ToolCallRow] = []
+    for e in events:
+        if not isinstance(e, ToolInvocation | ToolRequestRejected):
+            continue
+        g = gains.get(e.tool_call_id)
+        invoked = e if isinstance(e, ToolInvocation) else None
+        rejected = e if isinstance(e, ToolRequestRejected) else None
+        rows.append(ToolCallRow(
+            bench_run_id=bench_run_id, case_run_id=case_run_id, seq=e.seq, tool_call_id=e.tool_call_id, tool=e.tool,
+            scope=e.scope, invocation_status=_str(e.invocation_status),
+            evidence_status=_str(invoked.evidence_status) if invoked else None,
+            result_count=invoked.count if invoked else None,
+            gain=_str(g.gain) if g else None, gain_producer=_str(g.producer) if g else None,
+            rejection_reason=_str(rejected.rejection) if rejected else None,
+            violation=_str(rejected.violation) if rejected else None,
+            observation_bytes=invoked.observation_bytes if invoked else None,
+            truncated=invoked.truncated if invoked else None, latency_ms=invoked.latency_ms if invoked else None,
+        ))  # fmt: skip
+    return tuple(rows)
+
+
+def _str(value: object) -> str | None:
+    """An enum (or text) cell as its stored text."""
+    stored = _enum(value)
+    return None if stored is None else str(stored)
