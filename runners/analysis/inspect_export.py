@@ -18,7 +18,7 @@ import pydantic_core
 
 from harness.contracts import ModelPurpose
 from harness.transcript import EntryKind
-from runners.store.redact import safe_url
+from runners.plan.redact import safe_url
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_run
 
 __all__ = ["INSPECT_EXTRA", "InspectUnavailable", "export_inspect"]

@@ -11,7 +11,7 @@ Message contents (from the stored transcript) only with `content=True`, as the c
 Collector's file exporter writes it): the SDK's own protobuf encoder (`encode_spans`) and protobuf's JSON mapping,
 with the two changes OTLP/JSON makes to that mapping — trace and span ids hex, not base64, and enums as integers
 (`parse_otlp_json` reads a line back). `--otlp-endpoint` sends the same spans with the SDK's OTLP/HTTP exporter.
-Every text goes through the bench's redaction (`runners/store/redact.py`) on its way out.
+Every text goes through the bench's redaction (`runners/plan/redact.py`) on its way out.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from harness.contracts import ModelPurpose
 from harness.otel import Evaluation, RunLimits, SpanRecorder
 from harness.trace import Released, RunStarted, TraceEvent
 from harness.transcript import EntryKind, TranscriptEntry
-from runners.store.redact import Secrets, redact
+from runners.plan.redact import Secrets, redact
 
 __all__ = [
     "OTLP_TIMEOUT_SECONDS",
@@ -358,7 +358,7 @@ def export_otlp_endpoint(
     OtelExportError saying how many were not and why. `timeout`: seconds per request, retries included (default
     `OTLP_TIMEOUT_SECONDS`)."""
     timeout = OTLP_TIMEOUT_SECONDS if timeout is None else timeout
-    from runners.store.redact import safe_url
+    from runners.plan.redact import safe_url
 
     runs = _read(db, bench_run, label, content)
     exporter = _Checked(OTLPSpanExporter(endpoint=url, timeout=timeout))

@@ -205,7 +205,7 @@ def _warn_unchecked(db: Path) -> None:
 def _endpoint_named(run: settings.RunSettings | None, opts: Any) -> str:
     """The endpoint (and the cassettes) a bench run used, for the one-line error when none of it served."""
     from harness.models.openai_model import endpoint_key
-    from runners.store.redact import safe_url
+    from runners.plan.redact import safe_url
 
     name = safe_url(endpoint_key(run.model_settings.base_url if run is not None else None)) or ""
     cassettes = getattr(opts, "cassettes", None)

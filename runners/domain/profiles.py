@@ -91,7 +91,9 @@ def _rng(name: str, params: dict[str, float], case_id: str, epoch: int) -> rando
 @lru_cache(maxsize=1024)
 def _observations(case_json: str) -> tuple[tuple[bool, str | None], ...]:
     """For each reference step: (non-empty?, first record text) as the real tools return them."""
-    from runners.run.case_runner import build_tools  # local: avoids an import cycle with the bench
+    from runners.domain.case_setup import (
+        build_tools,  # here: the tools load BM25 and DuckDB, a profile name needs neither
+    )
 
     case = EvalCase.model_validate_json(case_json)
     healthy = case.model_copy(update={"fixtures": case.fixtures.model_copy(update={"faults": []})})

@@ -1,3 +1,5 @@
-"""Model endpoints: cassettes that record and replay OpenAI-compatible HTTP traffic, the scripted simulator server on
-127.0.0.1, and the re-recording of the built-in cassettes (the live local LLM check is `runners/live/`).
+"""Model endpoints the bench serves or drives: the scripted simulator server on 127.0.0.1 (`serve-sim`, which plays
+the scripted trajectories over OpenAI-compatible HTTP) and the re-recording of the built-in cassettes through it. The
+cassettes themselves are files, so the store owns them (`runners/store/cassettes.py`); the live local LLM check is
+`runners/live/`.
 """

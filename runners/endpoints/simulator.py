@@ -33,9 +33,9 @@ from harness.models.base import (
 )
 from harness.prompts import render_task
 from harness.semantic_guard import GUARD_MARKER
+from runners.domain.case_setup import task_of
 from runners.domain.evalset import EvalCase
 from runners.domain.scripted import Trajectory, estimate_usage, guard_answer, next_turn
-from runners.run.case_runner import task_of
 
 TrajectoryFor = Callable[[EvalCase, str], Trajectory]
 """Maps (case, requested model name) to the trajectory to play (behaviour profiles hook in here)."""

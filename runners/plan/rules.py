@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from runners.plan.executor import Executor, check_available
-from runners.store.redact import redact
+from runners.plan.redact import redact
 
 __all__ = [
     "DEFAULT_DB",

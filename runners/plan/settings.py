@@ -29,7 +29,7 @@ from pydantic.fields import FieldInfo
 
 from harness.config import HarnessConfig
 from harness.models.base import ToolCallFormat
-from runners.store.redact import safe_url
+from runners.plan.redact import safe_url
 
 SettingValue = int | float | str | None
 """A setting's value as the CLI, DuckDB and JSON see it (enums as their string value)."""

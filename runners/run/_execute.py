@@ -32,7 +32,7 @@ class ModelFactory:
             # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
             # scripted run (the main job, every test subprocess) never needs
             from harness.models.openai_model import OpenAIChatModel
-            from runners.endpoints.cassettes import CassetteTransport
+            from runners.store.cassettes import CassetteTransport
 
             ms = opts.model_settings
             replay_only = opts.cassettes is not None and opts.record_mode == "none"
@@ -46,7 +46,7 @@ class ModelFactory:
                 tool_call_format=ms.tool_call_format,
                 temperature=ms.temperature,
                 max_in_flight=opts.max_in_flight or opts.concurrency,
-                # Each case run binds its own cassette to its thread (runners/endpoints/cassettes.py).
+                # Each case run binds its own cassette to its thread (runners/store/cassettes.py).
                 transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
                 offline=replay_only,
             )
@@ -63,8 +63,8 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
     model = factory.for_case(case, epoch)
     if opts.cassettes is None or factory.spec.kind != "openai":
         return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
-    from runners.endpoints.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
-    from runners.store.redact import Secrets
+    from runners.plan.redact import Secrets
+    from runners.store.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
     secrets = Secrets.of(opts.model_settings.base_url, opts.model_settings.api_key_env)
     path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)

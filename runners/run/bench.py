@@ -18,6 +18,7 @@ from runners.domain.evalset import EvalCase, content_hash
 from runners.plan import run_options, shard
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
+from runners.plan.redact import Secrets, redact
 from runners.plan.run_plan import RunPlan, plan_run
 from runners.plan.settings import RunSettings, case_run_columns
 from runners.run._execute import ModelFactory, execute_case
@@ -26,7 +27,6 @@ from runners.run.executors import iterate_processes, iterate_ray
 from runners.run.preflight import preflight
 from runners.store.connection import connect
 from runners.store.errors import WRITE_FAILURES, MetricsWriteError
-from runners.store.redact import Secrets, redact
 from runners.store.runs import (
     BenchRunStart,
     FamilyRow,

@@ -154,7 +154,7 @@ def preflight(opts: BenchOptions) -> ProbeResult | None:
     ms = opts.model_settings
     name = ms.model.partition(":")[2]
     timeout = min(PROBE_TIMEOUT_SECONDS, opts.config.model_timeout_seconds)
-    from runners.store.redact import Secrets, redact
+    from runners.plan.redact import Secrets, redact
 
     model = OpenAIChatModel(name, base_url=ms.base_url, api_key_env=ms.api_key_env, timeout_seconds=timeout)
     try:

@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 import duckdb
 import pandas as pd
 
+from runners.plan.redact import NO_SECRETS, Secrets, redact, redact_cells
 from runners.store.errors import STORAGE_ERRORS, WRITE_FAILURES, MetricsWriteError
-from runners.store.redact import NO_SECRETS, Secrets, redact, redact_cells
 from runners.store.schema import EVENT_COLUMNS, TOOL_CALL_COLUMNS, CaseRunRows
 
 __all__ = ["MetricsWriter", "commit", "write_statement"]

@@ -1,4 +1,4 @@
-"""The one redaction boundary (runners/store/redact.py): the run's key value and the base URL's credentials,
+"""The one redaction boundary (runners/plan/redact.py): the run's key value and the base URL's credentials,
 planted in a case (question, fixtures), in the model's answers (tool arguments, the Draft) and in the URL, are
 found in no file any command writes and on no output stream — and the same scan finds them everywhere when the
 redaction is switched off (the test bites)."""
@@ -17,11 +17,11 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-import runners.store.redact as redaction
+import runners.plan.redact as redaction
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.endpoints.simulator import SimulatorServer
-from runners.store.redact import REDACTED, Secrets, redact, safe_url
+from runners.plan.redact import REDACTED, Secrets, redact, safe_url
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "Zq7CanaryKeyValue42x"  # not shaped like a key: found by its value, not by a pattern
@@ -322,7 +322,7 @@ def test_cassette_bodies_and_fault_texts_are_redacted_and_still_match() -> None:
     import httpx2
     from vcr.request import Request
 
-    from runners.endpoints.cassettes import _fault_response, _json_body, _scrub_request, _scrub_response
+    from runners.store.cassettes import _fault_response, _json_body, _scrub_request, _scrub_response
 
     secrets = Secrets.known(KEY, PASSWORD)
     body = json.dumps({"messages": [{"role": "user", "content": f"why? key {KEY.lower()}"}]}).encode()

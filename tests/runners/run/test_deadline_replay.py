@@ -21,11 +21,11 @@ from harness.contracts import ModelErrorKind
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
-from runners.endpoints.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
+from runners.store.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
 from tests._fake_endpoint import serve
 from tests._rows import case_runs_by_case
 
@@ -168,7 +168,7 @@ def test_deadline_readings_between_calls_replay_in_order(tmp_path: Path) -> None
 
     import httpx2
 
-    from runners.endpoints.cassettes import CassetteTransport, use_cassette
+    from runners.store.cassettes import CassetteTransport, use_cassette
 
     inner = httpx2.MockTransport(lambda r: httpx2.Response(200, json={"ok": 1}))
     client = httpx2.Client(transport=CassetteTransport(inner, require_binding=True))

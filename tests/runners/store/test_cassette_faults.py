@@ -18,11 +18,11 @@ import pytest
 from harness.config import HarnessConfig
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
-from runners.endpoints.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
 from runners.endpoints.simulator import GUARD_TURN, InjectedFault, InjectedFaultKind, SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
+from runners.store.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
 from tests._rows import case_runs_by_case
 
 TIMEOUT = InjectedFaultKind.TIMEOUT
@@ -169,7 +169,7 @@ def test_a_cassette_run_never_sends_a_request_no_cassette_is_bound_to(tmp_path: 
 
     import httpx2
 
-    from runners.endpoints.cassettes import CassetteNotBound, CassetteTransport, use_cassette
+    from runners.store.cassettes import CassetteNotBound, CassetteTransport, use_cassette
 
     sent: list[str] = []
     inner = httpx2.MockTransport(lambda r: (sent.append(str(r.url)), httpx2.Response(200, json={"ok": 1}))[1])

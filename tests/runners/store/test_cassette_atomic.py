@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from runners.endpoints.cassettes import make_vcr
+from runners.store.cassettes import make_vcr
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -16,7 +16,7 @@ _SAVE = """
 import resource, signal, sys
 from pathlib import Path
 from vcr.request import Request
-from runners.endpoints.cassettes import make_vcr
+from runners.store.cassettes import make_vcr
 
 path, size, limit = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 cfg = make_vcr("all").get_merged_config(path=str(path))
@@ -41,7 +41,7 @@ def _save(path: Path, size: int, limit: int = 0) -> subprocess.CompletedProcess[
 
 
 def test_the_bench_vcr_saves_through_the_atomic_persister() -> None:
-    from runners.endpoints.cassettes import AtomicPersister
+    from runners.store.cassettes import AtomicPersister
 
     cfg = make_vcr("once").get_merged_config(path="x.json")
     assert cfg["persister"] is AtomicPersister

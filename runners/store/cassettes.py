@@ -4,7 +4,7 @@ blocked; failed and deadline-cut attempts included).
 One cassette per (case, model, epoch), in vcrpy's JSON format. Requests match on method, path and
 JSON body — not on host or port, so a cassette recorded against one local server replays against
 another — and secrets are scrubbed before anything is written: secret headers dropped, and request and response
-bodies passed through the bench's one redaction (runners/store/redact.py: the run's key, URL credentials, key and
+bodies passed through the bench's one redaction (runners/plan/redact.py: the run's key, URL credentials, key and
 token shapes). A live request is redacted the same way before it is matched, so a recording whose request held
 the key matches again when the replay has the same key set.
 
@@ -61,10 +61,10 @@ from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
 from runners.plan.options import BenchOptions
+from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
 from runners.store._files import write_text
-from runners.store.redact import NO_SECRETS, Secrets, redact, safe_url
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from runners.domain.evalset import load_cases
-from runners.endpoints.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import CaseRun
+from runners.store.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
 
 ROOT = Path(__file__).resolve().parents[3]
 CASSETTES = ROOT / "cassettes"
