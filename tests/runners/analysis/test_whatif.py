@@ -1,6 +1,6 @@
 """`harness-bench whatif` is validated where the truth is known: the what-if of a sweep's highest threshold at each
 lower one must equal the sweep's own lower points in every count up to the cut — for every scripted behaviour
-profile, and for a real model's committed cassettes replayed offline.
+profile, and for every committed real-model recording replayed offline.
 
 What genuinely cannot be equal is not compared as equal: after an earlier STOP_REQUIRED the model writes its Draft
 in one more call, whose tokens (and the SemanticGuard call after it) the higher-threshold run never made, so the
@@ -48,7 +48,7 @@ CASES = (
     "protocol_violations_unknown_tool_corrected_then_saturated_t6_email",
     "generic_kb_refund_policy_gained_then_generic_northwind",
 )
-QWEN = ROOT / "cassettes" / "qwen2.5-coder-0.5b"  # the committed recording swept at thresholds 1, 2 and 3
+RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json"))
 
 
 def _sweep(db: Path, argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -148,22 +148,27 @@ def test_whatif_of_the_threshold_4_point_equals_the_lower_points(
     _check_sweep(db, 4, (1, 2, 3))
 
 
-@pytest.mark.skipif(not (QWEN / "summary.json").exists(), reason="the qwen2.5-coder-0.5b recording is not committed")
+@pytest.mark.parametrize("folder", RECORDINGS, ids=[p.name for p in RECORDINGS])
 def test_whatif_on_a_real_models_cassettes_equals_its_lower_points(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The recording swept 1, 2 and 3 only (a threshold-4 run would ask what was never recorded): its threshold-3
-    point stands in for the threshold-4 one."""
+    """A recording's highest recorded threshold stands in for the threshold-4 point (a higher one would ask what
+    was never recorded). Every lower threshold is replayed from the same cassettes: a threshold the recording
+    swept answers from its own recorded runs; one it did not answers up to the cut from the shared prefix and then
+    misses the cassette (the Draft request after the earlier STOP_REQUIRED was never sent), which ends that run
+    — exactly the part the what-if claims to know."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    committed = RecordedSummary.model_validate_json((QWEN / "summary.json").read_text())
+    committed = RecordedSummary.model_validate_json((folder / "summary.json").read_text())
     args = list(committed.sweep_args)
     flags = [a for i, a in enumerate(args) if not (a == "--case" or (i and args[i - 1] == "--case"))]
-    recorded = [args[i + 1] for i, a in enumerate(args) if a == "--case"]
-    cases = [c for c in recorded if c.startswith(("empty_logs", "duplicate_scopes", "generic_kb", "multi_call"))]
-    assert cases
-    _sweep(tmp_path / "replay.duckdb", [*flags, *(a for c in cases for a in ("--case", c)), "--cassettes", str(QWEN),
-                                        "--record-mode", "none"], capsys)  # fmt: skip
-    _check_sweep(tmp_path / "replay.duckdb", 3, (1, 2))
+    at = flags.index("--no-gain-threshold") + 1
+    top = max(int(t) for t in flags[at].split(","))
+    assert top >= 2, "the recording has no lower threshold to compare"
+    flags[at] = ",".join(str(t) for t in range(1, top + 1))
+    cases = [args[i + 1] for i, a in enumerate(args) if a == "--case"]
+    _sweep(tmp_path / "replay.duckdb", [*flags, *(a for c in cases for a in ("--case", c)), "--cassettes",
+                                        str(folder), "--record-mode", "none"], capsys)  # fmt: skip
+    _check_sweep(tmp_path / "replay.duckdb", top, tuple(range(1, top)))
 
 
 # -- the command ----------------------------------------------------------------------------------------------------
@@ -229,6 +234,26 @@ def test_a_label_spanning_lower_thresholds_reports_censored_runs(
     # the savings leave the censored runs out
     answered = [r for r in point.per_run if r.saved is not None]
     assert point.tool_invocations.total == sum(r.saved.tool_invocations for r in answered if r.saved)
+
+
+def test_a_lower_threshold_cuts_no_later_and_saves_no_less(swept: Path) -> None:
+    con = connect(swept, read_only=True)
+    try:
+        runs = [r for r in runs_of_label(con, str(swept), "w") if r.no_gain_threshold == 4]
+    finally:
+        con.close()
+    points = {p.no_gain_threshold: p for p in whatif(runs, (1, 2, 3)).points}
+    for lower, higher in ((1, 2), (2, 3)):
+        for a, b in zip(points[lower].per_run, points[higher].per_run, strict=True):
+            assert a.case_run_id == b.case_run_id
+            if b.cut is not None:  # cut at the higher threshold: cut at the lower one too, no later
+                assert a.cut is not None and a.cut.request <= b.cut.request, a.case_id
+            if a.saved is not None and b.saved is not None:
+                assert a.saved.tool_invocations >= b.saved.tool_invocations, a.case_id
+    # the run's own threshold changes nothing: the replay agrees with every recorded decision
+    for r in runs:
+        own = replay_run(r, 4)
+        assert own.status is RunStatus.UNCHANGED and own.saved is not None and own.saved.tool_invocations == 0
 
 
 def test_a_lower_tool_budget_cuts_exactly(swept: Path) -> None:
