@@ -31,6 +31,7 @@ from runners.commands import (
     serve_sim,
     sweep,
     transcripts,
+    whatif,
 )
 from runners.commands._common import (
     EXIT_INCONCLUSIVE,
@@ -68,8 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for command in (cases, run, serve_sim, serve_model, sweep, recommend, gate, report, real_models, merge, migrate,
-                    transcripts, schema):  # fmt: skip
+    for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, gate, report, real_models, merge,
+                    migrate, transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     return parser
 

@@ -37,6 +37,7 @@ SLOW_MODULES = frozenset({
     "test_report.py", "test_secrets.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
     "test_otel_import.py",
     "test_otel_export.py",
+    "test_whatif.py",
     "test_unknown_query_e2e.py", "test_views.py",
     "test_hostile_text.py",
     "test_output_paths.py",

@@ -1,0 +1,154 @@
+"""`harness-bench whatif`: what lower NO_GAIN thresholds (and tool budgets) would have saved on stored runs, replayed
+exactly from their recorded gain evaluations; what cannot be known is printed as such."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from harness.contracts import StopReason
+from runners.analysis._safe_text import terminal
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _int_in, _say, _sub, out
+from runners.store._files import NamedPath
+
+if TYPE_CHECKING:
+    from runners.analysis.whatif import PointWhatIf, Saving, WhatIf
+
+__all__ = ["register", "run"]
+
+_VALUE = _int_in(1, 1_000_000)
+
+
+def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
+    """A comma list of integers from 1, each checked, duplicates dropped."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        parts = [p.strip() for p in text.split(",")]
+        if not all(parts):
+            raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers like 1,2,3")
+        return tuple(dict.fromkeys(int(_VALUE(p)) for p in parts))
+
+    parse.__name__ = flag  # argparse names the type in its refusal
+    return parse
+
+
+def register(sub: Any) -> None:
+    p = _sub(sub, "whatif", "replay stored runs at lower NO_GAIN thresholds and tool budgets: what they would save",
+             "Each stored case run's recorded gain evaluations, rejections and budget stops are replayed through the"
+             " Harness's progress tracker at each lower threshold (and tool budget): the runs that would have"
+             " stopped earlier and at which call, the tool calls, model calls and tokens saved (95% intervals over"
+             " runs), and the published conclusions that cite a record obtained after the cut. What cannot be"
+             " known is printed as such: the Draft written after an earlier STOP_REQUIRED (unknown), and a run"
+             " that stopped where a point would let it go on (censored).")  # fmt: skip
+    _add_db(p)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--label", default=None, help="the case runs of this label (every bench run of it)")
+    which.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="the case runs of one bench run")
+    p.add_argument("--no-gain-threshold", type=_int_list("--no-gain-threshold"), required=True, metavar="T,...",
+                   help="the thresholds to replay, each below the one the runs used, e.g. 1,2,3")  # fmt: skip
+    p.add_argument("--max-tool-invocations", type=_int_list("--max-tool-invocations"), default=(), metavar="N,...",
+                   help="tool budgets to replay with each threshold, each below the runs' (default: each run's"
+                        " own)")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="also write, per point, the totals saved and every run's cut point as JSON")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.analysis.whatif import whatif
+    from runners.store._files import write_text
+    from runners.store.metrics_db import connect
+    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
+
+    if args.json is not None:
+        _check_outputs([NamedPath("--json", args.json)], [NamedPath("--db", args.db)])
+    db = str(args.db)
+    con = connect(args.db, read_only=True)
+    try:
+        if args.bench_run is not None:
+            if not bench_run_exists(con, args.bench_run):
+                _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {db}")
+            runs = runs_of_bench_run(con, db, args.bench_run)
+        else:
+            if not label_exists(con, args.label):
+                _fail(f"--label: no case runs labelled {args.label!r} in {db}")
+            runs = runs_of_label(con, db, args.label)
+    finally:
+        con.close()
+    result = whatif(runs, args.no_gain_threshold, args.max_tool_invocations)  # refuses before anything is written
+    selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
+    out.print(_render(f"what-if of {selection} in {db}: {len(runs)} case runs", result))
+    if args.json is not None:
+        write_text(args.json, result.model_dump_json(indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    return EXIT_OK
+
+
+# -- rendering ----------------------------------------------------------------------------------------------------
+def _saving(s: Saving) -> str:
+    """`≤225` over `0.8 [0.6–1.0]`: the total (≤: an upper bound) and the mean per run with its interval."""
+    from runners.analysis.whatif import Bound
+
+    if s.mean is None:
+        return "n/a"
+    mark = "≤" if s.bound is Bound.AT_MOST else ""
+    spread = f" [{s.low:.1f}–{s.high:.1f}]" if s.low is not None and s.high is not None else ""
+    return f"{mark}{s.total}\n{s.mean:.1f}{spread}"
+
+
+def _table(title: str) -> Table:
+    from rich import box
+
+    return Table(title=Text(title), title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
+                 padding=(0, 1), collapse_padding=True)  # fmt: skip
+
+
+def _budget(point: PointWhatIf) -> str:
+    return "own" if point.max_tool_invocations is None else str(point.max_tool_invocations)
+
+
+def _render(title: str, result: WhatIf) -> RenderableType:
+    summary = _table(title)
+    for head in ("ngt", "mti", "runs", "cut", "censored", "tool calls saved", "model calls saved", "tokens saved",
+                 "at risk"):  # fmt: skip
+        summary.add_column(head, justify="right")
+    for p in result.points:
+        risk = f"{p.conclusions_at_risk}" + (f"\n+{p.conclusions_unknown} unknown" if p.conclusions_unknown else "")
+        summary.add_row(str(p.no_gain_threshold), _budget(p), str(p.runs), str(p.runs_cut), str(p.runs_censored),
+                        _saving(p.tool_invocations), _saving(p.model_calls), _saving(p.tokens), risk)  # fmt: skip
+    parts: list[RenderableType] = [summary]
+    for p in result.points:
+        cuts = [r for r in p.per_run if r.cut is not None]
+        if not cuts:
+            continue
+        table = _table(f"cut points at ngt={p.no_gain_threshold}, mti={_budget(p)} ({len(cuts)} case runs)")
+        for head in ("case", "ep", "req", "call id", "tool", "cut", "saved t/m/tok", "conclusion"):
+            table.add_column(head, justify="right" if head in ("ep", "req", "saved t/m/tok") else "left")
+        for r in cuts:
+            assert r.cut is not None and r.saved is not None
+            c, s = r.cut, r.saved
+            if c.stop_reason is StopReason.INFORMATION_SATURATED:
+                how = "SR ran" if c.executed else "SR refused"
+            else:
+                how = "budget"
+            saved = f"{s.tool_invocations}/{s.model_calls}/{s.tokens}"
+            risk = r.conclusion.value if r.conclusion else ""
+            table.add_row(Text(terminal(r.case_id)), str(r.epoch), str(c.request), Text(terminal(c.tool_call_id)),
+                          Text(terminal(c.tool)), how, saved, risk)  # fmt: skip
+        parts.append(table)
+    legend = ("ngt = no_gain_threshold · mti = max_tool_invocations (own: each run's) · saved: the total over the"
+              " runs not censored, and the mean per case run [95% t interval] · ≤ an upper bound · req: the"
+              " request's position in the run · cut: SR ran = the call ran and its empty result delivered"
+              " STOP_REQUIRED, SR refused = the call was refused with STOP_REQUIRED (the evaluation it carried"
+              " saturated the run), budget = the tool budget refused it (no model call follows) · t/m/tok: tool"
+              " calls, model calls, tokens · conclusion: AT_RISK = the published Draft cites a record obtained"
+              " after the cut, KEPT = it cites none of them, NONE = nothing was published")  # fmt: skip
+    parts.append(Text(legend, style="dim"))
+    parts.extend(Text(f"- {note}", style="dim") for note in result.notes)
+    return Group(*parts)

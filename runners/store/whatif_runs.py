@@ -1,0 +1,121 @@
+"""The reads of `harness-bench whatif`, as named queries returning typed rows: which labels and bench runs exist,
+and every selected case run with what its replay needs — the thresholds and budgets it ran under, its published
+outcome, its final diagnosis message (the Draft, when transcripts were stored) and its trace as typed events.
+Parameters, never SQL text, cross this boundary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import duckdb
+
+from harness.trace import TraceEvent
+from runners.store.events import read_bench_run_events
+
+__all__ = ["ReplayableRun", "bench_run_exists", "label_exists", "runs_of_bench_run", "runs_of_label"]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayableRun:
+    """One stored case run, with what a what-if replay of it reads."""
+
+    case_run_id: str
+    """The case run."""
+    bench_run_id: str
+    """Its bench run."""
+    case_id: str
+    """The evaluation case."""
+    epoch: int
+    """Its epoch."""
+    no_gain_threshold: int
+    """The consecutive-NO_GAIN threshold it ran with."""
+    protocol_violation_threshold: int
+    """The consecutive-violation threshold it ran with."""
+    max_tool_invocations: int
+    """Its tool-invocation budget."""
+    max_model_calls: int
+    """Its model-call budget."""
+    max_total_tokens: int
+    """Its token budget."""
+    outcome: str
+    """The published outcome (a `ReleaseOutcome` value)."""
+    transcripts: bool
+    """Whether its bench run stored transcripts (without them the Draft is not known)."""
+    final_message: str | None
+    """The content of its last diagnosis-loop assistant message (the Draft, if it wrote one); None when none is
+    stored."""
+    events: tuple[TraceEvent, ...]
+    """Its trace, in order (empty: none stored)."""
+
+
+def bench_run_exists(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> bool:
+    """Whether a bench run of that id is stored."""
+    return con.execute("SELECT 1 FROM bench_runs WHERE bench_run_id = ?", [bench_run_id]).fetchone() is not None
+
+
+def label_exists(con: duckdb.DuckDBPyConnection, label: str) -> bool:
+    """Whether a case run of that label is stored."""
+    return con.execute("SELECT 1 FROM case_runs WHERE label = ? LIMIT 1", [label]).fetchone() is not None
+
+
+def runs_of_bench_run(con: duckdb.DuckDBPyConnection, db: str, bench_run_id: str) -> tuple[ReplayableRun, ...]:
+    """The newest case run of each (case, epoch) of one bench run (a resumed run may hold two), by case and epoch."""
+    return _runs(con, db, "c.bench_run_id = ?", [bench_run_id])
+
+
+def runs_of_label(con: duckdb.DuckDBPyConnection, db: str, label: str) -> tuple[ReplayableRun, ...]:
+    """The newest case run of each (bench run, case, epoch) of a label, by bench run, case and epoch."""
+    return _runs(con, db, "c.label = ?", [label])
+
+
+_HAS_MESSAGES = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'"
+
+# `where` is one of the two fixed filters above, never text from a caller.
+_RUNS = """
+    WITH newest AS (
+        SELECT c.*, row_number() OVER (PARTITION BY c.bench_run_id, c.case_id, c.epoch
+                                       ORDER BY c.finished_at DESC, c.case_run_id DESC) AS k
+        FROM case_runs c WHERE {where}
+    )
+    SELECT n.case_run_id, n.bench_run_id, n.case_id, n.epoch, n.no_gain_threshold, n.protocol_violation_threshold,
+           n.max_tool_calls, n.max_model_calls, n.max_tokens, n.outcome, coalesce(b.transcripts, false)
+    FROM newest n JOIN bench_runs b USING (bench_run_id)
+    WHERE n.k = 1 ORDER BY b.started_at, n.bench_run_id, n.case_id, n.epoch
+"""
+
+_FINAL_MESSAGES = """
+    SELECT case_run_id, arg_max(content, seq) FROM messages
+    WHERE purpose = 'DIAGNOSIS' AND kind = 'ASSISTANT' AND list_contains(?, case_run_id)
+    GROUP BY case_run_id
+"""
+
+
+def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[object]) -> tuple[ReplayableRun, ...]:
+    rows = con.execute(_RUNS.format(where=where), params).fetchall()
+    ids = [str(r[0]) for r in rows]
+    finals: dict[str, str | None] = {}
+    has_messages = con.execute(_HAS_MESSAGES).fetchone()
+    if ids and has_messages and has_messages[0]:
+        for case_run_id, content in con.execute(_FINAL_MESSAGES, [ids]).fetchall():
+            finals[str(case_run_id)] = None if content is None else str(content)
+    events: dict[str, tuple[TraceEvent, ...]] = {}
+    for bench_run_id in dict.fromkeys(str(r[1]) for r in rows):
+        events.update(read_bench_run_events(con, db, bench_run_id))
+    return tuple(
+        ReplayableRun(
+            case_run_id=str(r[0]),
+            bench_run_id=str(r[1]),
+            case_id=str(r[2]),
+            epoch=int(r[3]),
+            no_gain_threshold=int(r[4]),
+            protocol_violation_threshold=int(r[5]),
+            max_tool_invocations=int(r[6]),
+            max_model_calls=int(r[7]),
+            max_total_tokens=int(r[8]),
+            outcome=str(r[9]),
+            transcripts=bool(r[10]),
+            final_message=finals.get(str(r[0])),
+            events=events.get(str(r[0]), ()),
+        )
+        for r in rows
+    )
