@@ -63,7 +63,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.analysis.whatif import whatif
     from runners.store._files import write_text
-    from runners.store.metrics_db import connect
+    from runners.store.connection import connect
     from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
     if args.json is not None:

@@ -31,7 +31,7 @@ from runners.analysis.whatif import (
 )
 from runners.cli import main
 from runners.domain.profiles import PROFILES
-from runners.store.metrics_db import connect
+from runners.store.connection import connect
 from runners.store.recorded import CaseRunRow, read_recorded
 from runners.store.whatif_runs import ReplayableRun, runs_of_label
 
