@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live ci-deps
+.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live ci-deps phoenix
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -44,13 +44,20 @@ test-full: $(STAMP)
 
 ## What CI's checks need from the distribution: Chromium (tests/runners/analysis/test_report.py measures the report page in it).
 ## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.
+## And Arize Phoenix in its own cached venv (`make phoenix`): tests/e2e/test_phoenix.py exports a bench run to it.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-ci-deps:
+ci-deps: phoenix
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "make ci-deps: installing chromium (apt-get)"; \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
 	@echo "make ci-deps: $$(command -v chromium || command -v chromium-browser) ready"
+
+## Arize Phoenix (the trace backend the OpenTelemetry export is checked against) in a venv of its own, from the
+## pins in phoenix-constraints.txt, cached in $HARNESS_BENCH_PHOENIX_DIR (default ~/.cache/harness-bench/phoenix) by a
+## stamp: once installed, nothing is downloaded. Its pins do not resolve against constraints.txt, hence its own venv.
+phoenix:
+	$(PY) -m runners.phoenix
 
 ## Benchmarks (figures as medians with min/max; never part of `make test`).
 perf: $(STAMP)

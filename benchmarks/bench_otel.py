@@ -1,21 +1,25 @@
 """Benchmark: what OpenTelemetry spans add to the native loop's time per tool call — every built-in case run by
 `run_diagnosis` (scripted model) without a tracer, and with an SDK TracerProvider whose spans go to an exporter
-that drops them (so the figure is the Harness's mapping plus the SDK, not an exporter's I/O). Prints ratios."""
+that drops them (so the figure is the Harness's mapping plus the SDK, not an exporter's I/O), and with a tracer whose
+sampler drops every run (the SDK's non-recording path: what a service sampling a share of its runs pays for the
+others). Prints wall-time and CPU-time ratios (the process's CPU time, the span processor's thread included, is the
+steadier measure on a shared machine)."""
 
 from __future__ import annotations
 
 import functools
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-from benchmarks._timing import measure
-from harness.agent import run_diagnosis
+from harness.agent import AgentLoop, run_diagnosis
 from runners.domain.evalset import load_cases
 from runners.run.case_runner import run_case
 
@@ -29,28 +33,44 @@ class DropExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
+ROUNDS = 9
+
+
+def _timed(fn: Callable[[], None]) -> tuple[float, float]:
+    """Wall and CPU seconds of one call."""
+    w, c = time.perf_counter(), time.process_time()
+    fn()
+    return time.perf_counter() - w, time.process_time() - c
+
+
 def main() -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(DropExporter()))  # what a service configures
-    traced = functools.partial(run_diagnosis, tracer=provider.get_tracer("bench"))
+    sampled_out = TracerProvider(sampler=ALWAYS_OFF)
+    loops: dict[str, AgentLoop | None] = {
+        "no tracer": None,
+        "with tracer": functools.partial(run_diagnosis, tracer=provider.get_tracer("bench")),
+        "sampled out": functools.partial(run_diagnosis, tracer=sampled_out.get_tracer("bench")),
+    }
     calls = sum(run_case(c).result.usage.tool_invocations for c in CASES)
 
-    def plain() -> None:
-        for c in CASES:
-            run_case(c)
+    def every_case(loop: AgentLoop | None) -> Callable[[], None]:
+        def run() -> None:
+            for c in CASES:
+                run_case(c) if loop is None else run_case(c, loop=loop)
 
-    def with_tracer() -> None:
-        for c in CASES:
-            run_case(c, loop=traced)
+        return run
 
+    for loop in loops.values():  # warm-up
+        every_case(loop)()
     # interleaved rounds, best of each: a shared machine's noise is one-sided (it only ever slows a repeat)
-    rounds = [(measure(plain, repeats=1, warmup=0), measure(with_tracer, repeats=1, warmup=0)) for _ in range(9)]
-    a = min((r[0] for r in rounds), key=lambda t: t.median)
-    b = min((r[1] for r in rounds), key=lambda t: t.median)
-    print(f"{len(CASES)} cases, {calls} tool calls per repeat")
-    print(f"no tracer:   {a.median / calls * 1e6:.1f} µs per tool call  best of 9")
-    print(f"with tracer: {b.median / calls * 1e6:.1f} µs per tool call  best of 9")
-    print(f"ratio with/without (best of 9 each): {b.median / a.median:.3f}")
+    rounds = [{name: _timed(every_case(loop)) for name, loop in loops.items()} for _ in range(ROUNDS)]
+    best = {name: (min(r[name][0] for r in rounds), min(r[name][1] for r in rounds)) for name in loops}
+    print(f"{len(CASES)} cases, {calls} tool calls per repeat, best of {ROUNDS} interleaved rounds")
+    base_wall, base_cpu = best["no tracer"]
+    for name, (wall, cpu) in best.items():
+        print(f"{name:12s} {wall / calls * 1e6:7.1f} µs wall, {cpu / calls * 1e6:7.1f} µs CPU per tool call;"
+              f"  ratio to no tracer: wall {wall / base_wall:.3f}, CPU {cpu / base_cpu:.3f}")  # fmt: skip
 
 
 if __name__ == "__main__":

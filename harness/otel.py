@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from opentelemetry import trace as otel_trace
+from opentelemetry.context import Context
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as gen_ai
 from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
@@ -200,6 +201,10 @@ ContentSource = Callable[[int], Sequence[TranscriptEntry]]
 """The transcript entries of the run's n-th model call attempt (from 1): what it was sent and answered."""
 
 
+_PLAIN: frozenset[type] = frozenset({str, int, float, bool})
+"""Value types that are attribute values as they are (exactly these: a StrEnum is a `str` subclass)."""
+
+
 def _value(v: object) -> AttributeValue:
     if isinstance(v, StrEnum):
         return v.value
@@ -212,20 +217,42 @@ _NAMES: dict[type[TraceEvent], tuple[tuple[str, str], ...]] = {}
 """Per event class: (field, attribute) of each field that is an attribute, computed once (spans are per event)."""
 
 
-def _fields(event: TraceEvent) -> dict[str, AttributeValue]:
-    """Every set field of `event` as an attribute (its position as `harness.seq`)."""
+def _fields(event: TraceEvent, out: dict[str, AttributeValue] | None = None) -> dict[str, AttributeValue]:
+    """Every set field of `event` as an attribute (its position as `harness.seq`), added to `out` (default: a new
+    dict). Called once per event on a live run's path, so the plain values skip `_value`'s checks."""
     names = _NAMES.get(type(event))
     if names is None:
         names = tuple(
             (f.name, attribute_name(f.name)) for f in dataclasses.fields(event) if f.name not in _NOT_ATTRIBUTES
         )
         _NAMES[type(event)] = names
-    out: dict[str, AttributeValue] = {}
+    if out is None:
+        out = {}
+    plain = _PLAIN
     for field, attribute in names:
         v = getattr(event, field)
         if v is not None:
-            out[attribute] = _value(v)
+            out[attribute] = v if type(v) in plain else _value(v)
     return out
+
+
+_OPERATION = gen_ai.GEN_AI_OPERATION_NAME
+_REQUEST_MODEL = gen_ai.GEN_AI_REQUEST_MODEL
+_SEMANTIC_GUARD = HarnessAttribute.SEMANTIC_GUARD.value
+_CHAT = SpanName.CHAT.value
+_EXECUTE_TOOL = SpanName.EXECUTE_TOOL.value
+_EXECUTE_TOOL_ = f"{_EXECUTE_TOOL} "
+"""Names and values a live run's spans use on every model call and invocation, looked up once."""
+
+_EVENT_NAMES: dict[type[TraceEvent], str] = {}
+
+
+def _event_name(cls: type[TraceEvent], event: TraceEvent) -> str:
+    """`event_name(event)`, once per event class (an event class has one kind)."""
+    name = _EVENT_NAMES.get(cls)
+    if name is None:
+        name = _EVENT_NAMES[cls] = event_name(event)
+    return name
 
 
 _ROLES = {EntryKind.SYSTEM: "system", EntryKind.USER: "user", EntryKind.OBSERVATION: "tool"}
@@ -260,10 +287,13 @@ class SpanRecorder:
     """Turns one run's trace events, in order, into its spans (call it with each event: `Trace.listen(rec)`).
 
     Timestamps are the run's start (`start_ns`, epoch nanoseconds; live: the time RUN_STARTED is received)
-    plus each event's `t_ms`; a model call's or tool invocation's span starts `latency_ms` before its event."""
+    plus each event's `t_ms`; a model call's or tool invocation's span starts `latency_ms` before its event.
+    A run whose span does not record (its sampler dropped it, a no-op tracer) gets nothing more: no child span,
+    span event or attribute is built for it (the SDK's default parent-based sampler drops such children anyway)."""
 
-    __slots__ = ("_base_ns", "_budget_hit", "_calls", "_content", "_evaluations", "_limits", "_model", "_name",
-                 "_run", "_run_id", "_stop_required", "_tokens_in", "_tokens_out", "_tracer")  # fmt: skip
+    __slots__ = ("_base_ns", "_budget_hit", "_calls", "_chat_name", "_content", "_evaluations", "_limits", "_model",
+                 "_name", "_parent", "_recording", "_run", "_run_id", "_stop_required", "_tokens_in", "_tokens_out",
+                 "_tracer")  # fmt: skip
 
     def __init__(
         self,
@@ -286,7 +316,12 @@ class SpanRecorder:
         self._evaluations = tuple(evaluations)
         self._base_ns = start_ns
         self._run: Span | None = None
+        self._parent: Context | None = None
+        """The context the run's children start in: the run's span (set once, at RUN_STARTED)."""
+        self._recording = True
+        """False once the run's span is known not to record (sampled out, a no-op tracer): nothing more is built."""
         self._model = ""
+        self._chat_name = f"{SpanName.CHAT} "
         self._calls = 0
         self._tokens_in = 0
         self._tokens_out = 0
@@ -300,6 +335,11 @@ class SpanRecorder:
 
     def __call__(self, event: TraceEvent) -> None:
         """Record one event (in trace order)."""
+        if not self._recording:  # a run whose span records nothing: no child span, no attribute is built
+            if isinstance(event, Released) and self._run is not None:
+                self._run.end()
+                self._run = None
+            return
         match event:
             case RunStarted():
                 self._start(event)
@@ -315,7 +355,7 @@ class SpanRecorder:
                 if isinstance(event, BudgetExhausted) and self._budget_hit is None:
                     self._budget_hit = event.budget.value
                 if self._run is not None:
-                    self._run.add_event(event_name(event), _fields(event), self._ts(event))
+                    self._run.add_event(_event_name(type(event), event), _fields(event), self._ts(event))
 
     def _start(self, event: RunStarted) -> None:
         self._model = event.model
@@ -328,16 +368,18 @@ class SpanRecorder:
         attrs.pop(attribute_name("seq"))  # the run's span is the whole trace, not one event of it
         if self._limits is not None:
             attrs.update(self._limits.attributes())
-        self._run = self._tracer.start_span(
+        self._run = run = self._tracer.start_span(
             f"{SpanName.INVOKE_AGENT} {self._name}", kind=SpanKind.INTERNAL, attributes=attrs,
             start_time=self._ts(event),
         )  # fmt: skip
+        self._recording = run.is_recording()
+        self._parent = otel_trace.set_span_in_context(run)
+        self._chat_name = f"{SpanName.CHAT} {self._model}"
 
     def _child(self, name: str, kind: SpanKind, event: TraceEvent, latency_ms: float,
                attrs: dict[str, AttributeValue]) -> Span:  # fmt: skip
-        parent = otel_trace.set_span_in_context(self._run) if self._run is not None else None
         return self._tracer.start_span(
-            name, context=parent, kind=kind, attributes=attrs, start_time=self._ts(event, latency_ms)
+            name, context=self._parent, kind=kind, attributes=attrs, start_time=self._ts(event, latency_ms)
         )
 
     def _chat(self, event: ModelCall) -> None:
@@ -345,23 +387,23 @@ class SpanRecorder:
         self._tokens_in += event.input_tokens or 0
         self._tokens_out += event.output_tokens or 0
         attrs: dict[str, AttributeValue] = {
-            gen_ai.GEN_AI_OPERATION_NAME: SpanName.CHAT.value,
-            gen_ai.GEN_AI_REQUEST_MODEL: self._model,
-            HarnessAttribute.SEMANTIC_GUARD.value: event.purpose is ModelPurpose.SEMANTIC_GUARD,
-            **_fields(event),
+            _OPERATION: _CHAT,
+            _REQUEST_MODEL: self._model,
+            _SEMANTIC_GUARD: event.purpose is ModelPurpose.SEMANTIC_GUARD,
         }
+        _fields(event, attrs)
         if self._content is not None:
             entries = self._content(self._calls)
             attrs[gen_ai.GEN_AI_INPUT_MESSAGES] = _messages(entries, output=False)
             attrs[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _messages(entries, output=True)
-        span = self._child(f"{SpanName.CHAT} {self._model}", SpanKind.CLIENT, event, event.latency_ms, attrs)
+        span = self._child(self._chat_name, SpanKind.CLIENT, event, event.latency_ms, attrs)
         if event.error_kind is not None:
             span.set_status(Status(StatusCode.ERROR, event.detail))
         span.end(self._ts(event))
 
     def _tool(self, event: ToolInvocation) -> None:
-        attrs: dict[str, AttributeValue] = {gen_ai.GEN_AI_OPERATION_NAME: SpanName.EXECUTE_TOOL.value, **_fields(event)}
-        span = self._child(f"{SpanName.EXECUTE_TOOL} {event.tool}", SpanKind.INTERNAL, event, event.latency_ms, attrs)
+        attrs = _fields(event, {_OPERATION: _EXECUTE_TOOL})
+        span = self._child(_EXECUTE_TOOL_ + event.tool, SpanKind.INTERNAL, event, event.latency_ms, attrs)
         if event.invocation_status is InvocationStatus.FAILED:
             span.set_status(Status(StatusCode.ERROR, event.detail))
         span.end(self._ts(event))

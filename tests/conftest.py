@@ -38,6 +38,7 @@ SLOW_MODULES = frozenset({
     "test_otel_import.py",
     "test_otel_export.py",
     "test_whatif.py",
+    "test_phoenix.py",
     "test_unknown_query_e2e.py", "test_views.py",
     "test_hostile_text.py",
     "test_output_paths.py",
