@@ -1,5 +1,5 @@
 """The run path from the command line down reads top to bottom: `harness-bench run` (scripted model, two cases, a
-temporary DuckDB file) is traced with `sys.setprofile`, and every call between two modules of `runners` recorded.
+temporary DuckDB file; and `run --resume`, `sweep` over two thresholds, `gate` of two labels) is traced with `sys.setprofile`, and every call between two modules of `runners` recorded.
 The path is the order in which the run first enters each module. A return to a module higher up is a call from
 module B into a module A that is on the call stack above B (A called, through others, B, and B calls A back): the
 runner asking the planner or the CLI again, a callback, a generator handed down and pulled from below.
@@ -207,3 +207,44 @@ def test_the_trace_sees_a_return_up() -> None:
         top(runner_in_module, back)  # cli -> fake_runner -> cli: a return up
     assert seen.path == ["runners.cli", "runners.fake_runner"], seen.shown()
     assert seen.returns() == [("runners.fake_runner", "runners.cli", "again")], seen.shown()
+
+
+MAX_RETURNS_UP = 5
+"""The most returns to a module higher up a command's path may make (each is printed)."""
+
+
+def _sweep(db: Path, label: str = "path") -> int:
+    argv = ["sweep", "--db", str(db), "--label", label, "--no-gain-threshold", "1,2", "--epochs", "1",
+            *(a for c in CASES for a in ("--case", c))]  # fmt: skip
+    return main(argv)
+
+
+def test_the_sweep_path_reads_top_to_bottom(tmp_path: Path) -> None:
+    assert _sweep(tmp_path / "warm.duckdb") == 0  # imports done
+    with traced(start=COMMAND) as seen:
+        code = _sweep(tmp_path / "traced.duckdb")
+    assert code == 0
+    shown = seen.shown()
+    print(shown)
+    for module in ("runners.plan.sweep_plan", "runners.plan.rules", "runners.run.sweep", "runners.run.bench"):
+        assert module in seen.path, f"{module} not on the sweep path\n{shown}"
+    order = {m: i for i, m in enumerate(seen.path)}
+    assert order["runners.plan.rules"] < order["runners.run.sweep"], f"planning comes before running\n{shown}"
+    assert len(seen.returns()) <= MAX_RETURNS_UP, shown
+
+
+def test_the_gate_path_reads_top_to_bottom(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the gate writes its summary and JUnit report into the working folder
+    db = tmp_path / "g.duckdb"
+    for label in ("base", "cand"):
+        assert main(["run", "--db", str(db), "--label", label, *(a for c in CASES for a in ("--case", c))]) == 0
+    argv = ["gate", "--db", str(db), "--baseline", "base", "--candidate", "cand", "--k", "1", "--allow-inconclusive"]
+    main(argv)  # imports done
+    with traced(start=COMMAND) as seen:
+        code = main(argv)
+    shown = seen.shown()
+    print(shown)
+    assert code in (0, 3), shown
+    for module in ("runners.commands.gate", "runners.store.gate_pairs", "runners.analysis.gate.statistics"):
+        assert module in seen.path, f"{module} not on the gate path\n{shown}"
+    assert len(seen.returns()) <= MAX_RETURNS_UP, shown
