@@ -72,7 +72,11 @@ notebook: $(STAMP)
 ## The script exits 1 on a structural, rendered-prompt or replay violation: make fails. It exits 2 when the server
 ## could not be set up: a loud WARNING, and make succeeds (make would turn both into 2 otherwise); live-status.txt
 ## says PASSED / FAILED / SKIPPED and why (.ci/run prints it last).
-LIVE_CMD ?= $(BIN)/python -m runners.live
+# The live check runs on Qwen2.5-Coder 0.5B Instruct: measured inside CI's time, its calls reach the backend and it
+# writes valid Drafts, which the base Gemma 3 270M (the program's own default) never does. LIVE_MODEL=gemma3-270m
+# runs Gemma (native tool calls) instead.
+LIVE_MODEL ?= qwen2.5-coder-0.5b
+LIVE_CMD ?= $(BIN)/python -m runners.live --model $(LIVE_MODEL)
 live: $(STAMP)
 	@$(LIVE_CMD); rc=$$?; \
 	if [ $$rc -eq 2 ]; then \
