@@ -1,5 +1,5 @@
 """What `harness-bench run` and `harness-bench sweep` share: their flags (settings, cassettes, bench, execution,
-run options), the options and flag request a command line gives the planner, and what both say when a run is
+run options), the options a command line gives the planner, and what both say when a run is
 claimed, interrupted or stopped by a failed write, with the exact command that continues it."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from rich.text import Text
 from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _int_in, _say, err
 from runners.plan import run_options, settings
 from runners.plan.executor import Executor
-from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, RunRequest
+from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY
 from runners.run import interrupts
 
 if TYPE_CHECKING:
@@ -31,7 +31,6 @@ __all__ = [
     "_interrupted",
     "_interrupts",
     "_name_run",
-    "_request",
     "_resume_refused",
     "_storage_failed",
     "_warn_unchecked",
@@ -95,19 +94,6 @@ def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
     return refused
 
 
-def _request(args: argparse.Namespace, run_settings: settings.RunSettings | None) -> RunRequest:
-    """What the command line asks, flag by flag, for the flag rules (runners/plan/rules.py) the plan applies
-    (`run_settings` None: a resume, whose model is the stored run's)."""
-    ms = run_settings.model_settings if run_settings is not None else None
-    return RunRequest(
-        model=ms.model if ms else "", base_url=ms.base_url if ms else None,
-        api_key_env=ms.api_key_env if ms else "OPENAI_API_KEY", epochs=args.epochs, concurrency=args.concurrency,
-        cassettes=args.cassettes, record_mode=args.record_mode, shard=args.shard, run_id=args.run_id,
-        executor=Executor(args.executor), ray_address=args.ray_address, resume=args.resume,
-        resume_refused=_resume_refused(args) if args.resume else {},
-    )  # fmt: skip
-
-
 def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
     """The endpoint settings given with --resume (a new base URL or key variable replaces the stored one)."""
     decl = settings.declaration()
@@ -116,7 +102,8 @@ def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingVal
 
 def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int,
                    cancellation: CancellationToken) -> BenchOptions:  # fmt: skip
-    """The options the flags give (with --resume: only where and how it executes; the rest is the stored run's)."""
+    """The options the flags give, for the flag rules (runners/plan/rules.py) the plan applies (with --resume: only
+    where and how it executes, and the flags a resume refuses; the rest is the stored run's)."""
     from runners.plan.options import BenchOptions
 
     invocation = BenchOptions(
@@ -124,7 +111,8 @@ def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings 
         executor=Executor(args.executor), ray_address=args.ray_address, cancellation=cancellation,
     )  # fmt: skip
     if args.resume:
-        return dataclasses.replace(invocation, resume=args.resume, resume_overrides=_resume_overrides(args))
+        return dataclasses.replace(invocation, resume=args.resume, resume_overrides=_resume_overrides(args),
+                                   resume_refused=_resume_refused(args))  # fmt: skip
     run_settings = run_settings or settings.RunSettings.of()
     measured = dataclasses.replace(invocation, config=run_settings.config, model_settings=run_settings.model_settings)
     return run_options.options_from_args(args, measured, {"epochs": epochs})
