@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 
     intr = _interrupts(args)
     run_settings = None if args.resume else settings.settings_from_args(args)
-    opts = _bench_options(args, run_settings, epochs=1, cancellation=intr.token)
+    opts = _bench_options(args, run_settings, command="run", cancellation=intr.token)
     plan = plan_run(opts)
     shard_spec = plan.shard
     if intr.received:

@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
     intr = _interrupts(args)
     base_settings = None if args.resume else settings.settings_from_args(args)
-    base = _bench_options(args, base_settings, epochs=3, cancellation=intr.token)
+    base = _bench_options(args, base_settings, command="sweep", cancellation=intr.token)
     grid = SweepGrid() if args.resume else SweepGrid(settings.axes_from_args(args))
     plan = plan_sweep(SweepOptions(grid, base, args.resume))
     if intr.received:

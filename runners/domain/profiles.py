@@ -54,7 +54,7 @@ class UnknownProfileError(ValueError):
 def parse_profile(text: str) -> tuple[str, dict[str, float]]:
     """`name[?k=v&k=v]` -> (name, params with defaults); names what is wrong."""
     name, _, query = text.partition("?")
-    name = name or "reference"
+    name = name or DEFAULT_PROFILE
     if name not in PROFILES:
         raise UnknownProfileError(f"unknown behaviour profile {name!r}; profiles are {', '.join(PROFILES)}")
     params: dict[str, float] = {"seed": 0, "epoch": 0, **_DEFAULTS[name]}

@@ -9,19 +9,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig
 from harness.context import CancellationToken
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.settings import ModelSettings, RunSettings, SettingValue
-from runners.plan.shard import ShardSpec
 
-__all__ = ["DEFAULT_DB", "BenchOptions", "RecordMode"]
+if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
+    from runners.plan.shard import ShardSpec
+
+__all__ = ["DEFAULT_DB", "SWEEP_EPOCHS", "BenchOptions", "RecordMode", "default_of", "default_epochs"]
 
 DEFAULT_DB = Path("bench.duckdb")
 """The metrics database every command reads or writes unless `--db` names another."""
+SWEEP_EPOCHS = 3
+"""The epochs of `harness-bench sweep` unless `--epochs` is given (a grid point's pass rate over one epoch is
+noise); `run`'s are `BenchOptions.epochs`' default."""
 
 
 class RecordMode(StrEnum):
@@ -107,3 +112,14 @@ class BenchOptions:
     def replays(self) -> bool:
         """Cassettes in replay-only mode: no request reaches the network, so no key or preflight is needed."""
         return self.cassettes is not None and self.mode is RecordMode.NONE
+
+
+def default_of(name: str) -> Any:
+    """The declared default of `BenchOptions` field `name` (a flag's default and its help read it here)."""
+    f = BenchOptions.__dataclass_fields__[name]
+    return f.default_factory() if callable(f.default_factory) else f.default
+
+
+def default_epochs(command: str) -> int:
+    """The epochs of `command` (`run`, `sweep`, ...) when `--epochs` is not given."""
+    return SWEEP_EPOCHS if command == "sweep" else int(default_of("epochs"))

@@ -9,13 +9,16 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from runners.domain.model_spec import ModelKind, model_kind
 from runners.plan.executor import Executor, check_available
 from runners.plan.options import DEFAULT_DB, BenchOptions, RecordMode
-from runners.plan.shard import ShardSpec
 from runners.store.redact import redact
+
+if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
+    from runners.plan.shard import ShardSpec
 
 __all__ = [
     "DEFAULT_DB",

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from runners.plan._bounded import bounded_int
 from runners.plan.agent import AgentFramework
-from runners.plan.options import RecordMode
+from runners.plan.options import RecordMode, default_epochs
 from runners.plan.rules import MAX_EPOCHS, RECORD_MODES
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("epochs", "--epochs", "epochs", "epochs", "epochs", sql_type="INTEGER",
               argument=lambda command: {
                   "type": _epochs, "metavar": "K",
-                  "help": f"repeat every case K times (default {3 if command == 'sweep' else 1})"}),
+                  "help": f"repeat every case K times (default {default_epochs(command)})"}),
     RunOption("cassettes", "--cassettes", "cassettes", "cassettes", "cassettes", encode=_path, decode=_to_path,
               argument={"type": Path, "metavar": "DIR",
                         "help": "record/replay the model's HTTP with vcrpy (openai:<model-name> only)"}),

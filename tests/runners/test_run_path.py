@@ -7,7 +7,7 @@ runner asking the planner or the CLI again, a callback, a generator handed down 
 Not counted, each for its reason:
 
 - value types and vocabularies read everywhere: `runners.plan.settings` (the declaration and `RunSettings`),
-  `runners.plan.options` (`BenchOptions`, `ModelSpec`), `runners.plan.executor` and `runners.plan.agent` (enums),
+  `runners.plan.options` (`BenchOptions`, `RecordMode`), `runners.plan.executor` and `runners.plan.agent` (enums),
   a dataclass's generated methods (`__init__`, `__eq__`, ...), the accessors of a `RunPlan` (its properties:
   reading the plan is what the runner does);
 - the run's domain, which the runner executes by design: `runners.domain.*` (cases, tools, the scripted model);

@@ -99,6 +99,18 @@ def test_every_rule_is_applied_by_the_one_entry_point() -> None:
     assert checks and all(f"{c}(" in source for c in checks), checks
 
 
+def test_the_rules_take_the_one_options_type() -> None:
+    """No second description of a run: the rules declare no request type of their own, and the entry point takes
+    the `BenchOptions` the command line, the Python API and a stored run all give."""
+    import ast
+    import inspect
+
+    tree = ast.parse(Path(rules.__file__).read_text())
+    assert not [n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.endswith("Error")]
+    assert inspect.signature(check_options).parameters["opts"].annotation == "BenchOptions"
+    assert not hasattr(rules, "RunRequest")
+
+
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
