@@ -27,7 +27,6 @@ __all__ = [
     "RECORD_MODES",
     "BenchInputError",
     "PlanError",
-    "RecordMode",
     "UsageError",
     "check_api_key",
     "check_cassettes",
