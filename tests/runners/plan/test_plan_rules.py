@@ -184,3 +184,24 @@ def test_cli_choices_come_from_their_one_declaration() -> None:
     for command in ("recommend", "report"):
         assert choices(command, "objective") == [o.value for o in Objective]
         assert choices(command, "rule") == [r.value for r in Rule]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("gpt-4o", "--model 'gpt-4o': expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'"),
+        ("openai:", "--model 'openai:': expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'"),
+        ("scripted:nope", "--model 'scripted:nope': unknown behaviour profile 'nope'; profiles are reference, rewriter,"
+                          " sloppy, eager, fabricator, parallel"),
+    ],
+)  # fmt: skip
+def test_the_plan_parses_the_model_once_naming_the_flag(text: str, message: str) -> None:
+    """The plan's one call of the parser: the spec it holds, or one line naming `--model`, its value and the fix."""
+    from runners.domain.model_spec import ModelKind
+    from runners.plan.run_plan import plan_model
+
+    with pytest.raises(rules.BenchInputError) as info:
+        plan_model(text)
+    assert str(info.value) == message
+    assert plan_model("scripted:sloppy?seed=2").name == "sloppy?seed=2"
+    assert plan_model("openai:m").kind is ModelKind.OPENAI
