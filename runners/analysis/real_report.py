@@ -22,6 +22,7 @@ from harness.contracts import ReleaseOutcome, StopReason
 from runners.analysis._safe_text import html, markdown, markdown_code
 from runners.analysis.gate import Verdict
 from runners.analysis.real_models import RecordedSummary, summarize
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 from runners.store.connection import connect
 from runners.store.recorded import read_recorded
 from runners.store.runs import label_sweep_ids
@@ -219,7 +220,7 @@ def replay(recording: Recording, db: Path) -> RecordedSummary:
     summary = recording.summary
     argv = [sys.executable, "-m", "runners.cli", "sweep", *summary.sweep_args, "--cassettes", str(recording.folder),
             "--record-mode", "none", "--db", str(db), "--label", summary.model]  # fmt: skip
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # a replay needs no key: none is sent
+    env = {k: v for k, v in os.environ.items() if k != DEFAULT_API_KEY_ENV}  # a replay needs no key: none is sent
     here = str(Path(__file__).resolve().parents[2])  # the replay runs this checkout's bench, whatever is installed
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)

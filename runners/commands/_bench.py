@@ -1,5 +1,5 @@
 """What `harness-bench run` and `harness-bench sweep` share: their flags (settings, cassettes, bench, execution,
-run options), the options and flag request a command line gives the planner, and what both say when a run is
+run options), the options a command line gives the planner, and what both say when a run is
 claimed, interrupted or stopped by a failed write, with the exact command that continues it."""
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from rich.text import Text
 from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _int_in, _say, err
 from runners.plan import run_options, settings
 from runners.plan.executor import Executor
-from runners.plan.rules import DEFAULT_DB, MAX_CONCURRENCY, RunRequest
+from runners.plan.options import BenchOptions, default_epochs, default_of
+from runners.plan.rules import MAX_CONCURRENCY
 from runners.run import interrupts
 
 if TYPE_CHECKING:
     from harness.context import CancellationToken
-    from runners.plan.options import BenchOptions
 
 __all__ = [
     "_add_bench",
@@ -31,7 +31,6 @@ __all__ = [
     "_interrupted",
     "_interrupts",
     "_name_run",
-    "_request",
     "_resume_refused",
     "_storage_failed",
     "_warn_unchecked",
@@ -48,12 +47,13 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     run_options.add_argument(g, "cassettes", command)
     run_options.add_argument(g, "record_mode", command)
     g = p.add_argument_group("bench")
-    g.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
+    g.add_argument("--db", type=Path, default=default_of("db"), help=f"DuckDB file (default {default_of('db')})")
     run_options.add_argument(g, "label", command)
     run_options.add_argument(g, "epochs", command)
-    g.add_argument("--concurrency", type=_int_in(1, MAX_CONCURRENCY), default=1, metavar="N",
-                   help="case runs in flight (default 1)")  # fmt: skip
-    g.add_argument("--max-in-flight", type=_int_in(1, MAX_CONCURRENCY), default=None, metavar="N",
+    g.add_argument("--concurrency", type=_int_in(1, MAX_CONCURRENCY), default=default_of("concurrency"), metavar="N",
+                   help=f"case runs in flight (default {default_of('concurrency')})")  # fmt: skip
+    g.add_argument("--max-in-flight", type=_int_in(1, MAX_CONCURRENCY), default=default_of("max_in_flight"),
+                   metavar="N",
                    help="model requests in flight per endpoint over all runs (default: --concurrency)")  # fmt: skip
     what = "SWEEP_ID" if sweep else "BENCH_RUN_ID"
     g.add_argument("--resume", default=None, metavar=what,
@@ -73,7 +73,7 @@ def _add_execution(p: argparse.ArgumentParser, command: str) -> None:
     g = p.add_argument_group("execution (never part of a run's settings)")
     run_options.add_argument(g, "shard", command)
     run_options.add_argument(g, "run_id", command)
-    g.add_argument("--executor", default=Executor.LOCAL.value, choices=[e.value for e in Executor],
+    g.add_argument("--executor", default=default_of("executor").value, choices=[e.value for e in Executor],
                    help="local: --concurrency threads in this process (default); processes: one worker process per"
                         " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
                         f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
@@ -95,39 +95,26 @@ def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
     return refused
 
 
-def _request(args: argparse.Namespace, run_settings: settings.RunSettings | None) -> RunRequest:
-    """What the command line asks, flag by flag, for the flag rules (runners/plan/rules.py) the plan applies
-    (`run_settings` None: a resume, whose model is the stored run's)."""
-    ms = run_settings.model_settings if run_settings is not None else None
-    return RunRequest(
-        model=ms.model if ms else "", base_url=ms.base_url if ms else None,
-        api_key_env=ms.api_key_env if ms else "OPENAI_API_KEY", epochs=args.epochs, concurrency=args.concurrency,
-        cassettes=args.cassettes, record_mode=args.record_mode, shard=args.shard, run_id=args.run_id,
-        executor=Executor(args.executor), ray_address=args.ray_address, resume=args.resume,
-        resume_refused=_resume_refused(args) if args.resume else {},
-    )  # fmt: skip
-
-
 def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
     """The endpoint settings given with --resume (a new base URL or key variable replaces the stored one)."""
     decl = settings.declaration()
     return {k: v for k, v in settings.given(args).items() if decl[k].endpoint}
 
 
-def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, epochs: int,
+def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, command: str,
                    cancellation: CancellationToken) -> BenchOptions:  # fmt: skip
-    """The options the flags give (with --resume: only where and how it executes; the rest is the stored run's)."""
-    from runners.plan.options import BenchOptions
-
+    """The options the flags give, for the flag rules (runners/plan/rules.py) the plan applies (with --resume: only
+    where and how it executes, and the flags a resume refuses; the rest is the stored run's)."""
     invocation = BenchOptions(
         db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight, keep_runs=False,
         executor=Executor(args.executor), ray_address=args.ray_address, cancellation=cancellation,
     )  # fmt: skip
     if args.resume:
-        return dataclasses.replace(invocation, resume=args.resume, resume_overrides=_resume_overrides(args))
+        return dataclasses.replace(invocation, resume=args.resume, resume_overrides=_resume_overrides(args),
+                                   resume_refused=_resume_refused(args))  # fmt: skip
     run_settings = run_settings or settings.RunSettings.of()
     measured = dataclasses.replace(invocation, config=run_settings.config, model_settings=run_settings.model_settings)
-    return run_options.options_from_args(args, measured, {"epochs": epochs})
+    return run_options.options_from_args(args, measured, {"epochs": default_epochs(command)})
 
 
 # -- what a run or sweep says when it is claimed, interrupted or cannot write ------------------

@@ -18,7 +18,6 @@ from runners.commands._bench import (
     _interrupted,
     _interrupts,
     _name_run,
-    _request,
     _storage_failed,
     _warn_unchecked,
 )
@@ -67,8 +66,8 @@ def run(args: argparse.Namespace) -> int:
 
     intr = _interrupts(args)
     run_settings = None if args.resume else settings.settings_from_args(args)
-    opts = _bench_options(args, run_settings, epochs=1, cancellation=intr.token)
-    plan = plan_run(opts, request=_request(args, run_settings))
+    opts = _bench_options(args, run_settings, command="run", cancellation=intr.token)
+    plan = plan_run(opts)
     shard_spec = plan.shard
     if intr.received:
         return _interrupted(intr, "bench run", "run", args.db, None, "", 0, 0)

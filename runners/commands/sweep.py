@@ -13,7 +13,6 @@ from runners.commands._bench import (
     _interrupted,
     _interrupts,
     _name_run,
-    _request,
     _storage_failed,
     _warn_unchecked,
 )
@@ -38,9 +37,9 @@ def run(args: argparse.Namespace) -> int:
 
     intr = _interrupts(args)
     base_settings = None if args.resume else settings.settings_from_args(args)
-    base = _bench_options(args, base_settings, epochs=3, cancellation=intr.token)
+    base = _bench_options(args, base_settings, command="sweep", cancellation=intr.token)
     grid = SweepGrid() if args.resume else SweepGrid(settings.axes_from_args(args))
-    plan = plan_sweep(SweepOptions(grid, base, args.resume), request=_request(args, base_settings))
+    plan = plan_sweep(SweepOptions(grid, base, args.resume))
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)
     _claim(args.db)

@@ -33,6 +33,7 @@ from typing import Any
 
 from harness.contracts import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from runners.domain.evalset import EvalCase
+from runners.domain.model_spec import DEFAULT_PROFILE, ModelKind, ModelSpecError, parse_model
 from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
 
 PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel")
@@ -53,7 +54,7 @@ class UnknownProfileError(ValueError):
 def parse_profile(text: str) -> tuple[str, dict[str, float]]:
     """`name[?k=v&k=v]` -> (name, params with defaults); names what is wrong."""
     name, _, query = text.partition("?")
-    name = name or "reference"
+    name = name or DEFAULT_PROFILE
     if name not in PROFILES:
         raise UnknownProfileError(f"unknown behaviour profile {name!r}; profiles are {', '.join(PROFILES)}")
     params: dict[str, float] = {"seed": 0, "epoch": 0, **_DEFAULTS[name]}
@@ -266,5 +267,9 @@ def trajectory_for(case: EvalCase, profile: str, epoch: int) -> Trajectory:
 
 def trajectory_for_model(case: EvalCase, model: str, epoch: int = 1) -> Trajectory:
     """For serve-sim: the request's `model` field (`scripted`, `scripted:<profile>`) picks the profile."""
-    profile = model.partition(":")[2] if model.startswith("scripted:") else "reference"
-    return trajectory_for(case, profile or "reference", epoch)
+    try:
+        spec = parse_model(model)
+    except ModelSpecError:  # a request's model field may be any text: the reference trajectory answers it
+        spec = None
+    profile = spec.name if spec is not None and spec.kind is ModelKind.SCRIPTED else DEFAULT_PROFILE
+    return trajectory_for(case, profile, epoch)

@@ -18,7 +18,7 @@ from pathlib import Path
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
-from runners.plan.options import BenchOptions
+from runners.plan.options import BenchOptions, RecordMode
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 
@@ -37,7 +37,7 @@ def record(out: Path, epochs: int = 1) -> int:
             plan_run(BenchOptions(
                 model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env=KEY_ENV),
                 db=Path(tmp) / "record.duckdb",
-                cassettes=out, record_mode="all", epochs=epochs,
+                cassettes=out, record_mode=RecordMode.ALL, epochs=epochs,
             ))
         )  # fmt: skip
     bad = [r for r in summary.runs if r.result.error]

@@ -5,46 +5,41 @@ once, with its default.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.config import HarnessConfig
 from harness.context import CancellationToken
-from runners.domain import profiles
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
-from runners.plan.rules import DEFAULT_DB, BenchInputError, RunRequest
 from runners.plan.settings import ModelSettings, RunSettings, SettingValue
-from runners.plan.shard import ShardSpec
 
-__all__ = ["BenchOptions", "ModelSpec", "request_of"]
+if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
+    from runners.plan.shard import ShardSpec
+
+__all__ = ["DEFAULT_DB", "SWEEP_EPOCHS", "BenchOptions", "RecordMode", "default_of", "default_epochs"]
+
+DEFAULT_DB = Path("bench.duckdb")
+"""The metrics database every command reads or writes unless `--db` names another."""
+SWEEP_EPOCHS = 3
+"""The epochs of `harness-bench sweep` unless `--epochs` is given (a grid point's pass rate over one epoch is
+noise); `run`'s are `BenchOptions.epochs`' default."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelSpec:
-    """`scripted`, `scripted:<profile>[?seed=N]` or `openai:<model-name>`."""
+class RecordMode(StrEnum):
+    """vcrpy's record modes, the values of `--record-mode`."""
 
-    kind: str
-    """`scripted` or `openai`."""
-    name: str
-    """Profile (scripted) or model name (openai)."""
-    raw: str
-    """As given on the command line."""
-
-    @classmethod
-    def parse(cls, text: str) -> ModelSpec:
-        """Parse a --model value, naming what is wrong."""
-        if text == "scripted" or text.startswith("scripted:"):
-            profile = text.partition(":")[2] or "reference"
-            try:
-                profiles.parse_profile(profile)
-            except profiles.UnknownProfileError as exc:
-                raise BenchInputError(f"--model {text!r}: {exc}") from None
-            return cls("scripted", profile, text)
-        if text.startswith("openai:") and len(text) > len("openai:"):
-            return cls("openai", text.partition(":")[2], text)
-        raise BenchInputError(f"--model {text!r}: expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'")
+    NONE = "none"
+    """Replay only: a request not in the cassette fails, nothing reaches the network."""
+    ONCE = "once"
+    """Record a cassette that does not exist yet, replay one that does."""
+    NEW_EPISODES = "new_episodes"
+    """Replay what is recorded, record the requests that are not."""
+    ALL = "all"
+    """Re-record every request, replacing stale episodes."""
 
 
 @dataclass
@@ -71,14 +66,18 @@ class BenchOptions:
     """The model under test and how it is asked (model, base URL, tool_choice, ...)."""
     cassettes: Path | None = None
     """Cassette folder (openai models only)."""
-    record_mode: str = "none"
-    """vcrpy record mode."""
+    record_mode: RecordMode | str | None = None
+    """vcrpy record mode with `cassettes`, a `RecordMode` or its text (None: not given, a replay as `none`; the flag
+    rules refuse a mode given without cassettes). Read it as `mode`."""
     sweep_id: str | None = None
     """Set when the run is one point of a sweep."""
     resume: str | None = None
     """Bench run id to finish."""
     resume_overrides: dict[str, SettingValue] = field(default_factory=dict)
     """On resume: endpoint settings (base URL, key variable) that replace the stored ones."""
+    resume_refused: Mapping[str, object] = field(default_factory=dict)
+    """On resume: the flags given that a resume would ignore (flag -> value, None: not given); the flag rules
+    refuse them."""
     keep_runs: bool = True
     """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
     cancellation: CancellationToken = field(default_factory=CancellationToken)
@@ -104,15 +103,23 @@ class BenchOptions:
         """Every setting of the run."""
         return RunSettings.of(self.config, self.model_settings)
 
+    @property
+    def mode(self) -> RecordMode:
+        """The record mode that applies (`none` unless one is given)."""
+        return RecordMode(self.record_mode or RecordMode.NONE)  # RecordMode(): the Python API may pass the text
 
-def request_of(opts: BenchOptions) -> RunRequest:
-    """What `opts` asks for, as the flag rules see it (a resume's stored run was checked when it was planned;
-    record mode `none` is the default, not a flag given)."""
-    ms = opts.model_settings
-    return RunRequest(
-        model=ms.model, base_url=ms.base_url, api_key_env=ms.api_key_env, epochs=opts.epochs,
-        concurrency=opts.concurrency, cassettes=opts.cassettes,
-        record_mode=None if opts.record_mode == "none" else opts.record_mode,
-        shard=opts.shard, run_id=opts.run_id, executor=opts.executor, ray_address=opts.ray_address,
-        resume=opts.resume,
-    )  # fmt: skip
+    @property
+    def replays(self) -> bool:
+        """Cassettes in replay-only mode: no request reaches the network, so no key or preflight is needed."""
+        return self.cassettes is not None and self.mode is RecordMode.NONE
+
+
+def default_of(name: str) -> Any:
+    """The declared default of `BenchOptions` field `name` (a flag's default and its help read it here)."""
+    f = BenchOptions.__dataclass_fields__[name]
+    return f.default_factory() if callable(f.default_factory) else f.default
+
+
+def default_epochs(command: str) -> int:
+    """The epochs of `command` (`run`, `sweep`, ...) when `--epochs` is not given."""
+    return SWEEP_EPOCHS if command == "sweep" else int(default_of("epochs"))

@@ -1,19 +1,24 @@
 """The flag rules of a run: every flag that would be ignored, or that contradicts another, is refused here,
 before anything is opened or written. Each rule is one function that raises `PlanError` with one line naming
-the flag, the value and what to do; `check_run_request` applies them all in order. The command line, the
-Python API and the notebook reach a run only through these rules (`runners.plan.run_plan`).
+the flag, the value and what to do; `check_options` applies them all in order to a run's `BenchOptions`. The
+command line, the Python API and the notebook reach a run only through these rules (`runners.plan.run_plan`).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from runners.domain.model_spec import ModelKind, model_kind
 from runners.plan.executor import Executor, check_available
+from runners.plan.options import DEFAULT_DB, BenchOptions, RecordMode
 from runners.plan.redact import redact
+
+if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
+    from runners.plan.shard import ShardSpec
 
 __all__ = [
     "DEFAULT_DB",
@@ -22,20 +27,17 @@ __all__ = [
     "RECORD_MODES",
     "BenchInputError",
     "PlanError",
-    "RunRequest",
     "UsageError",
     "check_api_key",
     "check_cassettes",
     "check_counts",
     "check_endpoint_url",
     "check_execution",
+    "check_options",
     "check_resume",
-    "check_run_request",
 ]
 
-DEFAULT_DB = Path("bench.duckdb")
-"""The metrics database every command reads or writes unless `--db` names another."""
-RECORD_MODES = ("none", "once", "new_episodes", "all")
+RECORD_MODES = tuple(m.value for m in RecordMode)
 """vcrpy's record modes, the values of `--record-mode`."""
 MAX_EPOCHS = 10_000
 """Upper bound of `--epochs`."""
@@ -55,38 +57,6 @@ class UsageError(Exception):
     """Unusable command-line input: printed as one line, exit 2."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunRequest:
-    """What was asked for a bench run or a sweep, before it is planned (None: not given)."""
-
-    model: str
-    """The --model value (after the settings are parsed)."""
-    base_url: str | None = None
-    """The --base-url value."""
-    api_key_env: str = "OPENAI_API_KEY"
-    """The --api-key-env value (the variable that holds the API key)."""
-    epochs: int | None = None
-    """--epochs."""
-    concurrency: int = 1
-    """--concurrency."""
-    cassettes: Path | None = None
-    """--cassettes."""
-    record_mode: str | None = None
-    """--record-mode."""
-    shard: object | None = None
-    """--shard (a ShardSpec)."""
-    run_id: str | None = None
-    """--run-id."""
-    executor: Executor = Executor.LOCAL
-    """--executor."""
-    ray_address: str | None = None
-    """--ray-address."""
-    resume: str | None = None
-    """--resume (a bench run or sweep id)."""
-    resume_refused: Mapping[str, object] = field(default_factory=dict)
-    """With --resume: the flags given that a resume would ignore (flag → value)."""
-
-
 def check_counts(epochs: int | None, concurrency: int) -> None:
     """--epochs and --concurrency are at least 1."""
     if epochs is not None and not 1 <= epochs <= MAX_EPOCHS:
@@ -102,17 +72,17 @@ def check_resume(resume: str | None, refused: Mapping[str, object]) -> None:
         raise PlanError(f"--resume {resume} restores the stored settings; remove {', '.join(given)}")
 
 
-def check_cassettes(model: str, cassettes: Path | None, record_mode: str | None) -> None:
+def check_cassettes(model: str, cassettes: Path | None, record_mode: RecordMode | str | None) -> None:
     """--record-mode needs --cassettes; cassettes record an openai model's HTTP; a replay reads a folder."""
     if record_mode is not None and cassettes is None:
         raise PlanError(f"--record-mode {record_mode} needs --cassettes DIR")
     if cassettes is None:
         return
-    if not model.startswith("openai:"):
+    if model_kind(model) is not ModelKind.OPENAI:
         raise PlanError(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
     if cassettes.exists() and not cassettes.is_dir():
         raise PlanError(f"--cassettes {cassettes} is a file, not a folder")
-    if (record_mode or "none") == "none" and not cassettes.is_dir():
+    if (record_mode or RecordMode.NONE) == RecordMode.NONE and not cassettes.is_dir():
         raise PlanError(f"--cassettes {cassettes}: no such folder; a replay (--record-mode none) reads recorded"
                         " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
 
@@ -120,7 +90,7 @@ def check_cassettes(model: str, cassettes: Path | None, record_mode: str | None)
 def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> None:
     """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused (a live run's
     --base-url is the preflight's to check; a replay makes no preflight)."""
-    if not model.startswith("openai:") or (base_url and not replay):
+    if model_kind(model) is not ModelKind.OPENAI or (base_url and not replay):
         return
     source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
     if not url:
@@ -140,13 +110,13 @@ def check_api_key(model: str, base_url: str | None, api_key_env: str, *, replay:
     """An openai model served by the OpenAI API (no base URL) needs its key variable set; a replay (offline) and
     a local server (which ignores the key) need none. Checked on every invocation, a resume's too: the key is
     this shell's, never stored."""
-    if not model.startswith("openai:") or base_url is not None or replay or os.environ.get(api_key_env):
+    if model_kind(model) is not ModelKind.OPENAI or base_url is not None or replay or os.environ.get(api_key_env):
         return
     raise PlanError(f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME")
 
 
 def check_execution(
-    shard: object | None, run_id: str | None, executor: Executor, ray_address: str | None, *, resume: bool
+    shard: ShardSpec | None, run_id: str | None, executor: Executor, ray_address: str | None, *, resume: bool
 ) -> None:
     """--shard needs a shared --run-id, --ray-address needs --executor ray, Ray needs to be installed."""
     if shard is not None and run_id is None and not resume:  # a resume restores its shard itself
@@ -157,17 +127,17 @@ def check_execution(
     check_available(executor)
 
 
-def check_run_request(request: RunRequest) -> None:
+def check_options(opts: BenchOptions) -> None:
     """Every rule, in the order a user fixes them: execution, resume, counts, cassettes, endpoint, API key. A
-    resume is checked twice: its flags before the stored run is read (no model yet), then the stored run's model
-    for this invocation's API key (the rest is the stored run's, checked when it was planned)."""
-    check_execution(request.shard, request.run_id, request.executor, request.ray_address,
-                    resume=request.resume is not None)  # fmt: skip
-    check_resume(request.resume, request.resume_refused)
-    replay = request.cassettes is not None and (request.record_mode or "none") == "none"
-    if not request.resume:
-        check_counts(request.epochs, request.concurrency)
-        check_cassettes(request.model, request.cassettes, request.record_mode)
-        check_endpoint_url(request.model, request.base_url, replay=request.cassettes is not None)
-    if request.model:
-        check_api_key(request.model, request.base_url, request.api_key_env, replay=replay)
+    resume is checked twice: its flags before the stored run is read (the model is not known yet: the default,
+    scripted, needs no key), then the stored run's model for this invocation's API key (the rest is the stored
+    run's, checked when it was planned)."""
+    resume = opts.resume is not None
+    check_execution(opts.shard, opts.run_id, opts.executor, opts.ray_address, resume=resume)
+    check_resume(opts.resume, opts.resume_refused)
+    ms = opts.model_settings
+    if not opts.resume:
+        check_counts(opts.epochs, opts.concurrency)
+        check_cassettes(ms.model, opts.cassettes, opts.record_mode)
+        check_endpoint_url(ms.model, ms.base_url, replay=opts.cassettes is not None)
+    check_api_key(ms.model, ms.base_url, ms.api_key_env, replay=opts.replays)

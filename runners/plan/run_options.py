@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from runners.plan._bounded import bounded_int
 from runners.plan.agent import AgentFramework
+from runners.plan.options import RecordMode, default_epochs
 from runners.plan.rules import MAX_EPOCHS, RECORD_MODES
 
 if TYPE_CHECKING:
@@ -183,13 +184,16 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
     RunOption("epochs", "--epochs", "epochs", "epochs", "epochs", sql_type="INTEGER",
               argument=lambda command: {
                   "type": _epochs, "metavar": "K",
-                  "help": f"repeat every case K times (default {3 if command == 'sweep' else 1})"}),
+                  "help": f"repeat every case K times (default {default_epochs(command)})"}),
     RunOption("cassettes", "--cassettes", "cassettes", "cassettes", "cassettes", encode=_path, decode=_to_path,
               argument={"type": Path, "metavar": "DIR",
                         "help": "record/replay the model's HTTP with vcrpy (openai:<model-name> only)"}),
     RunOption("record_mode", "--record-mode", "record_mode", "record_mode", "record_mode",
-              decode=lambda v: v or "none", from_arg=lambda v: v or "none",
-              stored_value=lambda o: o.record_mode if o.cassettes else None,
+              # `none` is the default: stored and saved as such, restored as not given
+              encode=lambda v: RecordMode(v or RecordMode.NONE).value,
+              decode=lambda v: None if v in (None, RecordMode.NONE) else RecordMode(v),
+              from_arg=lambda v: None if v is None else RecordMode(v),
+              stored_value=lambda o: o.mode.value if o.cassettes else None,
               argument={"choices": RECORD_MODES,
                         "help": "vcrpy record mode with --cassettes (default none: replay only, no network; all:"
                                 " re-record, replacing stale episodes)"}),

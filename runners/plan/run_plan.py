@@ -12,15 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runners.domain import profiles
 from runners.domain.evalset import EvalCase, load_cases
+from runners.domain.model_spec import ModelKind, ModelSpec, ModelSpecError, parse_model
 from runners.plan import shard, stored_plan
 from runners.plan.executor import Executor
-from runners.plan.options import BenchOptions, ModelSpec, request_of
-from runners.plan.rules import BenchInputError, RunRequest, check_run_request
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError, check_options
 from runners.plan.settings import RunSettings
 from runners.plan.shard import ShardSpec
 
-__all__ = ["RunPlan", "plan_run", "planned", "refuse_taken", "select_cases"]
+__all__ = ["RunPlan", "plan_model", "plan_run", "planned", "refuse_taken", "select_cases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +68,20 @@ class RunPlan:
                           sweep_id=sweep_id, keep_runs=False, resume=resume)  # fmt: skip
         run_id = self.options.run_id
         bench_run_id = resume or (shard.bench_run_id(run_id, settings, in_sweep=True) if run_id else None)
-        return RunPlan(options, ModelSpec.parse(settings.model_settings.model), self.cases, bench_run_id,
+        return RunPlan(options, plan_model(settings.model_settings.model), self.cases, bench_run_id,
                        resume is not None)  # fmt: skip
+
+
+def plan_model(text: str) -> ModelSpec:
+    """The model a run is planned with: its text parsed, a scripted profile checked; `BenchInputError` naming
+    the `--model` value and what is wrong."""
+    try:
+        spec = parse_model(text)
+        if spec.kind is ModelKind.SCRIPTED:
+            profiles.parse_profile(spec.name)
+    except (ModelSpecError, profiles.UnknownProfileError) as exc:
+        raise BenchInputError(f"--model {text!r}: {exc}") from None
+    return spec
 
 
 def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
@@ -97,25 +111,24 @@ def refuse_taken(db: Path, table: str, ids: Sequence[str]) -> None:
 
 def planned(opts: BenchOptions, bench_run_id: str | None = None, *, resumes: bool = False) -> RunPlan:
     """The plan of options whose flag rules passed: the model parsed, the cases selected."""
-    model = ModelSpec.parse(opts.model_settings.model)
+    model = plan_model(opts.model_settings.model)
     return RunPlan(opts, model, tuple(select_cases(opts.evalsets, opts.case_ids)), bench_run_id, resumes)
 
 
-def plan_run(opts: BenchOptions, *, request: RunRequest | None = None) -> RunPlan:
-    """Apply every flag rule to `opts` (`request`: what the command line asked, flag by flag; default: what `opts`
-    asks), parse its model and select its cases; with `opts.resume`, read the stored bench run (read only from
-    `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong; nothing
-    is written."""
+def plan_run(opts: BenchOptions) -> RunPlan:
+    """Apply every flag rule to `opts`, parse its model and select its cases; with `opts.resume`, read the stored
+    bench run (read only from `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong;
+    nothing is written."""
     from runners.store.connection import check_database_file
 
-    check_run_request(request or request_of(opts))
+    check_options(opts)
     check_database_file(opts.db, must_exist=opts.resume is not None)
     if opts.resume:
         resume = opts.resume
         from runners.store.resume import load_bench_run
 
         restored = stored_plan.read_bench_run(resume, load_bench_run(opts.db, resume), opts)
-        check_run_request(request_of(restored))  # this invocation's API key for the stored model
+        check_options(restored)  # this invocation's API key for the stored model
         return planned(restored, resume, resumes=True)
     bench_run_id = None
     if opts.run_id:

@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 
 from harness.config import HarnessConfig
 from harness.models.base import ToolCallFormat
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, model_kind
 from runners.plan.redact import safe_url
 
 SettingValue = int | float | str | None
@@ -111,7 +112,7 @@ class ModelSettings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     model: Annotated[str, BenchSetting(metavar="MODEL")] = Field(
-        default="scripted", min_length=1, examples=["openai:scripted:reference"]
+        default=DEFAULT_MODEL, min_length=1, examples=["openai:scripted:reference"]
     )
     """'scripted', 'scripted:<profile>' or 'openai:<model-name>'."""
     base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
@@ -119,7 +120,7 @@ class ModelSettings(BaseModel):
     )
     """OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, serve-sim); unset: the OpenAI API."""
     api_key_env: Annotated[str, BenchSetting(metavar="VAR", endpoint=True)] = Field(
-        default="OPENAI_API_KEY", examples=["HB_TEST_KEY"]
+        default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
     )
     """Environment variable holding the API key (local servers need none)."""
     tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|TOOL")] = Field(
@@ -138,7 +139,7 @@ class ModelSettings(BaseModel):
     @classmethod
     def _variable_name(cls, value: str) -> str:
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise ValueError("expected an environment variable name like OPENAI_API_KEY")
+            raise ValueError(f"expected an environment variable name like {DEFAULT_API_KEY_ENV}")
         return value
 
     @field_validator("tool_choice")
@@ -153,7 +154,7 @@ class ModelSettings(BaseModel):
     @model_validator(mode="after")
     def _openai_only(self) -> ModelSettings:
         # The scripted model sends no request: every other model setting would be silently ignored.
-        if self.model == "scripted" or self.model.startswith("scripted:"):
+        if model_kind(self.model) is ModelKind.SCRIPTED:
             for name, info in type(self).model_fields.items():
                 if name != "model" and getattr(self, name) != info.default:
                     raise ValueError(
@@ -546,7 +547,7 @@ def legacy_settings(config_json: str | None, model: str | None, base_url: str | 
     harness_class = declaration().harness_class
     config = {k: v for k, v in json.loads(config_json or "{}").items() if k in harness_class.model_fields}
     harness = _validated(lambda: harness_class.model_validate(config), SettingOwner.HARNESS)
-    return RunSettings.of(harness).with_values({"model": model or "scripted", "base_url": base_url})
+    return RunSettings.of(harness).with_values({"model": model or DEFAULT_MODEL, "base_url": base_url})
 
 
 def _validated(build: Any, owner: SettingOwner) -> Any:

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
 from runners.plan import run_options, shard
-from runners.plan.options import BenchOptions
+from runners.plan.options import BenchOptions, default_of
 from runners.plan.rules import BenchInputError
 from runners.plan.settings import (
     RunSettings,
@@ -177,10 +177,7 @@ def saved_sweep_options(base: BenchOptions) -> str:
 
 
 def _default(option: run_options.RunOption) -> Any:
-    for f in fields(BenchOptions):
-        if f.name == option.name:
-            return f.default_factory() if callable(f.default_factory) else f.default
-    return option.default
+    return default_of(option.name) if option.name in BenchOptions.__dataclass_fields__ else option.default
 
 
 def _option_argv(option: run_options.RunOption, opts: BenchOptions) -> list[str]:

@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from runners.plan import shard, stored_plan
-from runners.plan.options import BenchOptions, request_of
-from runners.plan.rules import BenchInputError, RunRequest, check_run_request
+from runners.plan.options import BenchOptions
+from runners.plan.rules import BenchInputError, check_options
 from runners.plan.run_plan import RunPlan, planned, refuse_taken
 from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
 
@@ -91,14 +91,14 @@ class SweepPlan:
     """The sweep is stored already: completed points are skipped, interrupted ones resumed."""
 
 
-def plan_sweep(opts: SweepOptions, *, request: RunRequest | None = None) -> SweepPlan:
-    """Apply every flag rule to the sweep (`request`: what the command line asked, flag by flag), validate every
+def plan_sweep(opts: SweepOptions) -> SweepPlan:
+    """Apply every flag rule to the sweep (its shared options, resuming `opts.resume`), validate every
     grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only) and plan it.
     Raises `BenchInputError` (exit 2) naming what is wrong; nothing is written."""
     from runners.store.connection import check_database_file
 
     base = opts.base
-    check_run_request(request or replace(request_of(base), resume=opts.resume))
+    check_options(replace(base, resume=opts.resume))
     check_database_file(base.db, must_exist=opts.resume is not None)
     if opts.resume:
         resume = opts.resume
@@ -106,7 +106,7 @@ def plan_sweep(opts: SweepOptions, *, request: RunRequest | None = None) -> Swee
         from runners.store.resume import load_sweep
 
         axes, restored = stored_plan.read_sweep(resume, load_sweep(base.db, resume), base)
-        check_run_request(replace(request_of(restored), resume=resume))  # this invocation's API key
+        check_options(replace(restored, resume=resume))  # this invocation's API key
         grid = SweepGrid(axes)
         return SweepPlan(planned(restored), grid, tuple(grid.points(restored.settings)), resume, resumes=True)
     sweep_id = None

@@ -12,8 +12,9 @@ from harness.contracts import ModelErrorKind
 from harness.models.base import ChatModel
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase
+from runners.domain.model_spec import ModelKind, ModelSpec
 from runners.domain.scripted import ScriptedChatModel
-from runners.plan.options import BenchOptions, ModelSpec
+from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
@@ -28,14 +29,13 @@ class ModelFactory:
         self.spec = spec
         self.opts = opts
         self._shared: ChatModel | None = None
-        if spec.kind == "openai":
+        if spec.kind is ModelKind.OPENAI:
             # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
             # scripted run (the main job, every test subprocess) never needs
             from harness.models.openai_model import OpenAIChatModel
             from runners.store.cassettes import CassetteTransport
 
             ms = opts.model_settings
-            replay_only = opts.cassettes is not None and opts.record_mode == "none"
             self._shared = OpenAIChatModel(
                 spec.name,
                 base_url=ms.base_url,
@@ -48,7 +48,7 @@ class ModelFactory:
                 max_in_flight=opts.max_in_flight or opts.concurrency,
                 # Each case run binds its own cassette to its thread (runners/store/cassettes.py).
                 transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
-                offline=replay_only,
+                offline=opts.replays,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -61,7 +61,7 @@ class ModelFactory:
 def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchOptions) -> CaseRun:
     """Run one case at one epoch through `factory`'s model (under its cassette when the run has one)."""
     model = factory.for_case(case, epoch)
-    if opts.cassettes is None or factory.spec.kind != "openai":
+    if opts.cassettes is None or factory.spec.kind is not ModelKind.OPENAI:
         return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
     from runners.plan.redact import Secrets
     from runners.store.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
@@ -69,7 +69,7 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
     secrets = Secrets.of(opts.model_settings.base_url, opts.model_settings.api_key_env)
     path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
     try:
-        with use_cassette(path, opts.record_mode, secrets) as tape:
+        with use_cassette(path, opts.mode, secrets) as tape:
             run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
                            deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
     except CassetteError as exc:
@@ -77,7 +77,7 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
     if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
         command = rerecord_command(opts, case.id, epoch)
-        message = f"request not in cassette {path} (record mode {opts.record_mode}); re-record with: {command}"
+        message = f"request not in cassette {path} (record mode {opts.mode}); re-record with: {command}"
         run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
     return run
 

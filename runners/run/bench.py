@@ -117,7 +117,7 @@ def run_bench(
     if not isinstance(plan, RunPlan):
         raise TypeError("run_bench runs a RunPlan: run_bench(plan_run(BenchOptions(...)))")
     t0 = time.perf_counter()
-    preflight(plan.options)  # an unusable endpoint is exit 2 before the database is even opened
+    preflight(plan.options, plan.model)  # an unusable endpoint is exit 2 before the database is even opened
     own = connect(plan.db)
     try:
         return _run(own, plan, t0, on_progress, on_start)
@@ -233,10 +233,10 @@ def _iterate(
 ) -> Iterator[tuple[CaseRun, int]]:
     cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
     if opts.executor is Executor.RAY:
-        yield from iterate_ray(todo, opts, concurrency)
+        yield from iterate_ray(todo, factory.spec, opts, concurrency)
         return
     if opts.executor is Executor.PROCESSES:
-        yield from iterate_processes(todo, opts, concurrency)
+        yield from iterate_processes(todo, factory.spec, opts, concurrency)
         return
     if concurrency == 1:
         for case, epoch in todo:

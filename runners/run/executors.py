@@ -31,8 +31,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from runners.domain.model_spec import ModelSpec
 from runners.plan.executor import RAY_EXTRA, Executor, ExecutorError, check_available
-from runners.plan.options import BenchOptions, ModelSpec
+from runners.plan.options import BenchOptions
 from runners.run._execute import ModelFactory, execute_case
 
 if TYPE_CHECKING:
@@ -46,18 +47,19 @@ __all__ = ["RAY_EXTRA", "Executor", "ExecutorError", "check_available", "iterate
 _WORKER_FACTORY: tuple[str, Any] | None = None
 
 
-def _run_one(token: str, opts: BenchOptions, case: EvalCase, epoch: int) -> CaseRun:
+def _run_one(token: str, spec: ModelSpec, opts: BenchOptions, case: EvalCase, epoch: int) -> CaseRun:
     """Body of a Ray task: one case run, exactly as the local executor runs it."""
     global _WORKER_FACTORY
     if _WORKER_FACTORY is None or _WORKER_FACTORY[0] != token:
-        _WORKER_FACTORY = (token, ModelFactory(ModelSpec.parse(opts.model_settings.model), opts))
+        _WORKER_FACTORY = (token, ModelFactory(spec, opts))
     return execute_case(case, epoch, _WORKER_FACTORY[1], opts)
 
 
 def iterate_ray(
-    todo: Sequence[tuple[EvalCase, int]], opts: BenchOptions, concurrency: int
+    todo: Sequence[tuple[EvalCase, int]], spec: ModelSpec, opts: BenchOptions, concurrency: int
 ) -> Iterator[tuple[CaseRun, int]]:
-    """Run `todo` as Ray tasks and yield each (CaseRun, epoch) as it finishes (completion order).
+    """Run `todo` (model `spec`, the plan's) as Ray tasks and yield each (CaseRun, epoch) as it finishes
+    (completion order).
 
     Connects to `opts.ray_address`, or reuses an initialised Ray, or starts a local instance (shut down
     at the end). At most max(concurrency, cluster CPUs) × 2 tasks are submitted at a time, so a large
@@ -85,7 +87,7 @@ def iterate_ray(
         nxt = next(it, None)
         if nxt is None:
             return False
-        pending[remote.remote(token, opts_ref, nxt[0], nxt[1])] = nxt[1]
+        pending[remote.remote(token, spec, opts_ref, nxt[0], nxt[1])] = nxt[1]
         return True
 
     try:
@@ -122,7 +124,7 @@ ResultItem = tuple[int, int, "CaseRun | None", "BaseException | None"]
 """(index, epoch, the finished case run, or the exception it raised)."""
 
 
-def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+def _process_worker(spec: ModelSpec, opts: BenchOptions, tasks: Any, results: Any, stop: Any, threads: int) -> None:
     """Body of one worker process: `threads` threads take (case, epoch) items until a None, run each
     exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
     from concurrent.futures import ThreadPoolExecutor
@@ -142,7 +144,7 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
         token.cancel()  # case runs in flight end CANCELLED; the driver discards them
 
     threading.Thread(target=watch, name="stop-watch", daemon=True).start()
-    factory = ModelFactory(ModelSpec.parse(opts.model_settings.model), opts)
+    factory = ModelFactory(spec, opts)
 
     def loop() -> None:
         while not token.cancelled:
@@ -161,10 +163,10 @@ def _process_worker(opts: BenchOptions, tasks: Any, results: Any, stop: Any, thr
 
 
 def iterate_processes(
-    todo: Sequence[tuple[EvalCase, int]], opts: BenchOptions, concurrency: int
+    todo: Sequence[tuple[EvalCase, int]], spec: ModelSpec, opts: BenchOptions, concurrency: int
 ) -> Iterator[tuple[CaseRun, int]]:
-    """Run `todo` in one worker process per CPU (each with its share of `concurrency` threads) and yield
-    each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
+    """Run `todo` (model `spec`, the plan's) in one worker process per CPU (each with its share of `concurrency`
+    threads) and yield each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
 
     Workers are spawned (never forked: the driver holds DuckDB and HTTP state that must not be copied);
     a cancellation of the driver's flag stops them taking work, and a worker that dies is an error."""
@@ -183,7 +185,7 @@ def iterate_processes(
     for _ in range(workers * threads):
         tasks.put(None)
     procs = [
-        ctx.Process(target=_process_worker, args=(worker_opts, tasks, results, stop, threads), daemon=True,
+        ctx.Process(target=_process_worker, args=(spec, worker_opts, tasks, results, stop, threads), daemon=True,
                     name=f"harness-bench-worker-{i + 1}")
         for i in range(workers)
     ]  # fmt: skip

@@ -26,11 +26,13 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from harness.contracts import ModelErrorKind
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 
 if TYPE_CHECKING:
     import openai
 
     from harness.models.openai_model import OpenAIChatModel
+    from runners.domain.model_spec import ModelSpec
     from runners.plan.options import BenchOptions
 
 PROBE_TIMEOUT_SECONDS = 15.0
@@ -77,7 +79,7 @@ def _status_text(exc: openai.APIStatusError) -> str:
 
 
 def probe(model: OpenAIChatModel, model_name: str, *, timeout: float = PROBE_TIMEOUT_SECONDS,
-          api_key_env: str = "OPENAI_API_KEY") -> ProbeResult:  # fmt: skip
+          api_key_env: str = DEFAULT_API_KEY_ENV) -> ProbeResult:  # fmt: skip
     """Probe the model's endpoint; raise PreflightError naming the URL and the status when unusable."""
     import httpx2  # the SDK stack is imported only when an endpoint is really probed
     import openai
@@ -138,21 +140,20 @@ def _unusable(url: str, exc: openai.APIError, api_key_env: str) -> str:
     return f"{head} {what}"[:400]
 
 
-def needs_preflight(opts: BenchOptions) -> bool:
+def needs_preflight(opts: BenchOptions, spec: ModelSpec) -> bool:
     """An `openai:` model that may reach the network (not a replay-only cassette run)."""
-    if not opts.model_settings.model.startswith("openai:"):
-        return False
-    return not (opts.cassettes is not None and opts.record_mode == "none")
+    return spec.is_openai and not opts.replays
 
 
-def preflight(opts: BenchOptions) -> ProbeResult | None:
-    """Probe the endpoint of a bench run when it may reach the network; PreflightError when unusable."""
-    if not needs_preflight(opts):
+def preflight(opts: BenchOptions, spec: ModelSpec) -> ProbeResult | None:
+    """Probe the endpoint of a bench run (model `spec`, the plan's) when it may reach the network; PreflightError
+    when unusable."""
+    if not needs_preflight(opts, spec):
         return None
     from harness.models.openai_model import OpenAIChatModel
 
     ms = opts.model_settings
-    name = ms.model.partition(":")[2]
+    name = spec.name
     timeout = min(PROBE_TIMEOUT_SECONDS, opts.config.model_timeout_seconds)
     from runners.plan.redact import Secrets, redact
 

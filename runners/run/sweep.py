@@ -54,7 +54,8 @@ def run_sweep(
     set, no new point starts and the sweep ends `interrupted` (unless every point had already completed)."""
     if not isinstance(plan, SweepPlan):
         raise TypeError("run_sweep runs a SweepPlan: run_sweep(plan_sweep(SweepOptions(...)))")
-    preflight(plan.base.options)  # once for every point, before the sweeps row: an unusable endpoint writes nothing
+    # once for every point, before the sweeps row: an unusable endpoint writes nothing
+    preflight(plan.base.options, plan.base.model)
     con = connect(plan.base.db)
     try:
         return _sweep(con, plan, on_progress, on_start)

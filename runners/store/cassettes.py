@@ -60,7 +60,9 @@ from vcr.serialize import serialize
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
+from runners.domain.model_spec import parse_model
 from runners.plan.options import BenchOptions
+from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr's own `RecordMode` is above
 from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
@@ -490,11 +492,11 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
     assert opts.cassettes is not None, "a re-record command is for a run with cassettes"
     cassettes = opts.cassettes
     ms = opts.model_settings
-    record = replace(opts, case_ids=[case_id], epochs=epoch, record_mode="all", shard=None, run_id=None)
+    record = replace(opts, case_ids=[case_id], epochs=epoch, record_mode=RunRecordMode.ALL, shard=None, run_id=None)
     argv = run_argv(record, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
-    name = ms.model.partition(":")[2] or ms.model
+    name = parse_model(ms.model).name  # the rules let cassettes record an openai:<model-name> only
     base_url = safe_url(ms.base_url)  # printed and stored: credentials in the URL are given again by the user
-    if base_url and opts.record_mode != "none":
+    if base_url and not opts.replays:
         argv += ["--base-url", base_url]
         note = f"--base-url is the endpoint this run recorded from: it must be serving {name} live"
     elif base_url:

@@ -1,13 +1,14 @@
 """The run path from the command line down reads top to bottom: `harness-bench run` (scripted model, two cases, a
-temporary DuckDB file; and `run --resume`, `sweep` over two thresholds, `gate` of two labels) is traced with `sys.setprofile`, and every call between two modules of `runners` recorded.
-The path is the order in which the run first enters each module. A return to a module higher up is a call from
-module B into a module A that is on the call stack above B (A called, through others, B, and B calls A back): the
-runner asking the planner or the CLI again, a callback, a generator handed down and pulled from below.
+temporary DuckDB file; and `run --resume`, `sweep` over two thresholds, `gate` of two labels) is traced with
+`sys.setprofile`, and every call between two modules of `runners` recorded. The path is the order in which the run
+first enters each module. A return to a module higher up is a call from module B into a module A that is on the call
+stack above B (A called, through others, B, and B calls A back): the runner asking the planner or the CLI again, a
+callback, a generator handed down and pulled from below.
 
 Not counted, each for its reason:
 
 - value types and vocabularies read everywhere: `runners.plan.settings` (the declaration and `RunSettings`),
-  `runners.plan.options` (`BenchOptions`, `ModelSpec`), `runners.plan.executor` and `runners.plan.agent` (enums),
+  `runners.plan.options` (`BenchOptions`, `RecordMode`), `runners.plan.executor` and `runners.plan.agent` (enums),
   a dataclass's generated methods (`__init__`, `__eq__`, ...), the accessors of a `RunPlan` (its properties:
   reading the plan is what the runner does);
 - the run's domain, which the runner executes by design: `runners.domain.*` (cases, tools, the scripted model);

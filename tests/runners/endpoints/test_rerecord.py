@@ -40,7 +40,7 @@ def _parsed(argv: list[str]) -> BenchOptions:
     """The options the `run` command builds from `harness-bench run ARGV`."""
     assert argv[:2] == ["harness-bench", "run"], argv
     args = build_parser().parse_args(argv[1:])
-    return _bench_options(args, settings.settings_from_args(args), epochs=1, cancellation=CancellationToken())
+    return _bench_options(args, settings.settings_from_args(args), command="run", cancellation=CancellationToken())
 
 
 def _plan_inputs(opts: BenchOptions) -> tuple[object, ...]:

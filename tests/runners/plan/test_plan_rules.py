@@ -10,90 +10,112 @@ import pytest
 from runners.cli import main
 from runners.plan import rules
 from runners.plan.executor import Executor
-from runners.plan.rules import PlanError, RunRequest, check_run_request
+from runners.plan.options import BenchOptions
+from runners.plan.rules import PlanError, check_options
+from runners.plan.settings import ModelSettings
 from runners.plan.shard import ShardSpec
 
 OPENAI = "openai:m"
 
 
-def _refused(request: RunRequest, *words: str) -> None:
+def _opts(model: str = "scripted", base_url: str | None = None, api_key_env: str | None = None,
+          **options: object) -> BenchOptions:  # fmt: skip
+    """Options of a run of `model` (the endpoint settings given only when not None)."""
+    endpoint = {k: v for k, v in {"base_url": base_url, "api_key_env": api_key_env}.items() if v is not None}
+    return BenchOptions(model_settings=ModelSettings(model=model, **endpoint), **options)  # type: ignore[arg-type]
+
+
+def _refused(opts: BenchOptions, *words: str) -> None:
     with pytest.raises(PlanError) as info:
-        check_run_request(request)
+        check_options(opts)
     assert all(w in str(info.value) for w in words), str(info.value)
 
 
 def test_record_mode_needs_cassettes() -> None:
-    _refused(RunRequest(model=OPENAI, record_mode="all"), "--record-mode all needs --cassettes")
+    _refused(_opts(OPENAI, record_mode="all"), "--record-mode all needs --cassettes")
 
 
 def test_cassettes_need_an_openai_model(tmp_path: Path) -> None:
-    _refused(RunRequest(model="scripted", cassettes=tmp_path), "--cassettes", "--model scripted makes none")
+    _refused(_opts("scripted", cassettes=tmp_path), "--cassettes", "--model scripted makes none")
 
 
 def test_cassettes_must_be_a_folder(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
-    _refused(RunRequest(model=OPENAI, cassettes=tmp_path / "f", record_mode="all"), "is a file, not a folder")
+    _refused(_opts(OPENAI, cassettes=tmp_path / "f", record_mode="all"), "is a file, not a folder")
 
 
 def test_a_replay_needs_an_existing_cassette_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _refused(RunRequest(model=OPENAI, cassettes=tmp_path / "none"), "no such folder", "--record-mode all")
+    _refused(_opts(OPENAI, cassettes=tmp_path / "none"), "no such folder", "--record-mode all")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-secret")
-    check_run_request(RunRequest(model=OPENAI, cassettes=tmp_path / "none", record_mode="all"))  # recording: made
+    check_options(_opts(OPENAI, cassettes=tmp_path / "none", record_mode="all"))  # recording: made
 
 
 def test_the_openai_api_needs_its_key_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Only the OpenAI API itself needs the key: a replay is offline, a local server ignores the key."""
     monkeypatch.delenv("MY_KEY", raising=False)
-    _refused(RunRequest(model=OPENAI, api_key_env="MY_KEY"), "MY_KEY is not set", "--api-key-env")
-    _refused(RunRequest(model=OPENAI, api_key_env="MY_KEY", cassettes=tmp_path, record_mode="all"), "MY_KEY")
-    check_run_request(RunRequest(model=OPENAI, api_key_env="MY_KEY", cassettes=tmp_path))  # a replay
-    check_run_request(RunRequest(model=OPENAI, api_key_env="MY_KEY", base_url="http://127.0.0.1:9/v1"))
+    _refused(_opts(OPENAI, api_key_env="MY_KEY"), "MY_KEY is not set", "--api-key-env")
+    _refused(_opts(OPENAI, api_key_env="MY_KEY", cassettes=tmp_path, record_mode="all"), "MY_KEY")
+    check_options(_opts(OPENAI, api_key_env="MY_KEY", cassettes=tmp_path))  # a replay
+    check_options(_opts(OPENAI, api_key_env="MY_KEY", base_url="http://127.0.0.1:9/v1"))
     # a resume's flags are checked before its stored model is known; the stored model is checked after
-    check_run_request(RunRequest(model="", resume="br-x"))
-    _refused(RunRequest(model=OPENAI, api_key_env="MY_KEY", resume="br-x"), "MY_KEY is not set")
+    check_options(_opts(resume="br-x"))
+    _refused(_opts(OPENAI, api_key_env="MY_KEY", resume="br-x"), "MY_KEY is not set")
     monkeypatch.setenv("MY_KEY", "sk-test-not-a-secret")
-    check_run_request(RunRequest(model=OPENAI, api_key_env="MY_KEY"))
+    check_options(_opts(OPENAI, api_key_env="MY_KEY"))
 
 
 def test_a_base_url_is_http_with_a_host(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    _refused(RunRequest(model=OPENAI, base_url="ftp://x", cassettes=tmp_path), "--base-url 'ftp://x'")
+    _refused(_opts(OPENAI, base_url="ftp://x", cassettes=tmp_path), "--base-url 'ftp://x'")
     monkeypatch.setenv("OPENAI_BASE_URL", "nonsense")
-    _refused(RunRequest(model=OPENAI), "OPENAI_BASE_URL 'nonsense'")
-    check_run_request(RunRequest(model="scripted"))  # a scripted model reaches no URL
+    _refused(_opts(OPENAI), "OPENAI_BASE_URL 'nonsense'")
+    check_options(_opts("scripted"))  # a scripted model reaches no URL
 
 
 def test_shard_needs_a_run_id() -> None:
-    _refused(RunRequest(model="scripted", shard=ShardSpec.parse("1/2")), "--shard 1/2 needs --run-id")
-    check_run_request(RunRequest(model="scripted", shard=ShardSpec.parse("1/2"), run_id="ci-1"))
+    _refused(_opts("scripted", shard=ShardSpec.parse("1/2")), "--shard 1/2 needs --run-id")
+    check_options(_opts("scripted", shard=ShardSpec.parse("1/2"), run_id="ci-1"))
 
 
 def test_ray_address_needs_the_ray_executor() -> None:
-    _refused(RunRequest(model="scripted", ray_address="auto"), "--ray-address auto applies to --executor ray")
+    _refused(_opts("scripted", ray_address="auto"), "--ray-address auto applies to --executor ray")
 
 
 def test_resume_refuses_flags_it_would_ignore() -> None:
-    request = RunRequest(model="", resume="br-x", resume_refused={"--epochs": 3, "--label": None, "--case": ["a"]})
+    request = _opts(resume="br-x", resume_refused={"--epochs": 3, "--label": None, "--case": ["a"]})
     _refused(request, "--resume br-x restores the stored settings; remove --epochs, --case")
-    check_run_request(RunRequest(model="", resume="br-x", resume_refused={"--epochs": None}))
+    check_options(_opts(resume="br-x", resume_refused={"--epochs": None}))
 
 
 def test_counts_are_in_range() -> None:
-    _refused(RunRequest(model="scripted", epochs=0), "--epochs 0")
-    _refused(RunRequest(model="scripted", concurrency=rules.MAX_CONCURRENCY + 1), "--concurrency")
+    _refused(_opts("scripted", epochs=0), "--epochs 0")
+    _refused(_opts("scripted", concurrency=rules.MAX_CONCURRENCY + 1), "--concurrency")
 
 
 def test_every_rule_is_applied_by_the_one_entry_point() -> None:
-    """check_run_request applies each rule function of the module (none is left for a caller to forget)."""
-    checks = {n for n in rules.__all__ if n.startswith("check_") and n != "check_run_request"}
-    source = Path(rules.__file__).read_text().split("def check_run_request", 1)[1]
+    """check_options applies each rule function of the module (none is left for a caller to forget)."""
+    checks = {n for n in rules.__all__ if n.startswith("check_") and n != "check_options"}
+    source = Path(rules.__file__).read_text().split("def check_options", 1)[1]
     assert checks and all(f"{c}(" in source for c in checks), checks
+
+
+def test_the_rules_take_the_one_options_type() -> None:
+    """No second description of a run: the rules declare no request type of their own, and the entry point takes
+    the `BenchOptions` the command line, the Python API and a stored run all give."""
+    import ast
+    import inspect
+
+    tree = ast.parse(Path(rules.__file__).read_text())
+    assert not [n.name for n in tree.body if isinstance(n, ast.ClassDef) and not n.name.endswith("Error")]
+    assert inspect.signature(check_options).parameters["opts"].annotation == "BenchOptions"
+    assert not hasattr(rules, "RunRequest")
 
 
 @pytest.mark.parametrize(
     ("argv", "words"),
     [
         (["run", "--record-mode", "all"], "--record-mode all needs --cassettes"),
+        (["sweep", "--record-mode", "none"], "--record-mode none needs --cassettes"),  # given, not the default
         (["run", "--shard", "1/2"], "--shard 1/2 needs --run-id"),
         (["run", "--ray-address", "auto"], "--ray-address auto applies to --executor ray only"),
         (["run", "--resume", "br-x", "--epochs", "2"], "remove --epochs"),
@@ -162,3 +184,24 @@ def test_cli_choices_come_from_their_one_declaration() -> None:
     for command in ("recommend", "report"):
         assert choices(command, "objective") == [o.value for o in Objective]
         assert choices(command, "rule") == [r.value for r in Rule]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("gpt-4o", "--model 'gpt-4o': expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'"),
+        ("openai:", "--model 'openai:': expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'"),
+        ("scripted:nope", "--model 'scripted:nope': unknown behaviour profile 'nope'; profiles are reference, rewriter,"
+                          " sloppy, eager, fabricator, parallel"),
+    ],
+)  # fmt: skip
+def test_the_plan_parses_the_model_once_naming_the_flag(text: str, message: str) -> None:
+    """The plan's one call of the parser: the spec it holds, or one line naming `--model`, its value and the fix."""
+    from runners.domain.model_spec import ModelKind
+    from runners.plan.run_plan import plan_model
+
+    with pytest.raises(rules.BenchInputError) as info:
+        plan_model(text)
+    assert str(info.value) == message
+    assert plan_model("scripted:sloppy?seed=2").name == "sloppy?seed=2"
+    assert plan_model("openai:m").kind is ModelKind.OPENAI

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
+import enum
 import json
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import pytest
 
 from runners.cli import build_parser, main
 from runners.plan import run_options
-from runners.plan.options import BenchOptions
+from runners.plan.options import SWEEP_EPOCHS, BenchOptions, default_epochs
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import RunOption
 from runners.store.connection import connect
@@ -149,3 +151,70 @@ def test_agent_is_not_listed_among_the_execution_flags(command: str) -> None:
     groups = {a.option_strings[0]: g.title for g in parser._action_groups for a in g._group_actions if a.option_strings}
     assert groups["--agent"] == groups["--no-transcripts"] == "bench"
     assert groups["--executor"].startswith("execution")
+
+
+# -- one place for each default: the flags of run and sweep read BenchOptions' declaration ----------------------
+_FLAG_DEFAULTS = {"--db": "db", "--concurrency": "concurrency", "--max-in-flight": "max_in_flight",
+                  "--executor": "executor"}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["run", "sweep"])
+def test_the_bench_flags_default_to_the_options_declaration(command: str) -> None:
+    """A flag's default (and the default its help names) is `BenchOptions`' (no second literal to drift)."""
+    parser = _subparser(command)
+    defaults = {f.name: f.default for f in dataclasses.fields(BenchOptions)}
+    for flag, name in _FLAG_DEFAULTS.items():
+        action = parser._option_string_actions[flag]
+        value = defaults[name]
+        assert action.default == (value.value if isinstance(value, enum.Enum) else value), flag
+    args = parser.parse_args([])
+    assert args.epochs is None  # the per-command epochs apply in `_bench_options`, below
+
+
+def test_a_changed_declaration_changes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check bites: a new default declared on `BenchOptions` alone reaches the flag and its help."""
+    monkeypatch.setattr(BenchOptions.__dataclass_fields__["concurrency"], "default", 7)
+    action = _subparser("run")._option_string_actions["--concurrency"]
+    assert action.default == 7 and action.help == "case runs in flight (default 7)"
+
+
+@pytest.mark.parametrize(("command", "epochs"), [("run", 1), ("sweep", SWEEP_EPOCHS)])
+def test_each_command_plans_its_declared_epochs(command: str, epochs: int, tmp_path: Path) -> None:
+    from harness.context import CancellationToken
+    from runners.commands._bench import _bench_options
+    from runners.plan import settings
+
+    args = _subparser(command).parse_args(["--db", str(tmp_path / "x.duckdb")])
+    opts = _bench_options(args, settings.settings_from_args(args), command=command, cancellation=CancellationToken())
+    assert opts.epochs == epochs == default_epochs(command)
+    assert f"(default {epochs})" in _subparser(command)._option_string_actions["--epochs"].help
+
+
+def test_no_bench_flag_spells_its_default_out() -> None:
+    """`_bench.py` passes no literal default other than None (a literal would be a second declaration)."""
+    path = ROOT / "runners" / "commands" / "_bench.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            for kw in node.keywords:
+                if kw.arg == "default":
+                    literal = isinstance(kw.value, ast.Constant) and kw.value.value is not None
+                    assert not literal, f"_bench.py:{node.lineno} spells its default out"
+                    assert not (isinstance(kw.value, ast.Attribute) and isinstance(kw.value.value, ast.Attribute)), (
+                        f"_bench.py:{node.lineno} names an enum member as its default"
+                    )
+
+
+# -- the record mode: not given is `none`, told apart from a `none` given ----------------------------------------
+def test_the_record_mode_not_given_replays_and_is_stored_as_none(tmp_path: Path) -> None:
+    from runners.plan.options import RecordMode
+
+    assert BenchOptions().record_mode is None and BenchOptions().mode is RecordMode.NONE
+    assert BenchOptions(cassettes=tmp_path).replays and not BenchOptions(cassettes=tmp_path, record_mode="all").replays
+    assert not BenchOptions().replays, "no cassettes: nothing to replay"
+    option = next(o for o in run_options.declared() if o.name == "record_mode")
+    assert option.column_value(BenchOptions(cassettes=tmp_path)) == "none"
+    assert option.column_value(BenchOptions()) is None, "no cassettes: no record mode stored"
+    assert run_options.saved_values(BenchOptions())["record_mode"] == "none"
+    assert option.from_column("none") is None and option.from_column(None) is None
+    assert option.from_column("all") is RecordMode.ALL
+    assert option.from_arg("none") is RecordMode.NONE, "given on the command line: the rules see it"

@@ -119,6 +119,19 @@ def test_reproduce_flags_are_the_non_default_settings_and_parse_back() -> None:
     assert RunSettings.from_values(parsed) == run
 
 
+def test_the_model_defaults_are_declared_beside_the_model_parser() -> None:
+    """The default model and key variable are the parser module's constants, the one place each is written; the
+    settings' declaration (flags, columns, help) and a pre-v3 stored run read them from there."""
+    from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL
+
+    decl = declaration()
+    assert decl["model"].default == DEFAULT_MODEL and decl["api_key_env"].default == DEFAULT_API_KEY_ENV
+    assert settings.ModelSettings().model == DEFAULT_MODEL
+    assert settings.legacy_settings(None, None, None).model_settings.model == DEFAULT_MODEL
+    with pytest.raises(ValueError, match=f"like {DEFAULT_API_KEY_ENV}"):
+        settings.ModelSettings(model="openai:m", api_key_env="1 bad")
+
+
 # -- the library keeps its own names ------------------------------------------------------------------
 def test_the_library_carries_no_bench_markup() -> None:
     """HarnessConfig's fields have no bench marker: the bench declares how it exposes them on its side."""
