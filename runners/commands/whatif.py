@@ -4,7 +4,6 @@ exactly from their recorded gain evaluations; what cannot be known is printed as
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,28 +13,14 @@ from rich.text import Text
 
 from harness.contracts import StopReason
 from runners.analysis._safe_text import terminal
-from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _int_in, _say, _sub, out
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
+from runners.plan.settings import axis_type
 from runners.store._files import NamedPath
 
 if TYPE_CHECKING:
     from runners.analysis.whatif import PointWhatIf, Saving, WhatIf
 
 __all__ = ["register", "run"]
-
-_VALUE = _int_in(1, 1_000_000)
-
-
-def _int_list(flag: str) -> Callable[[str], tuple[int, ...]]:
-    """A comma list of integers from 1, each checked, duplicates dropped."""
-
-    def parse(text: str) -> tuple[int, ...]:
-        parts = [p.strip() for p in text.split(",")]
-        if not all(parts):
-            raise argparse.ArgumentTypeError(f"{text!r}: expected comma-separated integers like 1,2,3")
-        return tuple(dict.fromkeys(int(_VALUE(p)) for p in parts))
-
-    parse.__name__ = flag  # argparse names the type in its refusal
-    return parse
 
 
 def register(sub: Any) -> None:
@@ -50,9 +35,10 @@ def register(sub: Any) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--label", default=None, help="the case runs of this label (every bench run of it)")
     which.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="the case runs of one bench run")
-    p.add_argument("--no-gain-threshold", type=_int_list("--no-gain-threshold"), required=True, metavar="T,...",
+    p.add_argument("--no-gain-threshold", type=axis_type("no_gain_threshold"), required=True, metavar="T,...",
                    help="the thresholds to replay, each below the one the runs used, e.g. 1,2,3")  # fmt: skip
-    p.add_argument("--max-tool-invocations", type=_int_list("--max-tool-invocations"), default=(), metavar="N,...",
+    p.add_argument("--max-tool-invocations", type=axis_type("max_tool_calls"), dest="max_tool_calls", default=(),
+                   metavar="N,...",
                    help="tool budgets to replay with each threshold, each below the runs' (default: each run's"
                         " own)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, metavar="PATH",
@@ -81,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             runs = runs_of_label(con, db, args.label)
     finally:
         con.close()
-    result = whatif(runs, args.no_gain_threshold, args.max_tool_invocations)  # refuses before anything is written
+    result = whatif(runs, args.no_gain_threshold, args.max_tool_calls)  # refuses before anything is written
     selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
     out.print(_render(f"what-if of {selection} in {db}: {len(runs)} case runs", result))
     if args.json is not None:

@@ -618,6 +618,12 @@ def _arg_type(s: Setting, axis: bool) -> Any:
     return parse
 
 
+def axis_type(name: str) -> Any:
+    """The argparse type of setting `name`'s comma list (as `sweep` parses it: each value checked against the
+    setting's declared bounds, duplicates dropped), for a command that takes a list of one setting's values."""
+    return _arg_type(declaration()[name], axis=True)
+
+
 def given(args: argparse.Namespace) -> dict[str, Any]:
     """The settings passed explicitly on the command line (values, or tuples for sweep axes)."""
     return {s.name: getattr(args, s.name) for s in declaration().settings if getattr(args, s.name, None) is not None}
