@@ -242,12 +242,12 @@ def test_the_fast_path_and_the_event_path_give_identical_cases(path: Path) -> No
 def test_the_fast_path_reads_the_generated_file_by_batches(tmp_path: Path) -> None:
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML built without libyaml")
-    from runners.domain import _yaml_stream
+    from runners.domain import _yaml_fast
 
     big = tmp_path / "big.yaml"
     write_big_file(big, 300)
     with big.open("rb") as f:
-        fast = list(_yaml_stream._fast_items(f))  # raises when it would hand the file to the event path
+        fast = list(_yaml_fast._fast_items(f))  # raises when it would hand the file to the event path
     with big.open("rb") as f:
         assert fast == list(iter_raw_cases(f, fast=False))
     assert len(fast) == 300
