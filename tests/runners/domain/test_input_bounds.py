@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runners.domain import _yaml_bounds, evalset
+from runners.domain import _case_file, _yaml_bounds, evalset
 from runners.domain._yaml_stream import LimitError, iter_raw_cases, iter_raw_cases_aside
 from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases, spool_cases
 
@@ -62,7 +62,7 @@ def _bomb_unused() -> str:
 
 def _bomb_big() -> str:
     # past the reader-process threshold, the bomb in the first case
-    padding = ("# " + "x" * 98 + "\n") * ((evalset._ASIDE_ABOVE // 100) + 10)
+    padding = ("# " + "x" * 98 + "\n") * ((_case_file._ASIDE_ABOVE // 100) + 10)
     return _bomb_inside() + padding
 
 
