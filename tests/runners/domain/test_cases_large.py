@@ -12,7 +12,7 @@ import yaml
 
 from benchmarks.bench_cases_load import write_big_file
 from runners.analysis import tables
-from runners.domain import evalset
+from runners.domain import _case_file, evalset
 from runners.domain.evalset import load_cases, reporting_progress
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -20,11 +20,11 @@ ROOT = Path(__file__).resolve().parents[3]
 
 @pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
 def test_c_loader_and_pure_loader_give_identical_cases(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert evalset._Loader is yaml.CSafeLoader
+    assert _case_file._Loader is yaml.CSafeLoader
     monkeypatch.setattr(evalset, "_PARSED", {})
     with_c = load_cases()
     monkeypatch.setattr(evalset, "_PARSED", {})
-    monkeypatch.setattr(evalset, "_Loader", yaml.SafeLoader)
+    monkeypatch.setattr(_case_file, "_Loader", yaml.SafeLoader)
     pure = load_cases()
     assert len(with_c) > 50
     assert with_c == pure

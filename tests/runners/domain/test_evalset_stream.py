@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from benchmarks.bench_cases_load import run_cases, write_big_file
-from runners.domain import evalset
+from runners.domain import _case_file, evalset
 from runners.domain._yaml_stream import CasesShapeError, count_cases, iter_raw_cases
 from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases, spool_cases
 
@@ -242,12 +242,12 @@ def test_the_fast_path_and_the_event_path_give_identical_cases(path: Path) -> No
 def test_the_fast_path_reads_the_generated_file_by_batches(tmp_path: Path) -> None:
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML built without libyaml")
-    from runners.domain import _yaml_stream
+    from runners.domain import _yaml_fast
 
     big = tmp_path / "big.yaml"
     write_big_file(big, 300)
     with big.open("rb") as f:
-        fast = list(_yaml_stream._fast_items(f))  # raises when it would hand the file to the event path
+        fast = list(_yaml_fast._fast_items(f))  # raises when it would hand the file to the event path
     with big.open("rb") as f:
         assert fast == list(iter_raw_cases(f, fast=False))
     assert len(fast) == 300
@@ -328,10 +328,10 @@ def test_a_file_parsed_by_the_reader_process_gives_the_same_cases_and_problems(
     paths = [*BUILTIN, bad_yaml, bad_case, shared, tmp_path / "missing.yaml"]
 
     def parse(above: int) -> list[tuple[list[evalset.EvalCase], list[str]]]:
-        monkeypatch.setattr(evalset, "_ASIDE_ABOVE", above)
+        monkeypatch.setattr(_case_file, "_ASIDE_ABOVE", above)
         out = []
         for path in paths:
-            read = evalset._FileCases(path)
+            read = _case_file._FileCases(path)
             cases = list(read)  # an unreadable file's cases do not count (nor do as many come before its error)
             out.append((cases if read.readable else [], read.problems))
         return out

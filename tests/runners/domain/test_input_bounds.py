@@ -14,7 +14,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runners.domain import _yaml_stream, evalset
+from runners.domain import _case_file, _yaml_bounds, evalset
 from runners.domain._yaml_stream import LimitError, iter_raw_cases, iter_raw_cases_aside
 from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases, spool_cases
 
@@ -62,7 +62,7 @@ def _bomb_unused() -> str:
 
 def _bomb_big() -> str:
     # past the reader-process threshold, the bomb in the first case
-    padding = ("# " + "x" * 98 + "\n") * ((evalset._ASIDE_ABOVE // 100) + 10)
+    padding = ("# " + "x" * 98 + "\n") * ((_case_file._ASIDE_ABOVE // 100) + 10)
     return _bomb_inside() + padding
 
 
@@ -197,10 +197,10 @@ def test_batches_and_events_agree_on_every_bound(data: st.DataObject) -> None:
     free = data.draw(st.integers(0, 40)) - len(text.encode())  # the file's allowance: 0 to 40 nodes
     patch = pytest.MonkeyPatch()
     try:
-        patch.setattr(_yaml_stream, "MAX_ALIASES_PER_UNIT", data.draw(st.integers(1, 6)))
-        patch.setattr(_yaml_stream, "MAX_ALIAS_NODES_PER_UNIT", data.draw(st.integers(1, 40)))
-        patch.setattr(_yaml_stream, "MAX_DEPTH", data.draw(st.integers(3, 7)))
-        patch.setattr(_yaml_stream, "_ALIAS_NODES_FREE", free)
+        patch.setattr(_yaml_bounds, "MAX_ALIASES_PER_UNIT", data.draw(st.integers(1, 6)))
+        patch.setattr(_yaml_bounds, "MAX_ALIAS_NODES_PER_UNIT", data.draw(st.integers(1, 40)))
+        patch.setattr(_yaml_bounds, "MAX_DEPTH", data.draw(st.integers(3, 7)))
+        patch.setattr(_yaml_bounds, "_ALIAS_NODES_FREE", free)
         outcomes = []
         for use_c, fast in ((True, True), (True, False), (False, False)):
             try:

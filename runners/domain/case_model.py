@@ -1,0 +1,219 @@
+"""An evaluation case as frozen pydantic models: its family, the operator's context, the tools' fixtures, the
+expectations at the default config and the trajectory the scripted model plays; `TOOL_NAMES`, the bench's tools.
+
+A model checks what its case says of itself: the context's window is two ISO-8601 instants in order, the
+expectations fit the outcome, every trajectory step names a tool that exists. Reading files of cases and the checks
+a run would make of them are `evalset`'s (which re-exports these names).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
+from harness.scope import normalize_timestamp
+from runners.domain.scripted import Mistake, Trajectory
+from runners.domain.tools.db_query import TableFixture
+from runners.domain.tools.kb_search import KbDocument
+from runners.domain.tools.log_search import LogEvent
+
+__all__ = [
+    "TOOL_NAMES",
+    "CaseContext",
+    "EvalCase",
+    "ExactCounts",
+    "Expectations",
+    "ExpectedStop",
+    "Family",
+    "FaultKind",
+    "Fixtures",
+    "ToolFault",
+    "ToolName",
+]
+
+ToolName = Literal["kb_search", "log_search", "db_query"]
+"""The bench's tools, named once."""
+TOOL_NAMES: tuple[str, ...] = get_args(ToolName)
+
+
+class Family(StrEnum):
+    """The ten evaluation families."""
+
+    EMPTY_LOGS = "empty_logs"
+    GENERIC_KB = "generic_kb"
+    DUPLICATE_SCOPES = "duplicate_scopes"
+    PROTOCOL_VIOLATIONS = "protocol_violations"
+    MISSING_CONTEXT = "missing_context"
+    DIAGNOSABLE = "diagnosable"
+    FABRICATED_CITATIONS = "fabricated_citations"
+    UNSUPPORTED_CONCLUSIONS = "unsupported_conclusions"
+    BUDGET_EXHAUSTION = "budget_exhaustion"
+    TOOL_FAILURES = "tool_failures"
+    MULTI_CALL_TURNS = "multi_call_turns"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CaseContext(_Strict):
+    """What the operator told the agent; any part may be missing."""
+
+    tenant: str | None = None
+    """Tenant id."""
+    service: str | None = None
+    """Service name."""
+    time_start: str | None = None
+    """Window start (ISO 8601)."""
+    time_end: str | None = None
+    """Window end (ISO 8601), not before the start."""
+
+    @field_validator("time_start", "time_end")
+    @classmethod
+    def _timestamp(cls, value: str | None) -> str | None:
+        # Checked, not rewritten: the operator's notation is what the agent is shown.
+        if value is not None and normalize_timestamp(value) is None:
+            raise ValueError(f"{value!r} is not an ISO-8601 timestamp (e.g. 2026-07-01T14:00:00Z)")
+        return value
+
+    @model_validator(mode="after")
+    def _window_in_order(self) -> CaseContext:
+        start, end = _instant(self.time_start), _instant(self.time_end)
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"time_end: {self.time_end} is before time_start {self.time_start}")
+        return self
+
+
+def _instant(text: str | None) -> datetime | None:
+    stamp = normalize_timestamp(text) if text is not None else None
+    return datetime.fromisoformat(stamp.removesuffix("Z") + "+00:00") if stamp is not None else None
+
+
+class FaultKind(StrEnum):
+    """How a faulty backend misbehaves."""
+
+    ERROR = "error"
+    TIMEOUT = "timeout"
+
+
+class ToolFault(_Strict):
+    """Make one tool's backend fail (tool_failures family)."""
+
+    tool: ToolName
+    """Which tool."""
+    kind: FaultKind = FaultKind.ERROR
+    """Error or timeout."""
+    after_calls: int = Field(default=0, ge=0)
+    """Succeed this many times first."""
+    message: str = "backend unavailable"
+    """The failure message."""
+
+
+class Fixtures(_Strict):
+    """The data the case's tools run on."""
+
+    kb: list[KbDocument] = Field(default_factory=list)
+    """Knowledge-base Markdown documents."""
+    logs: list[LogEvent] = Field(default_factory=list)
+    """Log events."""
+    tables: list[TableFixture] = Field(default_factory=list)
+    """Business database tables."""
+    faults: list[ToolFault] = Field(default_factory=list)
+    """Injected backend failures."""
+
+
+class ExpectedStop(StrEnum):
+    """Expected stop reason; NONE means the agent must finish on its own."""
+
+    NONE = "NONE"
+    INFORMATION_SATURATED = "INFORMATION_SATURATED"
+    BUDGET_LIMIT_REACHED = "BUDGET_LIMIT_REACHED"
+    PROGRESS_PROTOCOL_VIOLATED = "PROGRESS_PROTOCOL_VIOLATED"
+
+
+class ExactCounts(_Strict):
+    """Exact counts a run must produce: the stop contract made checkable (omitted = not checked)."""
+
+    backend_calls: int | None = Field(default=None, ge=0)
+    """Tool invocations that reached a backend (completed or failed)."""
+    model_calls: int | None = Field(default=None, ge=0)
+    """Diagnosis model call attempts (SemanticGuard excluded)."""
+    stop_required_deliveries: int | None = Field(default=None, ge=0, le=1)
+    """STOP_REQUIRED observations handed to the model (the contract allows at most one)."""
+    rejections: dict[RejectionReason, int] | None = None
+    """Rejections before the backend, by reason; every reason not listed must be 0."""
+    no_gain: int | None = Field(default=None, ge=0)
+    """NO_GAIN applications (Harness and Agent)."""
+    gained: int | None = Field(default=None, ge=0)
+    """GAINED evaluations by the Agent."""
+
+
+class Expectations(_Strict):
+    """What a correct run of this case looks like at the default config."""
+
+    outcome: ReleaseOutcome
+    """The expected Release outcome."""
+    fallback_kind: FallbackKind | None = None
+    """Expected fallback kind (FALLBACK only)."""
+    stop_reason: ExpectedStop | None = None
+    """Expected stop reason; omit to not check it."""
+    root_cause_keywords: list[str] = Field(default_factory=list)
+    """Words a SUCCESS conclusion must contain (case-insensitive)."""
+    max_tool_invocations: int | None = Field(default=None, ge=0)
+    """Upper bound on backend invocations."""
+    max_model_calls: int | None = Field(default=None, ge=1)
+    """Upper bound on diagnosis model calls."""
+    backend_calls_equal_distinct_scopes: bool = False
+    """Every backend call had a distinct tool+scope (duplicates never ran)."""
+    min_duplicate_rejections: int | None = Field(default=None, ge=0)
+    """At least this many duplicate-scope rejections."""
+    min_protocol_violations: int | None = Field(default=None, ge=0)
+    """At least this many protocol-violation rejections."""
+    stop_required_delivered: bool | None = None
+    """Whether STOP_REQUIRED must (true) or must not (false) be delivered."""
+    exact: ExactCounts | None = None
+    """Exact counts (backend calls, rejections by reason, STOP_REQUIRED deliveries, gains)."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> Expectations:
+        if self.outcome is ReleaseOutcome.FALLBACK and self.fallback_kind is None:
+            raise ValueError("expect.fallback_kind is required when expect.outcome is FALLBACK")
+        if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
+            raise ValueError("expect.fallback_kind is only allowed when expect.outcome is FALLBACK")
+        if self.outcome is ReleaseOutcome.SUCCESS and not self.root_cause_keywords:
+            raise ValueError("expect.root_cause_keywords is required when expect.outcome is SUCCESS")
+        return self
+
+
+class EvalCase(_Strict):
+    """One evaluation case."""
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{2,80}$")
+    """Unique id (also the pytest test id)."""
+    family: Family
+    """Which family it belongs to."""
+    description: str = Field(min_length=10)
+    """What the case exercises (and which seed 000 §13 row, where it covers one)."""
+    question: str = Field(min_length=3)
+    """The operator's question, as written (some in Chinese)."""
+    context: CaseContext = CaseContext()
+    """Known context."""
+    fixtures: Fixtures = Fixtures()
+    """Tool data."""
+    expect: Expectations
+    """Expectations at the default config."""
+    trajectory: Trajectory
+    """The reference trajectory the scripted model plays."""
+
+    @model_validator(mode="after")
+    def _tools_exist(self) -> EvalCase:
+        for i, step in enumerate(self.trajectory.steps):
+            if step.tool not in TOOL_NAMES and step.mistake is not Mistake.UNKNOWN_TOOL:
+                raise ValueError(
+                    f"trajectory.steps[{i}].tool: {step.tool!r} does not exist; tools are {list(TOOL_NAMES)}"
+                )
+        return self
