@@ -28,12 +28,20 @@ from contextlib import contextmanager
 from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import IO, Literal, get_args, overload
+from typing import IO, Annotated, Literal, get_args, overload
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
+from harness.contracts import EvidenceStatus, FallbackKind, JsonValue, RejectionReason, ReleaseOutcome, Relevance
 from harness.scope import normalize_timestamp
 from runners.domain._yaml_stream import (
     CasesShapeError,
@@ -128,6 +136,35 @@ class ToolFault(_Strict):
     """The failure message."""
 
 
+TableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=63, to_lower=True)]
+"""A table name as db_query's fixtures spell it (lower-cased)."""
+
+
+class RecordedResult(_Strict):
+    """What one call of a captured run returned, served again for the same scope (`harness-bench capture`):
+    a knowledge-base score or a SQL aggregate cannot be re-derived from the records it produced."""
+
+    tool: ToolName
+    """Which tool."""
+    input: dict[str, JsonValue]
+    """The business input as called; a later call with the same scope gets this result."""
+    error: str | None = None
+    """The backend failed with this message (`Type: text`, as the observation showed it); the fields below
+    are then unused."""
+    evidence_status: EvidenceStatus = EvidenceStatus.NO_EVIDENCE
+    """EVIDENCE or NO_EVIDENCE, as the run saw it."""
+    count: int = Field(default=0, ge=0)
+    """How many records the backend returned."""
+    scope: dict[str, JsonValue] = Field(default_factory=dict)
+    """The scope the backend reported it applied."""
+    truncated: bool = False
+    """The backend capped the result."""
+    records: list[dict[str, JsonValue]] = Field(default_factory=list)
+    """The records the run was shown."""
+    relevance: list[Relevance] = Field(default_factory=list)
+    """kb_search: each record's relevance."""
+
+
 class Fixtures(_Strict):
     """The data the case's tools run on."""
 
@@ -139,6 +176,17 @@ class Fixtures(_Strict):
     """Business database tables."""
     faults: list[ToolFault] = Field(default_factory=list)
     """Injected backend failures."""
+    recorded: list[RecordedResult] = Field(default_factory=list)
+    """Results of a captured run's calls, returned again for the same tool and scope (before the fixtures)."""
+    named_tables: list[TableName] = Field(default_factory=list)
+    """Tables a captured run's SQL read that have no rows here (db_query accepts them; their results are recorded)."""
+
+
+def db_tables(fixtures: Fixtures) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The tables db_query may read: the fixture's, then the `named_tables` it has no rows of."""
+    known = {t.name for t in fixtures.tables}
+    named = tuple((name, ()) for name in dict.fromkeys(fixtures.named_tables) if name not in known)
+    return (*((t.name, t.columns) for t in fixtures.tables), *named)
 
 
 class ExpectedStop(StrEnum):
@@ -244,7 +292,7 @@ def step_input_problems(case: EvalCase) -> list[tuple[str, str]]:
     models: dict[str, type[BaseModel]] = {
         "kb_search": KbSearchInput,
         "log_search": LogSearchInput,
-        "db_query": case_input_model(tuple((t.name, t.columns) for t in case.fixtures.tables)),
+        "db_query": case_input_model(db_tables(case.fixtures)),
     }
     out: list[tuple[str, str]] = []
     for i, step in enumerate(case.trajectory.steps):

@@ -1,0 +1,167 @@
+"""`harness-bench capture`: every built-in case, run, captured and replayed with the scripted model, gives the same
+`case_runs` row (ids, timings and the expectations' own columns aside); model-written text round-trips as data;
+bad input is one line, exit 2 and nothing written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import duckdb
+import jsonschema
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from harness.prompts import DiagnosisTask, TaskContext, render_task
+from runners.analysis.capture import build_case, case_yaml
+from runners.cli import main
+from runners.domain.evalset import load_cases
+from runners.store.captured_runs import CapturedMessage, CapturedRun
+
+_ASIDE = {"bench_run_id", "case_run_id", "case_id", "wall_ms", "finished_at", "expected_outcome",
+          "expected_fallback_kind", "expected_stop_reason", "failures", "passed"}  # fmt: skip
+"""Ids and timings, and what the expectations say (a captured case's are the run's own; `passed` is asserted)."""
+CANNOT_ROUND_TRIP: dict[str, str] = {}
+"""Built-in cases a capture cannot replay to the same row, with the reason: none."""
+SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "evalsets" / "schema.json").read_text())
+
+
+def _rows(db: Path) -> dict[str, dict[str, object]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute("SELECT * FROM case_runs")
+        names = [d[0] for d in cur.description or ()]
+        return {str(r[names.index("case_id")]): dict(zip(names, r, strict=True)) for r in cur.fetchall()}
+    finally:
+        con.close()
+
+
+@pytest.fixture(scope="module")
+def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("capture") / "original.duckdb"
+    assert main(["run", "--db", str(db), "--model", "scripted"]) == 0
+    return db
+
+
+def test_every_builtin_case_round_trips(original: Path, tmp_path: Path) -> None:
+    rows = _rows(original)
+    assert len(rows) == len(load_cases())
+    folder = tmp_path / "captured"
+    for case_id, row in sorted(rows.items()):
+        out = folder / f"{case_id}.yaml"
+        assert main(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out)]) == 0, case_id
+        jsonschema.validate(yaml.safe_load(out.read_text()), SCHEMA)
+    replay = tmp_path / "replay.duckdb"
+    assert main(["run", "--db", str(replay), "--model", "scripted", "--evalset", str(folder)]) == 0
+    again = _rows(replay)
+    assert len(again) == len(rows)
+    differ: dict[str, dict[str, tuple[object, object]]] = {}
+    for case_id, row in sorted(rows.items()):
+        if case_id in CANNOT_ROUND_TRIP:
+            continue
+        got = again[f"captured_{case_id}"[:81]]
+        diff = {k: (v, got[k]) for k, v in row.items() if k not in _ASIDE and got[k] != v}
+        if got["passed"] is not True:  # the expectations written from the run hold on its replay
+            diff["passed"] = (True, got["failures"])
+        if diff:
+            differ[case_id] = diff
+    assert differ == {}
+
+
+def test_a_captured_case_holds_only_what_the_run_saw(original: Path, tmp_path: Path) -> None:
+    """The webhook case's knowledge base has two documents; the run was shown one passage of one of them."""
+    row = _rows(original)["diagnosable_webhook_cert_expired_acme_pay"]
+    out = tmp_path / "c.yaml"
+    assert main(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out)]) == 0
+    doc = yaml.safe_load(out.read_text())
+    case = doc["cases"][0]
+    assert [d["doc_id"] for d in case["fixtures"]["kb"]] == ["rb-webhook-delivery"]
+    assert case["fixtures"]["kb"][0]["text"].startswith("## TLS handshake failures")
+    assert "Signature verification" not in case["fixtures"]["kb"][0]["text"]
+    assert len(case["fixtures"]["logs"]) == 2  # the two x509 lines the search returned, not the 200 before
+    assert [s["tool"] for s in case["trajectory"]["steps"]] == ["kb_search", "log_search"]
+    assert case["trajectory"]["steps"][1]["gain"] == "GAINED"
+    cites = [c["tool_call_id"] for claim in case["trajectory"]["draft"]["claims"] for c in claim["citations"]]
+    assert set(cites) == {"@step1", "@step2"}
+    assert doc["captured"]["review"] and doc["captured"]["from_case_run"] == row["case_run_id"]
+    assert case["expect"]["outcome"] == "SUCCESS" and case["expect"]["exact"]["backend_calls"] == 2
+
+
+# -- hostile text ---------------------------------------------------------------------------------
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=3, max_size=60).filter(
+    lambda t: t.strip() and "\n\nKnown context:\n" not in t
+)
+
+
+def _run(question: str, conclusion: str) -> CapturedRun:
+    def msg(seq: int, kind: str, content: str | None, **kw: object) -> CapturedMessage:
+        fields: dict[str, object] = dict.fromkeys(
+            ("tool_call_id", "harness_call_id", "tool", "arguments", "sent", "invocation_status", "rejection",
+             "violation", "stop_required", "guard", "verdict")
+        )  # fmt: skip
+        fields.update(kw)
+        return CapturedMessage(seq, "DIAGNOSIS", kind, seq, content, **fields)  # type: ignore[arg-type]
+
+    user = render_task(DiagnosisTask(question, TaskContext("t1", None, "2026-07-01T00:00:00Z", None)))
+    draft = json.dumps({"conclusion": conclusion, "claims": [], "next_steps": [conclusion]}, ensure_ascii=False)
+    messages = (msg(0, "SYSTEM", "system"), msg(1, "USER", user), msg(2, "ASSISTANT", draft))
+    return CapturedRun("br/x/1", "br", "x-case", "diagnosable", "m\x1b[31m", "l", "FAILED", None, None, conclusion,
+                       1, 0, 0, 0, 0, messages)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(question=_TEXT, conclusion=_TEXT)
+def test_model_written_text_round_trips_as_data(tmp_path: Path, question: str, conclusion: str) -> None:
+    run = _run(question, conclusion)
+    text = case_yaml(run, build_case(run))
+    path = tmp_path / "hostile.yaml"
+    path.write_text(text, encoding="utf-8")
+    assert text.splitlines()[0].startswith("# Captured")  # the one comment is ours, nothing a model wrote
+    (case,) = load_cases([str(path)])
+    assert case.question == question
+    assert case.context.tenant == "t1" and case.context.time_start == "2026-07-01T00:00:00Z"
+    assert case.context.time_end is None
+    assert case.trajectory.draft is not None and case.trajectory.draft["conclusion"] == conclusion
+    assert yaml.safe_load(text)["captured"]["model"] == "m\x1b[31m"
+
+
+# -- bad input ------------------------------------------------------------------------------------
+def _refused(argv: list[str], capsys: pytest.CaptureFixture[str], *needles: str) -> None:
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    for needle in needles:
+        assert needle in err, err
+
+
+def test_unknown_case_run_is_refused(original: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "c.yaml"
+    _refused(["capture", "br-nope/x/1", "--db", str(original), "--out", str(out)], capsys, "CASE_RUN_ID", "br-nope/x/1")
+    assert not out.exists()
+
+
+def test_run_without_transcripts_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db, out = tmp_path / "bare.duckdb", tmp_path / "c.yaml"
+    case = "diagnosable_webhook_cert_expired_acme_pay"
+    assert main(["run", "--db", str(db), "--model", "scripted", "--case", case, "--no-transcripts"]) == 0
+    (row,) = _rows(db).values()
+    _refused(["capture", str(row["case_run_id"]), "--db", str(db), "--out", str(out)], capsys, "--no-transcripts")
+    assert not out.exists()
+
+
+def test_out_that_is_the_db_or_exists_is_refused(
+    original: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    row = _rows(original)["diagnosable_webhook_cert_expired_acme_pay"]
+    before = original.read_bytes()
+    _refused(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(original)], capsys, "--out")
+    assert original.read_bytes() == before
+    out = tmp_path / "existing.yaml"
+    out.write_text("keep me\n")
+    _refused(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out)], capsys, "--force")
+    assert out.read_text() == "keep me\n"
+    assert main(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out), "--force"]) == 0
+    assert out.read_text().startswith("# Captured")
