@@ -351,7 +351,9 @@ def _chunk_number(chunk_id: str) -> int:
 
 
 def _draft(messages: Sequence[CapturedMessage], calls: Sequence[_Call], steps: Sequence[_Step]) -> dict[str, JsonValue]:
-    """`draft` or `draft_text`: the model's last message without tool calls (none when the Harness ended the run)."""
+    """`draft` (citations as `@stepN`) or `draft_text`: the model's last message without tool calls (none when the
+    Harness ended the run). The raw text is kept when it is not a JSON object, or when rendering the object again
+    would change its bytes while the replay's call ids (`call_1`, `call_2`, … by call) are the ones it cites."""
     with_calls = {c.message for c in calls}
     final = [m for m in messages if m.purpose == _DIAGNOSIS and m.kind == EntryKind.ASSISTANT.value
              and m.model_call not in with_calls and m.content]  # fmt: skip
@@ -359,20 +361,29 @@ def _draft(messages: Sequence[CapturedMessage], calls: Sequence[_Call], steps: S
         return {}
     text = final[-1].content or ""
     draft = _json_object(text)
-    if draft is None or json.dumps(draft, ensure_ascii=False) != text:
-        return {"draft_text": text}  # not a JSON object, or one a re-rendering would not reproduce byte for byte
-    ids: dict[str, str] = {}
+    if draft is None:
+        return {"draft_text": text}
+    ids: dict[str, str] = {}  # a call's id in the run -> the step whose call the replay gives that role
+    replayed: dict[str, str] = {}  # the same id -> the id the scripted replay gives that call
+    position = {id(c): n for n, c in enumerate(calls, start=1)}
     for n, step in enumerate(steps, start=1):
-        done = step.calls[-1].row
-        if done.rejection in (RejectionReason.PROTOCOL_VIOLATION.value, RejectionReason.AWAITING_EVALUATION.value):
+        done = step.calls[-1]
+        if done.row.rejection in (RejectionReason.PROTOCOL_VIOLATION.value, RejectionReason.AWAITING_EVALUATION.value):
             continue
-        for key in (done.harness_call_id, done.tool_call_id):
+        for key in (done.row.harness_call_id, done.row.tool_call_id):
             if key:
                 ids.setdefault(key, f"@step{n}")
+                replayed.setdefault(key, f"call_{position[id(done)]}")
+    cites: list[dict[str, JsonValue]] = []
     for claim in _list(draft.get("claims")):
         for cite in _list(claim.get("citations")) if isinstance(claim, dict) else []:
             if isinstance(cite, dict) and isinstance(cite.get("tool_call_id"), str):
-                cite["tool_call_id"] = ids.get(str(cite["tool_call_id"]), cite["tool_call_id"])
+                cites.append(cite)
+    same_ids = all(replayed.get(str(c["tool_call_id"]), c["tool_call_id"]) == c["tool_call_id"] for c in cites)
+    if json.dumps(draft, ensure_ascii=False) != text and same_ids:
+        return {"draft_text": text}
+    for cite in cites:
+        cite["tool_call_id"] = ids.get(str(cite["tool_call_id"]), cite["tool_call_id"])
     return {"draft": draft}
 
 

@@ -4,6 +4,7 @@ bad input is one line, exit 2 and nothing written."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -125,6 +126,41 @@ def test_model_written_text_round_trips_as_data(tmp_path: Path, question: str, c
     assert case.context.time_end is None
     assert case.trajectory.draft is not None and case.trajectory.draft["conclusion"] == conclusion
     assert yaml.safe_load(text)["captured"]["model"] == "m\x1b[31m"
+
+
+def test_a_live_models_call_ids_become_step_references() -> None:
+    """A Draft citing a live model's own call id (which the scripted replay will not give) is captured structured,
+    its citation `@step1`; the call's evaluation, result and the log events it returned come with it."""
+    run = _run("Why did t1 fail at 14:00?", "x")
+    record = {"ts": "2026-07-01T13:40:00Z", "tenant": "t1", "service": "gw", "level": "ERROR", "message": "boom",
+              "trace_id": None}  # fmt: skip
+    call_input = {"start": "2026-07-01T13:30:00Z", "end": "2026-07-01T14:30:00Z", "tenant": "t1"}
+    scope = {**call_input, "limit": 20}
+    obs = {"tool_call_id": "chatcmpl-tool-9f", "tool": "log_search", "status": "COMPLETED",
+           "evidence_status": "EVIDENCE", "count": 1, "scope": scope, "truncated": False,
+           "evaluation_required": True, "records": [record]}  # fmt: skip
+    draft = {"conclusion": "boom", "claims": [{"statement": "s", "citations": [{"tool_call_id": "chatcmpl-tool-9f",
+             "excerpt": "boom"}]}]}  # fmt: skip
+    head = run.messages[:2]
+    rest = (
+        CapturedMessage(2, "DIAGNOSIS", "ASSISTANT", 1, "", None, None, None, None, None, None, None, None, None, None,
+                        None),
+        CapturedMessage(3, "DIAGNOSIS", "TOOL_CALL", 1, None, "chatcmpl-tool-9f", "chatcmpl-tool-9f", "log_search",
+                        json.dumps({"input": call_input}), None, "COMPLETED", None, None, False, None, None),
+        CapturedMessage(4, "DIAGNOSIS", "OBSERVATION", 2, json.dumps(obs), "chatcmpl-tool-9f", None, None, None, True,
+                        None, None, None, None, None, None),
+        CapturedMessage(5, "DIAGNOSIS", "ASSISTANT", 2, json.dumps(draft, indent=1), None, None, None, None, None, None,
+                        None, None, None, None, None),
+    )  # fmt: skip
+    run = dataclasses.replace(run, messages=(*head, *rest))
+    case = build_case(run)
+    assert case.trajectory.draft is not None and case.trajectory.draft_text is None
+    assert case.trajectory.draft["claims"] == [{"statement": "s", "citations": [{"tool_call_id": "@step1",
+                                                                                 "excerpt": "boom"}]}]  # fmt: skip
+    assert [s.input for s in case.trajectory.steps] == [call_input]
+    assert [e.message for e in case.fixtures.logs] == ["boom"]
+    (recorded,) = case.fixtures.recorded
+    assert recorded.records == [record] and recorded.scope == scope and recorded.count == 1
 
 
 # -- bad input ------------------------------------------------------------------------------------
