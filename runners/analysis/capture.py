@@ -478,4 +478,22 @@ def case_yaml(run: CapturedRun, case: EvalCase) -> str:
         "cases": [case.model_dump(mode="json", exclude_defaults=True)],
     }
     head = "# Captured by `harness-bench capture`: REVIEW the fields listed under captured.review before use.\n"
-    return head + yaml.safe_dump(doc, allow_unicode=True, sort_keys=False, width=120)
+    return head + yaml.dump(doc, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
+
+
+class _Dumper(yaml.SafeDumper):
+    """PyYAML's safe dumper, every string written so that it loads back as itself: a YAML reader folds NEL, LS and
+    PS (U+0085, U+2028/9) into spaces in plain and single-quoted scalars, so a string holding one, or any other
+    character that is not printable, is double-quoted (where the emitter escapes it); other multi-line text is a
+    literal block (the emitter falls back to quotes where one cannot hold it)."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    if any(not ch.isprintable() and ch != "\n" for ch in value) or any(ch in value for ch in "\x85\u2028\u2029\ufeff"):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
+    if "\n" in value:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value)
+
+
+_Dumper.add_representer(str, _str)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import uuid
 from pathlib import Path
 
 import duckdb
@@ -26,6 +27,10 @@ _ASIDE = {"bench_run_id", "case_run_id", "case_id", "wall_ms", "finished_at", "e
 """Ids and timings, and what the expectations say (a captured case's are the run's own; `passed` is asserted)."""
 CANNOT_ROUND_TRIP: dict[str, str] = {}
 """Built-in cases a capture cannot replay to the same row, with the reason: none."""
+TRACE_UNSENT_OBSERVATION = {"budget_exhaustion_model_calls_sloppy_envelopes_risk_t7"}
+"""Through a trace, only `observation_bytes` differs: the model-call budget ended the run before its last
+observation was sent, and a trace holds only the messages a model was sent (the records of that call are not in
+it, so the replay's unsent observation is shorter); the transcript in DuckDB stores it, unsent, and round-trips."""
 SCHEMA = json.loads((Path(__file__).resolve().parents[3] / "evalsets" / "schema.json").read_text())
 
 
@@ -46,13 +51,12 @@ def original(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-def test_every_builtin_case_round_trips(original: Path, tmp_path: Path) -> None:
+def _replayed(
+    original: Path, folder: Path, tmp_path: Path, aside: frozenset[str] = frozenset()
+) -> dict[str, dict[str, tuple[object, object]]]:
+    """Replay every captured file of `folder`; per built-in case, the columns (but `aside`) whose value changed."""
     rows = _rows(original)
-    assert len(rows) == len(load_cases())
-    folder = tmp_path / "captured"
-    for case_id, row in sorted(rows.items()):
-        out = folder / f"{case_id}.yaml"
-        assert main(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out)]) == 0, case_id
+    for out in folder.iterdir():
         jsonschema.validate(yaml.safe_load(out.read_text()), SCHEMA)
     replay = tmp_path / "replay.duckdb"
     assert main(["run", "--db", str(replay), "--model", "scripted", "--evalset", str(folder)]) == 0
@@ -63,12 +67,38 @@ def test_every_builtin_case_round_trips(original: Path, tmp_path: Path) -> None:
         if case_id in CANNOT_ROUND_TRIP:
             continue
         got = again[f"captured_{case_id}"[:81]]
-        diff = {k: (v, got[k]) for k, v in row.items() if k not in _ASIDE and got[k] != v}
+        diff = {k: (v, got[k]) for k, v in row.items() if k not in _ASIDE | aside and got[k] != v}
         if got["passed"] is not True:  # the expectations written from the run hold on its replay
             diff["passed"] = (True, got["failures"])
         if diff:
             differ[case_id] = diff
-    assert differ == {}
+    return differ
+
+
+def test_every_builtin_case_round_trips(original: Path, tmp_path: Path) -> None:
+    rows = _rows(original)
+    assert len(rows) == len(load_cases())
+    folder = tmp_path / "captured"
+    for case_id, row in sorted(rows.items()):
+        out = folder / f"{case_id}.yaml"
+        assert main(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out)]) == 0, case_id
+    assert _replayed(original, folder, tmp_path) == {}
+
+
+def test_every_builtin_case_round_trips_through_its_exported_trace(original: Path, tmp_path: Path) -> None:
+    """The same from `export --otel FILE --otel-content`: what a trace holds is enough to capture every case."""
+    pytest.importorskip("opentelemetry.sdk")
+    trace = tmp_path / "spans.jsonl"
+    assert main(["export", "--db", str(original), "--otel", str(trace), "--otel-content"]) == 0
+    folder = tmp_path / "captured"
+    for case_id, row in sorted(_rows(original).items()):
+        out = folder / f"{case_id}.yaml"
+        assert main(["capture", "--trace", str(trace), "--run", str(row["case_run_id"]), "--out", str(out)]) == 0
+    # a trace does not name the case's family: the capture says `diagnosable` and lists it for review
+    differ = _replayed(original, folder, tmp_path, frozenset({"family"}))
+    assert {case: set(diff) for case, diff in differ.items()} == {
+        case: {"observation_bytes"} for case in TRACE_UNSENT_OBSERVATION
+    }
 
 
 def test_a_captured_case_holds_only_what_the_run_saw(original: Path, tmp_path: Path) -> None:
@@ -91,9 +121,11 @@ def test_a_captured_case_holds_only_what_the_run_saw(original: Path, tmp_path: P
 
 
 # -- hostile text ---------------------------------------------------------------------------------
-_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=3, max_size=60).filter(
-    lambda t: t.strip() and "\n\nKnown context:\n" not in t
-)
+_AWKWARD = st.sampled_from(list(":-#&*!|>'\"%@`{}[],?\n\r\t\x00\x1b\x85\u2028\u2029\ufeff\u202e中\U0001f600"))
+"""What breaks YAML or a terminal: indicators, quotes, line breaks YAML folds (NEL, LS, PS), controls, a BOM, bidi."""
+_TEXT = st.text(
+    st.one_of(_AWKWARD, st.characters(codec="utf-8", exclude_categories=("Cs",))), min_size=3, max_size=60
+).filter(lambda t: t.strip() and "\n\nKnown context:\n" not in t)
 
 
 def _run(question: str, conclusion: str) -> CapturedRun:
@@ -117,7 +149,7 @@ def _run(question: str, conclusion: str) -> CapturedRun:
 def test_model_written_text_round_trips_as_data(tmp_path: Path, question: str, conclusion: str) -> None:
     run = _run(question, conclusion)
     text = case_yaml(run, build_case(run))
-    path = tmp_path / "hostile.yaml"
+    path = tmp_path / f"hostile-{uuid.uuid4().hex}.yaml"  # a new name: loading is memoised by path, size and mtime
     path.write_text(text, encoding="utf-8")
     assert text.splitlines()[0].startswith("# Captured")  # the one comment is ours, nothing a model wrote
     (case,) = load_cases([str(path)])
@@ -201,3 +233,20 @@ def test_out_that_is_the_db_or_exists_is_refused(
     assert out.read_text() == "keep me\n"
     assert main(["capture", str(row["case_run_id"]), "--db", str(original), "--out", str(out), "--force"]) == 0
     assert out.read_text().startswith("# Captured")
+
+
+def test_bad_traces_are_refused(original: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    row = _rows(original)["diagnosable_webhook_cert_expired_acme_pay"]
+    bare, full, out = tmp_path / "bare.jsonl", tmp_path / "full.jsonl", tmp_path / "c.yaml"
+    assert main(["export", "--db", str(original), "--otel", str(bare)]) == 0
+    assert main(["export", "--db", str(original), "--otel", str(full), "--otel-content"]) == 0
+    run = str(row["case_run_id"])
+    _refused(["capture", "--trace", str(bare), "--run", run, "--out", str(out)], capsys, "--otel-content")
+    _refused(["capture", "--trace", str(full), "--run", "br-x/y/1", "--out", str(out)], capsys, "--run", "br-x/y/1")
+    _refused(["capture", "--trace", str(full), "--out", str(out)], capsys, "--trace FILE and --run ID")
+    _refused(["capture", run, "--trace", str(full), "--run", run, "--out", str(out)], capsys, "not both")
+    _refused(["capture", "--trace", str(full), "--run", run, "--out", str(full)], capsys, "--out")
+    (tmp_path / "junk.jsonl").write_text("{not json\n")
+    _refused(["capture", "--trace", str(tmp_path / "junk.jsonl"), "--run", run, "--out", str(out)], capsys, "line 1")
+    assert not out.exists()
