@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pydantic_core
 import yaml
+from pydantic import BaseModel, ValidationError
 
 from harness.contracts import (
     EvidenceStatus,
@@ -40,10 +42,12 @@ from harness.contracts import (
 from harness.transcript import EntryKind
 from runners.domain.evalset import EvalCase, ExpectedStop, Family
 from runners.domain.scripted import Mistake
-from runners.domain.tools.db_query import analyse_sql
+from runners.domain.tools.db_query import DbQueryInput, analyse_sql
+from runners.domain.tools.kb_search import KbSearchInput
+from runners.domain.tools.log_search import LogSearchInput
 from runners.store.captured_runs import CapturedMessage, CapturedRun
 
-__all__ = ["CaptureError", "REVIEW", "build_case", "case_yaml"]
+__all__ = ["REVIEW", "CaptureError", "build_case", "case_yaml", "replay_argv"]
 
 REVIEW = (
     "expect: the run's own outcome, stop reason and counts, not a judgement of what a correct run does",
@@ -80,6 +84,12 @@ _PAD = {
     "db_query": ("sql", "SELECT 1 -- "),
 }
 """The field a placeholder is padded in, and its value before the padding."""
+_INPUTS: dict[str, type[BaseModel]] = {
+    "kb_search": KbSearchInput,
+    "log_search": LogSearchInput,
+    "db_query": DbQueryInput,
+}
+"""Each tool's input model (db_query's without a case's table list)."""
 _KEYWORD = re.compile(r"\w{5,}")
 
 
@@ -268,12 +278,14 @@ def _placeholder(call: _Call, mistake: Mistake) -> dict[str, JsonValue] | None:
     if isinstance(prev, dict) and set(prev) == {"tool_call_id", "information_gain"}:
         envelope["previous_observation"] = prev
     field, value = _PAD[tool]
-    envelope["input"] = given
-    given[field] = value
+    envelope["input"] = {**given, field: value}
     short = 2 * len(call.row.arguments or "") - len(json.dumps(envelope, ensure_ascii=False))
-    if short > 0:
-        given[field] = value + "x" * short
-    return given
+    padded = {**given, field: value + "x" * max(0, short)}
+    try:
+        _INPUTS[tool].model_validate(padded)
+    except ValidationError:  # longer than the field allows: the length cannot be matched, the input stays valid
+        return given
+    return padded
 
 
 def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
@@ -445,8 +457,6 @@ def build_case(run: CapturedRun) -> EvalCase:
         "expect": _expect(run, calls),
         "trajectory": trajectory,
     }
-    from pydantic import ValidationError
-
     from runners.domain.evalset import step_input_problems
 
     try:
@@ -464,8 +474,23 @@ def build_case(run: CapturedRun) -> EvalCase:
     return case
 
 
-def case_yaml(run: CapturedRun, case: EvalCase) -> str:
-    """The evaluation file holding `case`, with the capture's provenance and what to review beside `cases:`."""
+def replay_argv(run: CapturedRun, path: str) -> list[str]:
+    """The command that replays the captured case `path` with the scripted model at the settings the run used
+    (the Harness's own: those of the model do not apply to the scripted one)."""
+    from runners.plan.settings import SettingOwner, declaration
+
+    used = {s.name: s.value for s in run.settings}
+    argv = ["harness-bench", "run", "--evalset", path, "--model", "scripted"]
+    for s in declaration().settings:
+        value = used.get(s.name)
+        if s.owner is SettingOwner.HARNESS and value is not None and value != s.default:
+            argv += [s.flag, s.cli_text(value)]
+    return argv
+
+
+def case_yaml(run: CapturedRun, case: EvalCase, path: str) -> str:
+    """The evaluation file `path` holding `case`, with the capture's provenance, its replay command and what to
+    review beside `cases:`."""
     doc = {
         "captured": {
             "from_case_run": run.case_run_id,
@@ -473,6 +498,7 @@ def case_yaml(run: CapturedRun, case: EvalCase) -> str:
             "case": run.case_id,
             "model": run.model,
             "label": run.label,
+            "replay": shlex.join(replay_argv(run, path)),
             "review": list(REVIEW),
         },
         "cases": [case.model_dump(mode="json", exclude_defaults=True)],

@@ -16,11 +16,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.contracts import InformationGain
-from runners.store.captured_runs import CapturedMessage, CapturedRun
+from runners.store.captured_runs import CapturedMessage, CapturedRun, RunSetting
 
 __all__ = ["TraceError", "captured_run_from_trace"]
 
 _Attrs = dict[str, object]
+_LIMITS = {
+    "harness.config.no_gain_threshold": "no_gain_threshold",
+    "harness.config.protocol_violation_threshold": "protocol_violation_threshold",
+    "harness.config.max_tool_invocations": "max_tool_calls",
+    "harness.config.max_model_calls": "max_model_calls",
+    "harness.config.max_total_tokens": "max_tokens",
+}
+"""The run span's limits (harness/otel.py) and the bench settings they are."""
 
 
 class TraceError(ValueError):
@@ -196,8 +204,10 @@ def captured_run_from_trace(path: Path, run_id: str) -> CapturedRun:
 
     no_gain, gained = gains.count(InformationGain.NO_GAIN.value), gains.count(InformationGain.GAINED.value)
     delivered = sum(1 for n, _ in run.events if n == "harness.stop_required_delivered")
+    settings = tuple(RunSetting(name, int(str(a[key]))) for key, name in _LIMITS.items()
+                     if str(a.get(key, "")).isdigit())  # fmt: skip
     return CapturedRun(
         run_id, bench if rest else "", case_id, None, attr("gen_ai.request.model"), None, attr("harness.outcome"),
         attr("harness.fallback_kind"), attr("harness.stop_reason"), None if conclusion is None else str(conclusion),
-        len(diagnosis), len(tools), no_gain, gained, delivered, tuple(rows),
+        len(diagnosis), len(tools), no_gain, gained, delivered, tuple(rows), settings,
     )  # fmt: skip

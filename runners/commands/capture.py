@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.capture import CaptureError, build_case, case_yaml
+    from runners.analysis.capture import CaptureError, build_case, case_yaml, replay_argv
     from runners.store._files import write_text
 
     if args.trace is not None or args.run is not None:
@@ -59,9 +60,10 @@ def run(args: argparse.Namespace) -> int:
         case = build_case(captured)
     except CaptureError as exc:
         _fail(str(exc))
-    write_text(args.out, case_yaml(captured, case))
+    write_text(args.out, case_yaml(captured, case, str(args.out)))
     steps = len(case.trajectory.steps)
     sys.stdout.write(f"wrote {args.out} (case {case.id}: {steps} steps, expectations marked for review)\n")
+    sys.stdout.write(f"replay: {shlex.join(replay_argv(captured, str(args.out)))}\n")
     return EXIT_OK
 
 

@@ -12,7 +12,14 @@ from enum import StrEnum
 
 import duckdb
 
-__all__ = ["CaptureSourceError", "CaptureSourceProblem", "CapturedMessage", "CapturedRun", "load_captured_run"]
+__all__ = [
+    "CaptureSourceError",
+    "CaptureSourceProblem",
+    "CapturedMessage",
+    "CapturedRun",
+    "RunSetting",
+    "load_captured_run",
+]
 
 
 class CaptureSourceProblem(StrEnum):
@@ -69,6 +76,16 @@ class CapturedMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class RunSetting:
+    """One setting the run used (a `case_runs` settings column, or a trace's `harness.config.*`)."""
+
+    name: str
+    """The setting's public name (`no_gain_threshold`, `max_tool_calls`, …)."""
+    value: int | float | str | bool
+    """Its value in that run."""
+
+
+@dataclass(frozen=True, slots=True)
 class CapturedRun:
     """A case run's identity, result and counts, and its transcript."""
 
@@ -104,6 +121,8 @@ class CapturedRun:
     """STOP_REQUIRED observations handed to the model."""
     messages: tuple[CapturedMessage, ...]
     """The transcript, in order."""
+    settings: tuple[RunSetting, ...] = ()
+    """The settings the run used that a replay needs (what it was measured at)."""
 
 
 _RUN = """SELECT case_run_id, bench_run_id, case_id, family, model, label, outcome, fallback_kind, stop_reason,
@@ -136,6 +155,11 @@ def load_captured_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str)
             f"CASE_RUN_ID {case_run_id!r}: no transcript stored in {db} (run with --no-transcripts or before"
             " transcripts were stored); run the case again without --no-transcripts to capture it",
         )
+    from runners.plan.settings import case_run_columns
+
+    names = [name for name, _ in case_run_columns()]
+    values = con.execute(f"SELECT {', '.join(names)} FROM case_runs WHERE case_run_id = ?", [case_run_id]).fetchone()
+    settings = tuple(RunSetting(n, v) for n, v in zip(names, values or (), strict=False) if v is not None)
     messages = tuple(
         CapturedMessage(
             int(m[0]),
@@ -159,5 +183,5 @@ def load_captured_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str)
     )
     return CapturedRun(
         str(row[0]), str(row[1]), str(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9],
-        int(row[10]), int(row[11]), int(row[12]), int(row[13]), int(row[14]), messages,
+        int(row[10]), int(row[11]), int(row[12]), int(row[13]), int(row[14]), messages, settings,
     )  # fmt: skip

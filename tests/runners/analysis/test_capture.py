@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import uuid
 from pathlib import Path
 
@@ -101,6 +102,60 @@ def test_every_builtin_case_round_trips_through_its_exported_trace(original: Pat
     }
 
 
+_COUNTS = ("outcome", "fallback_kind", "stop_reason", "model_calls", "guard_calls", "tool_invocations",
+           "failed_invocations", "tool_rejections", "duplicate_scope_rejections", "protocol_violations",
+           "no_gain_count", "gained_count", "stop_required_deliveries", "awaiting_rejections", "wasted_invocations",
+           "budget_hit")  # fmt: skip
+"""What a live model's run and its captured replay share (its call ids are its own, so observation bytes and tokens
+are the scripted model's)."""
+MODEL_ERROR_RETRIED = {"br-*/diagnosable_gateway_risk_pool_exhausted_t1/1 of qwen2.5-coder-1.5b"}
+"""Real-model runs whose replay makes one model call fewer: a call failed (the server dropped the connection) and
+was retried, and the scripted model never fails."""
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_real_model_runs_replay_to_the_same_outcome_and_counts(tmp_path: Path) -> None:
+    """Every case run of the committed real-model cassettes (three small local models) captures, and replays at the
+    settings it ran with (`captured.replay`) to the same outcome, stop reason and counts."""
+    db = tmp_path / "real.duckdb"
+    assert (
+        main(["real-models", "--cassettes", str(REPO / "cassettes"), "--out", str(tmp_path / "r"), "--db", str(db)])
+        == 0
+    )
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute("SELECT c.*, b.label AS run_label FROM case_runs c JOIN bench_runs b USING (bench_run_id)")
+        names = [d[0] for d in cur.description or ()]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    assert len(rows) > 100
+    groups: dict[tuple[str, ...], list[tuple[str, dict[str, object]]]] = {}
+    for n, row in enumerate(rows):
+        out = tmp_path / "cap" / f"{n}.yaml"
+        assert main(["capture", str(row["case_run_id"]), "--db", str(db), "--out", str(out)]) == 0, row["case_run_id"]
+        doc = yaml.safe_load(out.read_text())
+        doc["cases"][0]["id"] = f"r{n}_{doc['cases'][0]['id']}"[:81]
+        flags = tuple(
+            shlex.split(doc["captured"]["replay"])[6:]
+        )  # after `harness-bench run --evalset F --model scripted`
+        folder = tmp_path / "by_settings" / "_".join(flags or ("default",))
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / out.name).write_text(yaml.safe_dump(doc, allow_unicode=True))
+        groups.setdefault(flags, []).append((doc["cases"][0]["id"], row))
+    differ = set()
+    for flags, members in groups.items():
+        replay = tmp_path / f"replay{len(differ)}_{abs(hash(flags))}.duckdb"
+        folder = tmp_path / "by_settings" / "_".join(flags or ("default",))
+        assert main(["run", "--db", str(replay), "--model", "scripted", "--evalset", str(folder), *flags]) == 0
+        again = _rows(replay)
+        for case_id, row in members:
+            got = again[case_id]
+            if any(got[k] != row[k] for k in _COUNTS) or got["passed"] is not True:
+                differ.add(f"br-*/{row['case_id']}/{row['epoch']} of {row['run_label']}")
+    assert differ == MODEL_ERROR_RETRIED
+
+
 def test_a_captured_case_holds_only_what_the_run_saw(original: Path, tmp_path: Path) -> None:
     """The webhook case's knowledge base has two documents; the run was shown one passage of one of them."""
     row = _rows(original)["diagnosable_webhook_cert_expired_acme_pay"]
@@ -148,7 +203,7 @@ def _run(question: str, conclusion: str) -> CapturedRun:
 @given(question=_TEXT, conclusion=_TEXT)
 def test_model_written_text_round_trips_as_data(tmp_path: Path, question: str, conclusion: str) -> None:
     run = _run(question, conclusion)
-    text = case_yaml(run, build_case(run))
+    text = case_yaml(run, build_case(run), "hostile.yaml")
     path = tmp_path / f"hostile-{uuid.uuid4().hex}.yaml"  # a new name: loading is memoised by path, size and mtime
     path.write_text(text, encoding="utf-8")
     assert text.splitlines()[0].startswith("# Captured")  # the one comment is ours, nothing a model wrote
