@@ -30,9 +30,11 @@ from pydantic import BaseModel, ValidationError
 
 from harness.contracts import (
     EvidenceStatus,
+    GuardName,
     InformationGain,
     InvocationStatus,
     JsonValue,
+    ModelPurpose,
     RejectionReason,
     ReleaseOutcome,
     Relevance,
@@ -40,12 +42,13 @@ from harness.contracts import (
     ViolationKind,
 )
 from harness.transcript import EntryKind
-from runners.domain.evalset import EvalCase, ExpectedStop, Family
-from runners.domain.scripted import Mistake
+from runners.domain.evalset import EvalCase, ExpectedStop, Family, FaultKind
+from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
 from runners.domain.tools.db_query import DbQueryInput, analyse_sql
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
 from runners.store.captured_runs import CapturedMessage, CapturedRun
+from runners.store.transcripts import GUARD_VERDICT
 
 __all__ = ["REVIEW", "CaptureError", "build_case", "case_yaml", "replay_argv"]
 
@@ -59,7 +62,7 @@ REVIEW = (
 )
 """What a captured case's reviewer must check; written into the file."""
 
-_DIAGNOSIS = "DIAGNOSIS"
+_DIAGNOSIS = ModelPurpose.DIAGNOSIS.value
 _CONTEXT_HEAD = "\n\nKnown context:\n"
 _NOT_GIVEN = "(not given)"
 _MISTAKES = {
@@ -68,7 +71,7 @@ _MISTAKES = {
     ViolationKind.UNEXPECTED_PREVIOUS_OBSERVATION.value: Mistake.UNEXPECTED_PREVIOUS_OBSERVATION,
     ViolationKind.INVALID_GAIN_VALUE.value: Mistake.INVALID_GAIN_VALUE,
     ViolationKind.UNKNOWN_TOOL.value: Mistake.UNKNOWN_TOOL,
-    "INVALID_INPUT": Mistake.INVALID_INPUT,
+    ViolationKind.INVALID_INPUT.value: Mistake.INVALID_INPUT,
 }
 """A violation the Harness reported, as the scripted mistake that makes it (MALFORMED_ENVELOPE: see `_mistake`)."""
 _FAULT = re.compile(r"^(?:ToolExecutionError: \w+ backend error|TimeoutError: \w+ backend timed out): (.*)$", re.S)
@@ -115,8 +118,12 @@ class _Call:
 
 @dataclass(slots=True)
 class _Step:
+    """One trajectory step and the calls that sent it (a call answered AWAITING_EVALUATION is sent again)."""
+
     step: dict[str, JsonValue]
+    """The step as the evaluation file declares it."""
     calls: list[_Call] = field(default_factory=list)
+    """Its calls, in order: the last one is the one the Harness decided."""
 
 
 def _json_object(text: str | None) -> dict[str, JsonValue] | None:
@@ -253,7 +260,7 @@ def _steps(calls: Sequence[_Call]) -> list[_Step]:
             step["gain"] = gain
         if mistake is not None:
             step["mistake"] = mistake.value
-            step["on_rejection"] = "skip"
+            step["on_rejection"] = RejectionReaction.SKIP.value
         if not call.first_in_message and steps:
             step["same_turn"] = True
         made = _Step(step, [call])
@@ -302,7 +309,7 @@ def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
             if hit is None:  # the backend's own failure (a SQL error): that call's, not the backend's for good
                 recorded.append({"tool": tool, "input": _input(call) or {}, "error": error})
                 continue
-            kind = "timeout" if error.startswith("TimeoutError") else "error"
+            kind = (FaultKind.TIMEOUT if error.startswith("TimeoutError") else FaultKind.ERROR).value
             faults.setdefault(
                 tool, {"tool": tool, "kind": kind, "after_calls": completed[tool], "message": hit.group(1)}
             )
@@ -438,10 +445,10 @@ def build_case(run: CapturedRun) -> EvalCase:
     calls = _calls(diagnosis)
     steps = _steps(calls)
     stops = [i for i, c in enumerate(calls) if c.row.stop_required]
-    verdict = next((m.verdict for m in run.messages if m.kind == "GUARD_VERDICT" and m.guard == "SEMANTIC"), None)
+    verdict = next((m.verdict for m in run.messages if m.kind == GUARD_VERDICT and m.guard == GuardName.SEMANTIC), None)
     trajectory: dict[str, JsonValue] = {"steps": [s.step for s in steps]}
     if stops and stops[0] < len(calls) - 1:
-        trajectory["on_stop_required"] = "ignore"
+        trajectory["on_stop_required"] = StopReaction.IGNORE.value
     trajectory.update(_draft(diagnosis, calls, steps))
     if verdict in tuple(SemanticVerdict) and verdict != SemanticVerdict.SUPPORTED.value:
         trajectory["semantic_verdict"] = verdict

@@ -15,8 +15,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contracts import InformationGain
+from harness.contracts import InformationGain, InvocationStatus, ModelPurpose
+from harness.transcript import EntryKind
 from runners.store.captured_runs import CapturedMessage, CapturedRun, RunSetting
+from runners.store.transcripts import GUARD_VERDICT
 
 __all__ = ["TraceError", "captured_run_from_trace"]
 
@@ -112,7 +114,7 @@ def _parts(message: dict[str, object]) -> list[dict[str, object]]:
 def _unsent(attrs: _Attrs) -> dict[str, object]:
     """The observation of an invocation never sent to the model, from its span (its records are not there)."""
     status = attrs.get("harness.invocation_status")
-    if status == "FAILED":
+    if status == InvocationStatus.FAILED.value:
         return {"status": status, "error": attrs.get("harness.detail")}
     scope = str(attrs.get("harness.scope") or "")
     try:
@@ -144,19 +146,21 @@ def captured_run_from_trace(path: Path, run_id: str) -> CapturedRun:
         decisions[str(attrs.get("gen_ai.tool.call.id"))].append(attrs)
     stops = {str(a.get("gen_ai.tool.call.id")) for n, a in run.events if n == "harness.stop_required_delivered"}
     gains = [a.get("harness.gain") for n, a in run.events if n == "harness.gain_applied"]
-    diagnosis = [c for c in chats if c.attrs.get("harness.model_call.purpose") == "DIAGNOSIS"]
+    diagnosis = [c for c in chats if c.attrs.get("harness.model_call.purpose") == ModelPurpose.DIAGNOSIS.value]
     if diagnosis and all("gen_ai.input.messages" not in c.attrs for c in diagnosis):
         raise TraceError(f"--run {run_id!r}: its chat spans hold no messages; export with --otel-content (or record"
                          " with capture_content=True) to capture it")  # fmt: skip
     rows: list[CapturedMessage] = []
 
-    def add(kind: str, call: int, content: object = None, *, call_id: object = None, decision: _Attrs | None = None,
-            tool: object = None, arguments: object = None, sent: bool | None = None) -> None:  # fmt: skip
+    def add(kind: EntryKind, call: int, content: object = None, *, call_id: object = None,
+            decision: _Attrs | None = None, tool: object = None, arguments: object = None,
+            sent: bool | None = None) -> None:  # fmt: skip
         d = decision or {}
         rows.append(CapturedMessage(
-            len(rows), "DIAGNOSIS", kind, call, _str(content), _str(call_id), _str(d.get("gen_ai.tool.call.id")),
-            _str(tool), _str(arguments), sent, _str(d.get("harness.invocation_status")),
-            _str(d.get("harness.rejection.reason")), _str(d.get("harness.violation")),
+            len(rows), ModelPurpose.DIAGNOSIS.value, kind.value, call, _str(content), _str(call_id),
+            _str(d.get("gen_ai.tool.call.id")), _str(tool), _str(arguments), sent,
+            _str(d.get("harness.invocation_status")), _str(d.get("harness.rejection.reason")),
+            _str(d.get("harness.violation")),
             None if decision is None else str(d.get("gen_ai.tool.call.id")) in stops, None, None,
         ))  # fmt: skip
 
@@ -166,13 +170,13 @@ def captured_run_from_trace(path: Path, run_id: str) -> CapturedRun:
         for m in _messages(chat.attrs.get("gen_ai.input.messages", "[]"), where):
             for part in _parts(m):
                 if m.get("role") in ("system", "user"):
-                    add("SYSTEM" if m["role"] == "system" else "USER", call, part.get("content"))
+                    add(EntryKind.SYSTEM if m["role"] == "system" else EntryKind.USER, call, part.get("content"))
                 elif part.get("type") == "tool_call_response":
-                    add("OBSERVATION", call, part.get("response"), call_id=part.get("id"), sent=True)
+                    add(EntryKind.OBSERVATION, call, part.get("response"), call_id=part.get("id"), sent=True)
         for m in _messages(chat.attrs.get("gen_ai.output.messages", "[]"), where):
             parts = _parts(m)
             text = next((p.get("content") for p in parts if p.get("type") == "text"), "")
-            add("ASSISTANT", call, text)
+            add(EntryKind.ASSISTANT, call, text)
             calls = [p for p in parts if p.get("type") == "tool_call"]
             if not calls and text:
                 try:
@@ -182,17 +186,18 @@ def captured_run_from_trace(path: Path, run_id: str) -> CapturedRun:
                 conclusion = draft.get("conclusion") if isinstance(draft, dict) else None
             for p in calls:
                 queue = decisions.get(str(p.get("id")))
-                add("TOOL_CALL", call, call_id=p.get("id"), decision=queue.popleft() if queue else {},
+                add(EntryKind.TOOL_CALL, call, call_id=p.get("id"), decision=queue.popleft() if queue else {},
                     tool=p.get("name"), arguments=p.get("arguments"))  # fmt: skip
-    answered = {m.tool_call_id for m in rows if m.kind == "OBSERVATION"}
+    answered = {m.tool_call_id for m in rows if m.kind == EntryKind.OBSERVATION.value}
     for span in tools:  # an invocation whose answer the run ended before sending: what its span says of it
         cid = str(span.attrs.get("gen_ai.tool.call.id"))
         if cid not in answered:
-            add("OBSERVATION", 0, json.dumps(_unsent(span.attrs), ensure_ascii=False), call_id=cid, sent=False)
+            add(EntryKind.OBSERVATION, 0, json.dumps(_unsent(span.attrs), ensure_ascii=False), call_id=cid, sent=False)
     for name, attrs in run.events:
         if name == "harness.guard_verdict":
-            rows.append(CapturedMessage(len(rows), "SEMANTIC_GUARD", "GUARD_VERDICT", None, None, None, None, None,
-                                        None, None, None, None, None, None, str(attrs.get("harness.guard")),
+            rows.append(CapturedMessage(len(rows), ModelPurpose.SEMANTIC_GUARD.value, GUARD_VERDICT, None, None,
+                                        None, None, None, None, None, None, None, None, None,
+                                        str(attrs.get("harness.guard")),
                                         str(attrs.get("harness.verdict"))))  # fmt: skip
     a = run.attrs
     bench, _, rest = run_id.partition("/")
