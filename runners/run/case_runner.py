@@ -67,7 +67,8 @@ def _faulty(inner: BusinessTool[Any], fault: ToolFault) -> BusinessTool[Any]:
 
 
 def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
-    """The case's three tools on their fixtures (real BM25 and DuckDB), faults applied."""
+    """The case's three tools on their fixtures (real BM25 and DuckDB), a captured case's recorded results served
+    first, faults applied."""
     fx = case.fixtures
     tools: list[BusinessTool[Any]] = [KnowledgeBaseSearch(fx.kb), LogSearch(fx.logs), DatabaseQuery(fx.tables)]
     if fx.recorded or fx.named_tables:  # a captured case (runners/domain/tools/recorded.py)
