@@ -18,6 +18,7 @@ from rich.text import Text
 
 from harness import __version__
 from runners.commands import (
+    capture,
     cases,
     gate,
     merge,
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, gate, report, real_models, merge,
                     migrate, transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
+    capture.register(sub)
     return parser
 
 

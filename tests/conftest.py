@@ -36,6 +36,7 @@ SLOW_MODULES = frozenset({
     "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
     "test_report.py", "test_secrets.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
     "test_otel_import.py",
+    "test_capture.py",
     "test_otel_export.py",
     "test_whatif.py",
     "test_phoenix.py",

@@ -26,7 +26,7 @@ from runners.domain._yaml_stream import (
     iter_raw_cases,
     iter_raw_cases_aside,
 )
-from runners.domain.case_model import EvalCase
+from runners.domain.case_model import EvalCase, db_tables
 from runners.domain.scripted import Mistake, RejectionReaction
 from runners.domain.tools.db_query import case_input_model
 from runners.domain.tools.kb_search import KbSearchInput
@@ -48,7 +48,7 @@ def step_input_problems(case: EvalCase) -> list[tuple[str, str]]:
     models: dict[str, type[BaseModel]] = {
         "kb_search": KbSearchInput,
         "log_search": LogSearchInput,
-        "db_query": case_input_model(tuple((t.name, t.columns) for t in case.fixtures.tables)),
+        "db_query": case_input_model(db_tables(case.fixtures)),
     }
     out: list[tuple[str, str]] = []
     for i, step in enumerate(case.trajectory.steps):

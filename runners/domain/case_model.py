@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from harness.contracts import FallbackKind, RejectionReason, ReleaseOutcome
+from harness.contracts import EvidenceStatus, FallbackKind, JsonValue, RejectionReason, ReleaseOutcome, Relevance
 from harness.scope import normalize_timestamp
 from runners.domain.scripted import Mistake, Trajectory
 from runners.domain.tools.db_query import TableFixture
@@ -31,8 +31,11 @@ __all__ = [
     "Family",
     "FaultKind",
     "Fixtures",
+    "RecordedResult",
+    "TableName",
     "ToolFault",
     "ToolName",
+    "db_tables",
 ]
 
 ToolName = Literal["kb_search", "log_search", "db_query"]
@@ -113,6 +116,35 @@ class ToolFault(_Strict):
     """The failure message."""
 
 
+TableName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$", max_length=63, to_lower=True)]
+"""A table name as db_query's fixtures spell it (lower-cased)."""
+
+
+class RecordedResult(_Strict):
+    """What one call of a captured run returned, served again for the same scope (`harness-bench capture`):
+    a knowledge-base score or a SQL aggregate cannot be re-derived from the records it produced."""
+
+    tool: ToolName
+    """Which tool."""
+    input: dict[str, JsonValue]
+    """The business input as called; a later call with the same scope gets this result."""
+    error: str | None = None
+    """The backend failed with this message (`Type: text`, as the observation showed it); the fields below
+    are then unused."""
+    evidence_status: EvidenceStatus = EvidenceStatus.NO_EVIDENCE
+    """EVIDENCE or NO_EVIDENCE, as the run saw it."""
+    count: int = Field(default=0, ge=0)
+    """How many records the backend returned."""
+    scope: dict[str, JsonValue] = Field(default_factory=dict)
+    """The scope the backend reported it applied."""
+    truncated: bool = False
+    """The backend capped the result."""
+    records: list[dict[str, JsonValue]] = Field(default_factory=list)
+    """The records the run was shown."""
+    relevance: list[Relevance] = Field(default_factory=list)
+    """kb_search: each record's relevance."""
+
+
 class Fixtures(_Strict):
     """The data the case's tools run on."""
 
@@ -124,6 +156,17 @@ class Fixtures(_Strict):
     """Business database tables."""
     faults: list[ToolFault] = Field(default_factory=list)
     """Injected backend failures."""
+    recorded: list[RecordedResult] = Field(default_factory=list)
+    """Results of a captured run's calls, returned again for the same tool and scope (before the fixtures)."""
+    named_tables: list[TableName] = Field(default_factory=list)
+    """Tables a captured run's SQL read that have no rows here (db_query accepts them; their results are recorded)."""
+
+
+def db_tables(fixtures: Fixtures) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The tables db_query may read: the fixture's, then the `named_tables` it has no rows of."""
+    known = {t.name for t in fixtures.tables}
+    named = tuple((name, ()) for name in dict.fromkeys(fixtures.named_tables) if name not in known)
+    return (*((t.name, t.columns) for t in fixtures.tables), *named)
 
 
 class ExpectedStop(StrEnum):

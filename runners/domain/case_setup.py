@@ -9,10 +9,11 @@ from pydantic import BaseModel
 
 from harness.prompts import DiagnosisTask, TaskContext
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
-from runners.domain.evalset import EvalCase, FaultKind, ToolFault
-from runners.domain.tools.db_query import DatabaseQuery
+from runners.domain.evalset import EvalCase, FaultKind, ToolFault, db_tables
+from runners.domain.tools.db_query import DatabaseQuery, case_input_model
 from runners.domain.tools.kb_search import KnowledgeBaseSearch
 from runners.domain.tools.log_search import LogSearch
+from runners.domain.tools.recorded import RecordedAnswer, with_recorded
 
 
 class _FaultyTool(BusinessTool[BaseModel]):
@@ -49,11 +50,24 @@ def _faulty(inner: BusinessTool[Any], fault: ToolFault) -> BusinessTool[Any]:
 
 
 def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
-    """The case's three tools on their fixtures (real BM25 and DuckDB), faults applied."""
+    """The case's three tools on their fixtures (real BM25 and DuckDB), a captured case's recorded results served
+    first, faults applied."""
     fx = case.fixtures
     tools: list[BusinessTool[Any]] = [KnowledgeBaseSearch(fx.kb), LogSearch(fx.logs), DatabaseQuery(fx.tables)]
+    if fx.recorded or fx.named_tables:  # a captured case (runners/domain/tools/recorded.py)
+        widened = case_input_model(db_tables(fx)) if fx.named_tables else None
+        tools = [with_recorded(t, _answers(case, t.name), widened if t.name == "db_query" else None) for t in tools]
     faults = {f.tool: f for f in fx.faults}
     return [_faulty(t, faults[t.name]) if t.name in faults else t for t in tools]
+
+
+def _answers(case: EvalCase, tool: str) -> list[RecordedAnswer]:
+    return [
+        RecordedAnswer(dict(r.input), ToolResult(r.evidence_status, r.count, dict(r.scope),
+                                                 tuple(dict(x) for x in r.records), r.truncated, tuple(r.relevance)),
+                       r.error)
+        for r in case.fixtures.recorded if r.tool == tool
+    ]  # fmt: skip
 
 
 def task_of(case: EvalCase) -> DiagnosisTask:

@@ -41,8 +41,11 @@ from runners.domain.case_model import (
     Family,
     FaultKind,
     Fixtures,
+    RecordedResult,
+    TableName,
     ToolFault,
     ToolName,
+    db_tables,
 )
 
 __all__ = [
@@ -58,10 +61,13 @@ __all__ = [
     "FaultKind",
     "Fixtures",
     "ProgressCallback",
+    "RecordedResult",
     "SpooledCases",
+    "TableName",
     "ToolFault",
     "ToolName",
     "content_hash",
+    "db_tables",
     "json_schema",
     "load_cases",
     "reporting_progress",

@@ -1,0 +1,89 @@
+"""`harness-bench capture`: write an evaluation case from a stored case run or an exported trace, marked for review."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from runners.commands._common import EXIT_OK, _check_outputs, _fail, _sub
+from runners.plan.rules import DEFAULT_DB
+from runners.store._files import NamedPath
+
+__all__ = ["register", "run"]
+
+
+def register(sub: Any) -> None:
+    p = _sub(sub, "capture", "write an evaluation case from a stored case run (its calls, records and Draft)",
+             "Builds one case from the case run's transcript (CASE_RUN_ID in --db), or from one run of an"
+             " OTLP/JSON trace file written with message contents (--trace FILE --run ID: `export --otel FILE"
+             " --otel-content`): the question and context, fixtures from the records its observations showed and"
+             " each call's result (served again for the same scope), a trajectory replaying its calls, evaluations"
+             " and Draft, and expectations from its outcome and counts, all marked for review. Replays with"
+             " `harness-bench run --evalset FILE --model scripted` to the same outcome, stop reason and"
+             " counts.")  # fmt: skip
+    p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID",
+                   help="the case run to capture (BENCH_RUN_ID/CASE/EPOCH)")  # fmt: skip
+    p.add_argument("--db", type=Path, default=None, help=f"DuckDB file holding CASE_RUN_ID (default {DEFAULT_DB})")
+    p.add_argument("--trace", type=Path, default=None, metavar="FILE",
+                   help="an OTLP/JSON file (one trace per line) instead of --db")  # fmt: skip
+    p.add_argument("--run", default=None, metavar="ID", help="with --trace: the run's gen_ai.conversation.id")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the evaluation file to write (.yaml)")
+    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.analysis.capture import CaptureError, build_case, case_yaml, replay_argv
+    from runners.store._files import write_text
+
+    if args.trace is not None or args.run is not None:
+        if args.case_run is not None or args.db is not None:
+            _fail("give CASE_RUN_ID [--db D] or --trace FILE --run ID, not both")
+        if args.trace is None or args.run is None:
+            _fail("--trace FILE and --run ID go together")
+        source = NamedPath("--trace", args.trace)
+    elif args.case_run is None:
+        _fail("name the run: CASE_RUN_ID [--db D], or --trace FILE --run ID")
+    else:
+        source = NamedPath("--db", args.db if args.db is not None else DEFAULT_DB)
+    _check_outputs([NamedPath("--out", args.out)], [source])
+    if args.out.exists() and not args.force:
+        _fail(f"--out {args.out} exists; give --force to overwrite it or choose another path")
+    if args.trace is not None:
+        captured = _from_trace(args.trace, str(args.run))
+    else:
+        captured = _from_db(source.path, str(args.case_run))
+    try:
+        case = build_case(captured)
+    except CaptureError as exc:
+        _fail(str(exc))
+    write_text(args.out, case_yaml(captured, case, str(args.out)))
+    steps = len(case.trajectory.steps)
+    sys.stdout.write(f"wrote {args.out} (case {case.id}: {steps} steps, expectations marked for review)\n")
+    sys.stdout.write(f"replay: {shlex.join(replay_argv(captured, str(args.out)))}\n")
+    return EXIT_OK
+
+
+def _from_db(db: Path, case_run: str) -> Any:
+    from runners.store.captured_runs import CaptureSourceError, load_captured_run
+    from runners.store.connection import connect
+
+    con = connect(db, read_only=True)
+    try:
+        return load_captured_run(con, str(db), case_run)
+    except CaptureSourceError as exc:
+        _fail(str(exc))
+    finally:
+        con.close()
+
+
+def _from_trace(path: Path, run_id: str) -> Any:
+    from runners.analysis.otel_trace import TraceError, captured_run_from_trace
+
+    try:
+        return captured_run_from_trace(path, run_id)
+    except TraceError as exc:
+        _fail(str(exc))

@@ -1,0 +1,187 @@
+"""A stored case run as `harness-bench capture` reads it: its `case_runs` row and its transcript, typed.
+
+The canonical records a tool returned are not stored; the transcript's observations are what the model saw
+(the projection of those records, cut to the observation cap when it was exceeded), and what capture builds
+a case from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+import duckdb
+
+__all__ = [
+    "CaptureSourceError",
+    "CaptureSourceProblem",
+    "CapturedMessage",
+    "CapturedRun",
+    "RunSetting",
+    "load_captured_run",
+]
+
+
+class CaptureSourceProblem(StrEnum):
+    """Why a case run cannot be captured."""
+
+    UNKNOWN_CASE_RUN = "UNKNOWN_CASE_RUN"
+    NO_TRANSCRIPT = "NO_TRANSCRIPT"
+
+
+class CaptureSourceError(ValueError):
+    """The case run is not in the database, or was stored without its transcript (exit 2)."""
+
+    def __init__(self, problem: CaptureSourceProblem, message: str) -> None:
+        super().__init__(message)
+        self.problem = problem
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedMessage:
+    """One transcript row (prompts resolved)."""
+
+    seq: int
+    """Order within the case run."""
+    purpose: str
+    """DIAGNOSIS or SEMANTIC_GUARD."""
+    kind: str
+    """SYSTEM, USER, ASSISTANT, TOOL_CALL, OBSERVATION, MODEL_ERROR or GUARD_VERDICT."""
+    model_call: int | None
+    """The model call attempt that sent or produced it."""
+    content: str | None
+    """The text as the model saw it."""
+    tool_call_id: str | None
+    """TOOL_CALL / OBSERVATION: the call's id as the model gave it."""
+    harness_call_id: str | None
+    """TOOL_CALL: the id the Harness answered."""
+    tool: str | None
+    """TOOL_CALL: the tool named."""
+    arguments: str | None
+    """TOOL_CALL: the raw arguments text."""
+    sent: bool | None
+    """OBSERVATION: whether it reached the model."""
+    invocation_status: str | None
+    """TOOL_CALL: COMPLETED, FAILED or REJECTED."""
+    rejection: str | None
+    """TOOL_CALL: the rejection reason."""
+    violation: str | None
+    """TOOL_CALL: the protocol violation."""
+    stop_required: bool | None
+    """TOOL_CALL: its answer delivered STOP_REQUIRED."""
+    guard: str | None
+    """GUARD_VERDICT: which guard."""
+    verdict: str | None
+    """GUARD_VERDICT: its verdict."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunSetting:
+    """One setting the run used (a `case_runs` settings column, or a trace's `harness.config.*`)."""
+
+    name: str
+    """The setting's public name (`no_gain_threshold`, `max_tool_calls`, …)."""
+    value: int | float | str | bool
+    """Its value in that run."""
+
+
+@dataclass(frozen=True, slots=True)
+class CapturedRun:
+    """A case run's identity, result and counts, and its transcript."""
+
+    case_run_id: str
+    """Its id."""
+    bench_run_id: str
+    """Its bench run."""
+    case_id: str
+    """The case it ran."""
+    family: str | None
+    """The case's family."""
+    model: str | None
+    """The model it ran with."""
+    label: str | None
+    """Its bench run's label."""
+    outcome: str | None
+    """The Release outcome."""
+    fallback_kind: str | None
+    """FALLBACK only: which."""
+    stop_reason: str | None
+    """The stop reason, if any."""
+    conclusion: str | None
+    """The released conclusion."""
+    model_calls: int
+    """Diagnosis model call attempts."""
+    tool_invocations: int
+    """Backend invocations."""
+    no_gain_count: int
+    """NO_GAIN applications."""
+    gained_count: int
+    """GAINED applications."""
+    stop_required_deliveries: int
+    """STOP_REQUIRED observations handed to the model."""
+    messages: tuple[CapturedMessage, ...]
+    """The transcript, in order."""
+    settings: tuple[RunSetting, ...] = ()
+    """The settings the run used that a replay needs (what it was measured at)."""
+
+
+_RUN = """SELECT case_run_id, bench_run_id, case_id, family, model, label, outcome, fallback_kind, stop_reason,
+       conclusion, coalesce(model_calls, 0), coalesce(tool_invocations, 0), coalesce(no_gain_count, 0),
+       coalesce(gained_count, 0), coalesce(stop_required_deliveries, stop_required_delivered::INT, 0)
+FROM case_runs WHERE case_run_id = ?"""
+_MESSAGES = """SELECT m.seq, m.purpose, m.kind, m.model_call, coalesce(m.content, p.content), m.tool_call_id,
+       m.harness_call_id, m.tool, m.arguments, m.sent, m.invocation_status, m.rejection, m.violation, m.stop_required,
+       m.guard, m.verdict
+FROM messages m LEFT JOIN prompts p USING (prompt_hash) WHERE m.case_run_id = ? ORDER BY m.seq"""
+
+
+def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
+    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()
+    return bool(row and row[0])
+
+
+def load_captured_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> CapturedRun:
+    """The case run `case_run_id` with its transcript; CaptureSourceError when it is unknown or has none."""
+    row = con.execute(_RUN, [case_run_id]).fetchone()
+    if row is None:
+        raise CaptureSourceError(
+            CaptureSourceProblem.UNKNOWN_CASE_RUN,
+            f"CASE_RUN_ID {case_run_id!r}: no such case run in {db} (ids are BENCH_RUN_ID/CASE/EPOCH, as `run` prints)",
+        )
+    found = con.execute(_MESSAGES, [case_run_id]).fetchall() if _has_messages(con) else []
+    if not found:
+        raise CaptureSourceError(
+            CaptureSourceProblem.NO_TRANSCRIPT,
+            f"CASE_RUN_ID {case_run_id!r}: no transcript stored in {db} (run with --no-transcripts or before"
+            " transcripts were stored); run the case again without --no-transcripts to capture it",
+        )
+    from runners.plan.settings import case_run_columns
+
+    names = [name for name, _ in case_run_columns()]
+    values = con.execute(f"SELECT {', '.join(names)} FROM case_runs WHERE case_run_id = ?", [case_run_id]).fetchone()
+    settings = tuple(RunSetting(n, v) for n, v in zip(names, values or (), strict=False) if v is not None)
+    messages = tuple(
+        CapturedMessage(
+            int(m[0]),
+            str(m[1]),
+            str(m[2]),
+            m[3],
+            m[4],
+            m[5],
+            m[6],
+            m[7],
+            m[8],
+            m[9],
+            m[10],
+            m[11],
+            m[12],
+            m[13],
+            m[14],
+            m[15],
+        )
+        for m in found
+    )
+    return CapturedRun(
+        str(row[0]), str(row[1]), str(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+        int(row[10]), int(row[11]), int(row[12]), int(row[13]), int(row[14]), messages, settings,
+    )  # fmt: skip
