@@ -167,14 +167,9 @@ def _sample(info: CaseRunInfo) -> Any:
 
 
 def _bench_runs(con: Any, db: str, bench_run: str | None, label: str | None) -> list[dict[str, Any]]:
-    sql, params = "SELECT * FROM bench_runs", []
-    if bench_run is not None:
-        sql, params = sql + " WHERE bench_run_id = ?", [bench_run]
-    elif label is not None:
-        sql, params = sql + " WHERE label = ?", [label]
-    cur = con.execute(sql + " ORDER BY started_at", params)
-    names = [d[0] for d in cur.description]
-    runs = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    from runners.store.analysis_reads import bench_run_rows
+
+    runs = [dict(r.columns) for r in bench_run_rows(con, bench_run_id=bench_run, label=label)]
     if not runs:
         what = f"bench run {bench_run!r}" if bench_run else (f"label {label!r}" if label is not None else "bench runs")
         raise InspectUnavailable(f"{db}: no {what} to export (see `harness-bench run`)")

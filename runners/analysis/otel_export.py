@@ -27,7 +27,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import duckdb
 from google.protobuf.json_format import MessageToDict, ParseDict
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -175,6 +174,7 @@ def _entries(info: Any, secrets: Secrets) -> tuple[TranscriptEntry, ...]:
 
 def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> list[_CaseRun]:
     from runners.analysis.inspect_export import _bench_runs
+    from runners.store.analysis_reads import case_run_rows_of
     from runners.store.connection import connect
     from runners.store.events import read_bench_run_events
     from runners.store.transcripts import load_case_run
@@ -185,8 +185,7 @@ def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> 
         for bench in _bench_runs(con, str(db), bench_run, label):
             secrets, limits = _secrets(bench), _limits(bench)
             stored = read_bench_run_events(con, str(db), bench["bench_run_id"])
-            for row in _rows(con, "SELECT * FROM case_runs WHERE bench_run_id = ? ORDER BY epoch, case_id",
-                             [bench["bench_run_id"]]):  # fmt: skip
+            for row in (dict(r.columns) for r in case_run_rows_of(con, bench["bench_run_id"])):
                 case_run_id = str(row["case_run_id"])
                 events = tuple(_redacted(e, secrets) for e in stored.get(case_run_id, ()))
                 _check_whole(db, case_run_id, events)
@@ -207,12 +206,6 @@ def _check_whole(db: Path, case_run_id: str, events: Sequence[TraceEvent]) -> No
             f"{db}: case run {case_run_id}: its stored events do not run from RUN_STARTED to RELEASED"
             f" ({len(events)} events); nothing exported"
         )
-
-
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> list[dict[str, Any]]:
-    cur = con.execute(sql, params)
-    names = [d[0] for d in cur.description or ()]
-    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 def _content_of(entries: Sequence[TranscriptEntry]) -> Callable[[int], Sequence[TranscriptEntry]]:

@@ -18,11 +18,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from harness.contracts import ReleaseOutcome, StopReason
 from runners.analysis._safe_text import html, markdown, markdown_code
 from runners.analysis.gate import Verdict
 from runners.analysis.real_models import RecordedSummary, summarize
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV
+from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
 from runners.store.recorded import read_recorded
 from runners.store.runs import label_sweep_ids
@@ -260,28 +260,13 @@ def native_and_text(db: Path, label: str) -> tuple[NativeAndText, ...]:
     saturations (newest case run per case, threshold and epoch, as the summary counts)."""
     con = connect(db, read_only=True)
     try:
-        rows = con.execute(
-            """
-            WITH newest AS (
-                SELECT *, row_number() OVER (PARTITION BY case_id, no_gain_threshold, epoch
-                                             ORDER BY finished_at DESC, case_run_id DESC) AS k
-                FROM case_runs WHERE label = ?
-            ), asked AS (SELECT case_run_id, count(*) AS n FROM tool_calls GROUP BY case_run_id)
-            SELECT n.no_gain_threshold, coalesce(sum(a.n), 0), coalesce(sum(n.text_tool_calls), 0),
-                   count(*) FILTER (WHERE n.text_tool_calls > 0),
-                   count(*) FILTER (WHERE n.outcome = ?), count(*) FILTER (WHERE n.outcome = ?),
-                   count(*) FILTER (WHERE n.stop_reason = ?)
-            FROM newest n LEFT JOIN asked a USING (case_run_id) WHERE n.k = 1
-            GROUP BY n.no_gain_threshold ORDER BY n.no_gain_threshold
-            """,
-            [label, ReleaseOutcome.FALLBACK.value, ReleaseOutcome.FAILED.value,
-             StopReason.INFORMATION_SATURATED.value],
-        ).fetchall()  # fmt: skip
+        rows = threshold_counts(con, label)
     finally:
         con.close()
     return tuple(
-        NativeAndText(no_gain_threshold=int(r[0]), requested=int(r[1]), text=int(r[2]), runs_with_text=int(r[3]),
-                      fallbacks=int(r[4]), failed=int(r[5]), saturations=int(r[6]))
+        NativeAndText(no_gain_threshold=r.no_gain_threshold, requested=r.requested, text=r.text,
+                      runs_with_text=r.runs_with_text, fallbacks=r.fallbacks, failed=r.failed,
+                      saturations=r.saturations)
         for r in rows
     )  # fmt: skip
 
@@ -334,12 +319,11 @@ def _gate(db: Path, baseline: str, candidate: str, downgrade: bool, recorded: se
         runs: dict[str, str] = {}
         cases: dict[str, set[str]] = {}
         for label in (baseline, candidate):
-            rows = con.execute("SELECT bench_run_id, case_id FROM case_runs WHERE label = ? AND no_gain_threshold = ?",
-                               [label, GATE_THRESHOLD]).fetchall()  # fmt: skip
+            rows = label_case_runs_at(con, label, GATE_THRESHOLD)
             if not rows:
                 return skipped(f"{label} has no case runs at NO_GAIN threshold {GATE_THRESHOLD}")
-            runs[label] = str(rows[0][0])
-            cases[label] = {str(r[1]) for r in rows}
+            runs[label] = rows[0].bench_run_id
+            cases[label] = {r.case_id for r in rows}
         common = cases[baseline] & cases[candidate]
         if not common:
             return skipped("no case in common")

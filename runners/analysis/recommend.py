@@ -38,6 +38,7 @@ from runners.analysis.choices import Rule as Rule
 from runners.analysis.choices import check_margin
 from runners.domain.evalset import Family
 from runners.plan.settings import SettingValue, swept_names
+from runners.store.analysis_reads import SweepCaseRun, sweep_case_runs
 
 NO_EVIDENCE_FAMILIES = (Family.EMPTY_LOGS, Family.GENERIC_KB, Family.MISSING_CONTEXT)
 
@@ -217,28 +218,22 @@ class _SweepCaseRun:
     epoch: int
     """The epoch, from 1."""
 
-    COLUMNS = (
-        "c.family, c.expected_outcome, c.expected_fallback_kind, c.outcome, c.fallback_kind, c.wasted_invocations,"
-        " c.input_tokens + c.output_tokens, c.model_calls, c.tool_invocations, c.passed, c.epoch"
-    )
-    """The SELECT list that gives the fields in order."""
-
     @classmethod
-    def of(cls, row: tuple[object, ...]) -> _SweepCaseRun:
-        """The record of one row of COLUMNS."""
-        family, expected, expected_kind, outcome, kind, wasted, tokens, calls, tools, passed, epoch = row
+    def of(cls, row: SweepCaseRun) -> _SweepCaseRun:
+        """The record of one stored case run, its vocabularies read."""
+        expected_kind = row.expected_fallback_kind
         return cls(
-            family=Family(str(family)),
-            expected_outcome=ReleaseOutcome(str(expected)),
-            expected_fallback_kind=None if expected_kind is None else FallbackKind(str(expected_kind)),
-            outcome=ReleaseOutcome(str(outcome)),
-            fallback_kind=None if kind is None else FallbackKind(str(kind)),
-            wasted_invocations=_number(wasted),
-            tokens=_number(tokens),
-            model_calls=_number(calls),
-            tool_invocations=_number(tools),
-            passed=bool(passed),
-            epoch=int(_number(epoch)),
+            family=Family(row.family),
+            expected_outcome=ReleaseOutcome(row.expected_outcome),
+            expected_fallback_kind=None if expected_kind is None else FallbackKind(expected_kind),
+            outcome=ReleaseOutcome(row.outcome),
+            fallback_kind=None if row.fallback_kind is None else FallbackKind(row.fallback_kind),
+            wasted_invocations=_number(row.wasted_invocations),
+            tokens=_number(row.tokens),
+            model_calls=_number(row.model_calls),
+            tool_invocations=_number(row.tool_invocations),
+            passed=row.passed,
+            epoch=int(_number(row.epoch)),
         )
 
     @property
@@ -260,22 +255,9 @@ def _number(value: object) -> float:
 
 def measure(con: duckdb.DuckDBPyConnection, sweep_id: str) -> list[ConfigStats]:
     """One ConfigStats per grid point of the sweep, from case_runs, with the case as the unit."""
-    names = config_columns()
-    cols = ", ".join(f"c.{c}" for c in names)
-    n_cols = len(names)
-    rows = con.execute(
-        f"""
-        SELECT {cols}, c.case_id, {_SweepCaseRun.COLUMNS}
-        FROM case_runs c JOIN bench_runs b USING (bench_run_id)
-        WHERE b.sweep_id = ?
-        ORDER BY {cols}, c.case_id
-        """,
-        [sweep_id],
-    ).fetchall()
     groups: dict[tuple[SettingValue, ...], dict[str, list[_SweepCaseRun]]] = {}
-    for r in rows:
-        run = _SweepCaseRun.of(tuple(r[n_cols + 1 :]))
-        groups.setdefault(tuple(r[:n_cols]), {}).setdefault(str(r[n_cols]), []).append(run)
+    for r in sweep_case_runs(con, sweep_id):
+        groups.setdefault(r.config, {}).setdefault(r.case_id, []).append(_SweepCaseRun.of(r))
     out: list[ConfigStats] = []
     for cfg, by_case in groups.items():
         recall: dict[str, float] = {}

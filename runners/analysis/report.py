@@ -13,8 +13,7 @@ from __future__ import annotations
 import base64
 import io
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
 
 import duckdb
@@ -34,11 +33,20 @@ from runners.analysis.recommend import (
     Objective,
     Recommendation,
     Rule,
-    config_columns,
     config_key,
     measure,
     recommend,
     table_rows,
+)
+from runners.store.analysis_reads import (
+    BenchRunScope,
+    CaseRunScope,
+    FamilyCounts,
+    SweepPointScope,
+    ToolRequests,
+    bench_run_summaries,
+    family_counts,
+    tool_requests,
 )
 
 MAX_BENCH_RUNS = 6
@@ -99,28 +107,10 @@ def _png(fig: MplFigure) -> bytes:
 
 
 # -- per family ---------------------------------------------------------------------------------------
-def family_table(con: duckdb.DuckDBPyConnection, where: str, params: Sequence[object]) -> pd.DataFrame:
+def family_table(con: duckdb.DuckDBPyConnection, scope: CaseRunScope) -> pd.DataFrame:
     """Per family of one bench run or configuration: cases, pass rate, outcome mix, stop reasons, means."""
-    return con.execute(
-        f"""
-        SELECT family, count(DISTINCT case_id) AS cases, count(*) AS case_runs,
-               round(avg(passed::INT), 3) AS pass_rate,
-               count(*) FILTER (WHERE outcome = 'SUCCESS') AS success,
-               count(*) FILTER (WHERE outcome = 'FALLBACK') AS fallback,
-               count(*) FILTER (WHERE outcome NOT IN ('SUCCESS', 'FALLBACK')) AS failed,
-               count(*) FILTER (WHERE stop_reason = 'INFORMATION_SATURATED') AS saturated,
-               count(*) FILTER (WHERE stop_reason = 'BUDGET_LIMIT_REACHED') AS budget,
-               count(*) FILTER (WHERE stop_reason = 'PROGRESS_PROTOCOL_VIOLATED') AS protocol,
-               count(*) FILTER (WHERE stop_reason IS NULL) AS on_its_own,
-               round(avg(tool_invocations), 2) AS mean_tool_invocations,
-               round(avg(tool_rejections), 2) AS mean_rejections,
-               round(avg(wasted_invocations), 2) AS mean_wasted
-        FROM case_runs c JOIN bench_runs b USING (bench_run_id)
-        WHERE {where}
-        GROUP BY family ORDER BY family
-        """,
-        params,
-    ).df()
+    columns = [f.name for f in fields(FamilyCounts)]
+    return pd.DataFrame([astuple(r) for r in family_counts(con, scope)], columns=columns)
 
 
 FAMILY_HEADER = [
@@ -177,12 +167,9 @@ def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
     return Figure(name, f"Outcome and stop reason per family — {what}", _png(fig))
 
 
-def _tool_distribution(con: duckdb.DuckDBPyConnection, where: str, params: Sequence[object], what: str) -> Figure:
-    df = con.execute(
-        "SELECT tool_invocations, tool_rejections FROM case_runs c JOIN bench_runs b USING (bench_run_id) "
-        f"WHERE {where}",
-        params,
-    ).df()
+def _tool_distribution(con: duckdb.DuckDBPyConnection, scope: CaseRunScope, what: str) -> Figure:
+    columns = [f.name for f in fields(ToolRequests)]
+    df = pd.DataFrame([astuple(r) for r in tool_requests(con, scope)], columns=columns)
     fig, ax = plt.subplots(figsize=(7, 3.4))
     top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
     bins = [x - 0.5 for x in range(top + 2)]
@@ -281,11 +268,6 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
 
 
 # -- document -----------------------------------------------------------------------------------------------
-def _config_where(stats: ConfigStats) -> tuple[str, list[object]]:
-    # NULL-safe: case runs stored before a setting was declared hold NULL for it (and their point says so)
-    return " AND ".join(f"c.{c} IS NOT DISTINCT FROM ?" for c in config_columns()), list(stats.config)
-
-
 def _sweep_sections(
     con: duckdb.DuckDBPyConnection, sweep_id: str, objective: Objective, rule: Rule, margin: float,
     db: str = "bench.duckdb",
@@ -311,9 +293,8 @@ def _sweep_sections(
         METRIC_DEFINITIONS,
         [_curves(stats, rec), _pareto(stats, rec)],
     )
-    cfg_where, cfg_params = _config_where(rec.chosen)
-    where, params = f"b.sweep_id = ? AND {cfg_where}", [sweep_id, *cfg_params]
-    fam = family_table(con, where, params)
+    point = SweepPointScope(sweep_id, tuple(rec.chosen.config))
+    fam = family_table(con, point)
     label = rec.chosen.label(rec.columns)
     title = (
         f"Per family at the recommended configuration ({label})"
@@ -325,7 +306,7 @@ def _sweep_sections(
         [f"Only the case runs of {label}; other grid points are not pooled in."],
         [_family_block(fam)],
         FAMILY_DEFINITIONS,
-        [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, where, params, label)],
+        [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, point, label)],
     )
     from runners.analysis.gate import failing_case_lines
     from runners.store.gate_pairs import failing_case_runs
@@ -340,13 +321,7 @@ def _sweep_sections(
 
 
 def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Section]:
-    where, params = ("b.bench_run_id = ?", [bench_run_id]) if bench_run_id else ("TRUE", [])
-    runs = con.execute(
-        f"""SELECT b.bench_run_id, any_value(b.model), any_value(b.label), count(*), any_value(b.started_at)
-            FROM case_runs c JOIN bench_runs b USING (bench_run_id) WHERE {where}
-            GROUP BY 1 ORDER BY 5 DESC""",
-        params,
-    ).fetchall()
+    runs = bench_run_summaries(con, bench_run_id)
     if not runs:
         raise ValueError(f"no case runs for {'bench run ' + bench_run_id if bench_run_id else 'any bench run'}")
     sections = [
@@ -358,13 +333,14 @@ def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) ->
             ],
         )
     ]
-    for i, (run_id, model, label, n, _) in enumerate(runs[:MAX_BENCH_RUNS]):
-        w, p = "b.bench_run_id = ?", [run_id]
-        fam = family_table(con, w, p)
+    for i, run in enumerate(runs[:MAX_BENCH_RUNS]):
+        run_id, model, label, n = run.bench_run_id, run.model, run.label, run.case_runs
+        scope = BenchRunScope(run_id)
+        fam = family_table(con, scope)
         what = f"{run_id} ({model}{', label ' + label if label else ''})"
         figs = [_outcome_figure(fam, f"outcomes_per_family_{i + 1}.png", what)]
         if i == 0:
-            figs.append(_tool_distribution(con, w, p, what))
+            figs.append(_tool_distribution(con, scope, what))
         sections.append(
             Section(
                 f"Bench run {what}",

@@ -1,13 +1,18 @@
 """The bench's layout: no import cycle among the modules of `runners` (every import counts: top-level, inside a
-function, under TYPE_CHECKING), and every package says in its docstring what it holds."""
+function, under TYPE_CHECKING), every package says in its docstring what it holds, and only the store and the analysis
+run SQL — the analysis's naming no base table of the metrics database (parsed with sqlglot)."""
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
+import duckdb
 import pytest
+import sqlglot
+from sqlglot import exp
 
 ROOT = Path(__file__).resolve().parents[2] / "runners"
 PACKAGES = ("plan", "run", "store", "endpoints", "live", "analysis", "domain", "commands")
@@ -107,7 +112,8 @@ def _runs_sql(path: Path) -> list[int]:
 
 
 def test_only_the_store_and_the_analysis_touch_the_database() -> None:
-    """Plan, run, the commands and the endpoints reach the metrics tables through the store's named queries."""
+    """Plan, run, the commands and the endpoints reach the metrics tables through the store's named queries; the
+    analysis may compose SQL (DuckDB is its engine) but over the views the store declares, never a base table."""
     found = {
         name: lines
         for name, path in _modules().items()
@@ -116,6 +122,93 @@ def test_only_the_store_and_the_analysis_touch_the_database() -> None:
         if (lines := _runs_sql(path))
     }
     assert found == {}, f"SQL outside runners/store/ (module: lines): {found}"
+    tables, views = stored_tables_and_views()
+    assert {"bench_runs", "case_runs", "tool_calls", "events"} <= tables and views, "the schema was read"
+    named = {
+        name: hits
+        for name, path in _modules().items()
+        if name.startswith("runners.analysis")
+        if (hits := base_tables_named(path, tables))
+    }
+    assert named == {}, (
+        "analysis SQL naming a base table (module: [(line, table)]); read it through a view of"
+        f" runners/store/views.py or a named query of runners/store/: {named}"
+    )
+
+
+# -- the analysis reads what the store declares ---------------------------------------------------
+DYNAMIC = "__dynamic__"
+"""What an f-string's `{...}` reads as: a table named at run time cannot be checked, so it counts as a base table."""
+_STATEMENT = re.compile(r"\s*(SELECT|WITH)\s", re.ASCII)
+_FRAGMENT = re.compile(r"\b(?:FROM|JOIN)\s+([A-Za-z_][A-Za-z_0-9]*)", re.ASCII)
+"""A piece of a statement (`FROM case_runs c`) in a string that is not a whole statement."""
+
+
+def stored_tables_and_views() -> tuple[frozenset[str], frozenset[str]]:
+    """The base tables and the views of a metrics database as the store's migrations create it (the schema itself,
+    not a list typed here)."""
+    from runners.store import migrations
+
+    con = duckdb.connect()
+    try:
+        migrations.migrate(con, ":memory:")
+        migrations.ensure_settings_columns(con)
+        tables = frozenset(str(r[0]) for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall())
+        views = con.execute("SELECT view_name FROM duckdb_views() WHERE NOT internal").fetchall()
+        return tables, frozenset(str(r[0]) for r in views)
+    finally:
+        con.close()
+
+
+def _sql_text(node: ast.expr) -> str | None:
+    """The text of a string literal (an f-string's `{...}` as DYNAMIC), or None for anything else."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join(str(v.value) if isinstance(v, ast.Constant) else DYNAMIC for v in node.values)
+    return None
+
+
+def base_tables_named(path: Path, tables: frozenset[str]) -> list[tuple[int, str]]:
+    """(line, table) for each base table (or table named at run time) a SQL statement written in `path` reads;
+    a common table expression's own name is not a table. A statement sqlglot cannot parse is reported too."""
+    hits: list[tuple[int, str]] = []
+    tree = ast.parse(path.read_text(), str(path))
+    pieces = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.expr) or id(node) in pieces or (text := _sql_text(node)) is None:
+            continue
+        text = re.sub(r"\{[A-Za-z_][A-Za-z_0-9]*\}", DYNAMIC, text)  # a `.format(...)` placeholder
+        if not _STATEMENT.match(text):
+            hits += [(node.lineno, t) for t in _FRAGMENT.findall(text) if t in tables or t == DYNAMIC]
+            continue
+        try:
+            statement = sqlglot.parse_one(text, read="duckdb")
+        except sqlglot.errors.ParseError:
+            hits.append((node.lineno, "<SQL sqlglot cannot parse>"))
+            continue
+        ctes = {c.alias for c in statement.find_all(exp.CTE)}
+        named = {t.name for t in statement.find_all(exp.Table)} - ctes
+        hits += [(node.lineno, t) for t in sorted(named) if t in tables or t == DYNAMIC]
+    return sorted(hits)
+
+
+def test_the_analysis_sql_check_bites(tmp_path: Path) -> None:
+    """A base table is found in a plain string, an f-string, a `.format` template and a piece of a statement; a
+    view, a common table expression, a table function and a message are not; a table named at run time counts."""
+    module = tmp_path / "planted.py"
+    module.write_text(
+        "def f(con, where, table):\n"
+        "    con.execute('SELECT family, count(*) FROM case_runs c JOIN v_pass_rate v USING (bench_run_id)')\n"
+        "    con.execute(f'SELECT pass_rate FROM v_pass_rate WHERE {where}')\n"
+        "    con.execute(f'SELECT * FROM {table}')\n"
+        "    q = 'WITH newest AS (SELECT * FROM v_outcomes) SELECT n.* FROM newest n, duckdb_tables() t'\n"
+        "    r = 'SELECT n FROM tool_calls WHERE {where}'.format(where=where)\n"
+        "    s = 'FROM bench_runs b WHERE ' + where\n"
+        "    return 'FROM here on, a message', q, r, s\n"
+    )
+    tables, _ = stored_tables_and_views()
+    assert base_tables_named(module, tables) == [(2, "case_runs"), (4, DYNAMIC), (6, "tool_calls"), (7, "bench_runs")]
 
 
 def test_the_store_imports_nothing_above_it() -> None:
