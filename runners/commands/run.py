@@ -63,11 +63,12 @@ def run(args: argparse.Namespace) -> int:
     """Plan the run from the flags (every rule checked before a file is touched), claim the database, run the plan."""
     from runners.plan.run_plan import plan_run
     from runners.run.bench import run_bench
+    from runners.store.resume import STORED_RUNS
 
     intr = _interrupts(args)
     run_settings = None if args.resume else settings.settings_from_args(args)
     opts = _bench_options(args, run_settings, command="run", cancellation=intr.token)
-    plan = plan_run(opts)
+    plan = plan_run(opts, STORED_RUNS)
     shard_spec = plan.shard
     if intr.received:
         return _interrupted(intr, "bench run", "run", args.db, None, "", 0, 0)

@@ -33,13 +33,15 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Plan the sweep (its grid points and the shared run plan), claim the database, run every point."""
-    from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
+    from runners.plan.sweep_plan import SweepGrid, SweepOptions, plan_sweep
+    from runners.run.sweep import run_sweep
+    from runners.store.resume import STORED_RUNS
 
     intr = _interrupts(args)
     base_settings = None if args.resume else settings.settings_from_args(args)
     base = _bench_options(args, base_settings, command="sweep", cancellation=intr.token)
     grid = SweepGrid() if args.resume else SweepGrid(settings.axes_from_args(args))
-    plan = plan_sweep(SweepOptions(grid, base, args.resume))
+    plan = plan_sweep(SweepOptions(grid, base, args.resume), STORED_RUNS)
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)
     _claim(args.db)

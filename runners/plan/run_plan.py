@@ -2,7 +2,8 @@
 the id it writes fixed, frozen, before any file is written. The command line, the Python API and the notebook
 reach `run_bench` only with a plan from `plan_run`; the runner reads the plan's fields, never a flag.
 
-A resume is planned too: `plan_run` reads the stored bench run (read only, runners/plan/stored_plan.py) and
+A resume is planned too: `plan_run` reads the stored bench run (read only, through the `StoredRuns` the caller
+hands in — the store's, `runners.store.resume.STORED_RUNS`; runners/plan/stored_plan.py turns it into options) and
 returns the same kind of plan, marked `resumes`, so the runner has one code path for both.
 """
 
@@ -21,6 +22,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError, check_options
 from runners.plan.settings import RunSettings
 from runners.plan.shard import ShardSpec
+from runners.plan.stored_plan import StoredRuns
 
 __all__ = ["RunPlan", "plan_model", "plan_run", "planned", "refuse_taken", "select_cases"]
 
@@ -98,15 +100,12 @@ def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalC
     return cases
 
 
-def refuse_taken(db: Path, table: str, ids: Sequence[str]) -> None:
+def refuse_taken(db: Path, table: str, ids: Sequence[str], stored: StoredRuns) -> None:
     """A named run must not reuse an id already in `db` (`table`: bench_runs or sweeps; read only; nothing to check
     when `db` is not there)."""
     if not db.exists():
         return
-    from runners.store.resume import taken_ids
-    from runners.store.runs import RunTable
-
-    shard.refuse_existing(taken_ids(db, RunTable(table), ids), db)
+    shard.refuse_existing(stored.taken(db, table, ids), db)
 
 
 def planned(opts: BenchOptions, bench_run_id: str | None = None, *, resumes: bool = False) -> RunPlan:
@@ -115,23 +114,19 @@ def planned(opts: BenchOptions, bench_run_id: str | None = None, *, resumes: boo
     return RunPlan(opts, model, tuple(select_cases(opts.evalsets, opts.case_ids)), bench_run_id, resumes)
 
 
-def plan_run(opts: BenchOptions) -> RunPlan:
+def plan_run(opts: BenchOptions, stored: StoredRuns) -> RunPlan:
     """Apply every flag rule to `opts`, parse its model and select its cases; with `opts.resume`, read the stored
-    bench run (read only from `opts.db`) and plan it. Raises `BenchInputError` (exit 2) naming what is wrong;
-    nothing is written."""
-    from runners.store.connection import check_database_file
-
+    bench run (read only from `opts.db`, through `stored`: the store's reads) and plan it. Raises `BenchInputError`
+    (exit 2) naming what is wrong; nothing is written."""
     check_options(opts)
-    check_database_file(opts.db, must_exist=opts.resume is not None)
+    stored.check_file(opts.db, must_exist=opts.resume is not None)
     if opts.resume:
         resume = opts.resume
-        from runners.store.resume import load_bench_run
-
-        restored = stored_plan.read_bench_run(resume, load_bench_run(opts.db, resume), opts)
+        restored = stored_plan.read_bench_run(resume, stored.bench_run(opts.db, resume), opts)
         check_options(restored)  # this invocation's API key for the stored model
         return planned(restored, resume, resumes=True)
     bench_run_id = None
     if opts.run_id:
         bench_run_id = shard.bench_run_id(opts.run_id, opts.settings, in_sweep=opts.sweep_id is not None)
-        refuse_taken(opts.db, "bench_runs", [bench_run_id])
+        refuse_taken(opts.db, "bench_runs", [bench_run_id], stored)
     return planned(opts, bench_run_id)

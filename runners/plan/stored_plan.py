@@ -13,10 +13,11 @@ again with its transcript, `rerun_argv`, are built from it).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from pathlib import Path
+from typing import Any, Protocol
 
 from runners.plan import run_options, shard
 from runners.plan.options import BenchOptions, default_of
@@ -31,6 +32,7 @@ from runners.plan.settings import (
 )
 
 __all__ = [
+    "StoredRuns",
     "INVOCATION_FIELDS",
     "StoredBenchRun",
     "StoredForm",
@@ -130,6 +132,28 @@ class StoredSweep:
     """What every point shares, as JSON (`saved_sweep_options`)."""
     status: str
     """running | completed | interrupted | failed."""
+
+
+class StoredRuns(Protocol):
+    """What planning reads back from a metrics file, read only. The store implements it
+    (`runners.store.resume.STORED_RUNS`) and the caller hands it in: the plan receives values and imports nothing
+    of the store."""
+
+    def check_file(self, db: Path, *, must_exist: bool) -> None:
+        """Refuse, without opening it, a path that is not a DuckDB database (a missing one unless `must_exist`)."""
+        ...
+
+    def bench_run(self, db: Path, bench_run_id: str) -> StoredBenchRun | None:
+        """The bench run stored in `db` under `bench_run_id`, or None."""
+        ...
+
+    def sweep(self, db: Path, sweep_id: str) -> StoredSweep | None:
+        """The sweep stored in `db` under `sweep_id`, or None."""
+        ...
+
+    def taken(self, db: Path, table: str, ids: Sequence[str]) -> dict[str, str]:
+        """The ids of `ids` already in `table` (`bench_runs` or `sweeps`) of `db`, to the status of each."""
+        ...
 
 
 def read_bench_run(bench_run_id: str, stored: StoredBenchRun | None, given: BenchOptions) -> BenchOptions:

@@ -15,6 +15,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError, check_options
 from runners.plan.run_plan import RunPlan, planned, refuse_taken
 from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
+from runners.plan.stored_plan import StoredRuns
 
 __all__ = ["SweepGrid", "SweepOptions", "SweepPlan", "plan_sweep"]
 
@@ -91,27 +92,23 @@ class SweepPlan:
     """The sweep is stored already: completed points are skipped, interrupted ones resumed."""
 
 
-def plan_sweep(opts: SweepOptions) -> SweepPlan:
+def plan_sweep(opts: SweepOptions, stored: StoredRuns) -> SweepPlan:
     """Apply every flag rule to the sweep (its shared options, resuming `opts.resume`), validate every
-    grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only) and plan it.
+    grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only, through `stored`:
+    the store's reads) and plan it.
     Raises `BenchInputError` (exit 2) naming what is wrong; nothing is written."""
-    from runners.store.connection import check_database_file
-
     base = opts.base
     check_options(replace(base, resume=opts.resume))
-    check_database_file(base.db, must_exist=opts.resume is not None)
+    stored.check_file(base.db, must_exist=opts.resume is not None)
     if opts.resume:
         resume = opts.resume
-
-        from runners.store.resume import load_sweep
-
-        axes, restored = stored_plan.read_sweep(resume, load_sweep(base.db, resume), base)
+        axes, restored = stored_plan.read_sweep(resume, stored.sweep(base.db, resume), base)
         check_options(replace(restored, resume=resume))  # this invocation's API key
         grid = SweepGrid(axes)
         return SweepPlan(planned(restored), grid, tuple(grid.points(restored.settings)), resume, resumes=True)
     sweep_id = None
     if base.run_id:
         sweep_id = shard.sweep_id(base.run_id)
-        refuse_taken(base.db, "sweeps", [sweep_id])
+        refuse_taken(base.db, "sweeps", [sweep_id], stored)
     points = tuple(opts.grid.points(base.settings))
     return SweepPlan(planned(base), opts.grid, points, sweep_id)

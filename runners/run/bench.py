@@ -15,11 +15,11 @@ import duckdb
 
 from harness import __version__
 from runners.domain.evalset import EvalCase, content_hash
-from runners.plan import run_options, shard
+from runners.plan import run_options, run_plan, shard
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
 from runners.plan.redact import Secrets, redact
-from runners.plan.run_plan import RunPlan, plan_run
+from runners.plan.run_plan import RunPlan
 from runners.plan.settings import RunSettings, case_run_columns
 from runners.run._execute import ModelFactory, execute_case
 from runners.run.case_runner import CaseRun
@@ -106,6 +106,14 @@ def _planned(cases: Sequence[EvalCase], epochs: int) -> Iterator[tuple[EvalCase,
 ProgressHook = Callable[[int, int, CaseRun | None], None]
 StartHook = Callable[[str], None]
 """Called with the bench run (or sweep) id once its row is committed (the CLI names it if killed)."""
+
+
+def plan_run(opts: BenchOptions) -> RunPlan:
+    """`runners.plan.run_plan.plan_run` reading stored runs through the store: the plan of `opts` (every flag rule
+    applied, a resume's stored run read). What `run_bench` takes."""
+    from runners.store.resume import STORED_RUNS
+
+    return run_plan.plan_run(opts, STORED_RUNS)
 
 
 def run_bench(

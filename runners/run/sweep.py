@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from runners.plan import shard
+from runners.plan import shard, sweep_plan
 from runners.plan.settings import RunSettings
 from runners.plan.stored_plan import saved_sweep_options
-from runners.plan.sweep_plan import SweepGrid, SweepOptions, SweepPlan, plan_sweep
+from runners.plan.sweep_plan import SweepGrid, SweepOptions, SweepPlan
 from runners.run.bench import BenchSummary, StartHook, run_point
 from runners.run.preflight import preflight
 from runners.store.connection import connect
@@ -45,6 +45,13 @@ class SweepSummary:
 
 
 SweepProgress = Callable[[int, int], None]
+
+
+def plan_sweep(opts: SweepOptions) -> SweepPlan:
+    """`runners.plan.sweep_plan.plan_sweep` reading a stored sweep through the store. What `run_sweep` takes."""
+    from runners.store.resume import STORED_RUNS
+
+    return sweep_plan.plan_sweep(opts, STORED_RUNS)
 
 
 def run_sweep(

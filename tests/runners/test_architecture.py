@@ -286,3 +286,58 @@ def test_the_agent_loop_protocol_is_the_librarys() -> None:
     assert "AgentLoop" in harness.__all__
     assert case_runner.AgentLoop is agents.AgentLoop is harness.AgentLoop
     assert agents.pydantic_ai_loop.adapter is not agents.openai_agents_loop.adapter
+
+
+# -- layers point one way ---------------------------------------------------------------------------------------
+LAYERS = ("domain", "plan", "store", "run", "endpoints", "analysis", "live", "commands", "cli")
+"""The bench's layers, lowest first: a module may import its own layer and those before it, never one after.
+`domain` is the bench's world (cases, tools, profiles, the model spec), `plan` decides what a run is (options,
+rules, the run's secrets), `store` owns every byte on disk, `run` executes a plan, `endpoints` serve what the run
+talks to (serve-sim), `analysis` reads stored runs, `live` drives real local models, `commands` are the CLI's
+commands and `cli` their parser. The top-level programs (`runners.run_notebook`, `runners.phoenix`) sit above all."""
+TOP = ("runners.run_notebook", "runners.phoenix")
+"""Programs of their own, above every layer."""
+
+
+def layer_of(module: str) -> int:
+    """The index of `module`'s layer in LAYERS (the top-level programs above them all)."""
+    if module in TOP or module == "runners":
+        return len(LAYERS)
+    part = module.split(".")[1]
+    return LAYERS.index(part)
+
+
+def imports_against_the_layers(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module from a higher layer, as `importer -> imported (layer -> layer)`."""
+    out = []
+    for name, deps in sorted(graph.items()):
+        for dep in sorted(deps):
+            if layer_of(dep) > layer_of(name):
+                out.append(
+                    f"{name} -> {dep} ({LAYERS[layer_of(name)] if layer_of(name) < len(LAYERS) else 'top'}"
+                    f" -> {LAYERS[layer_of(dep)] if layer_of(dep) < len(LAYERS) else 'top'})"
+                )
+    return out
+
+
+def test_every_package_is_in_a_layer() -> None:
+    packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in ROOT.glob("*.py") if p.stem != "__init__"}
+    assert packages | {"cli"} == set(LAYERS), "a package of runners/ missing from LAYERS, or one too many"
+    assert {f"runners.{m}" for m in modules - {"cli"}} == set(TOP), "a top-level module missing from TOP"
+
+
+def test_imports_point_down_the_layers() -> None:
+    """Lazy imports and TYPE_CHECKING ones included: a layer never reaches one above it."""
+    found = imports_against_the_layers(import_graph(_modules()))
+    assert found == [], "imports against the layers (" + " < ".join(LAYERS) + "):\n" + "\n".join(found)
+
+
+def test_the_layer_check_bites(tmp_path: Path) -> None:
+    """An import from a lower layer into a higher one is found, a lazy one too; one pointing down is not."""
+    (tmp_path / "plan.py").write_text("def f():\n    from runners.store.writer import MetricsWriter\n")
+    (tmp_path / "run.py").write_text("from runners.store.writer import MetricsWriter\n")
+    (tmp_path / "writer.py").write_text("")
+    graph = import_graph({"runners.plan.x": tmp_path / "plan.py", "runners.run.y": tmp_path / "run.py",
+                          "runners.store.writer": tmp_path / "writer.py"})  # fmt: skip
+    assert imports_against_the_layers(graph) == ["runners.plan.x -> runners.store.writer (plan -> store)"]

@@ -190,8 +190,7 @@ def test_exported_inspect_logs_do_not_trust_their_content(tmp_path: object) -> N
 
     from runners.analysis.inspect_export import export_inspect
     from runners.plan.options import BenchOptions
-    from runners.plan.run_plan import plan_run
-    from runners.run.bench import run_bench
+    from runners.run.bench import plan_run, run_bench
 
     assert isinstance(tmp_path, Path)
     db = tmp_path / "i.duckdb"

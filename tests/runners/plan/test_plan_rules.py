@@ -159,7 +159,7 @@ def test_a_plan_is_frozen_and_holds_what_the_runner_reads(tmp_path: Path) -> Non
     import dataclasses
 
     from runners.plan.options import BenchOptions
-    from runners.plan.run_plan import plan_run
+    from runners.run.bench import plan_run
 
     plan = plan_run(BenchOptions(db=tmp_path / "p.duckdb", evalsets=["empty_logs"], epochs=2))
     assert plan.model.kind == "scripted" and plan.cases and all(c.family.value == "empty_logs" for c in plan.cases)
