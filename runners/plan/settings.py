@@ -1,7 +1,7 @@
 """One declaration of run settings: each setting of a bench run is declared once.
 
 Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
-`ModelSettings` below, the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
+`ModelSettings` (`model_settings.py`), the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
 attribute docstring (help) and a `BenchSetting` marker (public name, flag, sweepable, ...): on a
 `ModelSettings` field as its `Annotated` metadata, for `HarnessConfig`, whose fields keep the library's
 names and carry no bench markup, in `HARNESS_SETTINGS` below.
@@ -15,49 +15,29 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from functools import lru_cache
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Any, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from harness.config import HarnessConfig
-from harness.models.base import ToolCallFormat
-from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, model_kind
+from runners.domain.model_spec import DEFAULT_MODEL
+from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
+from runners.plan.model_settings import BenchSetting as BenchSetting
+from runners.plan.model_settings import ModelSettings as ModelSettings
+from runners.plan.model_settings import ParallelToolCalls as ParallelToolCalls
 from runners.plan.redact import safe_url
 
 SettingValue = int | float | str | None
 """A setting's value as the CLI, DuckDB and JSON see it (enums as their string value)."""
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-TOOL_CHOICE_MODES = ("auto", "none", "required")
-
-
-@dataclass(frozen=True, slots=True)
-class BenchSetting:
-    """How the bench exposes a settings field: its flag, its DuckDB column, whether it is a sweep axis, whether
-    resume may change it (a field without one is exposed under its own name, not sweepable)."""
-
-    public_name: str | None = None
-    """The DuckDB column, the key in stored settings and the name in sweep labels; default: the field name."""
-    sweepable: bool = False
-    """`sweep` takes a comma list for it and makes it a grid axis; `case_runs` carries it as a column."""
-    sweep_default: tuple[int | float | str, ...] = ()
-    """The sweep's axis when the flag is not given (default: the field's default alone)."""
-    metavar: str | None = None
-    """Placeholder shown in --help (default: from the type)."""
-    endpoint: bool = False
-    """Says where the model is reached, not what is measured: `--resume` may take a new value."""
-    flag: str | None = None
-    """The CLI flag; default: `--public-name`."""
-    aliases: tuple[str, ...] = ()
-    """Older spellings of the flag that still work (not listed in --help)."""
 
 
 _SECONDS = BenchSetting(metavar="SECONDS")
@@ -88,79 +68,6 @@ marker as `Annotated` metadata, as `ModelSettings`' fields do)."""
 
 class SettingsError(ValueError):
     """A setting value is unusable; the message names the flag, the value and what is allowed."""
-
-
-class ParallelToolCalls(StrEnum):
-    """Whether the request asks for one tool call per assistant turn."""
-
-    TRUE = "true"
-    """Allow several calls per turn."""
-    FALSE = "false"
-    """One call per turn (seed 000: one pending call at a time)."""
-    OMIT = "omit"
-    """Do not send the field (for endpoints that refuse it)."""
-
-    @property
-    def wire(self) -> bool | None:
-        """The `parallel_tool_calls` value sent (None: not sent)."""
-        return {ParallelToolCalls.TRUE: True, ParallelToolCalls.FALSE: False}.get(self)
-
-
-class ModelSettings(BaseModel):
-    """The model under test and how it is asked; declared once like HarnessConfig."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
-
-    model: Annotated[str, BenchSetting(metavar="MODEL")] = Field(
-        default=DEFAULT_MODEL, min_length=1, examples=["openai:scripted:reference"]
-    )
-    """'scripted', 'scripted:<profile>' or 'openai:<model-name>'."""
-    base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
-        default=None, examples=["http://127.0.0.1:8765/v1"]
-    )
-    """OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, serve-sim); unset: the OpenAI API."""
-    api_key_env: Annotated[str, BenchSetting(metavar="VAR", endpoint=True)] = Field(
-        default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
-    )
-    """Environment variable holding the API key (local servers need none)."""
-    tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|TOOL")] = Field(
-        default="auto", examples=["kb_search"]
-    )
-    """OpenAI tool_choice sent with the tools; a tool name forces that tool."""
-    parallel_tool_calls: ParallelToolCalls = ParallelToolCalls.FALSE
-    """Ask for one tool call per turn (false), allow several (true), or omit the field."""
-    temperature: float = Field(default=0.0, ge=0, le=2)
-    """Sampling temperature."""
-    tool_call_format: ToolCallFormat = ToolCallFormat.NATIVE
-    """native: the endpoint returns the calls in tool_calls; json: each reply is constrained (response_format) to
-    one JSON object, a tool call or the Draft, and the call is read from the text."""
-
-    @field_validator("api_key_env")
-    @classmethod
-    def _variable_name(cls, value: str) -> str:
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
-            raise ValueError(f"expected an environment variable name like {DEFAULT_API_KEY_ENV}")
-        return value
-
-    @field_validator("tool_choice")
-    @classmethod
-    def _known_tool(cls, value: str) -> str:
-        from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
-
-        if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
-            raise ValueError(f"expected auto, none, required or a tool name ({', '.join(TOOL_NAMES)})")
-        return value
-
-    @model_validator(mode="after")
-    def _openai_only(self) -> ModelSettings:
-        # The scripted model sends no request: every other model setting would be silently ignored.
-        if model_kind(self.model) is ModelKind.SCRIPTED:
-            for name, info in type(self).model_fields.items():
-                if name != "model" and getattr(self, name) != info.default:
-                    raise ValueError(
-                        f"--{name.replace('_', '-')} applies to openai:<model-name> only, not to --model {self.model}"
-                    )
-        return self
 
 
 class SettingOwner(StrEnum):
