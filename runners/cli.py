@@ -20,6 +20,7 @@ from harness import __version__
 from runners.commands import (
     cases,
     gate,
+    import_traces,
     merge,
     migrate,
     real_models,
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, gate, report, real_models, merge,
                     migrate, transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
+    import_traces.register(sub)
     return parser
 
 
