@@ -42,6 +42,7 @@ from harness.trace import (
     ToolRequestRejected,
     TraceEvent,
 )
+from harness.transcript import EntryKind, TranscriptEntry
 
 if TYPE_CHECKING:
     from runners.plan.settings import SettingValue
@@ -70,6 +71,9 @@ class ObservedRun:
     """The thresholds and budgets it ran under, when the trace says."""
     final_text: str | None = None
     """The text of its last diagnosis answer, when the trace carries message contents (the Draft)."""
+    contents: tuple[tuple[str | None, str | None], ...] = ()
+    """Per model call attempt, in order: its `gen_ai.input.messages` and `gen_ai.output.messages` (the
+    conventions' JSON), when the trace carries message contents; else empty."""
 
 
 _BENCH_ID = re.compile(r"(?P<bench>.+)/(?P<case>[^/]+)/(?P<epoch>[1-9][0-9]{0,8})")
@@ -345,7 +349,7 @@ class _OtlpReader:
         unknown = sorted(rest - self.run_extra)
         if unknown:
             raise TraceImportError(f"{at}: unknown attribute {unknown[0]!r} on an invoke_agent span")
-        if not release_attrs:
+        if f"{self.namespace}.outcome" not in release_attrs:
             raise TraceImportError(f"{at}: no {self.namespace}.outcome: the run was never released (cut off?)")
         limit_values = {self.limits[k]: v for k, v in r.attributes.items() if k in self.limits}
         limits = None
@@ -358,6 +362,7 @@ class _OtlpReader:
         events: list[TraceEvent] = [self._event(at, RunStarted, {**start_attrs, "harness.seq": 0}, set(),
                                                 {"t_ms": 0.0})]  # fmt: skip
         final: tuple[int, str | None] = (-1, None)
+        contents: list[tuple[int, str | None, str | None]] = []
         for k in kids:
             where = self._at(k)
             cls: type[TraceEvent] = ModelCall if k.attributes[_OPERATION] == "chat" else ToolInvocation
@@ -367,6 +372,10 @@ class _OtlpReader:
             events.append(event)
             if isinstance(event, ModelCall) and event.purpose is ModelPurpose.DIAGNOSIS and event.seq > final[0]:
                 final = (event.seq, _answer_text(where, k.attributes.get("gen_ai.output.messages")))
+            if isinstance(event, ModelCall):
+                given, answered = k.attributes.get("gen_ai.input.messages"), k.attributes.get("gen_ai.output.messages")
+                contents.append((event.seq, None if given is None else str(given),
+                                 None if answered is None else str(answered)))  # fmt: skip
         for name, ts, attrs in r.events:
             if name == _EVALUATION:
                 continue  # the bench's verdict: imported runs carry no expectations
@@ -384,7 +393,9 @@ class _OtlpReader:
         events.append(self._event(at, Released, {**release_attrs, "harness.seq": len(events)}, set(),
                                   {"t_ms": ms(r.end)}))  # fmt: skip
         case_id, epoch = _identity(run_id)
-        return ObservedRun(run_id, case_id, epoch, tuple(events), limits, final[1])
+        carried = any(given is not None or answered is not None for _, given, answered in contents)
+        in_order = tuple((given, answered) for _, given, answered in sorted(contents)) if carried else ()
+        return ObservedRun(run_id, case_id, epoch, tuple(events), limits, final[1], in_order)
 
 
 def _answer_text(where: str, messages: object) -> str | None:
@@ -429,15 +440,76 @@ def observed_result(run: ObservedRun) -> RunResult:
     last = failed[-1] if failed and failed[-1] is calls[-1] else None
     return RunResult(run.run_id, decision, usage, run.events, sum(c.error_kind is None for c in calls), None,
                      last.detail if last else None, released.t_ms,
-                     error_kind=last.error_kind if last else None)  # fmt: skip
+                     error_kind=last.error_kind if last else None, transcript=_transcript(run))  # fmt: skip
 
 
-def import_rows(runs: Sequence[ObservedRun], bench_run_id: str, label: str) -> list[CaseRunRows]:
+_ROLES = {"system": EntryKind.SYSTEM, "user": EntryKind.USER, "tool": EntryKind.OBSERVATION}
+
+
+def _parts(text: str | None) -> list[dict[str, Any]]:
+    """The messages of a `gen_ai.*.messages` attribute (already read once as JSON by `_answer_text`)."""
+    if text is None:
+        return []
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    return [m for m in parsed if isinstance(m, dict)] if isinstance(parsed, list) else []
+
+
+def _transcript(run: ObservedRun) -> tuple[TranscriptEntry, ...]:
+    """What the model was sent and answered, as far as the trace says: with message contents, every message of
+    every call; without, one entry per model answer or failure and per tool call (no text), so each tool call's
+    decision has its place."""
+    out: list[TranscriptEntry] = []
+
+    def add(purpose: ModelPurpose, kind: EntryKind, call: int, content: str | None, **fields: Any) -> None:
+        out.append(TranscriptEntry(len(out), purpose, kind, call, content, **fields))
+
+    contents = iter(run.contents)
+    call = diagnosis_call = 0
+    for e in run.events:
+        if isinstance(e, ModelCall):
+            call += 1
+            if e.purpose is ModelPurpose.DIAGNOSIS:
+                diagnosis_call = call
+            given, answered = next(contents, (None, None))
+            for m in _parts(given):
+                kind = _ROLES.get(str(m.get("role")))
+                for part in m.get("parts") or ():
+                    if kind is not None and isinstance(part, dict):
+                        text = part.get("content", part.get("response"))
+                        add(e.purpose, kind, call, text if isinstance(text, str) else None,
+                            tool_call_id=part.get("id") if kind is EntryKind.OBSERVATION else None)  # fmt: skip
+            if e.error_kind is not None:
+                add(e.purpose, EntryKind.MODEL_ERROR, call, e.detail, error_kind=e.error_kind)
+                continue
+            answer = [m for m in _parts(answered) if m.get("role") == "assistant"]
+            texts = [p.get("content") for m in answer for p in m.get("parts") or () if p.get("type") == "text"]
+            add(e.purpose, EntryKind.ASSISTANT, call, next((t for t in texts if isinstance(t, str)), None),
+                input_tokens=e.input_tokens, output_tokens=e.output_tokens,
+                finish_reason=answer[0].get("finish_reason") if answer else None)  # fmt: skip
+            for m in answer:
+                for p in m.get("parts") or ():
+                    if p.get("type") == "tool_call":
+                        add(e.purpose, EntryKind.TOOL_CALL, call, None, tool_call_id=p.get("id"), tool=p.get("name"),
+                            arguments=p.get("arguments"))  # fmt: skip
+        elif isinstance(e, ToolInvocation | ToolRequestRejected) and not run.contents:
+            add(ModelPurpose.DIAGNOSIS, EntryKind.TOOL_CALL, diagnosis_call, None, tool_call_id=e.tool_call_id,
+                tool=e.tool)  # fmt: skip
+    return tuple(out)
+
+
+def import_rows(
+    runs: Sequence[ObservedRun], bench_run_id: str, label: str
+) -> list[tuple[CaseRunRows, tuple[list[tuple[Any, ...]], dict[str, str]]]]:
     """Every table's rows of the runs, as the bench stores a case run (`runners.store.schema`), without a verdict:
-    case run `BENCH/CASE/EPOCH` with the run's own thresholds and budgets where its trace names them."""
+    case run `BENCH/CASE/EPOCH` with the run's own thresholds and budgets where its trace names them; each with its
+    `messages` rows and prompts (`runners.store.transcripts.transcript_rows`)."""
     from runners.run.bench import case_run_id
     from runners.run.case_runner import metrics_of
     from runners.store.schema import observed_case_run_rows
+    from runners.store.transcripts import transcript_rows
 
     out = []
     for run in runs:
@@ -458,5 +530,5 @@ def import_rows(runs: Sequence[ObservedRun], bench_run_id: str, label: str) -> l
         if any(isinstance(e, ToolRequestRejected) for e in run.events):
             # a rejection's answer has a size too, which no event records: the run's total is not known
             rows = dataclasses.replace(rows, case_run={**rows.case_run, "observation_bytes": None})
-        out.append(rows)
+        out.append((rows, transcript_rows(bench_run_id, str(rows.case_run["case_run_id"]), result)))
     return out

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     runs = read_traces(traces)  # every run whole before the database is opened
     bench_run_id = f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     rows = import_rows(runs, bench_run_id, args.label)
-    models = {str(r.case_run["model"]) for r in rows}
+    models = {str(r.case_run["model"]) for r, _ in rows}
     bench = ImportedBenchRun(bench_run_id, args.label, models.pop() if len(models) == 1 else None, str(traces),
                              tuple(r.case_id for r in runs), max(r.epoch for r in runs), __version__)  # fmt: skip
     db: Path = args.db

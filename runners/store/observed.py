@@ -10,6 +10,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 import duckdb
 
@@ -45,17 +46,24 @@ class ImportedBenchRun:
     """The harness-bench version that imported it."""
 
 
-def write_imported_bench_run(con: duckdb.DuckDBPyConnection, run: ImportedBenchRun, rows: Sequence[CaseRunRows]) -> int:
-    """Store the bench run and its case runs' rows in one transaction; returns the rows written."""
+Transcript = tuple[list[tuple[Any, ...]], dict[str, str]]
+"""A case run's `messages` rows and the prompts they name (`runners.store.transcripts.transcript_rows`)."""
+
+
+def write_imported_bench_run(
+    con: duckdb.DuckDBPyConnection, run: ImportedBenchRun, rows: Sequence[tuple[CaseRunRows, Transcript]]
+) -> int:
+    """Store the bench run and its case runs' rows (and transcripts) in one transaction; returns the rows written."""
     writer = MetricsWriter(con, flush_seconds=float("inf"), max_buffer=len(rows) + 1)
-    for r in rows:
+    for r, (messages, prompts) in rows:
+        writer.add_transcript(messages, prompts)
         writer.add(r)
 
     def bench_row(c: duckdb.DuckDBPyConnection) -> None:
         c.execute(
             "INSERT INTO bench_runs (bench_run_id, started_at, finished_at, status, model, label, evalset_specs,"
             " case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source)"
-            " VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, false, ?)",
+            " VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, true, ?)",
             [run.bench_run_id, run.model, run.label, json.dumps([run.traces]), json.dumps(list(run.case_ids)),
              run.epochs, len(rows), run.version, RunSource.IMPORTED.value],
         )  # fmt: skip
