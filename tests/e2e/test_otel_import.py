@@ -415,3 +415,44 @@ def test_a_mutated_export_imports_whole_and_equal_or_not_at_all(
     else:
         assert code == 2 and len(err) == 1 and str(traces) in err[0], (code, err)
         assert not db.exists()
+
+
+def test_a_version_7_file_migrates_its_bench_runs_to_source_null(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    """Schema v8 adds `bench_runs.source`; runs written before it were run by the bench (NULL)."""
+    from runners.store.connection import connect
+    from runners.store.migrations import SCHEMA_VERSION, migrate
+
+    old = tmp_path / "v7.duckdb"
+    con = duckdb.connect(str(old))
+    migrate(con, str(old), upto=7)
+    con.execute("INSERT INTO bench_runs (bench_run_id, status) VALUES ('br-old', 'completed')")
+    con.close()
+    con = connect(old)
+    try:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        assert con.execute("SELECT bench_run_id, source FROM bench_runs").fetchall() == [("br-old", None)]
+    finally:
+        con.close()
+
+
+def _other_ids(request: dict[str, Any]) -> dict[str, Any]:
+    """The same request under other span ids (the same run recorded twice)."""
+    text = json.dumps(request)
+    for span in _spans_of(request):
+        text = text.replace(span["spanId"], f"{int(span['spanId'], 16) ^ (2**64 - 1):016x}")
+    out: dict[str, Any] = json.loads(text)
+    return out
+
+
+@pytest.mark.parametrize("how", ["the same spans twice", "one run id on two run spans"])
+def test_two_runs_under_one_id_are_one_line_exit_2(
+    exported: dict[str, Path], how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()[:5]
+    again = lines[2] if how == "the same spans twice" else json.dumps(_other_ids(json.loads(lines[2])))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines, again]) + "\n", encoding="utf-8")
+    message = _one_line_exit_2(bad, tmp_path / "absent.duckdb", capsys)
+    needle = "appears twice (also line 3)" if how == "the same spans twice" else "two runs interleaved under one id"
+    assert f"{bad}:" in message and needle in message, message
+    assert not (tmp_path / "absent.duckdb").exists()
