@@ -456,3 +456,33 @@ def test_two_runs_under_one_id_are_one_line_exit_2(
     needle = "appears twice (also line 3)" if how == "the same spans twice" else "two runs interleaved under one id"
     assert f"{bad}:" in message and needle in message, message
     assert not (tmp_path / "absent.duckdb").exists()
+
+
+def _full_disk(*args: Any, **kwargs: Any) -> None:
+    raise duckdb.IOException("No space left on device")
+
+
+def test_a_storage_failure_mid_import_leaves_nothing(
+    bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The bench run's row and its case runs' rows are one transaction: a failure after the row is inserted (the
+    transcripts, written last) keeps none of them; a database the import created is removed."""
+    from runners.store import writer
+
+    monkeypatch.setattr(writer, "_write_transcripts", _full_disk)
+    existing = tmp_path / "existing.duckdb"
+    shutil.copyfile(bench[0], existing)
+    before = {t: _rows(existing, t) for t in ("case_runs", "tool_calls", "events")}
+    con = duckdb.connect(str(existing), read_only=True)
+    runs_before = con.execute("SELECT bench_run_id FROM bench_runs").fetchall()
+    con.close()
+    assert _import(exported["plain"], existing) == 74
+    con = duckdb.connect(str(existing), read_only=True)
+    assert con.execute("SELECT bench_run_id FROM bench_runs").fetchall() == runs_before
+    con.close()
+    assert {t: _rows(existing, t) for t in ("case_runs", "tool_calls", "events")} == before
+    created = tmp_path / "new.duckdb"
+    assert _import(exported["plain"], created) == 74
+    assert not created.exists() and not Path(f"{created}.wal").exists()
+    assert "No space left on device" in capsys.readouterr().err
