@@ -105,14 +105,26 @@ def read_traces(path: Path) -> tuple[ObservedRun, ...]:
     else:
         raise TraceImportError(f"{path}:{first_no}: neither an OTLP/JSON traces request (resourceSpans) nor an"
                                " event-log line (run_id, event)")  # fmt: skip
-    seen: dict[tuple[str, int], str] = {}
+    return _distinct_epochs(runs)
+
+
+def _distinct_epochs(runs: Sequence[ObservedRun]) -> tuple[ObservedRun, ...]:
+    """Each run a case and epoch of its own: a case and epoch seen before (two bench runs in one file) gets the
+    case's next free epoch (the import's case run id is `BENCH/CASE/EPOCH`)."""
+    taken: dict[str, set[int]] = {}
+    out = []
     for run in runs:
-        key = (run.case_id, run.epoch)
-        if key in seen:
-            raise TraceImportError(f"{path}: runs {seen[key]} and {run.run_id} are both case {run.case_id} epoch"
-                                   f" {run.epoch}")  # fmt: skip
-        seen[key] = run.run_id
-    return tuple(runs)
+        epochs = taken.setdefault(run.case_id, set())
+        if run.epoch in epochs:
+            run = dataclasses.replace(run, epoch=max(epochs) + 1)
+        epochs.add(run.epoch)
+        out.append(run)
+    return tuple(out)
+
+
+def _short(text: str) -> str:
+    """A trace's id as an error names it: cut to 120 characters (a trace may hold any text there)."""
+    return text if len(text) <= 120 else text[:120] + "…"
 
 
 def _json(path: Path, n: int, line: str) -> Any:
@@ -143,26 +155,27 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"]) or "line"
             raise TraceImportError(f"{where}: not an event-log line ({loc}: {first['msg']})") from None
+        name = _short(line.run_id)
         try:
             event = event_from_json(line.event)
         except EventLogError as exc:
-            raise TraceImportError(f"{where}: run {line.run_id}: {exc}") from None
+            raise TraceImportError(f"{where}: run {name}: {exc}") from None
         run = runs.get(line.run_id)
         if run is None:
             if not isinstance(event, RunStarted) or event.seq != 0:
-                raise TraceImportError(f"{where}: run {line.run_id}: its first line is {event.kind.value} seq"
+                raise TraceImportError(f"{where}: run {name}: its first line is {event.kind.value} seq"
                                        f" {event.seq}, not RUN_STARTED seq 0 (the run's start is missing)")  # fmt: skip
             runs[line.run_id] = _OpenRun(n, line.limits, [event])
             continue
         if run.released:
-            raise TraceImportError(f"{where}: run {line.run_id}: {event.kind.value} after its RELEASED (two runs"
+            raise TraceImportError(f"{where}: run {name}: {event.kind.value} after its RELEASED (two runs"
                                    " interleaved under one id?)")  # fmt: skip
         expected = len(run.events)
         if event.seq != expected:
-            raise TraceImportError(f"{where}: run {line.run_id}: event seq {event.seq} where seq {expected} was due"
+            raise TraceImportError(f"{where}: run {name}: event seq {event.seq} where seq {expected} was due"
                                    " (an event missing, or two runs interleaved under one id)")  # fmt: skip
         if line.limits is not None:
-            raise TraceImportError(f"{where}: run {line.run_id}: limits on a {event.kind.value} line (only"
+            raise TraceImportError(f"{where}: run {name}: limits on a {event.kind.value} line (only"
                                    " RUN_STARTED carries them)")  # fmt: skip
         run.events.append(event)
         run.released = isinstance(event, Released)
@@ -170,7 +183,7 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
     for run_id, run in runs.items():
         if not run.released:
             last = run.events[-1]
-            raise TraceImportError(f"{path}:{run.line}: run {run_id}: cut off (no RELEASED; its last event is"
+            raise TraceImportError(f"{path}:{run.line}: run {_short(run_id)}: cut off (no RELEASED; its last event is"
                                    f" {last.kind.value} seq {last.seq})")  # fmt: skip
         case_id, epoch = _identity(run_id)
         out.append(ObservedRun(run_id, case_id, epoch, tuple(run.events), run.limits))
@@ -272,8 +285,8 @@ class _OtlpReader:
             if not isinstance(run_id, str) or not run_id:
                 raise TraceImportError(f"{self._at(r)}: no gen_ai.conversation.id (the run's id)")
             if run_id in seen:
-                raise TraceImportError(f"{self._at(r)}: run {run_id} also has run span {seen[run_id].span_id} (two"
-                                       " runs interleaved under one id)")  # fmt: skip
+                raise TraceImportError(f"{self._at(r)}: run {_short(run_id)} also has run span"
+                                       f" {seen[run_id].span_id} (two runs interleaved under one id)")  # fmt: skip
             seen[run_id] = r
             out.append(self._run(r, run_id, children[(r.trace_id, r.span_id)]))
         if not out:

@@ -486,3 +486,18 @@ def test_a_storage_failure_mid_import_leaves_nothing(
     assert _import(exported["plain"], created) == 74
     assert not created.exists() and not Path(f"{created}.wal").exists()
     assert "No space left on device" in capsys.readouterr().err
+
+
+def test_two_bench_runs_of_one_case_in_one_file_become_two_epochs(exported: dict[str, Path], tmp_path: Path) -> None:
+    line = exported["plain"].read_text(encoding="utf-8").splitlines()[0]
+    other = json.dumps(_other_ids(json.loads(line)))
+    bench_id = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]
+    conversation = next(
+        a["value"]["stringValue"] for a in bench_id["attributes"] if a["key"] == "gen_ai.conversation.id"
+    )
+    other = other.replace(conversation, "br-elsewhere/" + conversation.split("/", 1)[1])
+    traces, db = tmp_path / "two.jsonl", tmp_path / "two.duckdb"
+    traces.write_text(line + "\n" + other + "\n", encoding="utf-8")
+    assert _import(traces, db) == 0
+    rows = _rows(db, "case_runs")
+    assert sorted(epoch for _, epoch in rows) == ["1", "2"] and len({case for case, _ in rows}) == 1
