@@ -501,3 +501,23 @@ def test_two_bench_runs_of_one_case_in_one_file_become_two_epochs(exported: dict
     assert _import(traces, db) == 0
     rows = _rows(db, "case_runs")
     assert sorted(epoch for _, epoch in rows) == ["1", "2"] and len({case for case, _ in rows}) == 1
+
+
+def test_whatif_on_runs_whose_trace_names_no_limits_is_one_line(
+    exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A producer that does not record `harness.config.*`: imported (thresholds NULL), and `whatif` says it cannot
+    know, in one line, exit 2."""
+    import re
+
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()[:3]
+    traces, db = tmp_path / "nolimits.jsonl", tmp_path / "nolimits.duckdb"
+    pattern = r'\{"key":"harness\.config\.[a-z_]+","value":\{"[a-zA-Z]+":"?[^"}]*"?\}\},'
+    traces.write_text("\n".join(re.sub(pattern, "", line) for line in lines) + "\n", encoding="utf-8")
+    assert "harness.config" not in traces.read_text()
+    assert _import(traces, db) == 0
+    assert {r["no_gain_threshold"] for r in _rows(db, "case_runs").values()} == {None}
+    capsys.readouterr()
+    assert main(["whatif", "--db", str(db), "--label", "imp", "--no-gain-threshold", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no recorded thresholds and budgets" in err[0], err
