@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from harness.config import HarnessConfig
 from harness.context import RunContext
@@ -52,12 +52,14 @@ def run_diagnosis(
     sleep: Sleep = time.sleep,
     system_prompt: str = DEFAULT_SYSTEM_PROMPT,
     tracer: Tracer | None = None,
+    event_log: TextIO | None = None,
 ) -> RunResult:
     """Run one diagnosis to exactly one Release outcome. Never raises for model or tool misbehaviour.
-    `tracer`: an OpenTelemetry tracer for the run's GenAI spans (see `HarnessSession`)."""
+    `tracer`: an OpenTelemetry tracer for the run's GenAI spans; `event_log`: a stream for its typed events, a
+    JSON line each (see `HarnessSession`)."""
     session = HarnessSession(
         tools, model_name=model.name, config=config, ctx=ctx, sleep=sleep, system_prompt=system_prompt,
-        tracer=tracer,
+        tracer=tracer, event_log=event_log,
     )  # fmt: skip
     messages = session.initial_messages(task)
     while not session.ended:

@@ -100,6 +100,7 @@ class HarnessAttribute(StrEnum):
     MAX_TOOL_INVOCATIONS = "harness.config.max_tool_invocations"
     MAX_MODEL_CALLS = "harness.config.max_model_calls"
     MAX_TOTAL_TOKENS = "harness.config.max_total_tokens"
+    SCHEMA_MODE = "harness.config.schema_mode"
 
 
 _SEMCONV_NAMES: dict[str, str] = {
@@ -153,12 +154,14 @@ class RunLimits:
     """Model call attempts allowed."""
     max_total_tokens: int
     """Input plus output tokens allowed."""
+    schema_mode: str | None = None
+    """The envelope schema mode the model was shown (`adaptive`, …; None: not known)."""
 
     @classmethod
     def of(cls, config: HarnessConfig) -> RunLimits:
         """The limits of a run under `config`."""
         return cls(config.no_gain_threshold, config.protocol_violation_threshold, config.max_tool_invocations,
-                   config.max_model_calls, config.max_total_tokens)  # fmt: skip
+                   config.max_model_calls, config.max_total_tokens, config.schema_mode.value)  # fmt: skip
 
     def attributes(self) -> dict[str, AttributeValue]:
         """As span attributes."""
@@ -168,6 +171,7 @@ class RunLimits:
             HarnessAttribute.MAX_TOOL_INVOCATIONS.value: self.max_tool_invocations,
             HarnessAttribute.MAX_MODEL_CALLS.value: self.max_model_calls,
             HarnessAttribute.MAX_TOTAL_TOKENS.value: self.max_total_tokens,
+            **({HarnessAttribute.SCHEMA_MODE.value: self.schema_mode} if self.schema_mode is not None else {}),
         }
 
 

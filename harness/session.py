@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, CancellationToken, RunContext
@@ -119,15 +119,22 @@ class HarnessSession:
         sleep: Sleep = time.sleep,
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         tracer: Tracer | None = None,
+        event_log: TextIO | None = None,
     ) -> None:
         """Start a run (RUN_STARTED). `ctx`: a prepared context (else one from `config`/`cancellation`);
         `sleep`: the retry backoff wait; `system_prompt`: the prompt of `initial_messages`; `tracer`: an
-        OpenTelemetry tracer the run's GenAI spans go to as they happen (`harness.otel`; needs the `otel` extra)."""
+        OpenTelemetry tracer the run's GenAI spans go to as they happen (`harness.otel`; needs the `otel` extra);
+        `event_log`: a text stream every typed event is written to as it happens, one JSON line each
+        (`harness.event_log`; `harness-bench import` reads it)."""
         self.ctx = ctx or RunContext.create(config, cancellation=cancellation)
         if tracer is not None:  # without a tracer OpenTelemetry is never imported and costs nothing
             from harness.otel import start_recording
 
             start_recording(self.ctx, tracer)
+        if event_log is not None:
+            from harness.event_log import EventLogWriter
+
+            self.ctx.trace.also_listen(EventLogWriter(event_log, run_id=self.ctx.run_id, config=self.ctx.config))
         self._tools = tuple(tools)
         self._interceptor = HarnessToolInterceptor(self.ctx, {t.name: t for t in self._tools})
         self._sleep = sleep

@@ -311,6 +311,19 @@ class Trace:
         trace order: it is called under the trace's lock, so it must be quick and never emit itself."""
         self._listener = listener
 
+    def also_listen(self, listener: Callable[[TraceEvent], None]) -> None:
+        """Hand every event to `listener` after the one already listening (if any), in the same way."""
+        first = self._listener
+        if first is None:
+            self._listener = listener
+            return
+
+        def both(event: TraceEvent) -> None:
+            first(event)
+            listener(event)
+
+        self._listener = both
+
     def emit(self, event: E) -> E:
         """Append `event`, stamped with its position and time; returns the stamped event."""
         with self._lock:

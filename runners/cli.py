@@ -21,6 +21,7 @@ from runners.commands import (
     capture,
     cases,
     gate,
+    import_traces,
     merge,
     migrate,
     real_models,
@@ -74,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
                     migrate, transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     capture.register(sub)
+    import_traces.register(sub)
     return parser
 
 

@@ -139,7 +139,7 @@ def _family_block(df: pd.DataFrame) -> TableBlock:
             str(r.family),
             str(r.cases),
             str(r.case_runs),
-            f"{r.pass_rate:.0%}",
+            "n/a" if pd.isna(r.pass_rate) else f"{r.pass_rate:.0%}",  # observed runs have no verdict
             f"{r.success} / {r.fallback} / {r.failed}",
             f"{r.saturated} / {r.budget} / {r.protocol} / {r.on_its_own}",
             f"{r.mean_tool_invocations:.2f}",

@@ -178,7 +178,9 @@ def _header(info: CaseRunInfo) -> list[str]:
         budget,
         f"expected {r['expected_outcome']}"
         + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind") else "")
-        + f", stop {r.get('expected_stop_reason') or '-'}",
+        + f", stop {r.get('expected_stop_reason') or '-'}"
+        if r["expected_outcome"] is not None
+        else "expected nothing: an observed run (imported from its trace)",
     ]
 
 
@@ -189,7 +191,8 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
         "═" * width,
         *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width),
     ]
-    lines += _wrap(f"passed: {'yes' if r['passed'] else 'NO'}   model calls {r['model_calls']}, tool invocations"
+    passed = "-" if r["passed"] is None else "yes" if r["passed"] else "NO"  # None: an observed run, no verdict
+    lines += _wrap(f"passed: {passed}   model calls {r['model_calls']}, tool invocations"
                    f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
                    f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip
     if r.get("failures"):

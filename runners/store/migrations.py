@@ -18,7 +18,7 @@ from runners.store.views import VIEWS, view_statements
 
 __all__ = ["SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 _MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -268,6 +268,11 @@ _MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE events ADD COLUMN IF NOT EXISTS text_tool_calls INTEGER",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS text_tool_calls INTEGER",
         "UPDATE case_runs SET text_tool_calls = 0 WHERE text_tool_calls IS NULL",
+    ],
+    # v8: where a bench run's case runs come from. NULL: run by the bench (every run written before v8 was);
+    # `imported`: runs observed elsewhere and read from their traces (`harness-bench import`), without expectations.
+    8: [
+        "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS source VARCHAR",
     ],
 }
 

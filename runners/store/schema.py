@@ -14,11 +14,15 @@ from dataclasses import dataclass, fields
 
 import pandas as pd
 
+from harness.session import RunResult
 from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
-from runners.domain.case_run import CaseRun
+from runners.domain.case_run import CaseMetrics, CaseRun
 from runners.plan import settings
 
-__all__ = ["EVENT_COLUMNS", "TOOL_CALL_COLUMNS", "CaseRunRows", "ToolCallRow", "case_run_rows"]
+__all__ = [
+    "EVENT_COLUMNS", "OBSERVED_FAMILY", "TOOL_CALL_COLUMNS", "CaseRunRows", "ToolCallRow", "case_run_rows",
+    "observed_case_run_rows",
+]  # fmt: skip
 
 EVENT_COLUMNS: tuple[str, ...] = tuple(event_columns())
 """The events table's columns after the two ids: every field of every event class (harness.trace)."""
@@ -92,17 +96,42 @@ def case_run_rows(
     swept: Mapping[str, settings.SettingValue], run: CaseRun,
 ) -> CaseRunRows:  # fmt: skip
     """The case_runs row, tool_calls rows and events rows of one case run (`swept`: the sweepable settings)."""
-    r = run.result
-    d = r.decision
-    m = run.metrics
     exp = run.case.expect
-    case_row: dict[str, object] = {
-        "bench_run_id": bench_run_id, "case_run_id": case_run_id, "case_id": run.case.id,
-        "family": run.case.family.value, "model": model, "label": label, "epoch": epoch, **swept,
-        "outcome": d.outcome.value, "fallback_kind": _enum(d.fallback_kind), "stop_reason": _enum(d.stop_reason),
+    verdict: dict[str, object] = {
         "expected_outcome": exp.outcome.value, "expected_fallback_kind": _enum(exp.fallback_kind),
         "expected_stop_reason": _enum(exp.stop_reason), "passed": run.passed,
         "failures": json.dumps(list(run.failures), ensure_ascii=False) if run.failures else None,
+    }  # fmt: skip
+    return _rows(bench_run_id, case_run_id, run.case.id, run.case.family.value, model, label, epoch, swept,
+                 run.result, run.metrics, verdict)  # fmt: skip
+
+
+OBSERVED_FAMILY = "observed"
+"""The `family` of an imported case run (a run observed elsewhere belongs to no family of the evaluation set)."""
+
+
+def observed_case_run_rows(
+    bench_run_id: str, case_run_id: str, case_id: str, model: str, label: str | None, epoch: int,
+    swept: Mapping[str, settings.SettingValue], result: RunResult, metrics: CaseMetrics,
+) -> CaseRunRows:  # fmt: skip
+    """The rows of a case run observed elsewhere (imported from its trace): a bench case run's rows without its
+    verdict (`expected_*`, `passed`, `failures` NULL: it was held to no expectation)."""
+    verdict = dict.fromkeys(("expected_outcome", "expected_fallback_kind", "expected_stop_reason", "passed",
+                             "failures"))  # fmt: skip
+    return _rows(bench_run_id, case_run_id, case_id, OBSERVED_FAMILY, model, label, epoch, swept, result, metrics,
+                 verdict)  # fmt: skip
+
+
+def _rows(
+    bench_run_id: str, case_run_id: str, case_id: str, family: str, model: str, label: str | None, epoch: int,
+    swept: Mapping[str, settings.SettingValue], r: RunResult, m: CaseMetrics, verdict: Mapping[str, object],
+) -> CaseRunRows:  # fmt: skip
+    d = r.decision
+    case_row: dict[str, object] = {
+        "bench_run_id": bench_run_id, "case_run_id": case_run_id, "case_id": case_id,
+        "family": family, "model": model, "label": label, "epoch": epoch, **swept,
+        "outcome": d.outcome.value, "fallback_kind": _enum(d.fallback_kind), "stop_reason": _enum(d.stop_reason),
+        **verdict,
         "model_calls": m.model_calls, "guard_calls": m.guard_calls, "tool_invocations": m.tool_invocations,
         "failed_invocations": m.failed_invocations, "tool_rejections": m.tool_rejections,
         "duplicate_scope_rejections": m.duplicate_scope_rejections, "protocol_violations": m.protocol_violations,

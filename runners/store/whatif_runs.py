@@ -12,7 +12,9 @@ import duckdb
 from harness.trace import TraceEvent
 from runners.store.events import read_bench_run_events
 
-__all__ = ["ReplayableRun", "bench_run_exists", "label_exists", "runs_of_bench_run", "runs_of_label"]
+__all__ = [
+    "ReplayableRun", "UnknownLimitsError", "bench_run_exists", "label_exists", "runs_of_bench_run", "runs_of_label",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,10 @@ def runs_of_label(con: duckdb.DuckDBPyConnection, db: str, label: str) -> tuple[
     return _runs(con, db, "c.label = ?", [label])
 
 
+class UnknownLimitsError(ValueError):
+    """A selected case run does not record the thresholds and budgets it ran under (one line, exit 2)."""
+
+
 _HAS_MESSAGES = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'"
 
 # `where` is one of the two fixed filters above, never text from a caller.
@@ -92,6 +98,12 @@ _FINAL_MESSAGES = """
 
 def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[object]) -> tuple[ReplayableRun, ...]:
     rows = con.execute(_RUNS.format(where=where), params).fetchall()
+    unknown = next((r for r in rows if any(v is None for v in r[4:9])), None)
+    if unknown is not None:  # a run imported from a trace that did not say the limits it ran under
+        raise UnknownLimitsError(
+            f"{db}: case run {unknown[0]} has no recorded thresholds and budgets (imported from a trace without"
+            " harness.config.* attributes): its what-if cannot be known"
+        )
     ids = [str(r[0]) for r in rows]
     finals: dict[str, str | None] = {}
     has_messages = con.execute(_HAS_MESSAGES).fetchone()

@@ -10,7 +10,7 @@ at the end, and on interruption; a SIGKILL loses at most that window, which `--r
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import duckdb
 import pandas as pd
@@ -104,8 +104,9 @@ class MetricsWriter:
         if len(self._cases) >= self._max_buffer or time.monotonic() - self._last_flush >= self._flush_seconds:
             self.flush()
 
-    def flush(self) -> int:
-        """Write everything buffered in one transaction; returns the number of case runs written."""
+    def flush(self, also: Callable[[duckdb.DuckDBPyConnection], None] | None = None) -> int:
+        """Write everything buffered in one transaction; returns the number of case runs written. `also`: more
+        statements that belong in the same transaction (an imported bench run's own row), run first."""
         if not self._cases:
             return 0
         t0 = time.perf_counter()
@@ -115,6 +116,8 @@ class MetricsWriter:
         con = self._con
         con.execute("BEGIN")
         try:
+            if also is not None:
+                also(con)
             con.register("_hb_cases", cases)
             con.register("_hb_tools", tools)
             con.register("_hb_events", events)

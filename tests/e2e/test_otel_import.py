@@ -1,11 +1,33 @@
-"""The library without a tracer never imports OpenTelemetry (checked in a fresh interpreter)."""
+"""`harness-bench import`: a bench run's exported spans (and the library's event log of the same runs) imported
+into an empty database give the original's `case_runs`, `tool_calls` and `events` rows; `show` and `whatif` read
+the imported run; a trace that is not a set of whole runs is one line, exit 2, and nothing written.
+
+Also: the library without a tracer never imports OpenTelemetry (checked in a fresh interpreter)."""
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import io
+import json
 import os
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from harness.agent import run_diagnosis
+from runners.cli import main
+from runners.domain.case_setup import task_of
+from runners.domain.evalset import load_cases
+from runners.run import _execute as execute
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,3 +45,479 @@ def test_no_opentelemetry_import_without_a_tracer() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+# -- the round trip ------------------------------------------------------------------------------------------------
+# Columns left out of the comparison, and why:
+IDS = {"bench_run_id", "case_run_id", "label"}
+"""The import's own bench run, case run ids (`NEW_BENCH/CASE/EPOCH`) and `--label`; rows are paired by case and
+epoch (and `seq` within a case run) instead."""
+TIMINGS = {"wall_ms", "finished_at", "t_ms", "latency_ms"}
+"""Times: the spans carry them to the nanosecond from the case run's stored end, not the run's own clock."""
+VERDICT = {"expected_outcome", "expected_fallback_kind", "expected_stop_reason", "passed", "failures", "family"}
+"""The bench's verdict and the case's family: an imported run is an observation, held to no expectation (these are
+NULL, and `family` is `observed`; asserted below)."""
+EXCLUDED = IDS | TIMINGS | VERDICT
+# `observation_bytes` of a case run with a rejection is NULL on import (a rejection's answer has a size no event
+# records) and compared everywhere else; `conclusion` is the Draft's text, message content: compared when the
+# spans carry contents (`--otel-content`), NULL otherwise (asserted below).
+
+
+@pytest.fixture(scope="module")
+def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """Every built-in case run by the bench with the scripted model, each run's typed events also written to an
+    event log by the library (`run_diagnosis(event_log=...)`, under the case run's own id)."""
+    folder = tmp_path_factory.mktemp("import")
+    db = folder / "bench.duckdb"
+    log = io.StringIO()
+    cases = {task_of(c): c.id for c in load_cases()}
+
+    def logged(task: Any, tools: Any, model: Any, *, ctx: Any, **kw: Any) -> Any:
+        ctx = dataclasses.replace(ctx, run_id=f"orig/{cases[task]}/1")
+        return run_diagnosis(task, tools, model, ctx=ctx, event_log=log, **kw)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(execute, "loop_for", lambda agent: logged)
+        assert main(["run", "--db", str(db), "--label", "orig"]) == 0
+    (folder / "events.jsonl").write_text(log.getvalue(), encoding="utf-8")
+    yield db, folder / "events.jsonl"
+
+
+def _rows(db: Path, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        cur = con.execute(f"SELECT * FROM {table}")
+        names = [d[0] for d in cur.description or ()]
+        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+    finally:
+        con.close()
+    out = {}
+    for r in rows:
+        case, epoch = str(r["case_run_id"]).split("/")[-2:]
+        key = (case, epoch, r.get("seq")) if table != "case_runs" else (case, epoch)
+        assert key not in out
+        out[key] = r
+    return out
+
+
+def _same(original: Path, imported: Path, *, contents: bool) -> None:
+    """The imported rows are the original's, column by column, but for `EXCLUDED` (and what the comments say)."""
+    for table in ("case_runs", "tool_calls", "events"):
+        a, b = _rows(original, table), _rows(imported, table)
+        assert set(a) == set(b), (table, set(a) ^ set(b))
+        for key, row in a.items():
+            got = b[key]
+            assert set(row) == set(got)
+            for column in set(row) - EXCLUDED:
+                if table == "case_runs" and column == "observation_bytes" and got["tool_rejections"]:
+                    assert got[column] is None, key
+                elif table == "case_runs" and column == "conclusion" and not contents:
+                    assert got[column] is None, key
+                else:
+                    assert got[column] == row[column], (table, key, column, row[column], got[column])
+            if table == "case_runs":
+                assert (got["family"], got["passed"], got["expected_outcome"], got["failures"]) == (
+                    "observed", None, None, None)  # fmt: skip
+
+
+def _import(traces: Path, db: Path, label: str = "imp") -> int:
+    return main(["import", str(traces), "--db", str(db), "--label", label])
+
+
+@pytest.fixture(scope="module")
+def exported(bench: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    db, _ = bench
+    folder = tmp_path_factory.mktemp("exported")
+    out = {"contents": folder / "contents.jsonl", "plain": folder / "plain.jsonl"}
+    assert main(["export", "--db", str(db), "--otel", str(out["contents"]), "--otel-content"]) == 0
+    assert main(["export", "--db", str(db), "--otel", str(out["plain"])]) == 0
+    return out
+
+
+@pytest.mark.parametrize("which", ["contents", "plain"])
+def test_exported_spans_imported_give_the_original_rows(
+    bench: tuple[Path, Path], exported: dict[str, Path], which: str, tmp_path: Path
+) -> None:
+    db = tmp_path / "imported.duckdb"
+    assert _import(exported[which], db) == 0
+    _same(bench[0], db, contents=which == "contents")
+    assert len(_rows(db, "case_runs")) == len(load_cases())  # every built-in case
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT source, status, label FROM bench_runs").fetchall() == [("imported", "completed", "imp")]
+
+
+def test_the_event_log_imported_gives_the_original_rows(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    db = tmp_path / "imported.duckdb"
+    assert _import(bench[1], db) == 0
+    _same(bench[0], db, contents=False)
+    assert len(_rows(db, "case_runs")) == len(load_cases())
+
+
+def test_the_comparison_bites(bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path) -> None:
+    """A changed gain in the spans is a changed row (the comparison is not vacuous)."""
+    changed = tmp_path / "changed.jsonl"
+    text = exported["plain"].read_text(encoding="utf-8")
+    assert '"stringValue":"GAINED"' in text
+    changed.write_text(text.replace('"stringValue":"GAINED"', '"stringValue":"NO_GAIN"', 1), encoding="utf-8")
+    db = tmp_path / "imported.duckdb"
+    assert _import(changed, db) == 0
+    with pytest.raises(AssertionError):
+        _same(bench[0], db, contents=False)
+
+
+def test_show_and_whatif_read_an_imported_run(
+    bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "imported.duckdb"
+    assert _import(exported["contents"], db) == 0
+    con = duckdb.connect(str(db), read_only=True)
+    (case_run,) = con.execute("SELECT case_run_id FROM case_runs WHERE case_id LIKE 'diagnosable%' LIMIT 1").fetchone()
+    con.close()
+    capsys.readouterr()
+    assert main(["show", "--db", str(db), case_run]) == 0
+    shown = capsys.readouterr().out
+    assert "OUTCOME SUCCESS" in shown and "TOOL CALL" in shown and "Harness: ADMITTED" in shown
+    assert "expected nothing: an observed run" in shown and "passed: -" in shown
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "report")]) == 0
+    assert "| observed | " in (tmp_path / "report" / "report.md").read_text()
+    assert "nan" not in (tmp_path / "report" / "report.md").read_text()
+    # the what-if of the imported run is the original's, run by run (contents carried: the conclusions too)
+    original, imported = tmp_path / "w0.json", tmp_path / "w1.json"
+    argv = ["whatif", "--no-gain-threshold", "1", "--json"]
+    assert main([*argv, str(original), "--db", str(bench[0]), "--label", "orig"]) == 0
+    assert main([*argv, str(imported), "--db", str(db), "--label", "imp"]) == 0
+
+    def runs(path: Path) -> list[Any]:
+        data = json.loads(path.read_text())
+        for point in data["points"]:
+            for run in point["per_run"]:
+                run.pop("case_run_id", None)
+        return list(data["points"])
+
+    assert runs(original) == runs(imported)
+    assert any(p["runs_cut"] for p in runs(imported))
+
+
+# -- bad traces ----------------------------------------------------------------------------------------------------
+def _one_line_exit_2(traces: Path, db: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    capsys.readouterr()
+    assert _import(traces, db) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _line(text: str, n: int) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(text.splitlines()[n])
+    return data
+
+
+def _spans_of(request: dict[str, Any]) -> list[dict[str, Any]]:
+    return [s for rs in request["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+
+
+def _op(span: dict[str, Any]) -> str:
+    return next(a["value"]["stringValue"] for a in span["attributes"] if a["key"] == "gen_ai.operation.name")
+
+
+def _drop_chat(req: dict[str, Any]) -> str:
+    spans = req["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    chat = next(s for s in spans if _op(s) == "chat")
+    spans.remove(chat)
+    return "harness.seq"
+
+
+def _drop_root(req: dict[str, Any]) -> str:
+    spans = req["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    root = next(s for s in spans if _op(s) == "invoke_agent")
+    spans.remove(root)
+    return root["spanId"]
+
+
+def _unknown_attribute(req: dict[str, Any]) -> str:
+    span = _spans_of(req)[0]
+    span["attributes"].append({"key": "harness.mystery", "value": {"intValue": "1"}})
+    return "harness.mystery"
+
+
+def _bad_enum(req: dict[str, Any]) -> str:
+    for span in _spans_of(req):
+        for a in span["attributes"]:
+            if a["key"] == "harness.invocation_status":
+                a["value"] = {"stringValue": "EXPLODED"}
+                return span["spanId"]
+    raise AssertionError("no execute_tool span")
+
+
+def _no_release(req: dict[str, Any]) -> str:
+    root = next(s for s in _spans_of(req) if _op(s) == "invoke_agent")
+    root["attributes"] = [a for a in root["attributes"] if a["key"] != "harness.outcome"]
+    return "harness.outcome"
+
+
+BAD_OTLP: dict[str, Callable[[dict[str, Any]], str]] = {
+    "a chat span missing": _drop_chat,
+    "the run span missing (cut off)": _drop_root,
+    "an unknown attribute": _unknown_attribute,
+    "a value not of its type": _bad_enum,
+    "a run never released": _no_release,
+}
+
+
+@pytest.mark.parametrize("mutation", sorted(BAD_OTLP))
+def test_a_bad_span_trace_is_one_line_exit_2_and_nothing_written(
+    exported: dict[str, Path], mutation: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()
+    request = json.loads(lines[3])
+    needle = BAD_OTLP[mutation](request)
+    lines[3] = json.dumps(request)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    db = tmp_path / "absent.duckdb"
+    message = _one_line_exit_2(bad, db, capsys)
+    assert f"{bad}:4:" in message and needle in message, message
+    assert not db.exists() and not Path(f"{db}.wal").exists()
+
+
+def test_a_bad_trace_leaves_an_existing_database_byte_identical(
+    bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "existing.duckdb"
+    shutil.copyfile(bench[0], db)
+    before = _digest(db)
+    bad = tmp_path / "bad.jsonl"
+    text = exported["plain"].read_text(encoding="utf-8")
+    bad.write_text(text[: len(text) // 2], encoding="utf-8")  # cut off mid-line
+    assert "not an OTLP/JSON traces request" in _one_line_exit_2(bad, db, capsys)
+    assert _digest(db) == before
+
+
+def _event_log_cases(text: str) -> dict[str, tuple[str, str]]:
+    """Bad event logs: the text, and what the one line must name."""
+    lines = text.splitlines()
+    first_run = json.loads(lines[0])["run_id"]
+    own = [i for i, line in enumerate(lines) if json.loads(line)["run_id"] == first_run]
+    cut = [line for i, line in enumerate(lines) if i != own[-1]]  # its RELEASED gone
+    gap = [line for i, line in enumerate(lines) if i != own[2]]
+    twice = [*lines[: own[-1] + 1], lines[own[1]], *lines[own[-1] + 1 :]]  # an event after its RELEASED
+    unknown = json.loads(lines[own[1]])
+    unknown["event"]["mystery"] = 1
+    deep = "[" * 100_000 + "]" * 100_000
+    return {
+        "cut off": ("\n".join(cut), f"run {first_run}: cut off"),
+        "an event missing": ("\n".join(gap), f":{own[2] + 1}: run {first_run}: event seq 3 where seq 2"),
+        "two runs under one id": ("\n".join(twice), f":{own[-1] + 2}: run {first_run}:"),
+        "an unknown field": ("\n".join([lines[0], json.dumps(unknown)]), ":2: run"),
+        "malformed JSON": (lines[0] + "\n" + lines[1][:-3], ":2: not an event-log line"),
+        "deep JSON": (lines[0] + "\n" + deep, ":2: not an event-log line"),
+        "deep JSON first": (deep, ":1: JSON nested too deep"),
+    }
+
+
+@pytest.mark.parametrize(
+    "which", ["cut off", "an event missing", "two runs under one id", "an unknown field", "malformed JSON",
+              "deep JSON", "deep JSON first"],
+)  # fmt: skip
+def test_a_bad_event_log_is_one_line_exit_2_and_nothing_written(
+    bench: tuple[Path, Path], which: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text, needle = _event_log_cases(bench[1].read_text(encoding="utf-8"))[which]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(text + "\n", encoding="utf-8")
+    db = tmp_path / "absent.duckdb"
+    message = _one_line_exit_2(bad, db, capsys)
+    assert str(bad) in message and needle in message, message
+    assert not db.exists()
+
+
+def test_deep_json_in_spans_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "deep.jsonl"
+    bad.write_text('{"resourceSpans": []}\n{"resourceSpans": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    assert ":2: JSON nested too deep" in _one_line_exit_2(bad, tmp_path / "absent.duckdb", capsys)
+
+
+# -- mutations -----------------------------------------------------------------------------------------------------
+def _mutate(request: Any, data: st.DataObject) -> Any:
+    """One random change to a request: a span, a span event or an attribute removed, duplicated or changed."""
+    spans = _spans_of(request)
+    span = data.draw(st.sampled_from(spans))
+    how = data.draw(st.sampled_from(["drop span", "duplicate span", "drop event", "drop attribute", "rename key",
+                                     "retype value", "reorder spans"]))  # fmt: skip
+    if how == "drop span":
+        spans_list = request["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        spans_list.remove(span)
+    elif how == "duplicate span":
+        request["resourceSpans"][0]["scopeSpans"][0]["spans"].append(span)
+    elif how == "drop event" and span.get("events"):
+        span["events"].pop(data.draw(st.integers(0, len(span["events"]) - 1)))
+    elif how in ("drop attribute", "rename key", "retype value"):
+        required = [
+            a
+            for a in span["attributes"]
+            if a["key"] in ("harness.seq", "gen_ai.operation.name", "harness.outcome", "gen_ai.conversation.id")
+        ]
+        pool = required if how == "drop attribute" else span["attributes"]
+        if pool:
+            attr = data.draw(st.sampled_from(pool))
+            if how == "drop attribute":
+                span["attributes"].remove(attr)
+            elif how == "rename key":
+                attr["key"] = "harness." + data.draw(st.text("xyz_", min_size=3, max_size=8))
+            else:
+                attr["value"] = {"arrayValue": {"values": []}}
+    elif how == "reorder spans":
+        request["resourceSpans"][0]["scopeSpans"][0]["spans"].reverse()
+    return request
+
+
+@pytest.fixture(scope="module")
+def small(exported: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
+    """The first six case runs' spans, and their import (the reference)."""
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()[:6]
+    folder = tmp_path_factory.mktemp("small")
+    (folder / "small.jsonl").write_text("\n".join(lines) + "\n")
+    reference = folder / "reference.duckdb"
+    assert _import(folder / "small.jsonl", reference) == 0
+    return lines, reference
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+)  # shrinking a 150 kB request takes minutes
+@given(data=st.data())
+def test_a_mutated_export_imports_whole_and_equal_or_not_at_all(
+    small: tuple[list[str], Path], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    lines, reference = small
+    lines = list(lines)
+    at = data.draw(st.integers(0, len(lines) - 1))
+    if data.draw(st.booleans()):
+        lines[at] = json.dumps(_mutate(json.loads(lines[at]), data))
+    else:  # the line cut short
+        lines[at] = lines[at][: data.draw(st.integers(1, len(lines[at]) - 1))]
+    folder = tmp_path_factory.mktemp("mutated")
+    traces, db = folder / "m.jsonl", folder / "m.duckdb"
+    traces.write_text("\n".join(lines) + "\n")
+    capsys.readouterr()
+    code = _import(traces, db)
+    err = capsys.readouterr().err.strip().splitlines()
+    if code == 0:
+        _same(reference, db, contents=False)  # the mutation changed nothing the rows hold (e.g. span order)
+    else:
+        assert code == 2 and len(err) == 1 and str(traces) in err[0], (code, err)
+        assert not db.exists()
+
+
+def test_a_version_7_file_migrates_its_bench_runs_to_source_null(bench: tuple[Path, Path], tmp_path: Path) -> None:
+    """Schema v8 adds `bench_runs.source`; runs written before it were run by the bench (NULL)."""
+    from runners.store.connection import connect
+    from runners.store.migrations import SCHEMA_VERSION, migrate
+
+    old = tmp_path / "v7.duckdb"
+    con = duckdb.connect(str(old))
+    migrate(con, str(old), upto=7)
+    con.execute("INSERT INTO bench_runs (bench_run_id, status) VALUES ('br-old', 'completed')")
+    con.close()
+    con = connect(old)
+    try:
+        assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (SCHEMA_VERSION,)
+        assert con.execute("SELECT bench_run_id, source FROM bench_runs").fetchall() == [("br-old", None)]
+    finally:
+        con.close()
+
+
+def _other_ids(request: dict[str, Any]) -> dict[str, Any]:
+    """The same request under other span ids (the same run recorded twice)."""
+    text = json.dumps(request)
+    for span in _spans_of(request):
+        text = text.replace(span["spanId"], f"{int(span['spanId'], 16) ^ (2**64 - 1):016x}")
+    out: dict[str, Any] = json.loads(text)
+    return out
+
+
+@pytest.mark.parametrize("how", ["the same spans twice", "one run id on two run spans"])
+def test_two_runs_under_one_id_are_one_line_exit_2(
+    exported: dict[str, Path], how: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()[:5]
+    again = lines[2] if how == "the same spans twice" else json.dumps(_other_ids(json.loads(lines[2])))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([*lines, again]) + "\n", encoding="utf-8")
+    message = _one_line_exit_2(bad, tmp_path / "absent.duckdb", capsys)
+    needle = "appears twice (also line 3)" if how == "the same spans twice" else "two runs interleaved under one id"
+    assert f"{bad}:" in message and needle in message, message
+    assert not (tmp_path / "absent.duckdb").exists()
+
+
+def _full_disk(*args: Any, **kwargs: Any) -> None:
+    raise duckdb.IOException("No space left on device")
+
+
+def test_a_storage_failure_mid_import_leaves_nothing(
+    bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The bench run's row and its case runs' rows are one transaction: a failure after the row is inserted (the
+    transcripts, written last) keeps none of them; a database the import created is removed."""
+    from runners.store import writer
+
+    monkeypatch.setattr(writer, "_write_transcripts", _full_disk)
+    existing = tmp_path / "existing.duckdb"
+    shutil.copyfile(bench[0], existing)
+    before = {t: _rows(existing, t) for t in ("case_runs", "tool_calls", "events")}
+    con = duckdb.connect(str(existing), read_only=True)
+    runs_before = con.execute("SELECT bench_run_id FROM bench_runs").fetchall()
+    con.close()
+    assert _import(exported["plain"], existing) == 74
+    con = duckdb.connect(str(existing), read_only=True)
+    assert con.execute("SELECT bench_run_id FROM bench_runs").fetchall() == runs_before
+    con.close()
+    assert {t: _rows(existing, t) for t in ("case_runs", "tool_calls", "events")} == before
+    created = tmp_path / "new.duckdb"
+    assert _import(exported["plain"], created) == 74
+    assert not created.exists() and not Path(f"{created}.wal").exists()
+    assert "No space left on device" in capsys.readouterr().err
+
+
+def test_two_bench_runs_of_one_case_in_one_file_become_two_epochs(exported: dict[str, Path], tmp_path: Path) -> None:
+    line = exported["plain"].read_text(encoding="utf-8").splitlines()[0]
+    other = json.dumps(_other_ids(json.loads(line)))
+    bench_id = json.loads(line)["resourceSpans"][0]["scopeSpans"][0]["spans"][-1]
+    conversation = next(
+        a["value"]["stringValue"] for a in bench_id["attributes"] if a["key"] == "gen_ai.conversation.id"
+    )
+    other = other.replace(conversation, "br-elsewhere/" + conversation.split("/", 1)[1])
+    traces, db = tmp_path / "two.jsonl", tmp_path / "two.duckdb"
+    traces.write_text(line + "\n" + other + "\n", encoding="utf-8")
+    assert _import(traces, db) == 0
+    rows = _rows(db, "case_runs")
+    assert sorted(epoch for _, epoch in rows) == ["1", "2"] and len({case for case, _ in rows}) == 1
+
+
+def test_whatif_on_runs_whose_trace_names_no_limits_is_one_line(
+    exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A producer that does not record `harness.config.*`: imported (thresholds NULL), and `whatif` says it cannot
+    know, in one line, exit 2."""
+    import re
+
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()[:3]
+    traces, db = tmp_path / "nolimits.jsonl", tmp_path / "nolimits.duckdb"
+    pattern = r'\{"key":"harness\.config\.[a-z_]+","value":\{"[a-zA-Z]+":"?[^"}]*"?\}\},'
+    traces.write_text("\n".join(re.sub(pattern, "", line) for line in lines) + "\n", encoding="utf-8")
+    assert "harness.config" not in traces.read_text()
+    assert _import(traces, db) == 0
+    assert {r["no_gain_threshold"] for r in _rows(db, "case_runs").values()} == {None}
+    capsys.readouterr()
+    assert main(["whatif", "--db", str(db), "--label", "imp", "--no-gain-threshold", "1"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no recorded thresholds and budgets" in err[0], err
