@@ -3,11 +3,19 @@
 that drops them (so the figure is the Harness's mapping plus the SDK, not an exporter's I/O), and with a tracer whose
 sampler drops every run (the SDK's non-recording path: what a service sampling a share of its runs pays for the
 others). Prints wall-time and CPU-time ratios (the process's CPU time, the span processor's thread included, is the
-steadier measure on a shared machine)."""
+steadier measure on a shared machine).
+
+`--over-http` runs the same native loop as a user deploys it: the real `openai` SDK over HTTP to a model endpoint
+(serve-sim, the scripted trajectories served by another process on 127.0.0.1, 0 ms of model latency: the cheapest
+endpoint there is, so the ratio is the least favourable a real deployment can see)."""
 
 from __future__ import annotations
 
+import argparse
 import functools
+import os
+import socket
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +28,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, Spa
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
 from harness.agent import AgentLoop, run_diagnosis
+from harness.models.base import ChatModel
+from harness.models.openai_model import OpenAIChatModel
 from runners.domain.evalset import load_cases
 from runners.run.case_runner import run_case
 
@@ -43,7 +53,49 @@ def _timed(fn: Callable[[], None]) -> tuple[float, float]:
     return time.perf_counter() - w, time.process_time() - c
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _serve_sim() -> tuple[subprocess.Popen[bytes], str]:
+    """serve-sim in a process of its own (its work is the endpoint's, not the loop's); its base URL."""
+    port = _free_port()
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen([sys.executable, "-m", "runners.cli", "serve-sim", "--port", str(port)], cwd=root,
+                            env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"http://127.0.0.1:{port}/v1"
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    raise SystemExit("serve-sim did not start within 60 s")
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--over-http", action="store_true", help="the openai SDK over HTTP to serve-sim (see above)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"interleaved rounds (default {ROUNDS})")
+    args = parser.parse_args()
+    sim: subprocess.Popen[bytes] | None = None
+    model: ChatModel | None = None
+    if args.over_http:
+        sim, base_url = _serve_sim()
+        os.environ.setdefault("OPENAI_API_KEY", "sk-bench-local")
+        model = OpenAIChatModel("scripted", base_url=base_url)
+    try:
+        _measure(model, args.rounds)
+    finally:
+        if sim is not None:
+            sim.terminate()
+            sim.wait(10)
+
+
+def _measure(model: ChatModel | None, rounds_n: int) -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(DropExporter()))  # what a service configures
     sampled_out = TracerProvider(sampler=ALWAYS_OFF)
@@ -52,21 +104,22 @@ def main() -> None:
         "with tracer": functools.partial(run_diagnosis, tracer=provider.get_tracer("bench")),
         "sampled out": functools.partial(run_diagnosis, tracer=sampled_out.get_tracer("bench")),
     }
-    calls = sum(run_case(c).result.usage.tool_invocations for c in CASES)
+    calls = sum(run_case(c, model).result.usage.tool_invocations for c in CASES)
 
     def every_case(loop: AgentLoop | None) -> Callable[[], None]:
         def run() -> None:
             for c in CASES:
-                run_case(c) if loop is None else run_case(c, loop=loop)
+                run_case(c, model) if loop is None else run_case(c, model, loop=loop)
 
         return run
 
     for loop in loops.values():  # warm-up
         every_case(loop)()
     # interleaved rounds, best of each: a shared machine's noise is one-sided (it only ever slows a repeat)
-    rounds = [{name: _timed(every_case(loop)) for name, loop in loops.items()} for _ in range(ROUNDS)]
+    rounds = [{name: _timed(every_case(loop)) for name, loop in loops.items()} for _ in range(rounds_n)]
     best = {name: (min(r[name][0] for r in rounds), min(r[name][1] for r in rounds)) for name in loops}
-    print(f"{len(CASES)} cases, {calls} tool calls per repeat, best of {ROUNDS} interleaved rounds")
+    where = "the openai SDK over HTTP to serve-sim" if model is not None else "the scripted model in process"
+    print(f"{len(CASES)} cases, {calls} tool calls per repeat, {where}, best of {rounds_n} interleaved rounds")
     base_wall, base_cpu = best["no tracer"]
     for name, (wall, cpu) in best.items():
         print(f"{name:12s} {wall / calls * 1e6:7.1f} µs wall, {cpu / calls * 1e6:7.1f} µs CPU per tool call;"

@@ -25,10 +25,16 @@ class Recorded:
     """The proxy's label when the request was made (`reference`, `live-auto`, ...)."""
     body: dict[str, Any]
     """The request body exactly as the client sent it."""
-    status: int
-    """The HTTP status the upstream answered."""
+    status: int | None
+    """The HTTP status the upstream answered; None: the client gave up first (its deadline), so nothing came back
+    though the server received the request and began on it."""
     response: Any
-    """The upstream's answer: parsed JSON, or its text when it was not JSON."""
+    """The upstream's answer: parsed JSON, or its text when it was not JSON; None when the client gave up."""
+
+    @property
+    def refused(self) -> bool:
+        """The server answered with an error status: the request reached no model."""
+        return self.status is not None and self.status >= 400
 
 
 class RecordingProxy:
@@ -69,11 +75,15 @@ class RecordingProxy:
                     except (OSError, http.client.HTTPException) as exc:
                         result["error"] = exc
 
+                is_chat = method == "POST" and self.path.rstrip("/").endswith("/chat/completions") and bool(data)
                 worker = threading.Thread(target=upstream_call, daemon=True)
                 worker.start()
                 while worker.is_alive():
                     worker.join(0.2)
                     if worker.is_alive() and _peer_closed(self.connection):
+                        if is_chat:  # received all the same: what the run's transcript says it sent
+                            with lock:
+                                owner.records.append(Recorded(owner.label, json.loads(data or b"{}"), None, None))
                         # The client timed out: drop the upstream socket so the server cancels the generation
                         # (shutdown, not close: the pending response still holds a reference to the socket).
                         if conn.sock is not None:
@@ -90,13 +100,13 @@ class RecordingProxy:
                     self.send_error(502, f"upstream: {result['error']}")
                     return
                 payload: bytes = result["body"]
-                if method == "POST" and self.path.rstrip("/").endswith("/chat/completions") and data:
+                if is_chat:
                     try:
                         parsed: Any = json.loads(payload)
                     except ValueError:
                         parsed = payload.decode(errors="replace")
                     with lock:
-                        owner.records.append(Recorded(owner.label, json.loads(data), result["status"], parsed))
+                        owner.records.append(Recorded(owner.label, json.loads(data or b"{}"), result["status"], parsed))
                 try:
                     self.send_response(result["status"])
                     self.send_header("content-type", result["type"])
@@ -148,6 +158,7 @@ class ResponseFigures(TypedDict):
     """What came back over the wire for a set of recorded requests."""
 
     answered: int
+    cancelled: int
     truncated: int
     tool_call_turns: int
     multi_call_turns: int
@@ -156,9 +167,12 @@ class ResponseFigures(TypedDict):
 
 def response_figures(records: Sequence[Recorded]) -> ResponseFigures:
     """What came back over the wire: truncated generations, multi-call turns, refusals (with the top reason)."""
-    out = ResponseFigures(answered=0, truncated=0, tool_call_turns=0, multi_call_turns=0, refused=0)
+    out = ResponseFigures(answered=0, cancelled=0, truncated=0, tool_call_turns=0, multi_call_turns=0, refused=0)
     for rec in records:
-        if rec.status >= 400:
+        if rec.status is None:
+            out["cancelled"] += 1
+            continue
+        if rec.refused:
             out["refused"] += 1
             continue
         choice = (rec.response.get("choices") or [{}])[0] if isinstance(rec.response, dict) else {}
@@ -174,7 +188,7 @@ def refusal_reason(records: Sequence[Recorded]) -> str:
     """The most frequent error message among refused requests (first 160 characters)."""
     reasons: dict[str, int] = {}
     for rec in records:
-        if rec.status >= 400:
+        if rec.refused:
             err = rec.response.get("error") if isinstance(rec.response, dict) else None
             text = str(err.get("message") if isinstance(err, dict) else rec.response)[:160]
             reasons[text] = reasons.get(text, 0) + 1

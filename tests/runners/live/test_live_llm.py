@@ -243,7 +243,10 @@ def test_proxy_cancels_upstream_when_the_client_gives_up() -> None:
                 model._client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
             assert _Slow.saw_disconnect.wait(3), "the proxy kept the upstream request open"
             assert time.monotonic() - t0 < 4
-            assert proxy.records == []  # nothing came back: nothing recorded
+            # nothing came back, but the request was received: recorded as given up, as the run's transcript has it
+            assert proxy.records == [Recorded("", {"messages": [{"role": "user", "content": "x"}], "model": "m"},
+                                              None, None)]  # fmt: skip
+            assert response_figures(proxy.records)["cancelled"] == 1
     finally:
         upstream.shutdown()
         upstream.server_close()
@@ -402,6 +405,8 @@ class _StandIn(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     index = CaseIndex(select_cases([], list(DEFAULT_CASES)))
     escape = False
+    stall_with_observations = False
+    """Never answer a chat request that carries an observation (a generation the run's deadline cuts)."""
     log_path: Path
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -426,6 +431,10 @@ class _StandIn(BaseHTTPRequestHandler):
                     log.write("Wrong type supplied for parameter 'tool_choice'\n")
             prompt = _chatml(body, lambda text: text) if body.get("tools") else ""
             self._send({"prompt": prompt.replace('"', "&#34;") if type(self).escape else prompt})
+            return
+        if type(self).stall_with_observations and any(m.get("role") == "tool" for m in body.get("messages") or []):
+            while not _peer_closed(self.connection):
+                time.sleep(0.05)
             return
         out = answer(type(self).index, {**body, "model": "scripted"})
         self._send({**out, "timings": {"prompt_per_second": 1000.0, "predicted_per_second": 500.0, "prompt_n": 100}})
@@ -500,6 +509,19 @@ def test_the_live_check_runs_every_step_in_order(
     assert len((tmp_path / "live-requests.jsonl").read_text().splitlines()) == 14
     assert sorted(p.name for p in (tmp_path / "cassettes").iterdir()) == ["auto", "required"]
     assert (tmp_path / "live-replay.duckdb").exists()
+
+
+def test_runs_cut_by_the_deadline_mid_call_match_the_requests_the_server_received(
+    stand_in: type[_StandIn], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The client gives up on a generation at the run's deadline: the server received that request, and the run's
+    transcript says its observations were sent in it. The check must find them there, not call them unsent."""
+    stand_in.stall_with_observations = True
+    assert _live_main(tmp_path, "--cases", "1", "--deadline-seconds", "2") == 0, capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "tool_choice=auto on the wire: 1 answered, 1 given up by the client at the deadline" in out
+    assert "against the 4 requests the server received: 0 mismatches" in out
+    assert (tmp_path / "s.txt").read_text().startswith("PASSED: xllamacpp; 2 live case runs (2 cut by the deadline)")
 
 
 def test_a_template_that_escapes_the_prompt_stops_the_live_check_before_any_run(
