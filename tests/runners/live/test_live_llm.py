@@ -277,7 +277,7 @@ def test_refused_requests_are_counted_not_rendered() -> None:
     totals, problems, _ = check_conversations("http://127.0.0.1:9", [refused])  # port 9: would fail if contacted
     assert totals["refused"] == 1 and totals["requests"] == 0 and problems == []
     assert response_figures([refused, *answered]) == {
-        "answered": 2, "truncated": 1, "tool_call_turns": 1, "multi_call_turns": 1, "refused": 1,
+        "answered": 2, "cancelled": 0, "truncated": 1, "tool_call_turns": 1, "multi_call_turns": 1, "refused": 1,
     }  # fmt: skip
     assert refusal_reason([refused, *answered]).startswith("Failed to parse tool call arguments")
 
