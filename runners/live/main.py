@@ -300,8 +300,8 @@ def _check_live_prompts(server: LlamaServer, live: LiveRuns, modes: Sequence[str
     for mode in modes:
         r = response_figures([rec for rec in records if rec.label == f"live-{mode}"])
         log(
-            f"tool_choice={mode} on the wire: {r['answered']} answered, {r['cancelled']} given up by the client at the"
-            f" deadline ({r['tool_call_turns']} with tool calls, "
+            f"tool_choice={mode} on the wire: {r['answered']} answered, {r['cancelled']} given up by the client (its"
+            f" call timeout or the run's deadline) ({r['tool_call_turns']} with tool calls, "
             f"{r['multi_call_turns']} with several despite parallel_tool_calls=false, {r['truncated']} cut at "
             f"{model.server.n_predict} tokens), {r['refused']} refused"
         )
