@@ -138,7 +138,8 @@ def check_conversations(server_root: str, records: Sequence[Recorded]) -> Conver
     """Render every answered request that carries tool observations; totals, problems, one STOP_REQUIRED prompt.
 
     A request the server refused (HTTP >= 400) reached no model: it is counted under `refused`, not checked. One
-    the client gave up on (its deadline) was rendered and begun on: it is checked like an answered one.
+    the client gave up on (its call timeout or the run's deadline) was rendered and begun on: it is checked like an
+    answered one.
     """
     totals = PromptTotals(requests=0, observations=0, json_quoted=0, stop_required=0, tools=0, refused=0)
     problems: list[str] = []

@@ -26,8 +26,8 @@ class Recorded:
     body: dict[str, Any]
     """The request body exactly as the client sent it."""
     status: int | None
-    """The HTTP status the upstream answered; None: the client gave up first (its deadline), so nothing came back
-    though the server received the request and began on it."""
+    """The HTTP status the upstream answered; None: the client gave up first (its call timeout or the run's
+    deadline), so nothing came back though the server received the request and began on it."""
     response: Any
     """The upstream's answer: parsed JSON, or its text when it was not JSON; None when the client gave up."""
 
@@ -76,6 +76,7 @@ class RecordingProxy:
                         result["error"] = exc
 
                 is_chat = method == "POST" and self.path.rstrip("/").endswith("/chat/completions") and bool(data)
+                sent: dict[str, Any] = json.loads(data) if is_chat and data else {}
                 worker = threading.Thread(target=upstream_call, daemon=True)
                 worker.start()
                 while worker.is_alive():
@@ -83,7 +84,7 @@ class RecordingProxy:
                     if worker.is_alive() and _peer_closed(self.connection):
                         if is_chat:  # received all the same: what the run's transcript says it sent
                             with lock:
-                                owner.records.append(Recorded(owner.label, json.loads(data or b"{}"), None, None))
+                                owner.records.append(Recorded(owner.label, sent, None, None))
                         # The client timed out: drop the upstream socket so the server cancels the generation
                         # (shutdown, not close: the pending response still holds a reference to the socket).
                         if conn.sock is not None:
@@ -106,7 +107,7 @@ class RecordingProxy:
                     except ValueError:
                         parsed = payload.decode(errors="replace")
                     with lock:
-                        owner.records.append(Recorded(owner.label, json.loads(data or b"{}"), result["status"], parsed))
+                        owner.records.append(Recorded(owner.label, sent, result["status"], parsed))
                 try:
                     self.send_response(result["status"])
                     self.send_header("content-type", result["type"])
