@@ -35,8 +35,11 @@ from pathlib import Path
 
 import duckdb
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks._serve_sim import BIN, start_simulator
+
 ROOT = Path(__file__).resolve().parent.parent
-BIN = Path(sys.executable).parent / "harness-bench"
 N_CASES = 81
 RATE = re.compile(r"executed \(\d+ already done\) in ([0-9.]+)s")
 
@@ -95,21 +98,6 @@ def _proc_cpu(pid: int) -> float:
 
 def _med(values: list[float]) -> str:
     return f"{statistics.median(values):.1f} ({min(values):.1f}–{max(values):.1f})"
-
-
-def start_simulator(latency_ms: float, jitter_ms: float) -> tuple[subprocess.Popen[str], str]:
-    """serve-sim in its own process; returns it and its base URL."""
-    proc = subprocess.Popen(
-        [str(BIN), "serve-sim", "--port", "0", "--latency-ms", str(latency_ms), "--jitter-ms", str(jitter_ms)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    url = re.search(r"http://\S+/v1", line)
-    if url is None:
-        proc.kill()
-        raise SystemExit(f"serve-sim did not start: {line!r}")
-    return proc, url.group(0)
 
 
 def live(latency_ms: float, jitter_ms: float, ns: list[int], repeats: int, tmp: Path, executors: list[str]) -> None:

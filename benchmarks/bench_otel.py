@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import functools
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
+from benchmarks._serve_sim import start_simulator
 from harness.agent import AgentLoop, run_diagnosis
 from harness.models.base import ChatModel
 from harness.models.openai_model import OpenAIChatModel
@@ -53,38 +53,15 @@ def _timed(fn: Callable[[], None]) -> tuple[float, float]:
     return time.perf_counter() - w, time.process_time() - c
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _serve_sim() -> tuple[subprocess.Popen[bytes], str]:
-    """serve-sim in a process of its own (its work is the endpoint's, not the loop's); its base URL."""
-    port = _free_port()
-    root = Path(__file__).resolve().parent.parent
-    proc = subprocess.Popen([sys.executable, "-m", "runners.cli", "serve-sim", "--port", str(port)], cwd=root,
-                            env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return proc, f"http://127.0.0.1:{port}/v1"
-        except OSError:
-            time.sleep(0.2)
-    proc.kill()
-    raise SystemExit("serve-sim did not start within 60 s")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--over-http", action="store_true", help="the openai SDK over HTTP to serve-sim (see above)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"interleaved rounds (default {ROUNDS})")
     args = parser.parse_args()
-    sim: subprocess.Popen[bytes] | None = None
+    sim: subprocess.Popen[str] | None = None
     model: ChatModel | None = None
     if args.over_http:
-        sim, base_url = _serve_sim()
+        sim, base_url = start_simulator()
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench-local")
         model = OpenAIChatModel("scripted", base_url=base_url)
     try:
