@@ -69,7 +69,7 @@ def sweep_3600() -> tuple[float, int]:
     ids = [c.id for c in load_cases()][:60]
     t0 = time.perf_counter()
     run_sweep(plan_sweep(SweepOptions(
-        SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_calls=(6, 10, 16)),
+        SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_invocations=(6, 10, 16)),
         BenchOptions(case_ids=ids, db=_db(), epochs=5),
     )))  # fmt: skip
     return time.perf_counter() - t0, 4 * 3 * len(ids) * 5

@@ -23,7 +23,7 @@ from runners.plan.options import BenchOptions
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
 TMP = Path(tempfile.mkdtemp(prefix="hb-transcripts-"))
-GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_calls=(6, 10))
+GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_invocations=(6, 10))
 
 
 def _sweep(db: Path, transcripts: bool, epochs: int) -> tuple[float, float]:

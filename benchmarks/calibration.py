@@ -110,15 +110,17 @@ def gate_study(pairs_per_profile: int, epochs: int, workdir: Path) -> dict[str, 
         for seed in seeds:  # a run already in the work folder is reused (the study can be re-analysed)
             if f"s{seed}" not in labels:
                 run_bench(
-                    plan_run(BenchOptions(
-                        model_settings=ModelSettings(
-                            model=f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
-                        ),
-                        label=f"s{seed}",
-                        db=db,
-                        epochs=epochs,
-                        keep_runs=False,
-                    ))
+                    plan_run(
+                        BenchOptions(
+                            model_settings=ModelSettings(
+                                model=f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
+                            ),
+                            label=f"s{seed}",
+                            db=db,
+                            epochs=epochs,
+                            keep_runs=False,
+                        )
+                    )
                 )
         con = connect(db, read_only=True)
         try:
@@ -447,16 +449,18 @@ def recommend_study(workdir: Path) -> dict[str, Any]:
         picks = {}
         for epochs in SWEEP_EPOCHS:
             model = "scripted" if profile == "reference" else f"scripted:{profile}"
-            grid = SweepGrid(no_gain_threshold=SWEEP_THRESHOLDS, max_tool_calls=SWEEP_BUDGETS)
+            grid = SweepGrid(no_gain_threshold=SWEEP_THRESHOLDS, max_tool_invocations=SWEEP_BUDGETS)
             sweep_id = (
                 _cached_sweep(db, model, epochs, grid)
                 or run_sweep(
-                    plan_sweep(SweepOptions(
-                        grid,
-                        BenchOptions(
-                            evalsets=SWEEP_FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
-                        ),
-                    ))
+                    plan_sweep(
+                        SweepOptions(
+                            grid,
+                            BenchOptions(
+                                evalsets=SWEEP_FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
+                            ),
+                        )
+                    )
                 ).sweep_id
             )
             con = connect(db, read_only=True)
@@ -574,7 +578,7 @@ def markdown_tables(results: dict[str, Any]) -> str:
         ]
         for p, v in results["recommend"]["profiles"].items():
             picks = " / ".join(
-                f"threshold {x['config']['no_gain_threshold']}, tools {x['config']['max_tool_calls']}"
+                f"threshold {x['config']['no_gain_threshold']}, tools {x['config']['max_tool_invocations']}"
                 for x in v["picks"].values()
             )
             lines.append(

@@ -534,8 +534,8 @@ def import_rows(
             "no_gain_threshold": lim.no_gain_threshold if lim else None,
             "protocol_violation_threshold": lim.protocol_violation_threshold if lim else None,
             "max_model_calls": lim.max_model_calls if lim else None,
-            "max_tool_calls": lim.max_tool_invocations if lim else None,
-            "max_tokens": lim.max_total_tokens if lim else None,
+            "max_tool_invocations": lim.max_tool_invocations if lim else None,
+            "max_total_tokens": lim.max_total_tokens if lim else None,
             "schema_mode": lim.schema_mode if lim else None,
         }
         rows = observed_case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case_id, run.epoch), run.case_id,

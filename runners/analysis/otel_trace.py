@@ -26,9 +26,9 @@ _Attrs = dict[str, object]
 _LIMITS = {
     "harness.config.no_gain_threshold": "no_gain_threshold",
     "harness.config.protocol_violation_threshold": "protocol_violation_threshold",
-    "harness.config.max_tool_invocations": "max_tool_calls",
+    "harness.config.max_tool_invocations": "max_tool_invocations",
     "harness.config.max_model_calls": "max_model_calls",
-    "harness.config.max_total_tokens": "max_tokens",
+    "harness.config.max_total_tokens": "max_total_tokens",
 }
 """The run span's limits (harness/otel.py) and the bench settings they are."""
 

@@ -176,7 +176,7 @@ class ConfigStats:
         return self.config[config_columns().index(column)]
 
     def label(self, columns: tuple[str, ...] | None = None) -> str:
-        """`no_gain_threshold=2 max_tool_calls=10` for the given (swept) columns (default: all)."""
+        """`no_gain_threshold=2 max_tool_invocations=10` for the given (swept) columns (default: all)."""
         names = config_columns()
         shown = names if columns is None else columns
         return " ".join(f"{k}={v}" for k, v in zip(names, self.config, strict=True) if k in shown)

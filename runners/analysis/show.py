@@ -170,8 +170,8 @@ def _block_lines(block: Block, width: int, *, full: bool, draft: int | None, mar
 
 def _header(info: CaseRunInfo) -> list[str]:
     r, b = info.row, info.bench
-    budget = (f"no_gain_threshold={r.get('no_gain_threshold')} max_tool_calls={r.get('max_tool_calls')}"
-              f" max_model_calls={r.get('max_model_calls')} max_tokens={r.get('max_tokens')}")  # fmt: skip
+    budget = (f"no_gain_threshold={r.get('no_gain_threshold')} max_tool_invocations={r.get('max_tool_invocations')}"
+              f" max_model_calls={r.get('max_model_calls')} max_total_tokens={r.get('max_total_tokens')}")  # fmt: skip
     return [
         f"case run {info.case_run_id}",
         f"case {r['case_id']} ({r['family']}), epoch {r['epoch']}, model {r['model']}, label {b.get('label') or '-'}",

@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
     which.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="the case runs of one bench run")
     p.add_argument("--no-gain-threshold", type=axis_type("no_gain_threshold"), required=True, metavar="T,...",
                    help="the thresholds to replay, each below the one the runs used, e.g. 1,2,3")  # fmt: skip
-    p.add_argument("--max-tool-invocations", type=axis_type("max_tool_calls"), dest="max_tool_calls", default=(),
+    p.add_argument("--max-tool-invocations", type=axis_type("max_tool_invocations"), default=(),
                    metavar="N,...",
                    help="tool budgets to replay with each threshold, each below the runs' (default: each run's"
                         " own)")  # fmt: skip
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             runs = runs_of_label(con, db, args.label)
     finally:
         con.close()
-    result = whatif(runs, args.no_gain_threshold, args.max_tool_calls)  # refuses before anything is written
+    result = whatif(runs, args.no_gain_threshold, args.max_tool_invocations)  # refuses before anything is written
     selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
     out.print(_render(f"what-if of {selection} in {db}: {len(runs)} case runs", result))
     if args.json is not None:

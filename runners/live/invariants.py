@@ -26,7 +26,7 @@ def check_structure(db: Path, bench_run_ids: Sequence[str], deadline_s: float) -
     for b in facts.budgets:
         if b.outcome not in _OUTCOMES:
             problems.append(f"{b.case_run_id}: outcome {b.outcome!r}")
-        if b.model_calls > b.max_model_calls or b.tool_invocations > b.max_tool_calls:
+        if b.model_calls > b.max_model_calls or b.tool_invocations > b.max_tool_invocations:
             problems.append(
                 f"{b.case_run_id}: over budget ({b.model_calls} model calls, {b.tool_invocations} tool invocations)"
             )

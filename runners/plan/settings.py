@@ -46,14 +46,10 @@ HARNESS_SETTINGS: Mapping[str, BenchSetting] = {
     "no_gain_threshold": BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4)),
     "protocol_violation_threshold": BenchSetting(sweepable=True),
     "max_model_calls": BenchSetting(sweepable=True),
-    # The columns keep the names databases already hold; the flags are the library's, the old ones still work
-    # (`--max-tokens` read as the per-request `max_tokens` of a chat request; it is the run's total).
-    "max_tool_invocations": BenchSetting(
-        "max_tool_calls", sweepable=True, flag="--max-tool-invocations", aliases=("--max-tool-calls",)
-    ),
-    "max_total_tokens": BenchSetting(
-        "max_tokens", sweepable=True, flag="--max-total-tokens", aliases=("--max-tokens",)
-    ),
+    # The library's names everywhere (flag, column, stored key); the former flags still parse. `max_tokens` is
+    # not one of them: it reads as the per-request cap of a chat request, and this is the run's total.
+    "max_tool_invocations": BenchSetting(sweepable=True, aliases=("--max-tool-calls",)),
+    "max_total_tokens": BenchSetting(sweepable=True, aliases=("--max-tokens",)),
     "deadline_seconds": BenchSetting("deadline", metavar="SECONDS"),
     "tool_timeout_seconds": _SECONDS,
     "model_timeout_seconds": _SECONDS,

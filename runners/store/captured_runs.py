@@ -80,7 +80,7 @@ class RunSetting:
     """One setting the run used (a `case_runs` settings column, or a trace's `harness.config.*`)."""
 
     name: str
-    """The setting's public name (`no_gain_threshold`, `max_tool_calls`, …)."""
+    """The setting's public name (`no_gain_threshold`, `max_tool_invocations`, …)."""
     value: int | float | str | bool
     """Its value in that run."""
 

@@ -45,8 +45,8 @@ class BudgetFacts:
     """The model-call budget it ran under."""
     tool_invocations: int
     """Tool invocations that reached a backend."""
-    max_tool_calls: int
-    """The tool-call budget it ran under."""
+    max_tool_invocations: int
+    """The tool-invocation budget it ran under."""
     wall_ms: int
     """Its wall time, milliseconds."""
 
@@ -90,7 +90,7 @@ class LiveStructure:
 
 
 _BUDGETS_SQL = (
-    "SELECT case_run_id, outcome, model_calls, max_model_calls, tool_invocations, max_tool_calls, wall_ms "
+    "SELECT case_run_id, outcome, model_calls, max_model_calls, tool_invocations, max_tool_invocations, wall_ms "
     "FROM case_runs JOIN ids USING (bench_run_id)"
 )
 _RELEASED_SQL = (

@@ -9,6 +9,9 @@ setting declared later appears without a migration.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+
 import duckdb
 
 from runners.plan import run_options, settings
@@ -18,9 +21,12 @@ from runners.store.views import VIEWS, view_statements
 
 __all__ = ["SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
-_MIGRATIONS: dict[int, list[str]] = {
+Step = str | Callable[[duckdb.DuckDBPyConnection], None]
+"""A migration step: a statement, or a function for what SQL cannot say (rewriting stored JSON)."""
+
+_MIGRATIONS: dict[int, list[Step]] = {
     1: [
         """CREATE TABLE IF NOT EXISTS bench_runs (
             bench_run_id VARCHAR PRIMARY KEY,
@@ -274,7 +280,52 @@ _MIGRATIONS: dict[int, list[str]] = {
     8: [
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS source VARCHAR",
     ],
+    # v9: two settings take the library's names (HarnessConfig's) in columns and stored settings: `max_tool_calls`
+    # becomes `max_tool_invocations`, `max_tokens` (a run total, read as a chat request's per-response cap)
+    # becomes `max_total_tokens`. The views name the columns, so they go first (recreated at connect).
+    9: [
+        *(f"DROP VIEW IF EXISTS {view}" for view in VIEWS),
+        lambda con: _rename_settings(con, {"max_tool_calls": "max_tool_invocations", "max_tokens": "max_total_tokens"}),
+    ],
 }
+
+
+def _rename_settings(con: duckdb.DuckDBPyConnection, renamed: dict[str, str]) -> None:
+    """Rename settings' columns where a table has them (`bench_runs` gets its settings columns at connect, so a
+    file older than v3 has none yet) and their keys in the stored JSON."""
+    for table in ("case_runs", "bench_runs"):
+        present = {r[0] for r in con.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()}  # fmt: skip
+        for old, new in renamed.items():
+            if old in present and new not in present:
+                con.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')
+    _rename_stored_keys(con, renamed)
+
+
+def _rename_stored_keys(con: duckdb.DuckDBPyConnection, renamed: dict[str, str]) -> None:
+    """Rename setting keys in the stored JSON that `--resume` reads back: a bench run's settings, a sweep's grid
+    axes and the settings its shared options hold."""
+
+    def keyed(values: dict[str, object]) -> dict[str, object]:
+        return {renamed.get(k, k): v for k, v in values.items()}
+
+    def rewrite(table: str, key: str, column: str, change: Callable[[dict[str, object]], dict[str, object]]) -> None:
+        rows = con.execute(f"SELECT {key}, {column} FROM {table} WHERE {column} IS NOT NULL").fetchall()
+        for row_key, text in rows:
+            try:
+                values = json.loads(text)
+            except ValueError:
+                continue  # an unreadable row stays as it was: resume names it, as before
+            if isinstance(values, dict):
+                con.execute(f"UPDATE {table} SET {column} = ? WHERE {key} = ?", [json.dumps(change(values)), row_key])
+
+    def options(values: dict[str, object]) -> dict[str, object]:
+        inner = values.get("settings")
+        return {**values, "settings": keyed(inner)} if isinstance(inner, dict) else values
+
+    rewrite("bench_runs", "bench_run_id", "settings_json", keyed)
+    rewrite("sweeps", "sweep_id", "grid_json", keyed)
+    rewrite("sweeps", "sweep_id", "options_json", options)
 
 
 _REQUIRED_TABLES = ("bench_runs", "case_runs", "tool_calls", "events")
@@ -343,8 +394,11 @@ def migrate(con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SC
     con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
     for v in range(int(version or 0) + 1, upto + 1):
         con.execute("BEGIN")
-        for stmt in _MIGRATIONS[v]:
-            con.execute(stmt)
+        for step in _MIGRATIONS[v]:
+            if isinstance(step, str):
+                con.execute(step)
+            else:
+                step(con)
         con.execute("INSERT INTO schema_version VALUES (?, now())", [v])
         con.execute("COMMIT")
     return upto

@@ -84,7 +84,7 @@ _RUNS = """
         FROM case_runs c WHERE {where}
     )
     SELECT n.case_run_id, n.bench_run_id, n.case_id, n.epoch, n.no_gain_threshold, n.protocol_violation_threshold,
-           n.max_tool_calls, n.max_model_calls, n.max_tokens, n.outcome, coalesce(b.transcripts, false)
+           n.max_tool_invocations, n.max_model_calls, n.max_total_tokens, n.outcome, coalesce(b.transcripts, false)
     FROM newest n JOIN bench_runs b USING (bench_run_id)
     WHERE n.k = 1 ORDER BY b.started_at, n.bench_run_id, n.case_id, n.epoch
 """

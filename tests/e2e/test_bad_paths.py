@@ -342,4 +342,4 @@ def test_the_readme_example_report_is_made_by_the_command_beside_it() -> None:
     assert "--sweep latest --out reports/example-rewriter-sweep" in text
     assert "Source: `sweep.duckdb`." in report
     stats = json.dumps(report)
-    assert "no_gain_threshold" in stats and "max_tool_calls" in stats
+    assert "no_gain_threshold" in stats and "max_tool_invocations" in stats

@@ -166,7 +166,7 @@ def test_every_case_run_is_one_span_tree_in_phoenix(exported: tuple[Path, list[d
         assert a["harness.stop_required_delivered"] is run["stop_required_delivered"]
         assert len(_events(root, "harness.stop_required_delivered")) == run["stop_required_deliveries"]
         assert a["harness.config.no_gain_threshold"] == run["no_gain_threshold"]
-        assert a["harness.config.max_tool_invocations"] == run["max_tool_calls"]
+        assert a["harness.config.max_tool_invocations"] == run["max_tool_invocations"]
         assert a["gen_ai.usage.input_tokens"] == run["input_tokens"]
         assert a["gen_ai.usage.output_tokens"] == run["output_tokens"]
         verdicts = {e["gen_ai.evaluation.name"]: e for e in _events(root, "gen_ai.evaluation.result")}

@@ -326,7 +326,8 @@ def test_bad_execution_flags_are_one_line_exit_2(
 
 
 def test_a_real_merge_process_exits_2_with_one_line(small: dict[str, Path], tmp_path: Path) -> None:
-    other = _one_shard(tmp_path / "other.duckdb", config=RunSettings.of().with_values({"max_tool_calls": 4}).config)
+    config = RunSettings.of().with_values({"max_tool_invocations": 4}).config
+    other = _one_shard(tmp_path / "other.duckdb", config=config)
     out = tmp_path / "out.duckdb"
     proc = subprocess.run(
         [sys.executable, "-m", "runners.cli", "merge", str(out), str(small["s1"]), str(other)],
@@ -335,8 +336,8 @@ def test_a_real_merge_process_exits_2_with_one_line(small: dict[str, Path], tmp_
     )  # fmt: skip
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"error: {other}: bench run br-{RUN} was run with other settings than in {small['s1']} (max_tool_calls 4 vs"
-        " 10); shards of one run must share every setting, the case selection and the epochs"
+        f"error: {other}: bench run br-{RUN} was run with other settings than in {small['s1']}"
+        " (max_tool_invocations 4 vs 10); shards of one run must share every setting, the case selection and the epochs"
     ]
     assert not out.exists()
 

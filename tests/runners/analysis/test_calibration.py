@@ -145,7 +145,7 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
         if done >= 30:
             raise KeyboardInterrupt
 
-    grid = SweepGrid(no_gain_threshold=(1, 2), max_tool_calls=(6, 10))
+    grid = SweepGrid(no_gain_threshold=(1, 2), max_tool_invocations=(6, 10))
     with pytest.raises(KeyboardInterrupt):
         run_sweep(
             plan_sweep(SweepOptions(grid, BenchOptions(evalsets=["empty_logs"], db=db, epochs=2))),

@@ -52,10 +52,10 @@ def test_deficit_bound_by_hand() -> None:
 
 
 def _stats(config: tuple[int, ...], recall: dict[str, float], tokens: float) -> ConfigStats:
-    """`config` as (no_gain_threshold, protocol_violation_threshold, max_tool_calls, max_model_calls, max_tokens);
-    placed in the declaration's order of swept settings (schema_mode at its default)."""
-    named = dict(zip(("no_gain_threshold", "protocol_violation_threshold", "max_tool_calls", "max_model_calls",
-                      "max_tokens"), config, strict=True))  # fmt: skip
+    """`config` as (no_gain_threshold, protocol_violation_threshold, max_tool_invocations, max_model_calls,
+    max_total_tokens); placed in the declaration's order of swept settings (schema_mode at its default)."""
+    named = dict(zip(("no_gain_threshold", "protocol_violation_threshold", "max_tool_invocations", "max_model_calls",
+                      "max_total_tokens"), config, strict=True))  # fmt: skip
     full = tuple(named.get(c, "adaptive") for c in config_columns())
     iv = Interval(tokens, tokens, tokens, 1)
     honest = {"e1": 1.0}
@@ -99,7 +99,7 @@ def epochs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tupl
     ids = {}
     for model in ("scripted", "scripted:rewriter?k=2"):
         for epochs in (1, 3):
-            grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5), max_tool_calls=(4, 8))
+            grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5), max_tool_invocations=(4, 8))
             s = run_sweep(
                 plan_sweep(
                     SweepOptions(
@@ -125,10 +125,10 @@ def test_pick_is_the_known_optimum_and_does_not_move_with_epochs(
     finally:
         con.close()
 
-    # the regression pinned: reference picked max_tool_calls=4 at epochs 1 and 8 at epochs 3; rewriter 8 then 16
+    # the regression pinned: reference picked max_tool_invocations=4 at epochs 1 and 8 at epochs 3; rewriter 8 then 16
     def named(s: ConfigStats) -> tuple[object, ...]:
-        return tuple(s.setting(c) for c in ("no_gain_threshold", "protocol_violation_threshold", "max_tool_calls",
-                                            "max_model_calls", "max_tokens"))  # fmt: skip
+        return tuple(s.setting(c) for c in ("no_gain_threshold", "protocol_violation_threshold", "max_tool_invocations",
+                                            "max_model_calls", "max_total_tokens"))  # fmt: skip
 
     assert named(picks[("scripted", 1)]) == named(picks[("scripted", 3)]) == (2, 2, 8, 12, 200_000)
     rewriter = named(picks[("scripted:rewriter?k=2", 1)])
@@ -147,7 +147,7 @@ def test_recommend_cli_prints_rule_and_definitions(
     db, ids = epochs_db
     assert main(["recommend", "--db", str(db), "--sweep", ids[("scripted", 3)]]) == 0
     text = capsys.readouterr().out
-    assert "Recommendation: no_gain_threshold=2 max_tool_calls=8" in text
+    assert "Recommendation: no_gain_threshold=2 max_tool_invocations=8" in text
     assert "Rule: non-inferiority with a margin of 2 points" in text and "honest fallback:" in text
     assert main(["recommend", "--db", str(db), "--sweep", ids[("scripted", 3)], "--margin", "2"]) == 2
     err = capsys.readouterr().err

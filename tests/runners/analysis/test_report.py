@@ -27,7 +27,7 @@ EPOCHS = 2
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     tmp = tmp_path_factory.mktemp("report")
     db = tmp / "r.duckdb"
-    grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_calls=(6, 10))
+    grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_invocations=(6, 10))
     sweep = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions(evalsets=FAMILIES,
     model_settings=ModelSettings(model="scripted:rewriter?k=2"),
     db=db,
@@ -47,7 +47,7 @@ def test_recommendation_first_then_the_table_with_definitions(report: tuple[Path
     rec_html = page.split("<h2>Recommendation</h2>")[1].split("<h2>")[0]
     paragraphs = re.findall(r"<p>(.*?)</p>", rec_html)
     assert len(paragraphs) >= 3, "one paragraph per thought, not one run-on block"
-    assert paragraphs[0].startswith("Recommended: no_gain_threshold=4 max_tool_calls=10")
+    assert paragraphs[0].startswith("Recommended: no_gain_threshold=4 max_tool_invocations=10")
     assert paragraphs[1].startswith("Rule: non-inferiority with a margin of 2 points")
     assert any(p.startswith("Resolution: with ") and "the rule resolves recall differences of" in p for p in paragraphs)
     table = page.split("<h2>Per configuration</h2>")[1].split("</table>")[0]
@@ -66,7 +66,7 @@ def test_family_table_is_the_recommended_configuration_only(report: tuple[Path, 
         """SELECT family, count(DISTINCT case_id), count(*), avg(passed::INT),
                   count(*) FILTER (WHERE stop_reason IS NULL)
            FROM case_runs c JOIN bench_runs b USING (bench_run_id)
-           WHERE b.sweep_id = ? AND c.no_gain_threshold = 4 AND c.max_tool_calls = 10 GROUP BY 1""",
+           WHERE b.sweep_id = ? AND c.no_gain_threshold = 4 AND c.max_tool_invocations = 10 GROUP BY 1""",
         [sweep_id],
     ).fetchall()
     con.close()

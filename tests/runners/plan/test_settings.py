@@ -28,10 +28,10 @@ from tests._fake_endpoint import completion, serve
 from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
-LEGACY_PUBLIC_NAMES = {
+PUBLIC_NAMES = {
     "no_gain_threshold": "no_gain_threshold", "protocol_violation_threshold": "protocol_violation_threshold",
-    "max_tool_invocations": "max_tool_calls", "max_model_calls": "max_model_calls",
-    "max_total_tokens": "max_tokens", "deadline_seconds": "deadline",
+    "max_tool_invocations": "max_tool_invocations", "max_model_calls": "max_model_calls",
+    "max_total_tokens": "max_total_tokens", "deadline_seconds": "deadline",
 }  # fmt: skip
 
 
@@ -61,10 +61,11 @@ def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring()
     decl = declaration()
     harness = {s.field: s for s in decl.settings if s.owner is settings.SettingOwner.HARNESS}
     assert set(harness) == set(HarnessConfig.model_fields)
-    for field, public in LEGACY_PUBLIC_NAMES.items():
-        assert harness[field].name == public, "public names (CLI flags, DuckDB columns) are kept"
+    for field, public in PUBLIC_NAMES.items():
+        assert harness[field].name == public, "public names (CLI flags, DuckDB columns) are the library's"
     assert {s.name for s in decl.sweepable} >= {
-        "no_gain_threshold", "protocol_violation_threshold", "max_tool_calls", "max_model_calls", "max_tokens",
+        "no_gain_threshold", "protocol_violation_threshold", "max_tool_invocations", "max_model_calls",
+        "max_total_tokens",
     }  # fmt: skip
     ng = harness["no_gain_threshold"]
     assert ng.help == "Consecutive NO_GAIN observations that make the run SATURATED."
@@ -86,8 +87,8 @@ def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring()
 @pytest.mark.parametrize(
     ("values", "needle"),
     [
-        ({"max_tool_calls": 0}, "--max-tool-invocations 0: must be an integer ≥ 1"),
-        ({"max_tokens": 2**63}, "≤ 9223372036854775807"),
+        ({"max_tool_invocations": 0}, "--max-tool-invocations 0: must be an integer ≥ 1"),
+        ({"max_total_tokens": 2**63}, "≤ 9223372036854775807"),
         ({"deadline": 86_401.0}, "--deadline 86401: must be a finite number > 0 and ≤ 86400"),
         ({"schema_mode": "dynamic"}, "--schema-mode 'dynamic': must be one of adaptive, static"),
         ({"model": "openai:x", "tool_choice": "sql_search"}, "--tool-choice 'sql_search'"),
@@ -108,7 +109,7 @@ def test_parallel_tool_calls_maps_to_the_client_argument() -> None:
 
 def test_reproduce_flags_are_the_non_default_settings_and_parse_back() -> None:
     run = RunSettings.from_values(
-        {"model": "openai:m", "tool_choice": "db_query", "max_tokens": 3_000_000_000, "deadline": 12.5}
+        {"model": "openai:m", "tool_choice": "db_query", "max_total_tokens": 3_000_000_000, "deadline": 12.5}
     )
     flags = settings.reproduce_flags(run)
     assert flags == [
@@ -151,7 +152,7 @@ def test_the_budget_flags_are_the_library_names_and_the_old_ones_still_work(
     s = next(s for s in declaration().settings if s.field == field)
     new = "--" + field.replace("_", "-")
     assert s.flag == new and s.aliases == (old,)
-    assert s.name == LEGACY_PUBLIC_NAMES[field], "the column keeps the name stored databases hold"
+    assert s.name == PUBLIC_NAMES[field], "the column is the library's name"
     from runners.cli import build_parser
 
     parser = build_parser()
@@ -241,7 +242,7 @@ def test_huge_budgets_are_stored_exactly(tmp_path: Path) -> None:
     db = tmp_path / "big.duckdb"
     argv = ["--max-tool-calls", "1000000000000", "--max-tokens", "3000000000", "--max-model-calls", str(2**40)]
     assert main(["run", "--db", str(db), "--case", ONE, *argv]) == 0
-    assert _q(db, "SELECT max_tool_calls, max_tokens, max_model_calls, passed FROM case_runs") == [
+    assert _q(db, "SELECT max_tool_invocations, max_total_tokens, max_model_calls, passed FROM case_runs") == [
         (1_000_000_000_000, 3_000_000_000, 2**40, True)
     ]
     assert _q(db, "SELECT status FROM bench_runs") == [("completed",)]
@@ -318,10 +319,60 @@ def test_a_v2_database_is_migrated_and_its_interrupted_run_resumes(tmp_path: Pat
     assert main(["run", "--db", str(db), "--resume", "br-old"]) == 0
     assert _q(db, "SELECT max(version) FROM schema_version") == [(SCHEMA_VERSION,)]
     types = dict(_q(db, "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'case_runs'"))
-    assert types["max_tokens"] == types["max_tool_calls"] == "BIGINT"
-    row = _q(db, "SELECT no_gain_threshold, max_tokens, schema_mode, model, status FROM bench_runs")
+    assert types["max_total_tokens"] == types["max_tool_invocations"] == "BIGINT"
+    row = _q(db, "SELECT no_gain_threshold, max_total_tokens, schema_mode, model, status FROM bench_runs")
     assert row == [(3, 150_000, "adaptive", "scripted", "completed")]
-    assert _q(db, "SELECT case_id, no_gain_threshold, max_tokens FROM case_runs") == [(ONE, 3, 150_000)]
+    assert _q(db, "SELECT case_id, no_gain_threshold, max_total_tokens FROM case_runs") == [(ONE, 3, 150_000)]
+
+
+# -- schema v8 -> v9: the budgets take the library's names ------------------------------------------
+_V8_NAMES = {"max_tool_invocations": "max_tool_calls", "max_total_tokens": "max_tokens"}
+
+
+def _v8_keys(values: dict[str, object]) -> dict[str, object]:
+    return {_V8_NAMES.get(k, k): v for k, v in values.items()}
+
+
+def test_a_v8_database_renames_the_budget_columns_and_keys_and_its_run_resumes(tmp_path: Path) -> None:
+    """A file written before v9 holds `max_tool_calls` / `max_tokens` as columns and as keys in the stored
+    settings, sweep grids and sweep options; after the upgrade every one is the library's name, and an
+    interrupted run resumes with its own budgets (not the defaults)."""
+    db = tmp_path / "v8.duckdb"
+    con = duckdb.connect(str(db))
+    migrate(con, str(db), upto=8)
+    con.execute("ALTER TABLE bench_runs ADD COLUMN max_tool_calls BIGINT")
+    con.execute("ALTER TABLE bench_runs ADD COLUMN max_tokens BIGINT")
+    stored = _v8_keys(json.loads(RunSettings.of().with_values(
+        {"max_tool_invocations": 5, "max_total_tokens": 90_000, "no_gain_threshold": 3}).to_json()))  # fmt: skip
+    con.execute(
+        "INSERT INTO bench_runs (bench_run_id, started_at, status, model, label, case_ids_json, epochs,"
+        " planned_case_runs, settings_json, max_tool_calls, max_tokens) VALUES"
+        " ('br-v8', now(), 'interrupted', 'scripted', 'v8', ?, 1, 1, ?, 5, 90000)",
+        [json.dumps([ONE]), json.dumps(stored)],
+    )
+    con.execute(
+        "INSERT INTO sweeps (sweep_id, status, grid_json, options_json) VALUES ('sw-v8', 'interrupted', ?, ?)",
+        [json.dumps({"max_tool_calls": [4, 6], "no_gain_threshold": [1]}),
+         json.dumps({"epochs": 1, "settings": {"max_tokens": 7, "label": "v8"}})],
+    )  # fmt: skip
+    con.close()
+
+    assert main(["run", "--db", str(db), "--resume", "br-v8"]) == 0
+    columns = {t: {c for (c,) in _q(db, f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{t}'")}
+               for t in ("bench_runs", "case_runs")}  # fmt: skip
+    for names in columns.values():
+        assert {"max_tool_invocations", "max_total_tokens"} <= names
+        assert not {"max_tool_calls", "max_tokens"} & names
+    assert _q(db, "SELECT max_tool_invocations, max_total_tokens, no_gain_threshold, status FROM bench_runs") == [
+        (5, 90_000, 3, "completed")
+    ]
+    assert _q(db, "SELECT max_tool_invocations, max_total_tokens, no_gain_threshold FROM case_runs") == [(5, 90_000, 3)]
+    ((settings_json,),) = _q(db, "SELECT settings_json FROM bench_runs")
+    assert {"max_tool_invocations": 5, "max_total_tokens": 90_000}.items() <= json.loads(str(settings_json)).items()
+    ((grid, options),) = _q(db, "SELECT grid_json, options_json FROM sweeps")
+    assert json.loads(str(grid)) == {"max_tool_invocations": [4, 6], "no_gain_threshold": [1]}
+    assert json.loads(str(options)) == {"epochs": 1, "settings": {"max_total_tokens": 7, "label": "v8"}}
+    assert _q(db, "SELECT max_tool_invocations, count(*) FROM v_pass_rate GROUP BY 1") == [(5, 1)]
 
 
 # -- the re-record command reproduces the run ---------------------------------------------------------

@@ -44,14 +44,16 @@ def test_views_never_merge_bench_runs(db: Path) -> None:
 
 
 def test_wasted_calls_keep_points_that_differ_only_in_protocol_threshold_or_budget(db: Path) -> None:
-    rows = _q(db, """SELECT protocol_violation_threshold, max_tool_calls, count(*) FROM v_wasted_calls
+    rows = _q(db, """SELECT protocol_violation_threshold, max_tool_invocations, count(*) FROM v_wasted_calls
                      WHERE sweep_id IS NOT NULL GROUP BY ALL ORDER BY ALL""")  # fmt: skip
     assert rows == [(1, 2, 1), (1, 10, 1), (2, 2, 1), (2, 10, 1)]
-    points = _q(db, "SELECT protocol_violation_threshold, max_tool_calls, case_runs FROM v_sweep_points ORDER BY ALL")
+    points = _q(
+        db, "SELECT protocol_violation_threshold, max_tool_invocations, case_runs FROM v_sweep_points ORDER BY ALL"
+    )
     n = len(load_cases(["empty_logs"]))  # the family's case count, one case run each per point
     assert points == [(1, 2, n), (1, 10, n), (2, 2, n), (2, 10, n)]
     # each row's settings are those of the one bench run it summarises
     mismatched = _q(db, """SELECT v.bench_run_id FROM v_wasted_calls v JOIN bench_runs b USING (bench_run_id)
                            WHERE v.protocol_violation_threshold <> b.protocol_violation_threshold
-                              OR v.max_tool_calls <> b.max_tool_calls""")  # fmt: skip
+                              OR v.max_tool_invocations <> b.max_tool_invocations""")  # fmt: skip
     assert mismatched == []
