@@ -15,7 +15,7 @@ What an embedder needs is exported here; everything else is an implementation de
 """
 
 from harness.agent import AgentLoop, run_diagnosis
-from harness.config import HarnessConfig
+from harness.config import HarnessConfig, RunLimits
 from harness.context import BudgetUsage, CancellationToken, RunContext
 from harness.contracts import (
     BudgetKind,
@@ -123,6 +123,7 @@ __all__ = [
     "ReleaseOutcome",
     "Released",
     "RunContext",
+    "RunLimits",
     "RunResult",
     "RunStarted",
     "SchemaMode",

@@ -1,4 +1,5 @@
-"""HarnessConfig: thresholds and hard budgets. The model is never told any of these."""
+"""HarnessConfig: thresholds and hard budgets. The model is never told any of these. RunLimits: the ones a run's
+event log line and trace span carry, so that a reader of either can replay its stop decisions."""
 
 from __future__ import annotations
 
@@ -51,3 +52,30 @@ class HarnessConfig(BaseModel):
     """Shortest citation excerpt EvidenceGuard accepts."""
     schema_mode: SchemaMode = SchemaMode.ADAPTIVE
     """Agent-facing envelope schema: adaptive (states the pending id per call) or static."""
+
+
+class RunLimits(BaseModel):
+    """The thresholds and budgets a run used: on its event log's RUN_STARTED line and its trace span."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    no_gain_threshold: int
+    """Consecutive NO_GAIN that saturate the run."""
+    protocol_violation_threshold: int
+    """Consecutive protocol violations that saturate the run."""
+    max_tool_invocations: int
+    """Backend tool invocations allowed."""
+    max_model_calls: int
+    """Model call attempts allowed."""
+    max_total_tokens: int
+    """Input plus output tokens allowed."""
+    schema_mode: str | None = None
+    """The envelope schema mode the model was shown (`adaptive`, …; None: not known)."""
+
+    @classmethod
+    def of(cls, config: HarnessConfig) -> RunLimits:
+        """The limits of a run under `config`."""
+        return cls(no_gain_threshold=config.no_gain_threshold,
+                   protocol_violation_threshold=config.protocol_violation_threshold,
+                   max_tool_invocations=config.max_tool_invocations, max_model_calls=config.max_model_calls,
+                   max_total_tokens=config.max_total_tokens, schema_mode=config.schema_mode.value)  # fmt: skip

@@ -19,36 +19,10 @@ from typing import Any, TextIO
 
 import pydantic
 
-from harness.config import HarnessConfig
+from harness.config import HarnessConfig, RunLimits
 from harness.trace import EVENT_TYPES, EventKind, RunStarted, TraceEvent
 
-__all__ = ["EventLimits", "EventLogError", "EventLogLine", "EventLogWriter", "event_from_json", "event_line"]
-
-
-class EventLimits(pydantic.BaseModel, frozen=True, extra="forbid"):
-    """The thresholds and budgets a run used (on its RUN_STARTED line)."""
-
-    no_gain_threshold: int
-    """Consecutive NO_GAIN that saturate the run."""
-    protocol_violation_threshold: int
-    """Consecutive protocol violations that saturate the run."""
-    max_tool_invocations: int
-    """Backend tool invocations allowed."""
-    max_model_calls: int
-    """Model call attempts allowed."""
-    max_total_tokens: int
-    """Input plus output tokens allowed."""
-    schema_mode: str | None = None
-    """The envelope schema mode the model was shown (None: not known)."""
-
-    @classmethod
-    def of(cls, config: HarnessConfig) -> EventLimits:
-        """The limits of a run under `config`."""
-        return cls(no_gain_threshold=config.no_gain_threshold,
-                   protocol_violation_threshold=config.protocol_violation_threshold,
-                   max_tool_invocations=config.max_tool_invocations, max_model_calls=config.max_model_calls,
-                   max_total_tokens=config.max_total_tokens,
-                   schema_mode=config.schema_mode.value)  # fmt: skip
+__all__ = ["EventLogError", "EventLogLine", "EventLogWriter", "event_from_json", "event_line"]
 
 
 class EventLogLine(pydantic.BaseModel, frozen=True, extra="forbid"):
@@ -58,7 +32,7 @@ class EventLogLine(pydantic.BaseModel, frozen=True, extra="forbid"):
     """The run the event belongs to."""
     event: dict[str, Any]
     """The event: `kind`, then its fields (`event_from_json` rebuilds the typed event)."""
-    limits: EventLimits | None = None
+    limits: RunLimits | None = None
     """The run's limits (RUN_STARTED lines only)."""
 
 
@@ -90,7 +64,7 @@ def event_from_json(data: dict[str, Any]) -> TraceEvent:
     return event
 
 
-def event_line(run_id: str, event: TraceEvent, limits: EventLimits | None = None) -> str:
+def event_line(run_id: str, event: TraceEvent, limits: RunLimits | None = None) -> str:
     """The log line of one event (no newline)."""
     _, adapter = _ADAPTERS[event.kind.value]
     data = {"kind": event.kind.value, **adapter.dump_python(event, mode="json")}
@@ -113,7 +87,7 @@ class EventLogWriter:
     def __init__(self, stream: TextIO, *, run_id: str, config: HarnessConfig) -> None:
         self._stream = stream
         self._run_id = run_id
-        self._limits = EventLimits.of(config)
+        self._limits = RunLimits.of(config)
 
     def __call__(self, event: TraceEvent) -> None:
         """Write one event (in trace order)."""

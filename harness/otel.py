@@ -38,7 +38,7 @@ from opentelemetry.semconv.attributes.error_attributes import ERROR_TYPE
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.util.types import AttributeValue
 
-from harness.config import HarnessConfig
+from harness.config import RunLimits
 from harness.context import RunContext
 from harness.contracts import InvocationStatus, ModelPurpose, ReleaseOutcome
 from harness.trace import (
@@ -59,12 +59,12 @@ __all__ = [
     "NAMESPACE",
     "Evaluation",
     "HarnessAttribute",
-    "RunLimits",
     "SpanName",
     "SpanRecorder",
     "attribute_name",
     "capture_content_default",
     "event_name",
+    "limit_attributes",
     "start_recording",
 ]
 
@@ -140,39 +140,16 @@ def capture_content_default() -> bool:
     return os.environ.get(CAPTURE_CONTENT_ENV, "").strip().lower() == "true"
 
 
-@dataclass(frozen=True, slots=True)
-class RunLimits:
-    """The thresholds and budgets a run used, set on its span (`harness.config.*`)."""
-
-    no_gain_threshold: int
-    """Consecutive NO_GAIN that saturate the run."""
-    protocol_violation_threshold: int
-    """Consecutive protocol violations that saturate the run."""
-    max_tool_invocations: int
-    """Backend tool invocations allowed."""
-    max_model_calls: int
-    """Model call attempts allowed."""
-    max_total_tokens: int
-    """Input plus output tokens allowed."""
-    schema_mode: str | None = None
-    """The envelope schema mode the model was shown (`adaptive`, …; None: not known)."""
-
-    @classmethod
-    def of(cls, config: HarnessConfig) -> RunLimits:
-        """The limits of a run under `config`."""
-        return cls(config.no_gain_threshold, config.protocol_violation_threshold, config.max_tool_invocations,
-                   config.max_model_calls, config.max_total_tokens, config.schema_mode.value)  # fmt: skip
-
-    def attributes(self) -> dict[str, AttributeValue]:
-        """As span attributes."""
-        return {
-            HarnessAttribute.NO_GAIN_THRESHOLD.value: self.no_gain_threshold,
-            HarnessAttribute.PROTOCOL_VIOLATION_THRESHOLD.value: self.protocol_violation_threshold,
-            HarnessAttribute.MAX_TOOL_INVOCATIONS.value: self.max_tool_invocations,
-            HarnessAttribute.MAX_MODEL_CALLS.value: self.max_model_calls,
-            HarnessAttribute.MAX_TOTAL_TOKENS.value: self.max_total_tokens,
-            **({HarnessAttribute.SCHEMA_MODE.value: self.schema_mode} if self.schema_mode is not None else {}),
-        }
+def limit_attributes(limits: RunLimits) -> dict[str, AttributeValue]:
+    """A run's limits as its span's attributes (`harness.config.*`)."""
+    return {
+        HarnessAttribute.NO_GAIN_THRESHOLD.value: limits.no_gain_threshold,
+        HarnessAttribute.PROTOCOL_VIOLATION_THRESHOLD.value: limits.protocol_violation_threshold,
+        HarnessAttribute.MAX_TOOL_INVOCATIONS.value: limits.max_tool_invocations,
+        HarnessAttribute.MAX_MODEL_CALLS.value: limits.max_model_calls,
+        HarnessAttribute.MAX_TOTAL_TOKENS.value: limits.max_total_tokens,
+        **({HarnessAttribute.SCHEMA_MODE.value: limits.schema_mode} if limits.schema_mode is not None else {}),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,7 +348,7 @@ class SpanRecorder:
         }
         attrs.pop(attribute_name("seq"))  # the run's span is the whole trace, not one event of it
         if self._limits is not None:
-            attrs.update(self._limits.attributes())
+            attrs.update(limit_attributes(self._limits))
         self._run = run = self._tracer.start_span(
             f"{SpanName.INVOKE_AGENT} {self._name}", kind=SpanKind.INTERNAL, attributes=attrs,
             start_time=self._ts(event),

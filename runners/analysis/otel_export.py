@@ -40,8 +40,9 @@ from opentelemetry.semconv.attributes.service_attributes import SERVICE_NAME as 
 from opentelemetry.trace import Tracer
 
 from harness import __version__
+from harness.config import RunLimits
 from harness.contracts import ModelPurpose
-from harness.otel import Evaluation, RunLimits, SpanRecorder
+from harness.otel import Evaluation, SpanRecorder
 from harness.trace import Released, RunStarted, TraceEvent
 from harness.transcript import EntryKind, TranscriptEntry
 from runners.plan.redact import Secrets, redact

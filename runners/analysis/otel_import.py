@@ -26,10 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
+from harness.config import RunLimits
 from harness.context import BudgetUsage
 from harness.contracts import ModelPurpose, ReleaseOutcome
 from harness.draft import parse_draft
-from harness.event_log import EventLimits, EventLogError, EventLogLine, event_from_json
+from harness.event_log import EventLogError, EventLogLine, event_from_json
 from harness.release import ReleaseDecision
 from harness.session import RunResult
 from harness.trace import (
@@ -67,7 +68,7 @@ class ObservedRun:
     """Its epoch: the end of a bench case run id, else 1."""
     events: tuple[TraceEvent, ...]
     """Its typed events, in trace order."""
-    limits: EventLimits | None
+    limits: RunLimits | None
     """The thresholds and budgets it ran under, when the trace says."""
     final_text: str | None = None
     """The text of its last diagnosis answer, when the trace carries message contents (the Draft)."""
@@ -140,7 +141,7 @@ def _json(path: Path, n: int, line: str) -> Any:
 @dataclass
 class _OpenRun:
     line: int
-    limits: EventLimits | None
+    limits: RunLimits | None
     events: list[TraceEvent]
     released: bool = False
 
@@ -368,7 +369,7 @@ class _OtlpReader:
         limits = None
         if limit_values:
             try:
-                limits = EventLimits.model_validate(limit_values)
+                limits = RunLimits.model_validate(limit_values)
             except pydantic.ValidationError as exc:
                 first = exc.errors()[0]
                 raise TraceImportError(f"{at}: harness.config.{first['loc'][0]}: {first['msg']}") from None

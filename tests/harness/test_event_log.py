@@ -13,8 +13,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from harness.agent import run_diagnosis
-from harness.config import HarnessConfig
-from harness.event_log import EventLimits, EventLogError, EventLogLine, event_from_json
+from harness.config import HarnessConfig, RunLimits
+from harness.event_log import EventLogError, EventLogLine, event_from_json
 from harness.trace import RunStarted
 from runners.domain.evalset import load_cases
 from runners.run.case_runner import run_case
@@ -31,7 +31,7 @@ def test_every_event_is_one_line_read_back_equal(case: object) -> None:
     assert [event_from_json(line.event) for line in lines] == list(run.result.events)
     assert {line.run_id for line in lines} == {run.result.run_id}
     assert [line.limits is not None for line in lines] == [isinstance(e, RunStarted) for e in run.result.events]
-    assert lines[0].limits == EventLimits.of(HarnessConfig(no_gain_threshold=3))
+    assert lines[0].limits == RunLimits.of(HarnessConfig(no_gain_threshold=3))
 
 
 def test_a_tracer_and_an_event_log_both_get_every_event() -> None:
