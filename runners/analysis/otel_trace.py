@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from harness import __version__
@@ -22,28 +23,31 @@ from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSou
 from runners.store.connection import connect
 from runners.store.observed import ImportedBenchRun, write_imported_bench_run
 
-__all__ = ["TraceError", "captured_run_from_trace"]
+__all__ = ["TraceError", "captured_run_from_trace", "captured_runs_from_trace"]
 
 _BENCH = "trace"
-"""The bench run id the temporary import stores the run under (the captured run gets its own ids back)."""
+"""The temporary import stores run N under bench run `trace-N` (the captured run gets its own ids back)."""
 
 
 class TraceError(ValueError):
     """The trace file cannot be read, lacks the run, or lacks what a case is built from (exit 2)."""
 
 
-def _the_run(path: Path, run_id: str) -> ObservedRun:
+def _the_runs(path: Path, run_ids: Sequence[str]) -> list[ObservedRun]:
     try:
-        runs = read_traces(path)
+        runs = {r.run_id: r for r in read_traces(path)}
     except TraceImportError as exc:
         raise TraceError(f"--trace {exc}") from None
-    found = next((r for r in runs if r.run_id == run_id), None)
-    if found is None:
-        raise TraceError(f"--run {run_id!r}: no invoke_agent span with that gen_ai.conversation.id in {path}")
-    diagnosis = [e for e in found.events if isinstance(e, ModelCall) and e.purpose is ModelPurpose.DIAGNOSIS]
-    if diagnosis and not found.contents:
-        raise TraceError(f"--run {run_id!r}: its chat spans hold no messages; export with --otel-content (or record"
-                         " with capture_content=True) to capture it")  # fmt: skip
+    found = []
+    for run_id in run_ids:
+        run = runs.get(run_id)
+        if run is None:
+            raise TraceError(f"--run {run_id!r}: no invoke_agent span with that gen_ai.conversation.id in {path}")
+        diagnosis = [e for e in run.events if isinstance(e, ModelCall) and e.purpose is ModelPurpose.DIAGNOSIS]
+        if diagnosis and not run.contents:
+            raise TraceError(f"--run {run_id!r}: its chat spans hold no messages; export with --otel-content (or"
+                             " record with capture_content=True) to capture it")  # fmt: skip
+        found.append(run)
     return found
 
 
@@ -74,20 +78,32 @@ def _unsent(run: ObservedRun, messages: tuple[CapturedMessage, ...]) -> tuple[Ca
 
 def captured_run_from_trace(path: Path, run_id: str) -> CapturedRun:
     """The run `run_id` (its `gen_ai.conversation.id`) of the OTLP/JSON file `path`, as capture reads a stored one."""
-    run = _the_run(path, run_id)
-    ((rows, transcript),) = import_rows([run], _BENCH, label="")
-    bench = ImportedBenchRun(_BENCH, "", str(rows.case_run["model"] or "") or None, str(path), (run.case_id,),
-                             run.epoch, __version__)  # fmt: skip
+    return captured_runs_from_trace(path, [run_id])[0]
+
+
+def captured_runs_from_trace(path: Path, run_ids: Sequence[str]) -> tuple[CapturedRun, ...]:
+    """The runs `run_ids` of `path`, in that order, the file read once (what `captured_run_from_trace` is for each)."""
+    runs = _the_runs(path, run_ids)
+    out = []
     with tempfile.TemporaryDirectory(prefix="harness-bench-capture-") as folder:
         db = Path(folder) / "trace.duckdb"
         con = connect(db)
         try:
-            write_imported_bench_run(con, bench, [(rows, transcript)])
-            captured = load_captured_run(con, str(path), str(rows.case_run["case_run_id"]))
-        except CaptureSourceError as exc:
-            raise TraceError(f"--run {run_id!r}: {exc}") from None
+            for n, run in enumerate(runs):
+                bench_id = f"{_BENCH}-{n}"
+                ((rows, transcript),) = import_rows([run], bench_id, label="")
+                bench = ImportedBenchRun(bench_id, "", str(rows.case_run["model"] or "") or None, str(path),
+                                         (run.case_id,), run.epoch, __version__)  # fmt: skip
+                write_imported_bench_run(con, bench, [(rows, transcript)])
+                try:
+                    captured = load_captured_run(con, str(path), str(rows.case_run["case_run_id"]))
+                except CaptureSourceError as exc:
+                    raise TraceError(f"--run {run.run_id!r}: {exc}") from None
+                bench_run_id, _, rest = run.run_id.partition("/")
+                out.append(dataclasses.replace(
+                    captured, case_run_id=run.run_id, bench_run_id=bench_run_id if rest else "", label=None,
+                    messages=captured.messages + _unsent(run, captured.messages),
+                ))  # fmt: skip
         finally:
             con.close()
-    bench_run_id, _, rest = run_id.partition("/")
-    return dataclasses.replace(captured, case_run_id=run_id, bench_run_id=bench_run_id if rest else "", label=None,
-                               messages=captured.messages + _unsent(run, captured.messages))  # fmt: skip
+    return tuple(out)

@@ -335,7 +335,7 @@ class TakenId:
 
 def taken_ids(con: duckdb.DuckDBPyConnection, table: RunTable, ids: Sequence[str]) -> tuple[TakenId, ...]:
     """The ids of `ids` already in `table`, in the order given (none when the file has no such table)."""
-    tables = con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [table.value])
+    tables = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table.value])
     if tables.fetchone() == (0,):
         return ()
     taken: list[TakenId] = []
