@@ -3,7 +3,9 @@ a `HarnessSession` with a tracer recording contents), as `capture --trace FILE -
 
 There is one reader of traces, the importer's (`otel_import.read_traces`): the run is read by it, stored as
 `harness-bench import` stores it (in a temporary database), and loaded back as `capture CASE_RUN_ID --db D` loads
-a stored run — so a case captured from a trace and one captured from the same run imported are the same case.
+a stored run. One thing is added on top: the observation of an invocation the run ended before sending, rebuilt
+from its span (`_unsent`) — the importer's transcript holds only what the model was sent, so a run imported and
+then captured with `--db` lacks it.
 """
 
 from __future__ import annotations
@@ -35,9 +37,12 @@ class TraceError(ValueError):
 
 def _the_runs(path: Path, run_ids: Sequence[str]) -> list[ObservedRun]:
     try:
-        runs = {r.run_id: r for r in read_traces(path)}
+        traces = read_traces(path)
     except TraceImportError as exc:
         raise TraceError(f"--trace {exc}") from None
+    runs: dict[str, ObservedRun] = {}
+    for r in traces:  # an id seen twice (two exports in one file): the first, as a reader of the file finds it
+        runs.setdefault(r.run_id, r)
     found = []
     for run_id in run_ids:
         run = runs.get(run_id)
