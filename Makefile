@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
-.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live ci-deps phoenix
+.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -25,9 +25,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-## Everything CI runs: lint, types, the whole test suite (eval cases included), on 2 worker processes
-## (one test file per worker at a time: a module's shared fixture is built once).
-PYTEST_PAR ?= -n 2 --dist loadfile
+## Everything CI runs: lint, types, the whole test suite (eval cases included), on one worker process more than
+## the machine has cores (a share of the suite waits on subprocesses, servers and signals: on 2 cores, 3 workers
+## took 475 s where 2 took 532 s), one test file per worker at a time (a module's shared fixture is built once).
+WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
+PYTEST_PAR ?= -n $(WORKERS) --dist loadfile
 test: $(STAMP)
 	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/mypy
@@ -45,8 +47,10 @@ test-full: $(STAMP)
 ## What CI's checks need from the distribution: Chromium (tests/runners/analysis/test_report.py measures the report page in it).
 ## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.
 ## And Arize Phoenix in its own cached venv (`make phoenix`): tests/e2e/test_phoenix.py exports a bench run to it.
+## And the live model's server wheel and verified GGUF in the cache folder (`make live-deps`):
+## tests/runners/live/test_serve_model_live.py serves it, so in CI it runs instead of skipping.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-ci-deps: phoenix
+ci-deps: phoenix live-deps
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "make ci-deps: installing chromium (apt-get)"; \
 	  $(SUDO) apt-get update -qq && \
@@ -58,6 +62,11 @@ ci-deps: phoenix
 ## stamp: once installed, nothing is downloaded. Its pins do not resolve against constraints.txt, hence its own venv.
 phoenix:
 	$(PY) -m runners.phoenix
+
+## The xllamacpp wheel and $(LIVE_MODEL)'s GGUF (verified by SHA-256) in $HARNESS_BENCH_LLAMA_DIR (default
+## .llama-server/), nothing served; cached by stamps, so once installed nothing is downloaded.
+live-deps: $(STAMP)
+	$(BIN)/python -m runners.live --model $(LIVE_MODEL) --install-only
 
 ## Benchmarks (figures as medians with min/max; never part of `make test`).
 perf: $(STAMP)

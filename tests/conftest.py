@@ -21,35 +21,26 @@ from harness.tools.base import BusinessTool, ToolResult
 ALLOWED_CI_SKIPS: dict[str, str] = {
     "tests/e2e/test_full_disk.py": "mounting a small tmpfs needs root and mount(8); a CI runner may have neither",
     "tests/runners/live/test_live_llm.py": "needs make on PATH",
-    "tests/runners/live/test_serve_model_live.py": "needs the xllamacpp wheel and a verified GGUF in the cache "
-    "folder, which make live (run after make test) or serve-model installs",
 }
 
 
 # The bench end to end: subprocesses, servers on 127.0.0.1, sweeps, worker processes, Ray, Chromium. Everything
 # else — the Harness library, the evaluation cases, the bench's modules on their own — is the fast loop
 # (`make test-fast`, `pytest -m "not slow"`); `make test` runs both.
-SLOW_MODULES = frozenset({
-    "test_bad_flags.py", "test_bad_paths.py", "test_bench.py", "test_calibration.py", "test_cassette_faults.py",
-    "test_cassettes.py", "test_ci_skips.py", "test_concurrency.py", "test_deadline_replay.py", "test_full_disk.py",
-    "test_interrupts.py", "test_live_llm.py", "test_multi_call_turns.py", "test_power.py", "test_preflight.py",
-    "test_process_executor.py", "test_ray_executor.py", "test_recommend.py", "test_reliability.py",
-    "test_report.py", "test_secrets.py", "test_settings.py", "test_shards.py", "test_tables.py", "test_transcripts.py",
-    "test_otel_import.py",
-    "test_capture.py",
-    "test_otel_export.py",
-    "test_whatif.py",
-    "test_phoenix.py",
-    "test_unknown_query_e2e.py", "test_views.py",
-    "test_hostile_text.py",
-    "test_output_paths.py",
-    "test_input_bounds.py",
-    "test_serve_model.py", "test_serve_model_live.py",
-    "test_real_models_report.py", "test_real_models.py",
-    "test_flag_bounds.py",
-    "test_deep_json.py",
-    "test_cassette_atomic.py",
-})  # fmt: skip
+# Heaviest first, as measured (pytest --durations=0, 2026-12-03): the order `make test` hands them out in.
+SLOW_MODULES: tuple[str, ...] = (
+    "test_capture.py", "test_phoenix.py", "test_output_paths.py", "test_interrupts.py", "test_settings.py",
+    "test_deep_json.py", "test_shards.py", "test_hostile_text.py", "test_ray_executor.py", "test_flag_bounds.py",
+    "test_process_executor.py", "test_evalset_stream.py", "test_full_disk.py", "test_bad_flags.py",
+    "test_real_models_report.py", "test_calibration.py", "test_cassettes.py", "test_live_llm.py",
+    "test_transcripts.py", "test_power.py", "test_otel_import.py", "test_recommend.py", "test_whatif.py",
+    "test_report.py", "test_reliability.py", "test_serve_model.py", "test_preflight.py", "test_real_models.py",
+    "test_cassette_faults.py", "test_tables.py", "test_deadline_replay.py", "test_secrets.py", "test_input_bounds.py",
+    "test_cassette_atomic.py", "test_bad_paths.py", "test_bench.py", "test_serve_model_live.py", "test_ci_skips.py",
+    "test_concurrency.py", "test_otel_export.py", "test_multi_call_turns.py", "test_views.py",
+    "test_unknown_query_e2e.py",
+)  # fmt: skip
+_SLOW_RANK = {name: rank for rank, name in enumerate(SLOW_MODULES)}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -57,12 +48,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     `make test` hands whole modules to two workers in collection order: a slow module collected last (alphabetical
     order puts Ray, the real-model report and the shards near the end) keeps one worker busy while the other idles.
-    Slow modules first and the short ones filling in behind is the longest-first order that keeps both busy to
-    the end. Within a module the order is unchanged."""
+    Slow modules first, heaviest first, and the short ones filling in behind is the longest-first order that keeps
+    both busy to the end. Within a module the order is unchanged."""
     for item in items:
-        if item.path.name in SLOW_MODULES:
+        if item.path.name in _SLOW_RANK:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: item.path.name not in SLOW_MODULES)
+    items.sort(key=lambda item: _SLOW_RANK.get(item.path.name, len(SLOW_MODULES)))
 
 
 def _in_ci() -> bool:

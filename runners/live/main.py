@@ -101,6 +101,8 @@ class LiveArgs:
     """Where the one-line result goes."""
     cassettes: Path
     """Where the live runs are recorded, then replayed from (one folder per mode)."""
+    install_only: bool = False
+    """Install the server wheel and the model's verified GGUF into the cache folder, then exit (no server)."""
 
 
 def parse_args(argv: Sequence[str] | None = None) -> LiveArgs:
@@ -125,6 +127,9 @@ def parse_args(argv: Sequence[str] | None = None) -> LiveArgs:
                         help="one line: PASSED / FAILED / SKIPPED and why (default live-status.txt)")  # fmt: skip
     parser.add_argument("--cassettes", type=Path, default=ROOT / "live-cassettes",
                         help="where the live runs are recorded, then replayed from (live-cassettes/)")  # fmt: skip
+    parser.add_argument("--install-only", action="store_true",
+                        help="install the xllamacpp wheel and the model's verified GGUF into the cache folder and "
+                        "exit, serving nothing (CI runs it before the tests that serve a cached model)")  # fmt: skip
     args = parser.parse_args(argv)
     model = registry.get(args.model)
     modes = _default_modes(model) if args.modes is None else str(args.modes)
@@ -132,6 +137,7 @@ def parse_args(argv: Sequence[str] | None = None) -> LiveArgs:
         model=model, cases=args.cases, modes=tuple(m.strip() for m in modes.split(",") if m.strip()),
         max_live_seconds=args.max_live_seconds, schema_mode=SchemaMode(args.schema_mode), db=args.db,
         deadline_seconds=args.deadline_seconds, status_file=args.status_file, cassettes=args.cassettes,
+        install_only=args.install_only,
     )  # fmt: skip
 
 
@@ -145,8 +151,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Set the server up, run the live check on it, stop it; the exit code (0 ok, 1 a violation, 2 no server)."""
     args = parse_args(argv)
     t0 = time.perf_counter()
-    args.status_file.unlink(missing_ok=True)
     folder = llama_dir()
+    if args.install_only:
+        return install(folder, args.model)
+    args.status_file.unlink(missing_ok=True)
     try:
         server = set_up_server(folder, ROOT / "live-server.log", args.model)
     except (SetupError, OSError, subprocess.SubprocessError) as exc:
@@ -177,6 +185,21 @@ def set_up_server(folder: Path, log_path: Path, model: LocalModel = LIVE_MODEL) 
         binary = ensure_llama_server(folder)
     with phase("server start (source build)"):
         return start_server(binary, gguf, log_path, kind=ServerKind.SOURCE_BUILD, model=model)
+
+
+def install(folder: Path, model: LocalModel) -> int:
+    """The wheel and `model`'s verified GGUF in `folder`, nothing served: 0, or 2 with one line when either cannot
+    be had (the tests that serve a cached model would skip: CI counts that as a failure)."""
+    try:
+        with phase("weights (cached by stamp)"):
+            gguf = ensure_weights(folder) if model == LIVE_MODEL else _registered_gguf(model, folder)
+        with phase("xllamacpp wheel (cached by stamp)"):
+            ensure_xllamacpp(folder)
+    except (SetupError, OSError, subprocess.SubprocessError) as exc:
+        print(f"error: the {model.name} server could not be installed in {folder}: {exc}", file=sys.stderr)
+        return 2
+    log(f"installed in {folder}: the xllamacpp wheel and {gguf.name}")
+    return 0
 
 
 def _registered_gguf(model: LocalModel, folder: Path) -> Path:

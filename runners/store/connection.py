@@ -76,8 +76,7 @@ def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) 
     try:
         if not read_only:
             try:
-                migrations.migrate(con, target)
-                migrations.ensure_settings_columns(con)
+                migrations.prepare(con, target)
             except duckdb.TransactionException as exc:  # the only writer's COMMIT failed: the storage (full disk)
                 raise MetricsWriteError(exc) from exc
         else:
@@ -141,8 +140,7 @@ def _upgraded_copy(path: Path, version: int | None) -> duckdb.DuckDBPyConnection
             f" read through a temporary upgraded copy ({reason}); {how}"
         ) from None
     try:
-        migrations.migrate(con, str(path))
-        migrations.ensure_settings_columns(con)
+        migrations.prepare(con, str(path))
     except (duckdb.Error, MetricsDbError) as exc:
         con.close()
         raise MetricsDbError(

@@ -40,7 +40,7 @@ from runners.plan.shard import RunStatus
 from runners.store._files import replacing, same_file
 from runners.store.connection import check_database_file, connect
 from runners.store.errors import MetricsDbError
-from runners.store.migrations import SCHEMA_VERSION, current_version, ensure_settings_columns, migrate
+from runners.store.migrations import SCHEMA_VERSION, current_version, prepare
 
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them
@@ -114,8 +114,7 @@ def _expected_columns() -> dict[str, set[str]]:
     """The columns of every table as this program writes them (migrations + declared settings)."""
     con = duckdb.connect(":memory:")
     try:
-        migrate(con)
-        ensure_settings_columns(con)
+        prepare(con)
         return _columns(con, "memory")
     finally:
         con.close()

@@ -304,6 +304,27 @@ def test_a_new_setting_resumes_a_run(new_setting: None, tmp_path: Path) -> None:
     assert _q(db, "SELECT epoch, probe_budget FROM case_runs ORDER BY epoch") == [(1, 9), (2, 9)]
 
 
+# -- a new file -------------------------------------------------------------------------------------
+def test_a_new_file_is_created_in_one_transaction(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A migration failing part-way through a new file's creation leaves no table of the versions before it (each
+    version in its own commit would leave them, and the file would say it is at that version)."""
+    from runners.store import migrations
+
+    broken = {**migrations._MIGRATIONS, 5: [*migrations._MIGRATIONS[5], "SELECT * FROM no_such_table"]}
+    monkeypatch.setattr(migrations, "_MIGRATIONS", broken)
+    db = tmp_path / "new.duckdb"
+    with pytest.raises(Exception, match="no_such_table"):
+        connect(db)
+    con = duckdb.connect(str(db))
+    try:
+        assert con.execute("SELECT table_name FROM duckdb_tables()").fetchall() == []
+    finally:
+        con.close()
+    monkeypatch.undo()
+    connect(db).close()  # the same file is then created whole
+    assert _q(db, "SELECT max(version) FROM schema_version") == [(SCHEMA_VERSION,)]
+
+
 # -- schema v2 -> v3 --------------------------------------------------------------------------------
 def test_a_v2_database_is_migrated_and_its_interrupted_run_resumes(tmp_path: Path) -> None:
     db = tmp_path / "v2.duckdb"
