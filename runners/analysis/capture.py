@@ -511,7 +511,13 @@ def case_yaml(run: CapturedRun, case: EvalCase, path: str) -> str:
         "cases": [case.model_dump(mode="json", exclude_defaults=True)],
     }
     head = "# Captured by `harness-bench capture`: REVIEW the fields listed under captured.review before use.\n"
-    return head + yaml.dump(doc, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
+    # libyaml's emitter writes the same file ten times faster, but escapes every character beyond the BMP (an
+    # emoji becomes "\U0001F600"): a document holding one goes through PyYAML's own, so that it reads as written
+    dumper = _Dumper if _BEYOND_BMP.search(json.dumps(doc, ensure_ascii=False)) else _CDumper
+    return head + yaml.dump(doc, Dumper=dumper, allow_unicode=True, sort_keys=False, width=120)
+
+
+_BEYOND_BMP = re.compile("[\U00010000-\U0010ffff]")
 
 
 class _Dumper(yaml.SafeDumper):
@@ -521,7 +527,7 @@ class _Dumper(yaml.SafeDumper):
     literal block (the emitter falls back to quotes where one cannot hold it)."""
 
 
-def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+def _str(dumper: yaml.representer.SafeRepresenter, value: str) -> yaml.ScalarNode:
     if any(not ch.isprintable() and ch != "\n" for ch in value) or any(ch in value for ch in "\x85\u2028\u2029\ufeff"):
         return dumper.represent_scalar("tag:yaml.org,2002:str", value, style='"')
     if "\n" in value:
@@ -529,4 +535,10 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value)
 
 
+class _CDumper(yaml.CSafeDumper):
+    """`_Dumper` with libyaml's emitter (the same file for any text within the BMP; the pinned PyYAML wheels carry
+    libyaml, which the case files' reader uses too)."""
+
+
 _Dumper.add_representer(str, _str)
+_CDumper.add_representer(str, _str)
