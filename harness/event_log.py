@@ -22,7 +22,7 @@ import pydantic
 from harness.config import HarnessConfig, RunLimits
 from harness.trace import EVENT_TYPES, EventKind, RunStarted, TraceEvent
 
-__all__ = ["EventLogError", "EventLogLine", "EventLogWriter", "event_from_json", "event_line"]
+__all__ = ["EventLogError", "EventLogLine", "EventLogWriter", "event_adapter", "event_from_json", "event_line"]
 
 
 class EventLogLine(pydantic.BaseModel, frozen=True, extra="forbid"):
@@ -36,9 +36,16 @@ class EventLogLine(pydantic.BaseModel, frozen=True, extra="forbid"):
     """The run's limits (RUN_STARTED lines only)."""
 
 
-_ADAPTERS: dict[str, tuple[type[TraceEvent], pydantic.TypeAdapter[Any]]] = {
+_ADAPTERS: dict[str, tuple[type[TraceEvent], pydantic.TypeAdapter[TraceEvent]]] = {
     cls.kind.value: (cls, pydantic.TypeAdapter(cls)) for cls in EVENT_TYPES
 }
+"""One validator per event kind, built once (building one costs more than validating a run's events with it)."""
+
+
+def event_adapter(kind: EventKind) -> pydantic.TypeAdapter[TraceEvent]:
+    """The validator of `kind`'s event class (each enum from its value): every reader of stored or traced events
+    rebuilds them with it, so an event is validated the same way wherever it comes from."""
+    return _ADAPTERS[kind.value][1]
 
 
 class EventLogError(ValueError):

@@ -30,7 +30,7 @@ from harness.config import RunLimits
 from harness.context import BudgetUsage
 from harness.contracts import ModelPurpose, ReleaseOutcome
 from harness.draft import parse_draft
-from harness.event_log import EventLogError, EventLogLine, event_from_json
+from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json
 from harness.release import ReleaseDecision
 from harness.session import RunResult
 from harness.trace import (
@@ -234,12 +234,6 @@ class _Span:
     events: tuple[tuple[str, int, dict[str, object]], ...]
 
 
-_ADAPTERS: dict[str, pydantic.TypeAdapter[TraceEvent]] = {
-    cls.kind.value: pydantic.TypeAdapter(cls) for cls in EVENT_TYPES
-}
-"""One validator per event kind, built once (building one costs more than validating a run's events with it)."""
-
-
 class _OtlpReader:
     def __init__(self, path: Path) -> None:
         from harness.otel import NAMESPACE, HarnessAttribute
@@ -348,7 +342,7 @@ class _OtlpReader:
             elif key not in extra:
                 raise TraceImportError(f"{where}: unknown attribute {key!r} on a {cls.kind.value}")
         try:
-            event: TraceEvent = _ADAPTERS[cls.kind.value].validate_python(data)
+            event: TraceEvent = event_adapter(cls.kind).validate_python(data)
         except pydantic.ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"])

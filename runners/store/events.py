@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import duckdb
 import pydantic
 
+from harness.event_log import event_adapter
 from harness.trace import EVENT_TYPES, EventKind, TraceEvent, event_columns
 
 __all__ = ["StoredEventError", "read_bench_run_events", "read_events"]
@@ -39,7 +40,7 @@ class _Kind:
 _KINDS: dict[str, _Kind] = {
     cls.kind.value: _Kind(
         cls,
-        pydantic.TypeAdapter(cls),
+        event_adapter(cls.kind),
         tuple(f.name for f in dataclasses.fields(cls)),
         frozenset(f.name for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING),
     )
