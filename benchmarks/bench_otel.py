@@ -22,9 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.util.types import AttributeValue
 
 from benchmarks._serve_sim import start_simulator
 from harness.agent import AgentLoop, run_diagnosis
@@ -72,6 +74,30 @@ def main() -> None:
             sim.wait(10)
 
 
+def _sdk_floor(spans_per_call: float, events_per_call: float, n: int = 20_000) -> float:
+    """Microseconds the OpenTelemetry SDK alone takes per tool call: `spans_per_call` bare spans (ten attributes,
+    started and ended under a run's span, into the same batch processor) and `events_per_call` span events — no
+    mapping of ours at all, so no recorder can cost less."""
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DropExporter()))
+    tracer = provider.get_tracer("floor")
+    run = tracer.start_span("invoke_agent floor")
+    ctx = otel_trace.set_span_in_context(run)
+    attrs: dict[str, AttributeValue] = {f"harness.field{i}": i for i in range(8)}
+    attrs |= {"gen_ai.operation.name": "chat", "gen_ai.request.model": "m"}
+    t = time.perf_counter()
+    for _ in range(n):
+        tracer.start_span("chat m", context=ctx, attributes=attrs, start_time=1).end(2)
+    span_us = (time.perf_counter() - t) / n * 1e6
+    t = time.perf_counter()
+    for _ in range(n):
+        run.add_event("harness.gain_applied", attrs, 3)
+    event_us = (time.perf_counter() - t) / n * 1e6
+    run.end()
+    provider.shutdown()
+    return spans_per_call * span_us + events_per_call * event_us
+
+
 def _measure(model: ChatModel | None, rounds_n: int) -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(DropExporter()))  # what a service configures
@@ -101,6 +127,26 @@ def _measure(model: ChatModel | None, rounds_n: int) -> None:
     for name, (wall, cpu) in best.items():
         print(f"{name:12s} {wall / calls * 1e6:7.1f} µs wall, {cpu / calls * 1e6:7.1f} µs CPU per tool call;"
               f"  ratio to no tracer: wall {wall / base_wall:.3f}, CPU {cpu / base_cpu:.3f}")  # fmt: skip
+    spans, events = _span_counts(model, provider)
+    floor = _sdk_floor(spans / calls, events / calls)
+    print(f"SDK floor    {floor:7.1f} µs per tool call ({spans / calls:.1f} bare spans and {events / calls:.1f} span"
+          f" events per tool call, no mapping): {floor / (base_wall / calls * 1e6):.3f} of the loop's time per tool"
+          " call without a tracer — what any recorder on this SDK adds at least")  # fmt: skip
+
+
+def _span_counts(model: ChatModel | None, provider: TracerProvider) -> tuple[int, int]:
+    """Spans and span events one round over every case makes (counted by an in-memory exporter)."""
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    counting = TracerProvider()
+    counting.add_span_processor(SimpleSpanProcessor(memory))
+    loop = functools.partial(run_diagnosis, tracer=counting.get_tracer("count"))
+    for c in CASES:
+        run_case(c, model, loop=loop)
+    finished = memory.get_finished_spans()
+    return len(finished), sum(len(s.events) for s in finished)
 
 
 if __name__ == "__main__":
