@@ -21,7 +21,7 @@ import json
 import re
 import shlex
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pydantic_core
@@ -511,10 +511,21 @@ def case_yaml(run: CapturedRun, case: EvalCase, path: str) -> str:
         "cases": [case.model_dump(mode="json", exclude_defaults=True)],
     }
     head = "# Captured by `harness-bench capture`: REVIEW the fields listed under captured.review before use.\n"
-    # libyaml's emitter writes the same file ten times faster, but escapes every character beyond the BMP (an
-    # emoji becomes "\U0001F600"): a document holding one goes through PyYAML's own, so that it reads as written
-    dumper = _Dumper if _BEYOND_BMP.search(json.dumps(doc, ensure_ascii=False)) else _CDumper
-    return head + yaml.dump(doc, Dumper=dumper, allow_unicode=True, sort_keys=False, width=120)
+    return head + _dump(doc)
+
+
+def _dump(doc: Mapping[str, object]) -> str:
+    """`doc` as PyYAML's safe emitter writes it (`_Dumper`), written by libyaml's where that gives the same text.
+
+    libyaml's emitter is ten times faster, but escapes every character beyond the BMP (an emoji becomes
+    "\\U0001F600"): a document holding one goes through PyYAML's own, so that it reads as written. And the two differ
+    on whether a document ending in a block scalar that keeps its final newlines needs an explicit `...` end
+    marker: one that libyaml closes with it goes through PyYAML's own too."""
+    if not _BEYOND_BMP.search(json.dumps(doc, ensure_ascii=False)):
+        text = yaml.dump(doc, Dumper=_CDumper, allow_unicode=True, sort_keys=False, width=120)
+        if not text.endswith("\n...\n"):
+            return text
+    return yaml.dump(doc, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
 
 
 _BEYOND_BMP = re.compile("[\U00010000-\U0010ffff]")
