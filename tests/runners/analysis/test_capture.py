@@ -24,6 +24,7 @@ from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.store.captured_runs import CapturedMessage, CapturedRun, load_captured_run
 from runners.store.connection import connect
+from tests._real_replays import RECORDINGS, replayed
 
 _ASIDE = {"bench_run_id", "case_run_id", "case_id", "wall_ms", "finished_at", "expected_outcome",
           "expected_fallback_kind", "expected_stop_reason", "failures", "passed"}  # fmt: skip
@@ -123,33 +124,33 @@ are the scripted model's)."""
 MODEL_ERROR_RETRIED = {"br-*/diagnosable_gateway_risk_pool_exhausted_t1/1 of qwen2.5-coder-1.5b"}
 """Real-model runs whose replay makes one model call fewer: a call failed (the server dropped the connection) and
 was retried, and the scripted model never fails."""
-REPO = Path(__file__).resolve().parents[3]
 
 
-def test_real_model_runs_replay_to_the_same_outcome_and_counts(tmp_path: Path) -> None:
+def test_real_model_runs_replay_to_the_same_outcome_and_counts(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """Every case run of the committed real-model cassettes (three small local models) captures, and replays at the
-    settings it ran with (`captured.replay`) to the same outcome, stop reason and counts."""
-    db = tmp_path / "real.duckdb"
-    assert (
-        main(["real-models", "--cassettes", str(REPO / "cassettes"), "--out", str(tmp_path / "r"), "--db", str(db)])
-        == 0
-    )
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        cur = con.execute("SELECT c.*, b.label AS run_label FROM case_runs c JOIN bench_runs b USING (bench_run_id)")
-        names = [d[0] for d in cur.description or ()]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-    finally:
-        con.close()
+    settings it ran with (`captured.replay`) to the same outcome, stop reason and counts. The recordings are the
+    session's replays of them (`tests/_real_replays.py`, labelled by model as `real-models` labels them)."""
+    rows: list[dict[str, object]] = []
+    captured: list[CapturedRun] = []
+    for recording in RECORDINGS:
+        db = replayed(recording, tmp_path_factory)
+        # what `capture CASE_RUN_ID --db D` does (the command is tested above), on one connection: opening the file
+        # once per run would be most of this test's time
+        con = connect(db, read_only=True)
+        try:
+            cur = con.execute(
+                "SELECT c.*, b.label AS run_label FROM case_runs c JOIN bench_runs b USING (bench_run_id)"
+            )
+            names = [d[0] for d in cur.description or ()]
+            found = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+            captured += [load_captured_run(con, str(db), str(row["case_run_id"])) for row in found]
+        finally:
+            con.close()
+        rows += found
     assert len(rows) > 100
     groups: dict[tuple[str, ...], list[tuple[str, dict[str, object]]]] = {}
-    # what `capture CASE_RUN_ID --db D` does (the command is tested above), on one connection: opening the file
-    # once per run would be most of this test's time
-    con = connect(db, read_only=True)
-    try:
-        captured = [load_captured_run(con, str(db), str(row["case_run_id"])) for row in rows]
-    finally:
-        con.close()
     for n, (row, run) in enumerate(zip(rows, captured, strict=True)):
         out = tmp_path / "cap" / f"{n}.yaml"
         doc = yaml.load(case_yaml(run, build_case(run), str(out)), Loader=yaml.CSafeLoader)

@@ -18,9 +18,7 @@ from runners.analysis.real_models import RecordedSummary, summarize
 from runners.analysis.real_report import differences
 from runners.cli import main
 from runners.store.recorded import read_recorded
-
-ROOT = Path(__file__).resolve().parents[3]
-RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json"))
+from tests._real_replays import RECORDINGS, replayed, summary_of
 
 
 def _replay(folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> RecordedSummary:
@@ -35,13 +33,12 @@ def _replay(folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
 
 
 @pytest.mark.parametrize("folder", RECORDINGS, ids=[p.name for p in RECORDINGS])
-def test_a_real_model_recording_replays_to_its_summary(
-    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    committed = RecordedSummary.model_validate_json((folder / "summary.json").read_text())
-    replayed = _replay(folder, tmp_path, capsys)
-    assert differences(committed, replayed) == [], "the recorded run's numbers changed"
+def test_a_real_model_recording_replays_to_its_summary(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The session's one replay of the recording (`tests/_real_replays.py`: the same `sweep` as `_replay`)."""
+    committed = summary_of(folder)
+    db = replayed(folder, tmp_path_factory)
+    got = summarize(committed.model, read_recorded(db, committed.model), committed.sweep_args)
+    assert differences(committed, got) == [], "the recorded run's numbers changed"
 
 
 def test_there_are_real_model_recordings() -> None:

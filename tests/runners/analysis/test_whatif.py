@@ -34,6 +34,7 @@ from runners.domain.profiles import PROFILES
 from runners.store.connection import connect
 from runners.store.recorded import CaseRunRow, read_recorded
 from runners.store.whatif_runs import ReplayableRun, runs_of_label
+from tests._real_replays import RECORDINGS, replayed
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = (
@@ -48,7 +49,6 @@ CASES = (
     "protocol_violations_unknown_tool_corrected_then_saturated_t6_email",
     "generic_kb_refund_policy_gained_then_generic_northwind",
 )
-RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json"))
 
 
 def _sweep(db: Path, argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -114,14 +114,14 @@ def _compare(base: RunWhatIf, base_run: ReplayableRun, lower: ReplayableRun, row
     return 1
 
 
-def _check_sweep(db: Path, top: int, lower: Sequence[int]) -> WhatIf:
-    """whatif of the `top` point at `lower` equals the stored `lower` points; returns the what-if."""
+def _check_sweep(db: Path, top: int, lower: Sequence[int], label: str = "w") -> WhatIf:
+    """whatif of the `top` point at `lower` equals the stored `lower` points of `label`; returns the what-if."""
     con = connect(db, read_only=True)
     try:
-        runs = runs_of_label(con, str(db), "w")
+        runs = runs_of_label(con, str(db), label)
     finally:
         con.close()
-    rows = {(r.case_id, r.no_gain_threshold): r for r in read_recorded(db, "w").runs}
+    rows = {(r.case_id, r.no_gain_threshold): r for r in read_recorded(db, label).runs}
     by_threshold = {(r.case_id, r.no_gain_threshold): r for r in runs}
     base_runs = [r for r in runs if r.no_gain_threshold == top]
     assert base_runs
@@ -150,8 +150,9 @@ def test_whatif_of_the_threshold_4_point_equals_the_lower_points(
 
 @pytest.mark.parametrize("folder", RECORDINGS, ids=[p.name for p in RECORDINGS])
 def test_whatif_on_a_real_models_cassettes_equals_its_lower_points(
-    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+    folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:  # fmt: skip
     """A recording's highest recorded threshold stands in for the threshold-4 point (a higher one would ask what
     was never recorded). Every lower threshold is replayed from the same cassettes: a threshold the recording
     swept answers from its own recorded runs; one it did not answers up to the cut from the shared prefix and then
@@ -164,6 +165,9 @@ def test_whatif_on_a_real_models_cassettes_equals_its_lower_points(
     at = flags.index("--no-gain-threshold") + 1
     top = max(int(t) for t in flags[at].split(","))
     assert top >= 2, "the recording has no lower threshold to compare"
+    if flags[at] == ",".join(str(t) for t in range(1, top + 1)):  # every lower threshold recorded: the replay's
+        _check_sweep(replayed(folder, tmp_path_factory), top, tuple(range(1, top)), label=committed.model)
+        return
     flags[at] = ",".join(str(t) for t in range(1, top + 1))
     cases = [args[i + 1] for i, a in enumerate(args) if a == "--case"]
     _sweep(tmp_path / "replay.duckdb", [*flags, *(a for c in cases for a in ("--case", c)), "--cassettes",

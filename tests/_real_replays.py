@@ -1,0 +1,58 @@
+"""Each committed real-model recording replayed once per test session, shared by every module that reads it.
+
+Replaying a recording's sweep (`cassettes/<model>/summary.json`'s `sweep_args`, `--record-mode none`, no key) is
+the same work in `test_real_models`, `test_capture` and `test_whatif`; it grows with every recording. The first
+test asking for a model's replay builds it, under a file lock, into a folder that only this session's processes
+share (the xdist workers' common run id, or this process's own temporary folder): never a replay left by another
+session, whose code may have differed. The replay's label is the model's registry name, as `real-models` gives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from runners.analysis.real_models import RecordedSummary
+from runners.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json"))
+"""Every committed recording's folder."""
+
+
+def summary_of(folder: Path) -> RecordedSummary:
+    """The committed summary of the recording in `folder`."""
+    return RecordedSummary.model_validate_json((folder / "summary.json").read_text())
+
+
+def _shared_folder(factory: pytest.TempPathFactory) -> Path:
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    base = factory.getbasetemp()
+    folder = base.parent / f"real-replays-{run}" if run else base / "real-replays"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def replayed(folder: Path, factory: pytest.TempPathFactory) -> Path:
+    """The DuckDB file of the recording in `folder` replayed offline (built by the first caller of the session)."""
+    summary = summary_of(folder)
+    db = _shared_folder(factory) / f"{folder.name}.duckdb"
+    with FileLock(f"{db}.lock"):
+        if db.exists():
+            return db
+        part = db.with_name(f"{db.stem}.part.duckdb")
+        part.unlink(missing_ok=True)
+        argv = ["sweep", *summary.sweep_args, "--cassettes", str(folder), "--record-mode", "none",
+                "--db", str(part), "--label", summary.model]  # fmt: skip
+        err = io.StringIO()
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
+            mp.delenv("OPENAI_API_KEY", raising=False)  # a replay needs no key: none is sent
+            code = main(argv)
+        assert code == 0, f"{folder.name}: the replay failed:\n{err.getvalue()[-2000:]}"
+        part.rename(db)
+    return db
