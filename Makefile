@@ -26,10 +26,11 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 ## Everything CI runs: lint, types, the whole test suite (eval cases included), on one worker process more than
-## the machine has cores (a share of the suite waits on subprocesses, servers and signals: on 2 cores, 3 workers
-## took 475 s where 2 took 532 s), one test file per worker at a time (a module's shared fixture is built once).
+## the machine has cores (a share of the suite waits on subprocesses, servers and signals), one test file per
+## worker at a time (a module's shared fixture is built once), in collection order: tests/conftest.py puts the
+## heaviest modules first (xdist would otherwise reorder them by their number of tests).
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
-PYTEST_PAR ?= -n $(WORKERS) --dist loadfile
+PYTEST_PAR ?= -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/ruff check harness runners tests benchmarks
 	$(BIN)/mypy

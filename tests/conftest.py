@@ -46,10 +46,11 @@ _SLOW_RANK = {name: rank for rank, name in enumerate(SLOW_MODULES)}
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test of a module in SLOW_MODULES `slow`, and run those modules first.
 
-    `make test` hands whole modules to two workers in collection order: a slow module collected last (alphabetical
-    order puts Ray, the real-model report and the shards near the end) keeps one worker busy while the other idles.
-    Slow modules first, heaviest first, and the short ones filling in behind is the longest-first order that keeps
-    both busy to the end. Within a module the order is unchanged."""
+    `make test` hands whole modules to its workers in collection order (`--no-loadscope-reorder`: xdist would
+    otherwise order them by their number of tests, which puts many-parametrised quick modules first and a heavy
+    module of few tests last): a slow module handed out last keeps one worker busy while the others idle. Slow
+    modules first, heaviest first, and the short ones filling in behind is the longest-first order that keeps every
+    worker busy to the end. Within a module the order is unchanged."""
     for item in items:
         if item.path.name in _SLOW_RANK:
             item.add_marker(pytest.mark.slow)
