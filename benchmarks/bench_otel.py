@@ -127,14 +127,14 @@ def _measure(model: ChatModel | None, rounds_n: int) -> None:
     for name, (wall, cpu) in best.items():
         print(f"{name:12s} {wall / calls * 1e6:7.1f} µs wall, {cpu / calls * 1e6:7.1f} µs CPU per tool call;"
               f"  ratio to no tracer: wall {wall / base_wall:.3f}, CPU {cpu / base_cpu:.3f}")  # fmt: skip
-    spans, events = _span_counts(model, provider)
+    spans, events = _span_counts(model)
     floor = _sdk_floor(spans / calls, events / calls)
     print(f"SDK floor    {floor:7.1f} µs per tool call ({spans / calls:.1f} bare spans and {events / calls:.1f} span"
           f" events per tool call, no mapping): {floor / (base_wall / calls * 1e6):.3f} of the loop's time per tool"
           " call without a tracer — what any recorder on this SDK adds at least")  # fmt: skip
 
 
-def _span_counts(model: ChatModel | None, provider: TracerProvider) -> tuple[int, int]:
+def _span_counts(model: ChatModel | None) -> tuple[int, int]:
     """Spans and span events one round over every case makes (counted by an in-memory exporter)."""
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -30,6 +30,12 @@ def summary_of(folder: Path) -> RecordedSummary:
     return RecordedSummary.model_validate_json((folder / "summary.json").read_text())
 
 
+def replay_argv(folder: Path, db: Path, label: str) -> list[str]:
+    """The `harness-bench` arguments replaying the recording in `folder` offline into `db` under `label`."""
+    return ["sweep", *summary_of(folder).sweep_args, "--cassettes", str(folder), "--record-mode", "none",
+            "--db", str(db), "--label", label]  # fmt: skip
+
+
 def _shared_folder(factory: pytest.TempPathFactory) -> Path:
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     base = factory.getbasetemp()
@@ -47,8 +53,7 @@ def replayed(folder: Path, factory: pytest.TempPathFactory) -> Path:
             return db
         part = db.with_name(f"{db.stem}.part.duckdb")
         part.unlink(missing_ok=True)
-        argv = ["sweep", *summary.sweep_args, "--cassettes", str(folder), "--record-mode", "none",
-                "--db", str(part), "--label", summary.model]  # fmt: skip
+        argv = replay_argv(folder, part, summary.model)
         err = io.StringIO()
         with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(err):
             mp.delenv("OPENAI_API_KEY", raising=False)  # a replay needs no key: none is sent

@@ -522,10 +522,14 @@ def _dump(doc: Mapping[str, object]) -> str:
     on whether a document ending in a block scalar that keeps its final newlines needs an explicit `...` end
     marker: one that libyaml closes with it goes through PyYAML's own too."""
     if not _BEYOND_BMP.search(json.dumps(doc, ensure_ascii=False)):
-        text = yaml.dump(doc, Dumper=_CDumper, allow_unicode=True, sort_keys=False, width=120)
+        text = yaml.dump(doc, Dumper=_CDumper, allow_unicode=True, sort_keys=False, width=_WIDTH)
         if not text.endswith("\n...\n"):
             return text
-    return yaml.dump(doc, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=120)
+    return yaml.dump(doc, Dumper=_Dumper, allow_unicode=True, sort_keys=False, width=_WIDTH)
+
+
+_WIDTH = 120
+"""The line width of a captured file, the same for both emitters (the same text needs the same options)."""
 
 
 _BEYOND_BMP = re.compile("[\U00010000-\U0010ffff]")

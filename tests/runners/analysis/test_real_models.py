@@ -18,15 +18,13 @@ from runners.analysis.real_models import RecordedSummary, summarize
 from runners.analysis.real_report import differences
 from runners.cli import main
 from runners.store.recorded import read_recorded
-from tests._real_replays import RECORDINGS, replayed, summary_of
+from tests._real_replays import RECORDINGS, replay_argv, replayed, summary_of
 
 
 def _replay(folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> RecordedSummary:
-    committed = RecordedSummary.model_validate_json((folder / "summary.json").read_text())
+    committed = summary_of(folder)
     db = tmp_path / "replay.duckdb"
-    argv = ["sweep", *committed.sweep_args, "--cassettes", str(folder), "--record-mode", "none",
-            "--db", str(db), "--label", "replay"]  # fmt: skip
-    code = main(argv)
+    code = main(replay_argv(folder, db, "replay"))
     err = capsys.readouterr().err
     assert code == 0, err[-2000:]
     return summarize(committed.model, read_recorded(db, "replay"), committed.sweep_args)
@@ -51,7 +49,7 @@ def test_changing_one_recorded_answer_changes_the_summary(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     folder = tmp_path / RECORDINGS[0].name
     shutil.copytree(RECORDINGS[0], folder)
-    committed = RecordedSummary.model_validate_json((folder / "summary.json").read_text())
+    committed = summary_of(folder)
     # the first recorded reply of the first cassette that called a tool (natively or as text) becomes a Draft
     # with a null conclusion: the run ends there, with no further request to miss
     for cassette in sorted(folder.rglob("epoch*.json")):

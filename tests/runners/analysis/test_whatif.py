@@ -19,7 +19,6 @@ import pytest
 
 from harness.contracts import InvocationStatus, ModelPurpose, StopReason
 from harness.trace import ModelCall, StopRequiredDelivered, ToolInvocation, ToolRequestRejected, TraceEvent
-from runners.analysis.real_models import RecordedSummary
 from runners.analysis.whatif import (
     ConclusionRisk,
     RunStatus,
@@ -34,7 +33,7 @@ from runners.domain.profiles import PROFILES
 from runners.store.connection import connect
 from runners.store.recorded import CaseRunRow, read_recorded
 from runners.store.whatif_runs import ReplayableRun, runs_of_label
-from tests._real_replays import RECORDINGS, replayed
+from tests._real_replays import RECORDINGS, replayed, summary_of
 
 ROOT = Path(__file__).resolve().parents[3]
 CASES = (
@@ -159,7 +158,7 @@ def test_whatif_on_a_real_models_cassettes_equals_its_lower_points(
     misses the cassette (the Draft request after the earlier STOP_REQUIRED was never sent), which ends that run
     — exactly the part the what-if claims to know."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    committed = RecordedSummary.model_validate_json((folder / "summary.json").read_text())
+    committed = summary_of(folder)
     args = list(committed.sweep_args)
     flags = [a for i, a in enumerate(args) if not (a == "--case" or (i and args[i - 1] == "--case"))]
     at = flags.index("--no-gain-threshold") + 1
