@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
-
-import pandas as pd
+from datetime import UTC, datetime
 
 from harness.session import RunResult
 from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
@@ -143,7 +142,7 @@ def _rows(
         "input_tokens": m.input_tokens, "output_tokens": m.output_tokens, "wall_ms": r.wall_ms,
         "reason": d.reason[:500], "conclusion": (d.draft.conclusion if d.draft else None),
         "error": r.error, "error_kind": _enum(r.error_kind),
-        "finished_at": pd.Timestamp.now(tz="UTC").tz_localize(None),
+        "finished_at": datetime.now(UTC).replace(tzinfo=None),
     }  # fmt: skip
     events = tuple((bench_run_id, case_run_id, *(_enum(getattr(e, c, None)) for c in EVENT_COLUMNS)) for e in r.events)
     return CaseRunRows(case_row, _tool_call_rows(bench_run_id, case_run_id, r.events), events)

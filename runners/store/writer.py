@@ -13,7 +13,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 import duckdb
-import pandas as pd
 
 from runners.plan.redact import NO_SECRETS, Secrets, redact, redact_cells
 from runners.store.errors import STORAGE_ERRORS, WRITE_FAILURES, MetricsWriteError
@@ -110,6 +109,8 @@ class MetricsWriter:
         if not self._cases:
             return 0
         t0 = time.perf_counter()
+        import pandas as pd  # imported on the first write: half a second a reading command need not pay
+
         cases = pd.DataFrame(self._cases, dtype=object)
         tools = pd.DataFrame(self._tools, columns=list(TOOL_CALL_COLUMNS), dtype=object)
         events = pd.DataFrame(self._events, columns=["bench_run_id", "case_run_id", *EVENT_COLUMNS], dtype=object)
@@ -162,6 +163,8 @@ def _write_transcripts(
     con: duckdb.DuckDBPyConnection, messages: list[tuple[object, ...]], prompts: dict[str, str]
 ) -> None:
     """Insert buffered transcript rows, and the prompts not stored yet (inside the writer's transaction)."""
+    import pandas as pd  # as in MetricsWriter.flush
+
     from runners.store.transcripts import MESSAGE_COLUMNS
 
     frame = pd.DataFrame(messages, columns=MESSAGE_COLUMNS, dtype=object)

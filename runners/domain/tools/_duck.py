@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import duckdb
-import pandas as pd
 
 from harness.tools.base import ToolExecutionError
 
@@ -145,7 +144,10 @@ def _load_table(conn: duckdb.DuckDBPyConnection, schema: str, table: TableData) 
             return
         except duckdb.Error:
             conn.execute(f"DROP TABLE IF EXISTS {target}")  # mixed types per column: let pandas unify them
-    # A DataFrame scan is orders of magnitude faster than executemany; object dtype keeps None as NULL.
+    # A DataFrame scan is orders of magnitude faster than executemany; object dtype keeps None as NULL. pandas is
+    # imported here, on this rare path: half a second that every case-reading command would otherwise pay.
+    import pandas as pd
+
     frame = pd.DataFrame(list(table.rows), columns=list(table.columns), dtype=object)
     view = "_fixture_frame"
     conn.register(view, frame)

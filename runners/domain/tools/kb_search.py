@@ -6,6 +6,7 @@ documents' content hash, so constructing the tool again for the same knowledge b
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -13,15 +14,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import TYPE_CHECKING, Annotated, ClassVar
 
-import bm25s
-import numpy as np
-from bm25s.stopwords import STOPWORDS_EN
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from harness.contracts import EvidenceStatus, JsonObject, Relevance
 from harness.tools.base import BusinessTool, ToolResult
+
+if TYPE_CHECKING:
+    import bm25s
 
 DEFAULT_STRONG_SCORE = 3.0
 """BM25 score from which a hit is STRONG.
@@ -41,10 +42,18 @@ _CACHE_SIZE = 64
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
 _TOKEN = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
 _CJK_RUN = re.compile(rf"^[{_CJK}]")
-_STOPWORDS = frozenset(STOPWORDS_EN)
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _BOUNDARY = re.compile(r"\n|[。！？；]|[.!?;](?=\s)")
+
+
+@functools.cache
+def _stopwords() -> frozenset[str]:
+    # bm25s brings scipy (a third of a second to import): it is imported when text is first tokenised, so a
+    # command that only reads cases or stored runs never pays for it.
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
 
 
 def tokenize(text: str) -> list[str]:
@@ -55,12 +64,13 @@ def tokenize(text: str) -> list[str]:
     GW_TIMEOUT matches exactly and also matches "timeout".
     """
     tokens: list[str] = []
+    stopwords = _stopwords()
     for match in _TOKEN.finditer(text.casefold()):
         run = match.group()
         if _CJK_RUN.match(run):
             tokens.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
             continue
-        parts = [p for p in run.split("_") if p and p not in _STOPWORDS]
+        parts = [p for p in run.split("_") if p and p not in stopwords]
         whole = run.strip("_")
         if "_" in whole:
             tokens.append(whole)
@@ -167,7 +177,7 @@ class KnowledgeBaseSearch(BusinessTool[KbSearchInput]):
         if retriever is None or not ids:
             return ToolResult(EvidenceStatus.NO_EVIDENCE, 0, scope, ())
         scores = retriever.get_scores_from_ids(ids)
-        passing = np.flatnonzero(scores >= self._min)
+        passing = (scores >= self._min).nonzero()[0]
         ranked = sorted(passing.tolist(), key=lambda i: (-float(scores[i]), i))[: parsed.top_k]
         records: list[JsonObject] = []
         relevance: list[Relevance] = []
@@ -225,6 +235,8 @@ def _build(documents: Sequence[KbDocument]) -> _Index:
             corpus.append(tokenize(" ".join((doc.title, *headings, body))))
     if not any(corpus):
         return _Index(tuple(chunks), None)
+    import bm25s  # see _stopwords
+
     retriever = bm25s.BM25(method="lucene", k1=1.5, b=0.75)  # pinned: the default thresholds assume it
     retriever.index(corpus, show_progress=False)
     return _Index(tuple(chunks), retriever)
