@@ -334,26 +334,46 @@ def _rename_stored_keys(con: duckdb.DuckDBPyConnection, renamed: dict[str, str])
 _REQUIRED_TABLES = ("bench_runs", "case_runs", "tool_calls", "events")
 
 
+def _columns_of(con: duckdb.DuckDBPyConnection, relation: str) -> set[str] | None:
+    """The columns of table or view `relation`; None when there is none by that name or the view no longer binds.
+
+    One `LIMIT 0` query: the catalog functions (`duckdb_tables()`, `duckdb_columns()`) build every table's
+    statistics, 10-20 ms on a connection's first use, several times over for every command that opens a file.
+    Outside a transaction only: a missing name fails the query, which would abort the caller's transaction."""
+    try:
+        cur = con.execute(f'SELECT * FROM "{relation}" LIMIT 0')
+    except (duckdb.CatalogException, duckdb.BinderException):
+        return None
+    return {d[0] for d in cur.description or ()}
+
+
 def outdated(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether the database lacks what this harness-bench reads: a newer schema version's tables or a
     column of a setting declared since it was written."""
     version = current_version(con)
     if version is None or version < SCHEMA_VERSION:
         return True
-    present: dict[str, set[str]] = {}
-    rows = con.execute(
-        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN ('bench_runs', 'case_runs')"
-    ).fetchall()
-    for table, column in rows:
-        present.setdefault(table, set()).add(column)
     wanted = (("bench_runs", settings.bench_run_columns()), ("case_runs", settings.case_run_columns()))
-    return any(name not in present.get(table, set()) for table, columns in wanted for name, _ in columns)
+    for table, columns in wanted:
+        present = _columns_of(con, table) or set()
+        if any(name not in present for name, _ in columns):
+            return True
+    return False
 
 
 def current_version(con: duckdb.DuckDBPyConnection) -> int | None:
-    # duckdb_tables() costs a quarter of information_schema.tables, and every command opening a file asks this
-    has = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version'").fetchone()
-    if not has or not has[0]:
+    """The file's schema version, None when it has no schema_version table (a new or a foreign file). Outside a
+    transaction only (see `_columns_of`); `_catalog_version` answers inside one."""
+    try:
+        row = con.execute("SELECT max(version) FROM schema_version").fetchone()
+    except duckdb.CatalogException:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def _catalog_version(con: duckdb.DuckDBPyConnection, tables: set[str]) -> int | None:
+    """`current_version` from the catalog's table names: a query that cannot fail inside a transaction."""
+    if "schema_version" not in tables:
         return None
     row = con.execute("SELECT max(version) FROM schema_version").fetchone()
     return int(row[0]) if row and row[0] is not None else None
@@ -370,10 +390,13 @@ def check_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
     _check_complete(con, target, version)
 
 
-def _check_complete(con: duckdb.DuckDBPyConnection, target: str, version: int) -> None:
-    """A schema_version row without the tables it promises: a file that was never a whole database."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()}
-    missing = [t for t in _REQUIRED_TABLES if t not in tables]
+def _check_complete(con: duckdb.DuckDBPyConnection, target: str, version: int, tables: set[str] | None = None) -> None:
+    """A schema_version row without the tables it promises: a file that was never a whole database. `tables`: the
+    catalog's table names when the caller has them (inside a transaction), else each table is probed."""
+    if tables is None:
+        missing = [t for t in _REQUIRED_TABLES if _columns_of(con, t) is None]
+    else:
+        missing = [t for t in _REQUIRED_TABLES if t not in tables]
     if missing:
         raise MetricsDbError(
             f"{target} says schema version {version} but has no {', '.join(missing)} table: not a complete"
@@ -415,19 +438,23 @@ def migrate(
 ) -> int:
     """Apply missing migrations (each in one transaction, or all in the caller's when `transaction` is False) up
     to `upto`; refuse a foreign or newer database."""
-    tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
-    version = current_version(con)
-    if version is None and tables - {"schema_version"}:
-        raise MetricsDbError(
-            f"{target} already holds tables {sorted(tables)[:5]} from another program; use a new --db file"
-        )
-    if version is not None and version > SCHEMA_VERSION:
+    # Inside the caller's transaction (`transaction` False: a new file) nothing may fail, so the catalog is asked;
+    # otherwise the cheap probes are (the catalog's table list only for a file without a version: new or foreign).
+    tables = None if transaction else _table_names(con)
+    version = current_version(con) if tables is None else _catalog_version(con, tables)
+    if version is None:
+        tables = _table_names(con) if tables is None else tables
+        if tables - {"schema_version"}:
+            raise MetricsDbError(
+                f"{target} already holds tables {sorted(tables)[:5]} from another program; use a new --db file"
+            )
+        con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
+    elif version > SCHEMA_VERSION:
         raise MetricsDbError(
             f"{target} has schema version {version}, newer than this harness-bench ({SCHEMA_VERSION}); upgrade it"
         )
-    if version is not None:
-        _check_complete(con, target, version)
-    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER, applied_at TIMESTAMP)")
+    else:
+        _check_complete(con, target, version, tables)
     for v in range(int(version or 0) + 1, upto + 1):
         with _transaction(con, begin=transaction):
             for step in _MIGRATIONS[v]:
@@ -439,17 +466,25 @@ def migrate(
     return upto
 
 
+def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+
+
 def ensure_settings_columns(con: duckdb.DuckDBPyConnection, *, transaction: bool = True) -> None:
     """Idempotent: a column per declared setting (bench_runs) and per sweepable one (case_runs), legacy
     bench runs given their settings, and the views recreated when they lack a swept setting — in one transaction,
     or in the caller's when `transaction` is False."""
     existing: dict[str, set[str]] = {}
-    rows = con.execute(  # duckdb_columns() costs a third of information_schema.columns
-        "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN (SELECT unnest(?))",
-        [["bench_runs", "case_runs", *VIEWS]],
-    ).fetchall()
-    for table, column in rows:
-        existing.setdefault(table, set()).add(column)
+    if transaction:  # no caller's transaction: each relation probed (see `_columns_of`)
+        for relation in ("bench_runs", "case_runs", *VIEWS):
+            existing[relation] = _columns_of(con, relation) or set()
+    else:
+        rows = con.execute(  # duckdb_columns() costs a third of information_schema.columns
+            "SELECT table_name, column_name FROM duckdb_columns() WHERE table_name IN (SELECT unnest(?))",
+            [["bench_runs", "case_runs", *VIEWS]],
+        ).fetchall()
+        for table, column in rows:
+            existing.setdefault(table, set()).add(column)
     bench_columns = settings.bench_run_columns() + run_options.bench_run_columns()
     missing = [(table, name, sql_type)
                for table, columns in (("bench_runs", bench_columns), ("case_runs", settings.case_run_columns()))
