@@ -40,6 +40,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 import numpy as np
+import scipy.special
 import scipy.stats
 
 from runners.analysis._gate_flags import MAX_LOOKS
@@ -136,7 +137,9 @@ def sign_flip_rejects(diffs: np.ndarray, level: float) -> bool:
         return _exact_p(tuple(sorted(int(x) for x in a)), s) <= level
     step = math.gcd(*(int(x) for x in a))
     z = (s + step) / math.sqrt(float(np.sum(a.astype(np.float64) ** 2)))
-    return float(scipy.stats.norm.cdf(z)) <= level
+    # scipy.special.ndtr is what scipy.stats.norm.cdf computes, without its per-call argument handling (≈ 60 µs,
+    # most of a replicate's time here: this runs a few hundred thousand times per MDE)
+    return float(scipy.special.ndtr(z)) <= level
 
 
 @lru_cache(maxsize=65_536)
