@@ -29,12 +29,20 @@ typecheck: $(STAMP)
 ## the machine has cores (a share of the suite waits on subprocesses, servers and signals), one test file per
 ## worker at a time (a module's shared fixture is built once), in collection order: tests/conftest.py puts the
 ## heaviest modules first (xdist would otherwise reorder them by their number of tests).
+## mypy runs beside pytest, not before it: on a cold cache (a fresh clone) it keeps one core busy for about a minute
+## while the other would idle. Its report is printed after pytest's; either failing fails the target, and an
+## interrupt stops both.
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST_PAR ?= -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
 	$(BIN)/ruff check harness runners tests benchmarks
-	$(BIN)/mypy
-	$(BIN)/python -m pytest -q $(PYTEST_PAR)
+	@log=$$(mktemp); $(BIN)/mypy > "$$log" 2>&1 & mypy=$$!; \
+	trap 'kill $$mypy 2>/dev/null; rm -f "$$log"' EXIT INT TERM; \
+	echo "$(BIN)/mypy (beside pytest; its report follows pytest's)"; \
+	echo "$(BIN)/python -m pytest -q $(PYTEST_PAR)"; \
+	$(BIN)/python -m pytest -q $(PYTEST_PAR); rc=$$?; \
+	wait $$mypy; mrc=$$?; echo "== mypy"; cat "$$log"; \
+	[ $$rc -eq 0 ] && [ $$mrc -eq 0 ]
 
 ## The loop before every commit: the Harness library, the evaluation cases and the bench's modules on their own
 ## (everything not marked `slow` in tests/conftest.py), no lint.
