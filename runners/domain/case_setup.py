@@ -10,6 +10,7 @@ from pydantic import BaseModel
 from harness.prompts import DiagnosisTask, TaskContext
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
 from runners.domain.evalset import EvalCase, FaultKind, ToolFault, db_tables
+from runners.domain.tools import kb_search
 from runners.domain.tools.db_query import DatabaseQuery, case_input_model
 from runners.domain.tools.kb_search import KnowledgeBaseSearch
 from runners.domain.tools.log_search import LogSearch
@@ -74,3 +75,9 @@ def task_of(case: EvalCase) -> DiagnosisTask:
     """The DiagnosisTask for a case."""
     c = case.context
     return DiagnosisTask(case.question, TaskContext(c.tenant, c.service, c.time_start, c.time_end))
+
+
+def import_tool_backends() -> None:
+    """Import what the tools import on first use (bm25s, numpy, scipy), on this thread: call it before case runs start
+    on threads of their own (`kb_search.load_backend` says why)."""
+    kb_search.load_backend()

@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 
 from harness import __version__
+from runners.domain.case_setup import import_tool_backends
 from runners.domain.evalset import EvalCase, content_hash
 from runners.plan import run_options, run_plan, shard
 from runners.plan.executor import Executor
@@ -252,6 +253,7 @@ def _iterate(
                 return
             yield execute_case(case, epoch, factory, opts), epoch
         return
+    import_tool_backends()
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
     pending: dict[Future[CaseRun], int] = {}
     it = iter(todo)

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from runners.domain.case_setup import import_tool_backends
 from runners.domain.model_spec import ModelSpec
 from runners.plan.executor import RAY_EXTRA, Executor, ExecutorError, check_available
 from runners.plan.options import BenchOptions
@@ -157,6 +158,7 @@ def _process_worker(spec: ModelSpec, opts: BenchOptions, tasks: Any, results: An
             except BaseException as exc:  # reported to the driver, which raises it there
                 results.put((index, epoch, None, exc))
 
+    import_tool_backends()
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="case") as pool:
         for f in [pool.submit(loop) for _ in range(threads)]:
             f.result()

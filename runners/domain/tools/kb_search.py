@@ -49,11 +49,19 @@ _BOUNDARY = re.compile(r"\n|[。！？；]|[.!?;](?=\s)")
 
 @functools.cache
 def _stopwords() -> frozenset[str]:
-    # bm25s brings scipy (a third of a second to import): it is imported when text is first tokenised, so a
-    # command that only reads cases or stored runs never pays for it.
+    # bm25s brings numpy and scipy (a third of a second to import): it is imported when text is first tokenised,
+    # so a command that only reads cases or stored runs never pays for it (see also `load_backend`).
     from bm25s.stopwords import STOPWORDS_EN
 
     return frozenset(STOPWORDS_EN)
+
+
+def load_backend() -> None:
+    """Import bm25s (with numpy and scipy) now, on the calling thread. Whatever runs case runs on threads calls it
+    before they start: importing numpy parses signatures with `ast.parse`, which CPython 3.11 does not make safe
+    against another thread parsing at the same moment (python/cpython#106905: "AST constructor recursion depth
+    mismatch")."""
+    _stopwords()
 
 
 def tokenize(text: str) -> list[str]:

@@ -3,6 +3,10 @@ per-endpoint cap bounds the requests in flight. Real SDK over HTTP to serve-sim 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -64,3 +68,45 @@ def test_every_model_against_one_endpoint_shares_its_slots() -> None:
     a = endpoint_slots("http://127.0.0.1:1234/v1", 4)
     assert endpoint_slots("http://127.0.0.1:1234/v1/", 4) is a
     assert endpoint_slots("http://127.0.0.1:1235/v1", 4) is not a
+
+
+_THREAD_PARSES = """
+import ast, json, sys, threading
+real = ast.parse
+seen = []
+def parse(*args, **kwargs):
+    if threading.current_thread() is not threading.main_thread():
+        seen.append(threading.current_thread().name)
+    return real(*args, **kwargs)
+ast.parse = parse
+import contextlib, io
+from runners.cli import main
+with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    code = main(sys.argv[1:])
+print(json.dumps([code, seen]))
+"""
+
+
+@pytest.mark.parametrize("executor", ["local", "processes"])
+def test_case_runs_on_threads_never_parse_python(executor: str, tmp_path: Path) -> None:
+    """`ast.parse` is not safe on two threads at once in CPython 3.11 (python/cpython#106905: "AST constructor
+    recursion depth mismatch"), and importing numpy parses signatures: the tools' libraries are imported before
+    the case threads start, so a run on threads (in this process, or in a worker process, whose threads report
+    the same way through its own patched `ast`) parses nothing on them. A fresh interpreter: this one has them."""
+    root = Path(__file__).resolve().parents[3]
+    probe = tmp_path / "probe.py"
+    probe.write_text(_THREAD_PARSES)
+    argv = ["run", "--db", str(tmp_path / "t.duckdb"), "--evalset", "generic_kb", "--concurrency", "4"]
+    if executor == "processes":
+        # the worker processes are spawned: they import the probe's patch through sitecustomize on PYTHONPATH
+        (tmp_path / "sitecustomize.py").write_text(
+            _THREAD_PARSES.split("import contextlib")[0]
+            + ("import atexit\natexit.register(lambda: seen and print('thread-parse', seen, file=sys.stderr))\n")
+        )
+        argv += ["--executor", "processes"]
+    done = subprocess.run([sys.executable, str(probe), *argv], cwd=root, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}:{root}"})  # fmt: skip
+    code, seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0, done.stderr
+    assert seen == [], f"ast.parse on threads {sorted(set(seen))}"
+    assert "thread-parse" not in done.stderr, done.stderr
