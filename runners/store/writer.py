@@ -1,16 +1,19 @@
 """The batched writer of case runs, and the storage-failure rules every write follows.
 
 A case run's rows (case_runs + tool_calls + events) always land in the same transaction; the
-writer groups several finished case runs per transaction (measured: a DataFrame insert costs
-~4 ms of fixed overhead per statement on this machine, so one transaction per case run would
-eat a third of a 50-runs/s budget). Buffered runs are flushed at least every `flush_seconds`,
-at the end, and on interruption; a SIGKILL loses at most that window, which `--resume` re-runs.
+writer groups several finished case runs per transaction (measured: an insert scanned from Python
+objects costs ~4 ms of fixed overhead per statement on this machine, so one transaction per case run
+would eat a third of a 50-runs/s budget). The rows reach DuckDB as one NumPy object array per column
+(`_scanned`), which DuckDB scans as it scans a DataFrame — without pandas, half a second to import.
+Buffered runs are flushed at least every `flush_seconds`, at the end, and on interruption; a SIGKILL
+loses at most that window, which `--resume` re-runs.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import duckdb
 
@@ -18,7 +21,26 @@ from runners.plan.redact import NO_SECRETS, Secrets, redact, redact_cells
 from runners.store.errors import STORAGE_ERRORS, WRITE_FAILURES, MetricsWriteError
 from runners.store.schema import EVENT_COLUMNS, TOOL_CALL_COLUMNS, CaseRunRows
 
+if TYPE_CHECKING:
+    import numpy as np
+
 __all__ = ["MetricsWriter", "commit", "write_statement"]
+
+
+def _scanned(rows: Sequence[Sequence[object]], columns: Sequence[str]) -> dict[str, np.ndarray]:
+    """Rows as DuckDB scans them: one object array per column (None stays NULL, every value as it is; the INSERT
+    casts to the table's types). numpy is imported here, on the first write, not by a command that only reads."""
+    import numpy as np
+
+    return {
+        name: np.fromiter((row[i] for row in rows), dtype=object, count=len(rows)) for i, name in enumerate(columns)
+    }
+
+
+def _keys(rows: Iterable[Mapping[str, object]]) -> list[str]:
+    """Every key of `rows`, in the order first seen."""
+    return list(dict.fromkeys(key for row in rows for key in row))
+
 
 _STATEMENT_FAILURES: tuple[type[Exception], ...] = (*STORAGE_ERRORS, duckdb.TransactionException)
 
@@ -109,11 +131,10 @@ class MetricsWriter:
         if not self._cases:
             return 0
         t0 = time.perf_counter()
-        import pandas as pd  # imported on the first write: half a second a reading command need not pay
-
-        cases = pd.DataFrame(self._cases, dtype=object)
-        tools = pd.DataFrame(self._tools, columns=list(TOOL_CALL_COLUMNS), dtype=object)
-        events = pd.DataFrame(self._events, columns=["bench_run_id", "case_run_id", *EVENT_COLUMNS], dtype=object)
+        case_columns = _keys(self._cases)
+        cases = _scanned([[row.get(c) for c in case_columns] for row in self._cases], case_columns)
+        tools = _scanned(self._tools, TOOL_CALL_COLUMNS)
+        events = _scanned(self._events, ["bench_run_id", "case_run_id", *EVENT_COLUMNS])
         con = self._con
         con.execute("BEGIN")
         try:
@@ -122,11 +143,11 @@ class MetricsWriter:
             con.register("_hb_cases", cases)
             con.register("_hb_tools", tools)
             con.register("_hb_events", events)
-            columns = ", ".join(f'"{c}"' for c in cases.columns)
+            columns = ", ".join(f'"{c}"' for c in case_columns)
             con.execute(f"INSERT INTO case_runs ({columns}) SELECT * FROM _hb_cases")
-            if len(tools):
+            if self._tools:
                 con.execute(f"INSERT INTO tool_calls ({', '.join(TOOL_CALL_COLUMNS)}) SELECT * FROM _hb_tools")
-            if len(events):
+            if self._events:
                 cols = ", ".join(["bench_run_id", "case_run_id", *EVENT_COLUMNS])
                 con.execute(f"INSERT INTO events ({cols}) SELECT * FROM _hb_events")
             if self._messages:
@@ -163,12 +184,9 @@ def _write_transcripts(
     con: duckdb.DuckDBPyConnection, messages: list[tuple[object, ...]], prompts: dict[str, str]
 ) -> None:
     """Insert buffered transcript rows, and the prompts not stored yet (inside the writer's transaction)."""
-    import pandas as pd  # as in MetricsWriter.flush
-
     from runners.store.transcripts import MESSAGE_COLUMNS
 
-    frame = pd.DataFrame(messages, columns=MESSAGE_COLUMNS, dtype=object)
-    con.register("_hb_messages", frame)
+    con.register("_hb_messages", _scanned(messages, MESSAGE_COLUMNS))
     # Scanned as text and cast by the INSERT to the table's types: skips DuckDB's per-column sampling of
     # Python objects (measured: half the cost of this insert).
     con.execute("SET pandas_analyze_sample = 0")
@@ -178,7 +196,7 @@ def _write_transcripts(
         con.execute("RESET pandas_analyze_sample")
         con.unregister("_hb_messages")
     if prompts:  # one statement (executemany costs ~1 ms a row); prompts already stored are skipped
-        con.register("_hb_prompts", pd.DataFrame(list(prompts.items()), columns=["prompt_hash", "content"]))
+        con.register("_hb_prompts", _scanned(list(prompts.items()), ["prompt_hash", "content"]))
         try:
             con.execute(
                 "INSERT INTO prompts SELECT * FROM _hb_prompts"
