@@ -12,8 +12,10 @@ rather than churned).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
+import ssl
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -71,6 +73,14 @@ _SLOTS_LOCK = threading.Lock()
 def endpoint_key(base_url: str | None) -> str:
     """The endpoint a base URL names, as the SDK resolves it (OPENAI_BASE_URL when none is given)."""
     return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The TLS settings every client of this process verifies servers with: httpx2's default (the CA bundle, or
+    SSL_CERT_FILE / SSL_CERT_DIR as set when the first client is made). Built once: loading the CA bundle costs
+    ~20 ms, which a bench that makes a client per run (and its preflight) would pay every time."""
+    return httpx2.create_ssl_context()
 
 
 def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemaphore:
@@ -369,7 +379,9 @@ class OpenAIChatModel:
         # flight would open (and later close) a fresh TCP connection.
         keepalive = 100 if max_in_flight is None else max_in_flight
         http_client = openai.DefaultHttpxClient(
-            timeout=timeout_seconds, limits=httpx2.Limits(max_connections=None, max_keepalive_connections=keepalive)
+            timeout=timeout_seconds,
+            limits=httpx2.Limits(max_connections=None, max_keepalive_connections=keepalive),
+            verify=_tls_context(),
         )
         slots = endpoint_slots(base_url, max_in_flight) if max_in_flight is not None else None
 
