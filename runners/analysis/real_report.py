@@ -454,9 +454,15 @@ def _replay_command(m: ModelReport) -> str:
     return "harness-bench sweep " + " ".join(shlex.quote(a) for a in args)
 
 
+def _cell(text: str) -> str:
+    """A cell's escaped text, breakable after each underscore (family names, stop reasons), so a table of eleven
+    families fits a 1,100-pixel page."""
+    return html(text).replace("_", "_<wbr>")
+
+
 def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{html(c)}</td>" for c in row) + "</tr>" for row in rows)
+    head = "".join(f"<th>{_cell(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -464,7 +470,8 @@ def render_html(report: RealModelsReport, command: str) -> str:
     """The report as one HTML page; every text from a file passes through `html`."""
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Real models</title>",
              "<style>body{font-family:sans-serif;max-width:80em;margin:auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:2px 6px;font-size:90%}.loud{color:#b00;font-weight:bold}</style>",
+             "td,th{border:1px solid #ccc;padding:2px 4px;font-size:80%}code{overflow-wrap:anywhere}"
+             ".loud{color:#b00;font-weight:bold}</style>",
              "</head><body><h1>Real models</h1>",
              f"<p>Made by <code>{html(command)}</code> from the committed cassettes (replayed offline and checked"
              " against each <code>summary.json</code>).</p><h2>Pass rate per family</h2>",

@@ -20,6 +20,7 @@ from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.store.recorded import read_recorded
+from tests._browser import chromium, measure
 
 SMALL, LARGE = "gemma3-270m", "qwen2.5-coder-0.5b"
 """Registry names: the gate compares them as an upgrade (SMALL → LARGE) and a downgrade."""
@@ -316,3 +317,27 @@ def test_an_out_that_is_a_file_or_an_existing_db_is_refused(
     assert code == 2 and "is a file" in err and (tmp_path / "f").read_text() == "kept"
     code, _, err = _run(capsys, "--cassettes", str(recorded), "--db", str(tmp_path / "f"), "--out", str(tmp_path / "o"))
     assert code == 2 and "exists" in err and (tmp_path / "f").read_text() == "kept" and not (tmp_path / "o").exists()
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("page", ["committed", "fixture"])
+def test_the_page_fits_a_1100_pixel_window_in_chromium(
+    page: str, report: tuple[Path, Path, int], tmp_path: Path
+) -> None:
+    """The committed report (eleven families, four thresholds, the long replay commands) and the fixture's, seen in
+    headless Chromium at 1,100 pixels: no horizontal scroll. The committed page without the break points of its
+    cells (`<wbr>` after each underscore) overflows: the check bites."""
+    browser = chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install chromium): cannot measure the page in a real browser")
+    source = ROOT / "reports" / "real-models" / "report.html" if page == "committed" else report[0] / "report.html"
+    copy = tmp_path / "report.html"
+    copy.write_text(source.read_text())
+    scroll, client, right = measure(copy, browser)
+    assert client > 1000 and scroll <= client and right <= client, (scroll, client, right)
+    if page == "committed":
+        wide = tmp_path / "wide.html"
+        wide.write_text(copy.read_text().replace("<wbr>", ""))
+        assert measure(wide, browser)[0] > client, "without the break points the family table overflows"

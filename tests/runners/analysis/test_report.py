@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -18,6 +15,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
+from tests._browser import chromium, measure
 
 FAMILIES = ["diagnosable", "empty_logs", "generic_kb"]
 EPOCHS = 2
@@ -92,49 +90,17 @@ def test_figures_are_drawn(report: tuple[Path, Path, str]) -> None:
     assert page.count("data:image/png;base64,") == len(pngs), "the HTML is self-contained"
 
 
-def _chromium() -> str | None:
-    return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
-
-
-MEASURE = """<script>
-window.addEventListener('load', () => {
-  const d = document.documentElement;
-  let right = 0;
-  for (const el of document.body.querySelectorAll('*')) right = Math.max(right, el.getBoundingClientRect().right);
-  document.body.setAttribute('data-measure', d.scrollWidth + ' ' + d.clientWidth + ' ' + Math.ceil(right));
-});
-</script></body>"""
-
-
-def _measure(page: Path, browser: str) -> tuple[int, int, int]:
-    """scrollWidth, clientWidth and the right edge of the widest element at a 1,100-pixel window."""
-    probe = page.with_name("probe.html")
-    probe.write_text(page.read_text().replace("</body>", MEASURE))
-    with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-             "--window-size=1100,2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-            capture_output=True, text=True, timeout=120, check=True,
-        ).stdout  # fmt: skip
-    probe.unlink()
-    found = re.search(r'data-measure="(\d+) (\d+) (\d+)"', dom)
-    assert found, "the measuring script did not run"
-    scroll, client, right = (int(x) for x in found.groups())
-    return scroll, client, right
-
-
 def test_report_fits_a_1100_pixel_page_in_chromium(report: tuple[Path, Path, str], tmp_path: Path) -> None:
-    browser = _chromium()
+    browser = chromium()
     if browser is None:
         pytest.skip("chromium is not installed (apt-get install chromium): cannot measure the page in a real browser")
     _, out, _ = report
-    scroll, client, right = _measure(out / "report.html", browser)
+    scroll, client, right = measure(out / "report.html", browser)
     assert client > 1000 and scroll <= client and right <= client, (scroll, client, right)
     # the check can fail: the same page with one element too wide overflows
     wide = tmp_path / "wide.html"
     wide.write_text((out / "report.html").read_text().replace("<h2>", "<div style='width:1500px'>x</div><h2>", 1))
-    scroll, client, _ = _measure(wide, browser)
+    scroll, client, _ = measure(wide, browser)
     assert scroll > client
 
 
