@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -118,15 +119,26 @@ def _measure(model: ChatModel | None, rounds_n: int) -> None:
 
     for loop in loops.values():  # warm-up
         every_case(loop)()
-    # interleaved rounds, best of each: a shared machine's noise is one-sided (it only ever slows a repeat)
-    rounds = [{name: _timed(every_case(loop)) for name, loop in loops.items()} for _ in range(rounds_n)]
+    # Interleaved rounds, each starting with the next variant (a variant always measured after another would carry
+    # the machine's drift within a round as a bias); best of each, and the median of each round's ratio to the
+    # no-tracer repeat of the same round (the steadier figure on a shared machine).
+    names = list(loops)
+    rounds: list[dict[str, tuple[float, float]]] = []
+    for r in range(rounds_n):
+        order = names[r % len(names) :] + names[: r % len(names)]
+        rounds.append({name: _timed(every_case(loops[name])) for name in order})
     best = {name: (min(r[name][0] for r in rounds), min(r[name][1] for r in rounds)) for name in loops}
     where = "the openai SDK over HTTP to serve-sim" if model is not None else "the scripted model in process"
-    print(f"{len(CASES)} cases, {calls} tool calls per repeat, {where}, best of {rounds_n} interleaved rounds")
+    print(f"{len(CASES)} cases, {calls} tool calls per repeat, {where}, {rounds_n} interleaved rounds, the first"
+          " variant rotating")  # fmt: skip
     base_wall, base_cpu = best["no tracer"]
     for name, (wall, cpu) in best.items():
-        print(f"{name:12s} {wall / calls * 1e6:7.1f} µs wall, {cpu / calls * 1e6:7.1f} µs CPU per tool call;"
-              f"  ratio to no tracer: wall {wall / base_wall:.3f}, CPU {cpu / base_cpu:.3f}")  # fmt: skip
+        wall_r = sorted(r[name][0] / r["no tracer"][0] for r in rounds)
+        cpu_r = sorted(r[name][1] / r["no tracer"][1] for r in rounds)
+        print(f"{name:12s} {wall / calls * 1e6:7.1f} µs wall, {cpu / calls * 1e6:7.1f} µs CPU per tool call (best);"
+              f"  ratio to no tracer, best: wall {wall / base_wall:.3f}, CPU {cpu / base_cpu:.3f};"
+              f"  per round, median [min, max]: wall {statistics.median(wall_r):.3f} [{wall_r[0]:.3f},"
+              f" {wall_r[-1]:.3f}], CPU {statistics.median(cpu_r):.3f} [{cpu_r[0]:.3f}, {cpu_r[-1]:.3f}]")  # fmt: skip
     spans, events = _span_counts(model)
     floor = _sdk_floor(spans / calls, events / calls)
     print(f"SDK floor    {floor:7.1f} µs per tool call ({spans / calls:.1f} bare spans and {events / calls:.1f} span"
