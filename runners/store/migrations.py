@@ -372,11 +372,9 @@ def current_version(con: duckdb.DuckDBPyConnection) -> int | None:
 
 
 def _catalog_version(con: duckdb.DuckDBPyConnection, tables: set[str]) -> int | None:
-    """`current_version` from the catalog's table names: a query that cannot fail inside a transaction."""
-    if "schema_version" not in tables:
-        return None
-    row = con.execute("SELECT max(version) FROM schema_version").fetchone()
-    return int(row[0]) if row and row[0] is not None else None
+    """`current_version` inside a transaction: asked only when the catalog's table names hold schema_version, so
+    its query cannot fail."""
+    return current_version(con) if "schema_version" in tables else None
 
 
 def check_version(con: duckdb.DuckDBPyConnection, target: str) -> None:
