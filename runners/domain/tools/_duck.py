@@ -144,11 +144,13 @@ def _load_table(conn: duckdb.DuckDBPyConnection, schema: str, table: TableData) 
             return
         except duckdb.Error:
             conn.execute(f"DROP TABLE IF EXISTS {target}")  # mixed types per column: let pandas unify them
-    # A DataFrame scan is orders of magnitude faster than executemany; object dtype keeps None as NULL. pandas is
-    # imported here, on this rare path: half a second that every case-reading command would otherwise pay.
-    import pandas as pd
+    # A scan of one NumPy object array per column (DuckDB unifies mixed types per column as for a DataFrame) is
+    # orders of magnitude faster than executemany, and None stays NULL. numpy is already loaded where case runs
+    # start on threads (`kb_search.load_backend`); pandas is never needed.
+    import numpy as np
 
-    frame = pd.DataFrame(list(table.rows), columns=list(table.columns), dtype=object)
+    n = len(table.rows)
+    frame = {c: np.fromiter((row[i] for row in table.rows), dtype=object, count=n) for i, c in enumerate(table.columns)}
     view = "_fixture_frame"
     conn.register(view, frame)
     try:

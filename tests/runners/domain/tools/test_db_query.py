@@ -767,3 +767,12 @@ def test_the_shared_configuration_is_locked(statement: str) -> None:
     # Even a statement that slipped past validation could not undo the lock-down.
     with pytest.raises(duckdb.InvalidInputException, match="configuration has been locked"):
         _duck.cursor().execute(statement)
+
+
+def test_a_column_of_mixed_types_loads_as_text_without_pandas() -> None:
+    """Values DuckDB cannot put in one VALUES column (an int, a string, a float, a bool) load through the scan of
+    per-column object arrays, as text, None as NULL — the path that once needed pandas."""
+    rows = ((1, 7), (2, "x"), (3, 2.5), (4, True), (5, None))
+    mixed = TableFixture(name="mixed_cells", columns=("k", "v"), rows=rows)
+    result = DatabaseQuery([mixed]).run(DbQueryInput(sql="SELECT k, v FROM mixed_cells ORDER BY k"))
+    assert [r["v"] for r in result.records] == ["7", "x", "2.5", "True", None]
