@@ -70,7 +70,7 @@ def test_every_model_against_one_endpoint_shares_its_slots() -> None:
     assert endpoint_slots("http://127.0.0.1:1235/v1", 4) is not a
 
 
-_THREAD_PARSES = """
+_WATCH = """
 import ast, json, sys, threading
 real = ast.parse
 seen = []
@@ -79,12 +79,27 @@ def parse(*args, **kwargs):
         seen.append(threading.current_thread().name)
     return real(*args, **kwargs)
 ast.parse = parse
+"""
+"""Records the name of every thread but the main one that calls `ast.parse` (in `seen`)."""
+_PROBE = (
+    _WATCH
+    + """
 import contextlib, io
 from runners.cli import main
 with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
     code = main(sys.argv[1:])
 print(json.dumps([code, seen]))
 """
+)
+"""`harness-bench ARGV` under the watch; prints its exit code and the threads that parsed."""
+_WORKER_WATCH = (
+    _WATCH
+    + """
+import atexit
+atexit.register(lambda: seen and print('thread-parse', seen, file=sys.stderr))
+"""
+)
+"""The watch in a spawned worker process (as sitecustomize): the threads that parsed, on stderr at its exit."""
 
 
 @pytest.mark.parametrize("executor", ["local", "processes"])
@@ -95,14 +110,11 @@ def test_case_runs_on_threads_never_parse_python(executor: str, tmp_path: Path) 
     the same way through its own patched `ast`) parses nothing on them. A fresh interpreter: this one has them."""
     root = Path(__file__).resolve().parents[3]
     probe = tmp_path / "probe.py"
-    probe.write_text(_THREAD_PARSES)
+    probe.write_text(_PROBE)
     argv = ["run", "--db", str(tmp_path / "t.duckdb"), "--evalset", "generic_kb", "--concurrency", "4"]
     if executor == "processes":
         # the worker processes are spawned: they import the probe's patch through sitecustomize on PYTHONPATH
-        (tmp_path / "sitecustomize.py").write_text(
-            _THREAD_PARSES.split("import contextlib")[0]
-            + ("import atexit\natexit.register(lambda: seen and print('thread-parse', seen, file=sys.stderr))\n")
-        )
+        (tmp_path / "sitecustomize.py").write_text(_WORKER_WATCH)
         argv += ["--executor", "processes"]
     done = subprocess.run([sys.executable, str(probe), *argv], cwd=root, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "PYTHONPATH": f"{tmp_path}:{root}"})  # fmt: skip
