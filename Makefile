@@ -4,6 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
 
+# The suite starts well over a hundred Python processes that import the project. Where the environment sets
+# PYTHONDONTWRITEBYTECODE (container images often do), each of them would compile the project from source again
+# (about 0.9 CPU-s a process) and each pytest worker would rewrite every test module again: bytecode goes to the
+# clone's ignored __pycache__ folders, as Python does by default.
+unexport PYTHONDONTWRITEBYTECODE
+
 .PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix
 
 $(STAMP): pyproject.toml constraints.txt
