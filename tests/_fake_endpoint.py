@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from runners.endpoints._serving import STOP_POLL_S
+
 
 def completion(
     content: str | None = None, tool_calls: list[dict[str, Any]] | None = None, usage: dict[str, int] | None = None
@@ -112,7 +114,7 @@ def serve() -> Iterator[Endpoint]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     ep.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(STOP_POLL_S,), daemon=True)
     thread.start()
     try:
         yield ep

@@ -36,6 +36,7 @@ from harness.semantic_guard import GUARD_MARKER
 from runners.domain.case_setup import task_of
 from runners.domain.evalset import EvalCase
 from runners.domain.scripted import Trajectory, estimate_usage, guard_answer, next_turn
+from runners.endpoints._serving import STOP_POLL_S
 
 TrajectoryFor = Callable[[EvalCase, str], Trajectory]
 """Maps (case, requested model name) to the trajectory to play (behaviour profiles hook in here)."""
@@ -358,7 +359,9 @@ class SimulatorServer:
 
     def start(self) -> SimulatorServer:
         """Serve in a background thread."""
-        self._thread = threading.Thread(target=self._server.serve_forever, name="serve-sim", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(STOP_POLL_S,), name="serve-sim", daemon=True
+        )
         self._thread.start()
         return self
 

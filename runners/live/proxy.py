@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TypedDict
 
+from runners.endpoints._serving import STOP_POLL_S
+
 __all__ = ["Recorded", "RecordingProxy", "ResponseFigures", "refusal_reason", "response_figures"]
 
 
@@ -125,7 +127,9 @@ class RecordingProxy:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, name="live-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(STOP_POLL_S,), name="live-proxy", daemon=True
+        )
 
     @property
     def base_url(self) -> str:

@@ -48,6 +48,7 @@ from harness.otel import EVALUATION_EVENT
 from runners.analysis.otel_export import SERVICE_NAME, parse_otlp_json
 from runners.cli import main
 from runners.domain.evalset import load_cases
+from runners.endpoints._serving import STOP_POLL_S
 
 CASES = [c.id for c in load_cases()[::6]]
 THRESHOLD = "3"  # not the default: the limits on the run span must come from the stored settings
@@ -247,7 +248,7 @@ class _Collector(http.server.ThreadingHTTPServer):
 @pytest.fixture
 def collector() -> Iterator[_Collector]:
     server = _Collector()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(STOP_POLL_S,), daemon=True)
     thread.start()
     try:
         yield server

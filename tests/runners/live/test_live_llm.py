@@ -20,6 +20,7 @@ import pytest
 
 from harness.models.base import ToolCallFormat
 from harness.models.openai_model import OpenAIChatModel
+from runners.endpoints._serving import STOP_POLL_S
 from runners.endpoints.simulator import CaseIndex, SimulatorServer, answer
 from runners.live import models as registry
 from runners.live.cases import DEFAULT_CASES
@@ -234,7 +235,7 @@ def test_proxy_cancels_upstream_when_the_client_gives_up() -> None:
     """A timed-out client must not leave llama-server generating for nobody (it would delay the next call)."""
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), _Slow)
     upstream.daemon_threads = True
-    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    threading.Thread(target=upstream.serve_forever, args=(STOP_POLL_S,), daemon=True).start()
     try:
         with RecordingProxy(f"http://127.0.0.1:{upstream.server_address[1]}") as proxy:
             model = OpenAIChatModel("m", base_url=proxy.base_url, timeout_seconds=0.5)
@@ -449,7 +450,7 @@ def stand_in(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_
     handler.log_path.write_text("")
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    threading.Thread(target=httpd.serve_forever, args=(STOP_POLL_S,), daemon=True).start()
     # a process to stop as the real server's: it waits for its stdin to close
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     server = LlamaServer(proc, f"http://127.0.0.1:{httpd.server_address[1]}", handler.log_path, ServerKind.XLLAMACPP)
