@@ -416,8 +416,10 @@ def _check(trial: Trial, baseline: Digest) -> Trial:
     bench, sweeps = stored.statuses
     if trial.code != m.code:
         # Only a signal that came after the last case run may find the handlers gone (exit 0, or the
-        # default handler's -2/-15); anything else is an ignored interrupt.
-        assert trial.code in (0, -int(m.sig)) and trial.cases_before == PLANNED, f"{what}: exit {trial.code}\n{out}"
+        # default handler's -2/-15); anything else is an ignored interrupt. The file says whether every case run
+        # was done, not the probe's last report before the signal: on a loaded machine the child can finish the
+        # remaining case runs before that report reaches the test.
+        assert trial.code in (0, -int(m.sig)) and trial.stored == PLANNED, f"{what}: exit {trial.code}\n{out}"
         assert (bench, sweeps) == ({"completed"}, {"completed"}), what
         trial.notes.append(f"exit {trial.code}: the signal came after the last case run")
         _assert_equal(stored, baseline, what)
