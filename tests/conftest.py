@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import threading
@@ -55,6 +56,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if item.path.name in _SLOW_RANK:
             item.add_marker(pytest.mark.slow)
     items.sort(key=lambda item: _SLOW_RANK.get(item.path.name, len(SLOW_MODULES)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Everything collection built (every test module, the libraries they import) lives to the end of the session:
+    moved out of the garbage collector's generations, the collections the tests' own allocations trigger stop
+    traversing it again and again (a few percent of the suite's CPU)."""
+    gc.collect()
+    gc.freeze()
 
 
 def _in_ci() -> bool:
