@@ -4,7 +4,7 @@ A case run's rows (case_runs + tool_calls + events) always land in the same tran
 writer groups several finished case runs per transaction (measured: an insert scanned from Python
 objects costs ~4 ms of fixed overhead per statement on this machine, so one transaction per case run
 would eat a third of a 50-runs/s budget). The rows reach DuckDB as one NumPy object array per column
-(`_scanned`), which DuckDB scans as it scans a DataFrame — without pandas, half a second to import.
+(`runners.domain.object_columns`), which DuckDB scans as it scans a DataFrame — without pandas, half a second to import.
 Buffered runs are flushed at least every `flush_seconds`, at the end, and on interruption; a SIGKILL
 loses at most that window, which `--resume` re-runs.
 """
@@ -13,28 +13,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import duckdb
 
+from runners.domain.object_columns import object_columns
 from runners.plan.redact import NO_SECRETS, Secrets, redact, redact_cells
 from runners.store.errors import STORAGE_ERRORS, WRITE_FAILURES, MetricsWriteError
 from runners.store.schema import EVENT_COLUMNS, TOOL_CALL_COLUMNS, CaseRunRows
 
-if TYPE_CHECKING:
-    import numpy as np
-
 __all__ = ["MetricsWriter", "commit", "write_statement"]
-
-
-def _scanned(rows: Sequence[Sequence[object]], columns: Sequence[str]) -> dict[str, np.ndarray]:
-    """Rows as DuckDB scans them: one object array per column (None stays NULL, every value as it is; the INSERT
-    casts to the table's types). numpy is imported here, on the first write, not by a command that only reads."""
-    import numpy as np
-
-    return {
-        name: np.fromiter((row[i] for row in rows), dtype=object, count=len(rows)) for i, name in enumerate(columns)
-    }
 
 
 def _keys(rows: Iterable[Mapping[str, object]]) -> list[str]:
@@ -132,9 +119,9 @@ class MetricsWriter:
             return 0
         t0 = time.perf_counter()
         case_columns = _keys(self._cases)
-        cases = _scanned([[row.get(c) for c in case_columns] for row in self._cases], case_columns)
-        tools = _scanned(self._tools, TOOL_CALL_COLUMNS)
-        events = _scanned(self._events, ["bench_run_id", "case_run_id", *EVENT_COLUMNS])
+        cases = object_columns([[row.get(c) for c in case_columns] for row in self._cases], case_columns)
+        tools = object_columns(self._tools, TOOL_CALL_COLUMNS)
+        events = object_columns(self._events, ["bench_run_id", "case_run_id", *EVENT_COLUMNS])
         con = self._con
         con.execute("BEGIN")
         try:
@@ -186,7 +173,7 @@ def _write_transcripts(
     """Insert buffered transcript rows, and the prompts not stored yet (inside the writer's transaction)."""
     from runners.store.transcripts import MESSAGE_COLUMNS
 
-    con.register("_hb_messages", _scanned(messages, MESSAGE_COLUMNS))
+    con.register("_hb_messages", object_columns(messages, MESSAGE_COLUMNS))
     # Scanned as text and cast by the INSERT to the table's types: skips DuckDB's per-column sampling of
     # Python objects (measured: half the cost of this insert).
     con.execute("SET pandas_analyze_sample = 0")
@@ -196,7 +183,7 @@ def _write_transcripts(
         con.execute("RESET pandas_analyze_sample")
         con.unregister("_hb_messages")
     if prompts:  # one statement (executemany costs ~1 ms a row); prompts already stored are skipped
-        con.register("_hb_prompts", _scanned(list(prompts.items()), ["prompt_hash", "content"]))
+        con.register("_hb_prompts", object_columns(list(prompts.items()), ["prompt_hash", "content"]))
         try:
             con.execute(
                 "INSERT INTO prompts SELECT * FROM _hb_prompts"

@@ -17,6 +17,7 @@ from typing import Any
 import duckdb
 
 from harness.tools.base import ToolExecutionError
+from runners.domain.object_columns import object_columns
 
 # Locked down once at connect time: no files, no extensions, no runaway queries. The settings
 # cannot be changed afterwards (`lock_configuration`), so SQL that slipped past validation still
@@ -143,14 +144,9 @@ def _load_table(conn: duckdb.DuckDBPyConnection, schema: str, table: TableData) 
             )
             return
         except duckdb.Error:
-            conn.execute(f"DROP TABLE IF EXISTS {target}")  # mixed types per column: let pandas unify them
-    # A scan of one NumPy object array per column (DuckDB unifies mixed types per column as for a DataFrame) is
-    # orders of magnitude faster than executemany, and None stays NULL. numpy is already loaded where case runs
-    # start on threads (`kb_search.load_backend`); pandas is never needed.
-    import numpy as np
-
-    n = len(table.rows)
-    frame = {c: np.fromiter((row[i] for row in table.rows), dtype=object, count=n) for i, c in enumerate(table.columns)}
+            conn.execute(f"DROP TABLE IF EXISTS {target}")  # mixed types per column: let the column scan unify them
+    # numpy, which the scan needs, is already loaded where case runs start on threads (`kb_search.load_backend`)
+    frame = object_columns(table.rows, table.columns)
     view = "_fixture_frame"
     conn.register(view, frame)
     try:
