@@ -13,6 +13,7 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import duckdb
 
@@ -431,7 +432,7 @@ class _FreshSchema:
 
     migrations: dict[int, list[Step]]
     """The schema history it was read under (the object itself: a replaced history is another schema)."""
-    declared: tuple[object, ...]
+    declared: _Declared
     """The declared settings' columns and the swept names it was read under."""
     statements: tuple[str, ...]
     """Each table's and then each view's CREATE statement, in creation order."""
@@ -459,9 +460,21 @@ _FRESH: list[_FreshSchema] = []
 """The schema this process last gave a new database through the history (at most one entry)."""
 
 
-def _declared() -> tuple[object, ...]:
-    bench_columns = settings.bench_run_columns() + run_options.bench_run_columns()
-    return (tuple(bench_columns), tuple(settings.case_run_columns()), tuple(settings.swept_names()))
+class _Declared(NamedTuple):
+    """What the declared settings and run options ask of a writer's database (`ensure_settings_columns` brings a
+    file up to it; a kept fresh schema holds only while it is unchanged)."""
+
+    bench_columns: tuple[tuple[str, str], ...]
+    """(column, DuckDB type) of `bench_runs`: every declared setting and stored run option."""
+    case_columns: tuple[tuple[str, str], ...]
+    """(column, DuckDB type) of `case_runs`: every sweepable setting."""
+    swept: tuple[str, ...]
+    """The sweepable settings' names, which the views group by."""
+
+
+def _declared() -> _Declared:
+    return _Declared(tuple(settings.bench_run_columns() + run_options.bench_run_columns()),
+                     tuple(settings.case_run_columns()), tuple(settings.swept_names()))  # fmt: skip
 
 
 def _fresh_schema() -> _FreshSchema | None:
@@ -544,11 +557,11 @@ def ensure_settings_columns(con: duckdb.DuckDBPyConnection, *, transaction: bool
         ).fetchall()
         for table, column in rows:
             existing.setdefault(table, set()).add(column)
-    bench_columns = settings.bench_run_columns() + run_options.bench_run_columns()
+    declared = _declared()
     missing = [(table, name, sql_type)
-               for table, columns in (("bench_runs", bench_columns), ("case_runs", settings.case_run_columns()))
+               for table, columns in (("bench_runs", declared.bench_columns), ("case_runs", declared.case_columns))
                for name, sql_type in columns if name not in existing.get(table, set())]  # fmt: skip
-    swept = settings.swept_names()
+    swept = list(declared.swept)
     keys = {"bench_run_id", "sweep_id", *swept}
     stale_views = any(not keys <= existing.get(view, set()) for view in VIEWS)
     legacy = con.execute(
