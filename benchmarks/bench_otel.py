@@ -7,7 +7,15 @@ steadier measure on a shared machine).
 
 `--over-http` runs the same native loop as a user deploys it: the real `openai` SDK over HTTP to a model endpoint
 (serve-sim, the scripted trajectories served by another process on 127.0.0.1, 0 ms of model latency: the cheapest
-endpoint there is, so the ratio is the least favourable a real deployment can see)."""
+endpoint there is, so the ratio is the least favourable a real deployment can see); `--model-latency-ms MS` makes
+serve-sim hold each answer MS ms, a model that answers that fast.
+
+`--live` runs the native loop on a real model: the live check's cases on Qwen2.5-Coder 0.5B Instruct served by
+llama.cpp's server on 127.0.0.1 (`make live`'s cached wheel and weights; one thread). Each case runs once untimed
+(the server keeps a slot's last prompt: that run leaves the cache as each timed run leaves it for the next, so
+neither variant gains from going second), then without and with the recording tracer in alternating order. The case
+is the unit: each case's ratio of time per tool call with / without the tracer, their mean and its 95% t interval. At
+temperature 0 the two runs of a case make the same calls (checked: a pair that differs is left out and counted)."""
 
 from __future__ import annotations
 
@@ -60,15 +68,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--over-http", action="store_true", help="the openai SDK over HTTP to serve-sim (see above)")
     parser.add_argument("--rounds", type=int, default=ROUNDS, help=f"interleaved rounds (default {ROUNDS})")
+    parser.add_argument("--model-latency-ms", type=float, default=0.0, metavar="MS",
+                        help="--over-http: serve-sim holds each answer MS ms (default 0)")  # fmt: skip
+    parser.add_argument("--live", action="store_true", help="a real model served by llama.cpp (see above)")
+    parser.add_argument("--cases", type=int, default=8, help="--live: the live check's first N cases (default 8)")
     args = parser.parse_args()
+    if args.live:
+        _measure_live(args.cases, args.rounds)
+        return
     sim: subprocess.Popen[str] | None = None
     model: ChatModel | None = None
     if args.over_http:
-        sim, base_url = start_simulator()
+        sim, base_url = start_simulator(latency_ms=args.model_latency_ms)
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench-local")
         model = OpenAIChatModel("scripted", base_url=base_url)
     try:
-        _measure(model, args.rounds)
+        _measure(model, args.rounds, args.model_latency_ms)
     finally:
         if sim is not None:
             sim.terminate()
@@ -99,7 +114,7 @@ def _sdk_floor(spans_per_call: float, events_per_call: float, n: int = 20_000) -
     return spans_per_call * span_us + events_per_call * event_us
 
 
-def _measure(model: ChatModel | None, rounds_n: int) -> None:
+def _measure(model: ChatModel | None, rounds_n: int, latency_ms: float = 0.0) -> None:
     provider = TracerProvider()
     provider.add_span_processor(BatchSpanProcessor(DropExporter()))  # what a service configures
     sampled_out = TracerProvider(sampler=ALWAYS_OFF)
@@ -128,7 +143,8 @@ def _measure(model: ChatModel | None, rounds_n: int) -> None:
         order = names[r % len(names) :] + names[: r % len(names)]
         rounds.append({name: _timed(every_case(loops[name])) for name in order})
     best = {name: (min(r[name][0] for r in rounds), min(r[name][1] for r in rounds)) for name in loops}
-    where = "the openai SDK over HTTP to serve-sim" if model is not None else "the scripted model in process"
+    where = (f"the openai SDK over HTTP to serve-sim ({latency_ms:g} ms per model call)" if model is not None
+             else "the scripted model in process")  # fmt: skip
     print(f"{len(CASES)} cases, {calls} tool calls per repeat, {where}, {rounds_n} interleaved rounds, the first"
           " variant rotating")  # fmt: skip
     base_wall, base_cpu = best["no tracer"]
@@ -144,6 +160,84 @@ def _measure(model: ChatModel | None, rounds_n: int) -> None:
     print(f"SDK floor    {floor:7.1f} µs per tool call ({spans / calls:.1f} bare spans and {events / calls:.1f} span"
           f" events per tool call, no mapping): {floor / (base_wall / calls * 1e6):.3f} of the loop's time per tool"
           " call without a tracer — what any recorder on this SDK adds at least")  # fmt: skip
+
+
+def _measure_live(n_cases: int, rounds_n: int) -> None:
+    """Paired per case: the time per tool call with the recording tracer over the time without, on a real model."""
+    import tempfile
+
+    from harness.config import HarnessConfig
+    from runners.live.cases import DEFAULT_CASES
+    from runners.live.main import set_up_server
+    from runners.live.models import QWEN25_CODER_05B as LIVE
+    from runners.live.server import llama_dir
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(DropExporter()))
+    traced = functools.partial(run_diagnosis, tracer=provider.get_tracer("bench"))
+    # no deadline cut: a run's calls are the model's alone, the same in both variants
+    config = HarnessConfig(deadline_seconds=3600, model_timeout_seconds=600)
+    by_id = {c.id: c for c in CASES}
+    cases = [by_id[i] for i in DEFAULT_CASES[:n_cases]]
+    server = set_up_server(llama_dir(), Path(tempfile.gettempdir()) / "bench-otel-live-server.log", LIVE)
+    try:
+        os.environ.setdefault("OPENAI_API_KEY", "sk-bench-local")
+        r = LIVE.request
+        model = OpenAIChatModel(LIVE.name, base_url=f"{server.root}/v1", timeout_seconds=600,
+                                tool_choice=r.tool_choice, tool_call_format=r.tool_call_format,
+                                temperature=r.temperature)  # fmt: skip
+        per_case: list[tuple[float, float, int]] = []
+        """Per case: its timed seconds without and with the tracer (every kept round) and its tool calls."""
+        differing = 0
+        for k, case in enumerate(cases):
+            # the server keeps the last prompt of a slot: a first, untimed run leaves the cache as each timed run
+            # will leave it for the next, so neither variant gains from going second
+            run_case(case, model, config=config)
+            kept = [0.0, 0.0, 0]
+            for r_i in range(rounds_n):
+                order = ["no tracer", "with tracer"][:: 1 if (k + r_i) % 2 == 0 else -1]
+                timed: dict[str, tuple[float, int, list[str]]] = {}
+                for name in order:
+                    t = time.perf_counter()
+                    run = (run_case(case, model, config=config) if name == "no tracer"
+                           else run_case(case, model, config=config, loop=traced))  # fmt: skip
+                    wall = time.perf_counter() - t
+                    kinds = [type(e).__name__ for e in run.result.events]
+                    timed[name] = (wall, run.result.usage.tool_invocations, kinds)
+                (w0, n0, k0), (w1, n1, k1) = timed["no tracer"], timed["with tracer"]
+                if k0 != k1 or n0 == 0:
+                    differing += 1
+                    why = "the two runs differ" if k0 != k1 else "no tool call"
+                    print(f"{case.id} round {r_i + 1}: left out ({why})")
+                    continue
+                kept = [kept[0] + w0, kept[1] + w1, int(kept[2]) + n0]
+                print(f"{case.id} round {r_i + 1}: {n0} tool calls, {w0 / n0:.2f} s → {w1 / n1:.2f} s per tool call"
+                      f" (ratio {w1 / w0:.3f})", flush=True)  # fmt: skip
+            if kept[2]:
+                per_case.append((kept[0], kept[1], int(kept[2])))
+    finally:
+        server.stop()
+        provider.shutdown()
+    _live_summary(per_case, differing, LIVE.name)
+
+
+def _live_summary(per_case: Sequence[tuple[float, float, int]], differing: int, model: str) -> None:
+    """The case is the unit: each case's ratio of time per tool call with / without the tracer (its rounds pooled),
+    their mean with a 95% t interval, and what the tracer added per tool call."""
+    from scipy import stats
+
+    if len(per_case) < 2:
+        print(f"too few cases with paired runs ({len(per_case)}; {differing} pairs left out)")
+        return
+    ratios = [w1 / w0 for w0, w1, _ in per_case]
+    added_ms = [(w1 - w0) / n * 1e3 for w0, w1, n in per_case]
+    ci = stats.ttest_1samp(ratios, 1.0).confidence_interval(0.95)
+    w0, w1, n = (sum(c[i] for c in per_case) for i in range(3))
+    print(f"{len(per_case)} cases on {model} ({differing} pairs left out), {n:.0f} tool calls each way:"
+          f" {w0 / n:.2f} s per tool call without a tracer, {w1 / n:.2f} s with one. Ratio with/without per case:"
+          f" mean {statistics.mean(ratios):.4f} (95% t interval {ci.low:.4f}–{ci.high:.4f}), range"
+          f" {min(ratios):.4f}–{max(ratios):.4f}; added per tool call: median {statistics.median(added_ms):+.0f} ms"
+          " (the model's speed varies from call to call far more than that)")  # fmt: skip
 
 
 def _span_counts(model: ChatModel | None) -> tuple[int, int]:
