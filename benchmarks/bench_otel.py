@@ -48,9 +48,13 @@ CASES = load_cases()
 
 
 class DropExporter(SpanExporter):
-    """Accepts every span and keeps none."""
+    """Accepts every span and keeps none (it counts them: a traced run that recorded nothing would prove nothing)."""
+
+    def __init__(self) -> None:
+        self.spans = 0
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.spans += len(spans)
         return SpanExportResult.SUCCESS
 
 
@@ -173,7 +177,8 @@ def _measure_live(n_cases: int, rounds_n: int) -> None:
     from runners.live.server import llama_dir
 
     provider = TracerProvider()
-    provider.add_span_processor(BatchSpanProcessor(DropExporter()))
+    exporter = DropExporter()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
     traced = functools.partial(run_diagnosis, tracer=provider.get_tracer("bench"))
     # no deadline cut: a run's calls are the model's alone, the same in both variants
     config = HarnessConfig(deadline_seconds=3600, model_timeout_seconds=600)
@@ -218,6 +223,7 @@ def _measure_live(n_cases: int, rounds_n: int) -> None:
     finally:
         server.stop()
         provider.shutdown()
+    print(f"the traced runs recorded {exporter.spans} spans")
     _live_summary(per_case, differing, LIVE.name)
 
 
