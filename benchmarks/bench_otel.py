@@ -27,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -166,6 +167,18 @@ def _measure(model: ChatModel | None, rounds_n: int, latency_ms: float = 0.0) ->
           " call without a tracer — what any recorder on this SDK adds at least")  # fmt: skip
 
 
+@dataclass(frozen=True, slots=True)
+class PairedCase:
+    """One case's timed live runs, its kept rounds pooled."""
+
+    untraced_s: float
+    """Seconds of its runs without a tracer."""
+    traced_s: float
+    """Seconds of its runs with the recording tracer."""
+    tool_calls: int
+    """Tool calls of its untraced runs (the traced ones made the same)."""
+
+
 def _measure_live(n_cases: int, rounds_n: int) -> None:
     """Paired per case: the time per tool call with the recording tracer over the time without, on a real model."""
     import tempfile
@@ -174,7 +187,7 @@ def _measure_live(n_cases: int, rounds_n: int) -> None:
     from runners.live.cases import DEFAULT_CASES
     from runners.live.main import set_up_server
     from runners.live.models import QWEN25_CODER_05B as LIVE
-    from runners.live.server import llama_dir
+    from runners.live.server import SetupError, llama_dir
 
     provider = TracerProvider()
     exporter = DropExporter()
@@ -184,21 +197,23 @@ def _measure_live(n_cases: int, rounds_n: int) -> None:
     config = HarnessConfig(deadline_seconds=3600, model_timeout_seconds=600)
     by_id = {c.id: c for c in CASES}
     cases = [by_id[i] for i in DEFAULT_CASES[:n_cases]]
-    server = set_up_server(llama_dir(), Path(tempfile.gettempdir()) / "bench-otel-live-server.log", LIVE)
+    try:
+        server = set_up_server(llama_dir(), Path(tempfile.gettempdir()) / "bench-otel-live-server.log", LIVE)
+    except SetupError as exc:
+        raise SystemExit(f"error: the {LIVE.name} server could not be set up: {exc}") from None
     try:
         os.environ.setdefault("OPENAI_API_KEY", "sk-bench-local")
         r = LIVE.request
         model = OpenAIChatModel(LIVE.name, base_url=f"{server.root}/v1", timeout_seconds=600,
                                 tool_choice=r.tool_choice, tool_call_format=r.tool_call_format,
                                 temperature=r.temperature)  # fmt: skip
-        per_case: list[tuple[float, float, int]] = []
-        """Per case: its timed seconds without and with the tracer (every kept round) and its tool calls."""
+        per_case: list[PairedCase] = []
         differing = 0
         for k, case in enumerate(cases):
             # the server keeps the last prompt of a slot: a first, untimed run leaves the cache as each timed run
             # will leave it for the next, so neither variant gains from going second
             run_case(case, model, config=config)
-            kept = [0.0, 0.0, 0]
+            kept = PairedCase(0.0, 0.0, 0)
             for r_i in range(rounds_n):
                 order = ["no tracer", "with tracer"][:: 1 if (k + r_i) % 2 == 0 else -1]
                 timed: dict[str, tuple[float, int, list[str]]] = {}
@@ -215,11 +230,11 @@ def _measure_live(n_cases: int, rounds_n: int) -> None:
                     why = "the two runs differ" if k0 != k1 else "no tool call"
                     print(f"{case.id} round {r_i + 1}: left out ({why})")
                     continue
-                kept = [kept[0] + w0, kept[1] + w1, int(kept[2]) + n0]
+                kept = PairedCase(kept.untraced_s + w0, kept.traced_s + w1, kept.tool_calls + n0)
                 print(f"{case.id} round {r_i + 1}: {n0} tool calls, {w0 / n0:.2f} s → {w1 / n1:.2f} s per tool call"
                       f" (ratio {w1 / w0:.3f})", flush=True)  # fmt: skip
-            if kept[2]:
-                per_case.append((kept[0], kept[1], int(kept[2])))
+            if kept.tool_calls:
+                per_case.append(kept)
     finally:
         server.stop()
         provider.shutdown()
@@ -227,7 +242,7 @@ def _measure_live(n_cases: int, rounds_n: int) -> None:
     _live_summary(per_case, differing, LIVE.name)
 
 
-def _live_summary(per_case: Sequence[tuple[float, float, int]], differing: int, model: str) -> None:
+def _live_summary(per_case: Sequence[PairedCase], differing: int, model: str) -> None:
     """The case is the unit: each case's ratio of time per tool call with / without the tracer (its rounds pooled),
     their mean with a 95% t interval, and what the tracer added per tool call."""
     from scipy import stats
@@ -235,11 +250,12 @@ def _live_summary(per_case: Sequence[tuple[float, float, int]], differing: int, 
     if len(per_case) < 2:
         print(f"too few cases with paired runs ({len(per_case)}; {differing} pairs left out)")
         return
-    ratios = [w1 / w0 for w0, w1, _ in per_case]
-    added_ms = [(w1 - w0) / n * 1e3 for w0, w1, n in per_case]
+    ratios = [c.traced_s / c.untraced_s for c in per_case]
+    added_ms = [(c.traced_s - c.untraced_s) / c.tool_calls * 1e3 for c in per_case]
     ci = stats.ttest_1samp(ratios, 1.0).confidence_interval(0.95)
-    w0, w1, n = (sum(c[i] for c in per_case) for i in range(3))
-    print(f"{len(per_case)} cases on {model} ({differing} pairs left out), {n:.0f} tool calls each way:"
+    w0, w1 = sum(c.untraced_s for c in per_case), sum(c.traced_s for c in per_case)
+    n = sum(c.tool_calls for c in per_case)
+    print(f"{len(per_case)} cases on {model} ({differing} pairs left out), {n} tool calls each way:"
           f" {w0 / n:.2f} s per tool call without a tracer, {w1 / n:.2f} s with one. Ratio with/without per case:"
           f" mean {statistics.mean(ratios):.4f} (95% t interval {ci.low:.4f}–{ci.high:.4f}), range"
           f" {min(ratios):.4f}–{max(ratios):.4f}; added per tool call: median {statistics.median(added_ms):+.0f} ms"
