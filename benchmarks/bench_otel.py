@@ -76,10 +76,20 @@ def main() -> None:
     parser.add_argument("--model-latency-ms", type=float, default=0.0, metavar="MS",
                         help="--over-http: serve-sim holds each answer MS ms (default 0)")  # fmt: skip
     parser.add_argument("--live", action="store_true", help="a real model served by llama.cpp (see above)")
-    parser.add_argument("--cases", type=int, default=8, help="--live: the live check's first N cases (default 8)")
+    parser.add_argument("--cases", type=int, default=None, help="--live: the live check's first N cases (default 8)")
     args = parser.parse_args()
+    # a flag its mode does not read would be measured as if it had been: refused, one line, exit 2
+    if args.model_latency_ms and not args.over_http:
+        parser.error("--model-latency-ms needs --over-http")
+    if args.live and args.over_http:
+        parser.error("--live and --over-http are two loops: choose one")
+    if args.cases is not None and not args.live:
+        parser.error("--cases needs --live")
+    cases = 8 if args.cases is None else args.cases
+    if args.rounds < 1 or cases < 1 or args.model_latency_ms < 0:
+        parser.error("--rounds and --cases must be at least 1, --model-latency-ms at least 0")
     if args.live:
-        _measure_live(args.cases, args.rounds)
+        _measure_live(cases, args.rounds)
         return
     sim: subprocess.Popen[str] | None = None
     model: ChatModel | None = None
