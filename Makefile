@@ -34,8 +34,8 @@ bench: $(STAMP)
 	$(BIN)/harness-bench run
 
 lint: $(STAMP)
-	$(BIN)/ruff check harness runners tests benchmarks
-	$(BIN)/ruff format --check harness runners tests
+	$(BIN)/ruff check harness runners scripts tests benchmarks
+	$(BIN)/ruff format --check harness runners scripts tests
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
@@ -50,7 +50,7 @@ typecheck: $(STAMP)
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST_PAR ?= -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
-	$(BIN)/ruff check harness runners tests benchmarks
+	$(BIN)/ruff check harness runners scripts tests benchmarks
 	@log=$$(mktemp); $(BIN)/mypy > "$$log" 2>&1 & mypy=$$!; \
 	trap 'kill $$mypy 2>/dev/null; rm -f "$$log"' EXIT INT TERM; \
 	echo "$(BIN)/mypy (beside pytest; its report follows pytest's)"; \
@@ -68,7 +68,7 @@ test-fast: $(STAMP)
 test-full: $(STAMP)
 	HB_ALL_MOMENTS=1 $(MAKE) test
 
-## What CI's checks need from the distribution: Chromium (tests/runners/analysis/test_report.py measures the report page in it).
+## What CI's checks need from the distribution: Chromium (tests/runners/rendering/test_report.py measures the report page in it).
 ## Idempotent: once installed, nothing is downloaded. Debian/Ubuntu package `chromium`, through apt-get.
 ## And Arize Phoenix in its own cached venv (`make phoenix`): tests/e2e/test_phoenix.py exports a bench run to it.
 ## And the live model's server wheel and verified GGUF in the cache folder (`make live-deps`):
@@ -86,7 +86,7 @@ ci-deps: phoenix live-deps $(MYPY_WARM)
 ## pins in phoenix-constraints.txt, cached in $HARNESS_BENCH_PHOENIX_DIR (default ~/.cache/harness-bench/phoenix) by a
 ## stamp: once installed, nothing is downloaded. Its pins do not resolve against constraints.txt, hence its own venv.
 phoenix:
-	$(PY) -m runners.phoenix
+	$(PY) -m scripts.phoenix
 
 ## The xllamacpp wheel and $(LIVE_MODEL)'s GGUF (verified by SHA-256) in $HARNESS_BENCH_LLAMA_DIR (default
 ## .llama-server/), nothing served; cached by stamps, so once installed nothing is downloaded.
@@ -99,7 +99,7 @@ perf: $(STAMP)
 
 ## Execute the calibration notebook on the project's own kernel.
 notebook: $(STAMP)
-	$(BIN)/python -m runners.run_notebook notebooks/threshold_sweep.ipynb
+	$(BIN)/python -m scripts.run_notebook notebooks/threshold_sweep.ipynb
 
 ## A real local LLM (llama.cpp's server from the prebuilt xllamacpp wheel, --jinja, + Gemma 3 270M) on 127.0.0.1
 ## (CI runs it after `test`); every live run is recorded to a cassette and must replay identically.
@@ -122,7 +122,7 @@ live: $(STAMP)
 
 ## Re-record the committed cassettes through serve-sim (run after changing cases or prompts).
 cassettes: $(STAMP)
-	$(BIN)/python -m runners.endpoints.record_cassettes --out cassettes
+	$(BIN)/python -m scripts.record_cassettes --out cassettes
 
 ## Regenerate the evaluation-file JSON Schema.
 schema: $(STAMP)

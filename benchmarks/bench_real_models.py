@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from runners.analysis.real_models import RecordedSummary, RecordingCost  # noqa: E402
+from runners.decisions.real_models import RecordedSummary, RecordingCost  # noqa: E402
 
 
 def main() -> int:

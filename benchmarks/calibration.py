@@ -28,7 +28,7 @@ runs ~100–250 case runs/s).
 (case, trajectory, config), and the profiles draw the same trajectory again and again (most epochs
 of a seed leave a case's trajectory unchanged), so each distinct (case, trajectory) is run once
 through the real Harness and its outcome reused — exactly the rows a bench run of that seed would
-write (`tests/runners/analysis/test_calibration.py` checks it against `run_bench`).
+write (`tests/runners/decisions/test_calibration.py` checks it against `run_bench`).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ import numpy as np
 import scipy.stats
 
 from harness.config import HarnessConfig
-from runners.analysis import power
-from runners.analysis.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
+from runners.decisions import power
+from runners.decisions.gate import ALPHA, OVERALL_WEIGHT, Pair, evaluate, evaluate_sequential, load_pairs, per_case
 from runners.domain.evalset import EvalCase
 from runners.domain.profiles import trajectory_for
 from runners.domain.scripted import ScriptedChatModel
@@ -434,7 +434,7 @@ def _cached_sweep(db: Path, model: str, epochs: int, grid: Any) -> str | None:
 
 def recommend_study(workdir: Path) -> dict[str, Any]:
     """`recommend`'s pick per profile with a known optimum, at epochs 1, 3 and 10."""
-    from runners.analysis.recommend import measure, recommend
+    from runners.decisions.recommend import measure, recommend
     from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
     t0 = time.perf_counter()

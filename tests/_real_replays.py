@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from runners.analysis.real_models import RecordedSummary
 from runners.cli import main
+from runners.decisions.real_models import RecordedSummary
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json"))

@@ -15,10 +15,10 @@ from typing import Any, NoReturn, TextIO, cast
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runners.analysis import tables
-from runners.analysis._safe_text import terminal
 from runners.plan._bounded import bounded_float, bounded_int
 from runners.plan.rules import DEFAULT_DB, UsageError
+from runners.rendering import tables
+from runners.rendering.safe_text import terminal
 from runners.store._files import NamedPath, check_outputs
 
 __all__ = [
@@ -187,7 +187,7 @@ def _add_db(p: argparse.ArgumentParser) -> None:
 
 def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
     """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
-    from runners.analysis.choices import DEFAULT_MARGIN, MARGIN_RANGE, Objective, Rule
+    from runners.decisions.choices import DEFAULT_MARGIN, MARGIN_RANGE, Objective, Rule
 
     p.add_argument("--objective", default=Objective.TOKENS.value, choices=[o.value for o in Objective],
                    help=f"what 'cheapest' means (default {Objective.TOKENS.value})")  # fmt: skip

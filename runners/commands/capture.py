@@ -36,7 +36,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.capture import CaptureError, build_case, case_yaml, replay_argv
+    from runners.interchange.capture import CaptureError, build_case, case_yaml, replay_argv
     from runners.store._files import write_text
 
     if args.trace is not None or args.run is not None:
@@ -81,7 +81,7 @@ def _from_db(db: Path, case_run: str) -> Any:
 
 
 def _from_trace(path: Path, run_id: str) -> Any:
-    from runners.analysis.otel_trace import TraceError, captured_run_from_trace
+    from runners.interchange.otel_trace import TraceError, captured_run_from_trace
 
     try:
         return captured_run_from_trace(path, run_id)

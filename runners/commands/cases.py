@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from runners.analysis import tables
 from runners.commands._common import EXIT_OK, _add_selection, _load_with_progress, _sub, out
+from runners.rendering import tables
 
 __all__ = ["register", "run"]
 

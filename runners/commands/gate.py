@@ -10,18 +10,6 @@ from typing import Any
 
 from rich.text import Text
 
-from runners.analysis._gate_flags import (
-    ALPHA_RANGE,
-    COST_RANGE,
-    DEFAULTS,
-    DROP_RANGE,
-    EPOCHS_RANGE,
-    K_RANGE,
-    MAX_COST_INCREASE,
-    MAX_LOOKS,
-    MDE_RANGE,
-    TARGET_MDE_RANGE,
-)
 from runners.commands._common import (
     EXIT_INCONCLUSIVE,
     EXIT_INPUT,
@@ -34,6 +22,18 @@ from runners.commands._common import (
     _say,
     _sub,
     out,
+)
+from runners.decisions.gate_flags import (
+    ALPHA_RANGE,
+    COST_RANGE,
+    DEFAULTS,
+    DROP_RANGE,
+    EPOCHS_RANGE,
+    K_RANGE,
+    MAX_COST_INCREASE,
+    MAX_LOOKS,
+    MDE_RANGE,
+    TARGET_MDE_RANGE,
 )
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import label_arg
@@ -104,18 +104,16 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.gate import (
+    from runners.decisions.gate import (
         GateInputError,
         Verdict,
         evaluate,
         evaluate_sequential,
         load_pairs,
-        markdown,
         pick_bench_runs,
-        plan,
         validate_flags,
-        write_outputs,
     )
+    from runners.rendering.gate import markdown, plan, write_outputs
     from runners.store._files import NamedPath, OutputWriteError
     from runners.store.connection import connect
 
@@ -192,7 +190,7 @@ def _refuse_ignored(args: argparse.Namespace) -> None:
 
 
 def _check_power_flags(args: argparse.Namespace) -> None:
-    from runners.analysis.gate import GateInputError, sequential_looks
+    from runners.decisions.gate import GateInputError, sequential_looks
 
     if args.sequential:
         sequential_looks(args.budget, args.stage)

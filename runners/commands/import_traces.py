@@ -32,9 +32,9 @@ def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from harness import __version__
-    from runners.analysis.otel_import import import_rows, read_traces
+    from runners.interchange.otel_import import import_rows, read_traces
     from runners.store.connection import check_database_file, connect
-    from runners.store.observed import ImportedBenchRun, write_imported_bench_run
+    from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
 
     if not args.label.strip():
         _fail("--label: empty")

@@ -43,9 +43,9 @@ def register(sub: Any) -> None:
 
 def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
     """The recording's settings, read by a parser of the sweep's flags (defaults filled in)."""
-    from runners.analysis.real_report import RecordingSettings
     from runners.commands._bench import _add_bench
     from runners.plan import settings
+    from runners.rendering.real_report import RecordingSettings
 
     parser = Parser(prog="harness-bench sweep")
     _add_selection(parser, "sweep")  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
@@ -66,7 +66,8 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.real_report import (
+    from runners.live.models import MODELS
+    from runners.rendering.real_report import (
         RecordingError,
         ReplayMismatch,
         build,
@@ -74,7 +75,6 @@ def run(args: argparse.Namespace) -> int:
         render_html,
         render_markdown,
     )
-    from runners.live.models import MODELS
     from runners.store._files import write_text
 
     if args.out.exists() and not args.out.is_dir():

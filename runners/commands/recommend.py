@@ -7,8 +7,8 @@ from typing import Any
 
 from rich.text import Text
 
-from runners.analysis import tables
 from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _fail, _say, _sub, out
+from runners.rendering import tables
 
 __all__ = ["register", "run"]
 
@@ -22,7 +22,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
+    from runners.decisions.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
     from runners.run.sweep import sweep_ids
     from runners.store.connection import connect
 

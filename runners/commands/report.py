@@ -25,8 +25,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.recommend import Objective, Rule
-    from runners.analysis.report import build_report
+    from runners.decisions.recommend import Objective, Rule
+    from runners.rendering.report import build_report
     from runners.store.connection import connect
     from runners.store.runs import bench_run_exists, sweep_ids
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from rich.text import Text
 
-from runners.analysis import tables
 from runners.commands._bench import (
     _add_bench,
     _bench_options,
@@ -34,6 +33,7 @@ from runners.commands._common import (
     out,
 )
 from runners.plan import settings
+from runners.rendering import tables
 
 __all__ = ["register", "run"]
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from rich.text import Text
 
-from runners.analysis._safe_text import terminal
 from runners.commands._common import _fail, _int_in, _sub, err, out
 from runners.live import models as registry
+from runners.rendering.safe_text import terminal
 
 __all__ = ["register", "run"]
 

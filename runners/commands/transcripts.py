@@ -93,7 +93,7 @@ def _open(db: Path) -> Any:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from runners.analysis.show import render_html, render_text
+    from runners.rendering.show import render_html, render_text
     from runners.store.transcripts import load_case_run, resolve_case_run
 
     if args.case_run and (args.bench_run or args.label or args.case):
@@ -140,7 +140,7 @@ def _side(con: Any, db: str, which: str, name: str, case: str, epoch: int | None
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from runners.analysis.show import render_diff
+    from runners.rendering.show import render_diff
 
     con = _open(args.db)
     try:
@@ -153,7 +153,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from runners.analysis.inspect_export import InspectUnavailable, export_inspect
+    from runners.interchange.inspect_export import InspectUnavailable, export_inspect
 
     if args.bench_run and args.label is not None:
         _fail("give --bench-run or --label, not both")
@@ -181,7 +181,7 @@ def _export_otel(args: argparse.Namespace) -> int:
     else:
         _check_url(args.otlp_endpoint)
     try:
-        from runners.analysis import otel_export
+        from runners.interchange import otel_export
     except ImportError:
         flag = "--otel" if args.otel is not None else "--otlp-endpoint"
         _fail(f"export {flag} needs OpenTelemetry: pip install 'harness-bench[otel]' (make venv installs it)")

@@ -12,13 +12,13 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.contracts import StopReason
-from runners.analysis._safe_text import terminal
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
 from runners.plan.settings import axis_type
+from runners.rendering.safe_text import terminal
 from runners.store._files import NamedPath
 
 if TYPE_CHECKING:
-    from runners.analysis.whatif import PointWhatIf, Saving, WhatIf
+    from runners.decisions.whatif import PointWhatIf, Saving, WhatIf
 
 __all__ = ["register", "run"]
 
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.analysis.whatif import whatif
+    from runners.decisions.whatif import whatif
     from runners.store._files import write_text
     from runners.store.connection import connect
     from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 # -- rendering ----------------------------------------------------------------------------------------------------
 def _saving(s: Saving) -> str:
     """`≤225` over `0.8 [0.6–1.0]`: the total (≤: an upper bound) and the mean per run with its interval."""
-    from runners.analysis.whatif import Bound
+    from runners.decisions.whatif import Bound
 
     if s.mean is None:
         return "n/a"

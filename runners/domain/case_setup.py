@@ -11,10 +11,10 @@ from harness.prompts import DiagnosisTask, TaskContext
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
 from runners.domain.evalset import EvalCase, FaultKind, ToolFault, db_tables
 from runners.domain.tools import kb_search
+from runners.domain.tools.captured_results import RecordedAnswer, with_recorded
 from runners.domain.tools.db_query import DatabaseQuery, case_input_model
 from runners.domain.tools.kb_search import KnowledgeBaseSearch
 from runners.domain.tools.log_search import LogSearch
-from runners.domain.tools.recorded import RecordedAnswer, with_recorded
 
 
 class _FaultyTool(BusinessTool[BaseModel]):
@@ -55,7 +55,7 @@ def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
     first, faults applied."""
     fx = case.fixtures
     tools: list[BusinessTool[Any]] = [KnowledgeBaseSearch(fx.kb), LogSearch(fx.logs), DatabaseQuery(fx.tables)]
-    if fx.recorded or fx.named_tables:  # a captured case (runners/domain/tools/recorded.py)
+    if fx.recorded or fx.named_tables:  # a captured case (runners/domain/tools/captured_results.py)
         widened = case_input_model(db_tables(fx)) if fx.named_tables else None
         tools = [with_recorded(t, _answers(case, t.name), widened if t.name == "db_query" else None) for t in tools]
     faults = {f.tool: f for f in fx.faults}

@@ -7,9 +7,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 import duckdb
 
@@ -41,7 +40,7 @@ from runners.store.transcripts import transcript_rows
 from runners.store.writer import MetricsWriter
 
 __all__ = [
-    "BenchSummary", "FamilyRow", "ProgressHook", "StartHook", "case_run_id", "family_rows", "family_table",
+    "BenchSummary", "FamilyRow", "ProgressHook", "StartHook", "case_run_id", "family_rows",
     "git_commit", "plan_run", "run_bench", "run_point",
 ]  # fmt: skip
 
@@ -276,14 +275,3 @@ def _iterate(
         for fut in pending:
             fut.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def family_table(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[dict[str, Any]]:
-    """Per-family summary of one bench run as dicts (outcomes and stop reasons as comma lists)."""
-    rows = []
-    for r in family_rows(con, bench_run_id):
-        row: dict[str, Any] = asdict(r)
-        row["outcomes"] = ", ".join(sorted(r.outcomes))
-        row["stop_reasons"] = ", ".join(sorted(r.stop_reasons))
-        rows.append(row)
-    return rows

@@ -203,7 +203,7 @@ def test_gate_in_a_read_only_folder_keeps_its_verdict(
 
 def test_an_unusable_notebook_output_folder_is_refused_before_any_cell_runs(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [os.sys.executable, "-m", "runners.run_notebook", str(ROOT / "notebooks" / "threshold_sweep.ipynb"),
+        [os.sys.executable, "-m", "scripts.run_notebook", str(ROOT / "notebooks" / "threshold_sweep.ipynb"),
          "--out", str(tmp_path / "nb" / "x.ipynb")],
         cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT), "HARNESS_BENCH_NOTEBOOK_OUT": "/dev/full/figs"},
         capture_output=True, text=True, timeout=120,

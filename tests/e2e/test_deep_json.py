@@ -195,8 +195,8 @@ def test_any_depth_ends_in_one_release_and_exports_with_spans_keeping_the_text(
     from harness.agent import run_diagnosis
     from harness.models.base import AssistantMessage, ModelResponse, ToolCallRequest, Usage
     from harness.otel import CAPTURE_CONTENT_ENV
-    from runners.analysis.inspect_export import _arguments
     from runners.domain.evalset import load_cases
+    from runners.interchange.inspect_export import _arguments
     from runners.run.case_runner import run_case
 
     monkeypatch.setenv(CAPTURE_CONTENT_ENV, "true")

@@ -1,6 +1,6 @@
 """A bench run exported with `harness-bench export --otlp-endpoint` to a real Arize Phoenix on 127.0.0.1.
 
-Phoenix comes from its own cached venv (`make phoenix`, `runners.phoenix`; CI installs it in `make ci-deps`). The
+Phoenix comes from its own cached venv (`make phoenix`, `scripts.phoenix`; CI installs it in `make ci-deps`). The
 test starts `phoenix serve` on free ports with its database in a temporary folder, runs a few built-in cases
 (scripted model) into a temporary DuckDB with the CLI, exports them to Phoenix's OTLP/HTTP endpoint and reads them
 back through Phoenix's REST API (`GET /v1/projects/default/spans`). Per case run: one `invoke_agent` root, whose
@@ -31,7 +31,7 @@ import duckdb
 import matplotlib.image as mpimg
 import pytest
 
-from runners.phoenix import PHOENIX, PhoenixServer, installed, phoenix_dir, serve
+from scripts.phoenix import PHOENIX, PhoenixServer, installed, phoenix_dir, serve
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = (

@@ -140,8 +140,8 @@ if os.environ.get("HB_PROBE_FD"):
     # a range is answered from its bounds in well under a millisecond)
     _BUSY = "SELECT sum(hash(i)) FROM range(5000000) t(i)"
 
-    import runners.analysis.gate as _gate
-    import runners.analysis.inspect_export as _inspect_export
+    import runners.decisions.gate as _gate
+    import runners.interchange.inspect_export as _inspect_export
     import runners.store.merge as _merge
 
     class _MergeConnection:

@@ -15,7 +15,7 @@ import sqlglot
 from sqlglot import exp
 
 ROOT = Path(__file__).resolve().parents[2] / "runners"
-PACKAGES = ("plan", "run", "store", "endpoints", "live", "analysis", "domain", "commands")
+PACKAGES = ("plan", "run", "store", "endpoints", "live", "interchange", "decisions", "rendering", "domain", "commands")
 
 
 def _modules() -> dict[str, Path]:
@@ -94,6 +94,9 @@ def test_every_package_says_what_it_holds(package: str) -> None:
     assert module.__doc__ and len(module.__doc__.split()) >= 20, f"runners.{package} needs a one-paragraph docstring"
 
 
+ANALYSIS = ("runners.interchange", "runners.decisions", "runners.rendering")
+"""The layers that read stored runs: they may compose SQL (DuckDB is their engine), over the store's views only."""
+
 SQL_ELSEWHERE_FOR_NOW: set[str] = set()
 """Modules outside store/ and analysis/ that still run their own SQL (being split into packages whose queries move
 into store/); the list only shrinks."""
@@ -117,7 +120,7 @@ def test_only_the_store_and_the_analysis_touch_the_database() -> None:
     found = {
         name: lines
         for name, path in _modules().items()
-        if not name.startswith(("runners.store", "runners.analysis", "runners.domain.tools"))  # tools: their backends
+        if not name.startswith(("runners.store", *ANALYSIS, "runners.domain.tools"))  # tools: their backends
         and name not in SQL_ELSEWHERE_FOR_NOW
         if (lines := _runs_sql(path))
     }
@@ -127,7 +130,7 @@ def test_only_the_store_and_the_analysis_touch_the_database() -> None:
     named = {
         name: hits
         for name, path in _modules().items()
-        if name.startswith("runners.analysis")
+        if name.startswith(ANALYSIS)
         if (hits := base_tables_named(path, tables))
     }
     assert named == {}, (
@@ -214,7 +217,7 @@ def test_the_analysis_sql_check_bites(tmp_path: Path) -> None:
 def test_the_store_imports_nothing_above_it() -> None:
     """store/ sits below the run, the analysis, the endpoints and the commands: it imports none of them."""
     graph = import_graph(_modules())
-    above = ("runners.run", "runners.analysis", "runners.endpoints", "runners.live", "runners.commands", "runners.cli")
+    above = ("runners.run", *ANALYSIS, "runners.endpoints", "runners.live", "runners.commands", "runners.cli")
     up = {name: sorted(d for d in deps if d.startswith(above)) for name, deps in graph.items()}
     assert {n: d for n, d in up.items() if n.startswith("runners.store") and d} == {}
 
@@ -289,14 +292,18 @@ def test_the_agent_loop_protocol_is_the_librarys() -> None:
 
 
 # -- layers point one way ---------------------------------------------------------------------------------------
-LAYERS = ("domain", "plan", "store", "run", "endpoints", "analysis", "live", "commands", "cli")
+LAYERS = (
+    "domain", "plan", "store", "run", "endpoints", "interchange", "decisions", "rendering", "live", "commands", "cli"
+)  # fmt: skip
 """The bench's layers, lowest first: a module may import its own layer and those before it, never one after.
 `domain` is the bench's world (cases, tools, profiles, the model spec), `plan` decides what a run is (options,
 rules, the run's secrets), `store` owns every byte on disk, `run` executes a plan, `endpoints` serve what the run
-talks to (serve-sim), `analysis` reads stored runs, `live` drives real local models, `commands` are the CLI's
-commands and `cli` their parser. The top-level programs (`runners.run_notebook`, `runners.phoenix`) sit above all."""
-TOP = ("runners.run_notebook", "runners.phoenix")
-"""Programs of their own, above every layer."""
+talks to (serve-sim), `interchange` carries runs in and out (OpenTelemetry, event logs, Inspect logs, captures),
+`decisions` judge stored runs (gate, power, recommend, what-if), `rendering` writes what a person reads (tables,
+transcripts, reports, the gate's files), `live` drives real local models, `commands` are the CLI's commands and `cli`
+their parser. Developer tools live outside the package, in scripts/."""
+TOP: tuple[str, ...] = ()
+"""Programs of their own inside the package, above every layer (none: developer tools are in scripts/)."""
 
 
 def layer_of(module: str) -> int:

@@ -246,6 +246,6 @@ def test_the_gate_path_reads_top_to_bottom(tmp_path: Path, monkeypatch: pytest.M
     shown = seen.shown()
     print(shown)
     assert code in (0, 3), shown
-    for module in ("runners.commands.gate", "runners.store.gate_pairs", "runners.analysis.gate.statistics"):
+    for module in ("runners.commands.gate", "runners.store.gate_pairs", "runners.decisions.gate.statistics"):
         assert module in seen.path, f"{module} not on the gate path\n{shown}"
     assert len(seen.returns()) <= MAX_RETURNS_UP, shown

@@ -11,9 +11,9 @@ import pytest
 import yaml
 
 from benchmarks.bench_cases_load import write_big_file
-from runners.analysis import tables
 from runners.domain import _case_file, evalset
 from runners.domain.evalset import load_cases, reporting_progress
+from runners.rendering import tables
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from runners.analysis._gate_flags import MAX_LOOKS
 from runners.cli import build_parser, main
+from runners.decisions.gate_flags import MAX_LOOKS
 from runners.plan._bounded import Bounded
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.settings import ModelSettings, declaration
@@ -257,7 +257,7 @@ def test_the_sequential_gate_at_its_most_looks_stays_under_300_mb(two_labels: Pa
 def test_the_levels_of_the_largest_budget_stay_under_300_mb(tmp_path: Path) -> None:
     # The largest --budget with the fewest --stage it allows: the levels the gate would simulate for it.
     script = (
-        "from runners.analysis import power; from runners.analysis.gate import sequential_looks;"
+        "from runners.decisions import power; from runners.decisions.gate import sequential_looks;"
         f" looks = sequential_looks({MAX_EPOCHS}, {MAX_EPOCHS // MAX_LOOKS});"
         f" assert len(looks) == {MAX_LOOKS};"
         f" power.sequential_levels(tuple(e / {MAX_EPOCHS} for e in looks), 0.05)"

@@ -171,8 +171,8 @@ def test_a_plan_is_frozen_and_holds_what_the_runner_reads(tmp_path: Path) -> Non
 
 def test_cli_choices_come_from_their_one_declaration() -> None:
     """--record-mode, --executor, --objective and --rule list the vocabularies they are checked against."""
-    from runners.analysis.choices import Objective, Rule
     from runners.cli import build_parser
+    from runners.decisions.choices import Objective, Rule
 
     def choices(command: str, dest: str) -> list[str]:
         sub = next(a for a in build_parser()._actions if a.dest == "command")

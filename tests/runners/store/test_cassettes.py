@@ -28,7 +28,7 @@ SECRET_PATTERNS = [
 
 def _all_cassettes() -> list[Path]:
     """Every committed cassette, the real models' included (their summary.json / recording.json are not
-    cassettes; they are scanned by tests/runners/analysis/test_real_models.py's replay)."""
+    cassettes; they are scanned by tests/runners/decisions/test_real_models.py's replay)."""
     return sorted(CASSETTES.rglob("epoch*.json"))
 
 

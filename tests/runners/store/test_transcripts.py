@@ -24,13 +24,14 @@ from harness.contracts import ModelErrorKind
 from harness.models.base import AssistantMessage, ChatRequest, ModelCallError, ModelResponse, Usage
 from harness.prompts import DiagnosisTask
 from harness.transcript import EntryKind
-from runners.analysis.gate import Pair, evaluate, markdown_section
 from runners.cli import main
+from runners.decisions.gate import Pair, evaluate
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
+from runners.rendering.gate import markdown_section
 from runners.run.bench import plan_run, run_bench
 from runners.store.transcripts import REDACTED, check_against_requests, load_case_run, observations
 

@@ -1,0 +1,213 @@
+"""What a real model's recorded sweep yielded, per NO_GAIN threshold: the numbers a code change must not move.
+
+The summary of a label's case runs is committed beside the model's cassettes (`cassettes/<model>/summary.json`);
+the offline replay test rebuilds it from the cassettes and compares, so a change to the Harness that alters what a
+recorded model's runs yield shows the differing numbers.
+
+    python -m runners.decisions.real_models --db D --label L --model NAME --sweep-args "FLAGS" \\
+        > cassettes/NAME/summary.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from harness.contracts import RejectionReason
+from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow, read_recorded
+
+__all__ = ["FamilyPassRate", "RecordedSummary", "ThresholdSummary", "summarize"]
+
+
+class FamilyPassRate(BaseModel):
+    """Passed case runs of one family."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    family: str
+    """The family."""
+    passed: int
+    """Case runs that met their expectations."""
+    runs: int
+    """Case runs."""
+
+
+class ThresholdSummary(BaseModel):
+    """One threshold's case runs of one model, counted."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    no_gain_threshold: int
+    """The NO_GAIN threshold."""
+    runs: int
+    """Case runs."""
+    passed: int
+    """Case runs that met their expectations."""
+    families: tuple[FamilyPassRate, ...]
+    """Pass counts per family, by family name."""
+    outcomes: dict[str, int]
+    """Case runs per Release outcome."""
+    stop_reasons: dict[str, int]
+    """Case runs per stop reason (`NONE`: the agent finished on its own)."""
+    violations: dict[str, int]
+    """Protocol violations by kind."""
+    rejections: dict[str, int]
+    """Requests rejected before the backend, by reason."""
+    runs_reaching_backend: int
+    """Case runs with at least one backend invocation."""
+    valid_drafts: int
+    """Case runs whose final message parsed as a Draft."""
+    stop_required_runs: int
+    """Case runs in which STOP_REQUIRED was delivered."""
+    stop_required_ignored: int
+    """Of those, the runs in which the model asked for a tool again after it (rejected, never executed)."""
+    duplicate_scopes_stopped: int
+    """Requests stopped before the backend as a repeated scope."""
+    model_calls: int
+    """Agent model calls."""
+    guard_calls: int
+    """SemanticGuard model calls."""
+    tool_invocations: int
+    """Backend invocations."""
+    input_tokens: int
+    """Prompt tokens."""
+    output_tokens: int
+    """Generated tokens."""
+
+
+class RecordedSummary(BaseModel):
+    """A label's recorded sweep, per threshold."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """The registry name of the model."""
+    sweep_args: tuple[str, ...]
+    """The `harness-bench sweep` flags that replay these cassettes (cases, thresholds, model settings), without
+    `--db`, `--label`, `--cassettes` and `--record-mode`."""
+    cases: int
+    """Distinct cases run."""
+    thresholds: tuple[ThresholdSummary, ...]
+    """One entry per NO_GAIN threshold, ascending."""
+
+
+class RecordingCost(BaseModel):
+    """What recording a model's sweep cost, measured once when it was recorded (not part of the replayed
+    summary: wall time is the machine's)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """The registry name of the model."""
+    recorded_calls: int
+    """Model calls that reached the live server: the interactions stored in the cassettes."""
+    case_runs: int
+    """Case runs of the sweep."""
+    wall_s_per_case_run: dict[int, float]
+    """Mean wall seconds of a case run while it was recorded, per NO_GAIN threshold (a threshold recorded after
+    another replays the shared prefix from the cassette, so it is cheaper)."""
+
+
+def count_interactions(folder: Path) -> int:
+    """The recorded request/response pairs in every cassette under `folder`."""
+    return sum(len(json.loads(p.read_text())["interactions"]) for p in sorted(folder.rglob("epoch*.json")))
+
+
+def recording_cost(model: str, rows: RecordedRows, cassettes: Path) -> RecordingCost:
+    """The cost of a recorded sweep from its live database rows and its cassettes."""
+    walls: dict[int, list[float]] = {}
+    for r in rows.runs:
+        walls.setdefault(r.no_gain_threshold, []).append(r.wall_ms / 1000)
+    return RecordingCost(
+        model=model,
+        recorded_calls=count_interactions(cassettes),
+        case_runs=len(rows.runs),
+        wall_s_per_case_run={t: round(sum(w) / len(w), 1) for t, w in sorted(walls.items())},
+    )
+
+
+_AFTER_STOP = frozenset({RejectionReason.SATURATED.value, RejectionReason.BUDGET.value})
+
+
+def _counts(values: Iterable[str]) -> dict[str, int]:
+    return dict(sorted(Counter(values).items()))
+
+
+def _threshold(threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[RejectionRow]) -> ThresholdSummary:
+    families: dict[str, list[CaseRunRow]] = {}
+    for run in runs:
+        families.setdefault(run.family, []).append(run)
+    stopped = {r.case_id for r in runs if r.stop_required_deliveries > 0}
+    ignored = {r.case_id for r in rejected if r.case_id in stopped and r.rejection in _AFTER_STOP}
+    return ThresholdSummary(
+        no_gain_threshold=threshold,
+        runs=len(runs),
+        passed=sum(r.passed for r in runs),
+        families=tuple(
+            FamilyPassRate(family=f, passed=sum(r.passed for r in rs), runs=len(rs))
+            for f, rs in sorted(families.items())
+        ),
+        outcomes=_counts(r.outcome for r in runs),
+        stop_reasons=_counts(r.stop_reason or "NONE" for r in runs),
+        violations=_counts(r.violation for r in rejected if r.violation),
+        rejections=_counts(r.rejection for r in rejected),
+        runs_reaching_backend=sum(r.tool_invocations > 0 for r in runs),
+        valid_drafts=sum(r.draft_valid for r in runs),
+        stop_required_runs=len(stopped),
+        stop_required_ignored=len(ignored),
+        duplicate_scopes_stopped=sum(r.duplicate_scope_rejections for r in runs),
+        model_calls=sum(r.model_calls for r in runs),
+        guard_calls=sum(r.guard_calls for r in runs),
+        tool_invocations=sum(r.tool_invocations for r in runs),
+        input_tokens=sum(r.input_tokens for r in runs),
+        output_tokens=sum(r.output_tokens for r in runs),
+    )
+
+
+def summarize(model: str, rows: RecordedRows, sweep_args: Sequence[str] = ()) -> RecordedSummary:
+    """Count a label's case runs per threshold."""
+    thresholds = sorted({r.no_gain_threshold for r in rows.runs})
+    return RecordedSummary(
+        model=model,
+        sweep_args=tuple(sweep_args),
+        cases=len({r.case_id for r in rows.runs}),
+        thresholds=tuple(
+            _threshold(
+                t,
+                [r for r in rows.runs if r.no_gain_threshold == t],
+                [r for r in rows.rejections if r.no_gain_threshold == t],
+            )
+            for t in thresholds
+        ),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the summary of `--label` in `--db` as JSON."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", required=True, type=Path)
+    parser.add_argument("--label", required=True)
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--sweep-args", default="", help="the sweep's flags, as one shell-quoted string")
+    parser.add_argument(
+        "--recording-cost", type=Path, metavar="CASSETTES", help="print the recording's cost from the live database"
+    )
+    args = parser.parse_args(argv)
+    rows = read_recorded(args.db, args.label)
+    if args.recording_cost is not None:
+        sys.stdout.write(recording_cost(args.model, rows, args.recording_cost).model_dump_json(indent=1) + "\n")
+        return 0
+    summary = summarize(args.model, rows, shlex.split(args.sweep_args))
+    sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,492 @@
+"""The real-models report: every committed recording (`cassettes/<model>/summary.json`) replayed offline into one
+database, checked against its committed summary, then `recommend` per model, the gate on each real upgrade and
+downgrade, and what the Harness did that a plain loop would not — as Markdown and HTML.
+
+Every number in the report comes from the replay's database (or from the summary it was checked against), never
+from the committed file alone: a report cannot show numbers the cassettes do not yield.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shlex
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from runners.decisions.gate import Verdict
+from runners.decisions.real_models import RecordedSummary, summarize
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV
+from runners.rendering.safe_text import html, markdown, markdown_code
+from runners.store.analysis_reads import label_case_runs_at, threshold_counts
+from runners.store.connection import connect
+from runners.store.recorded_sweeps import read_recorded
+from runners.store.runs import label_sweep_ids
+
+__all__ = [
+    "GATE_THRESHOLD",
+    "GateLine",
+    "ModelReport",
+    "NativeAndText",
+    "RealModelsReport",
+    "Recording",
+    "RecordingError",
+    "RecordingSettings",
+    "ReplayMismatch",
+    "build",
+    "differences",
+    "find_recordings",
+    "gate_pairs",
+    "render_html",
+    "render_markdown",
+    "replay",
+]
+
+GATE_THRESHOLD = 2
+"""The NO_GAIN threshold the gate compares models at: the one every recorded model ran."""
+
+
+class RecordingError(ValueError):
+    """A recording that cannot be used: no summary, an unreadable one, a replay that would not run."""
+
+
+class RecordingSettings(BaseModel):
+    """How a model was asked, as its sweep flags say (defaults filled in)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """`--model` of the sweep."""
+    tool_call_format: str
+    """`--tool-call-format`: native or json."""
+    tool_choice: str
+    """`--tool-choice`."""
+    temperature: float
+    """Sampling temperature."""
+    deadline_seconds: float
+    """The run's wall-clock deadline."""
+    thresholds: tuple[int, ...]
+    """The swept NO_GAIN thresholds."""
+    epochs: int
+    """Epochs per case."""
+
+
+class Recording(BaseModel):
+    """One committed recording: its folder and its summary."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    folder: Path
+    """`cassettes/<model>/`."""
+    summary: RecordedSummary
+    """Its committed `summary.json`."""
+
+
+class ReplayMismatch(BaseModel):
+    """A recording whose replay does not yield its committed summary."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    model: str
+    """The model."""
+    differences: tuple[str, ...]
+    """`path: committed X, replayed Y`, one per differing number."""
+
+
+class NativeAndText(BaseModel):
+    """A model's tool calls at one threshold, native and written as text, counted apart."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    no_gain_threshold: int
+    """The threshold."""
+    requested: int
+    """Tool calls the model asked for (executed or rejected)."""
+    text: int
+    """Of those, calls written as text and read from the reply (`--tool-call-format json`)."""
+    runs_with_text: int
+    """Case runs with at least one call written as text."""
+    fallbacks: int
+    """Case runs released as FALLBACK (the honest answer instead of a failure)."""
+    failed: int
+    """Case runs released as FAILED."""
+    saturations: int
+    """Case runs the Harness stopped as INFORMATION_SATURATED."""
+
+    @property
+    def native(self) -> int:
+        """Calls the server returned as tool calls."""
+        return self.requested - self.text
+
+
+class Recommended(BaseModel):
+    """What `recommend` says about one model's sweep."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold: str | None
+    """The recommended configuration (`no_gain_threshold=2`), None when there is no recommendation."""
+    paragraphs: tuple[str, ...]
+    """`recommend`'s reasoning (intervals, resolution), or why nothing is recommended."""
+
+
+class GateLine(BaseModel):
+    """One gate comparison between two recorded models."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    baseline: str
+    """The baseline model."""
+    candidate: str
+    """The candidate model."""
+    downgrade: bool
+    """Whether the candidate is the smaller model (a real downgrade: PASS would be a finding)."""
+    verdict: Verdict | None
+    """The gate's verdict; None when the comparison was skipped."""
+    cases: int
+    """Common cases compared."""
+    mde: str
+    """The overall test's MDE at 80% power ('—' when skipped)."""
+    text: str
+    """The gate's verdict line, or why the comparison was skipped."""
+
+    @property
+    def downgrade_passed(self) -> bool:
+        """A smaller model passed the gate against a larger one: a finding, said loudly."""
+        return self.downgrade and self.verdict is Verdict.PASS
+
+
+class ModelReport(BaseModel):
+    """Everything the report says about one model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    summary: RecordedSummary
+    """The replayed summary (equal to the committed one)."""
+    folder: str
+    """The recording's folder name under the cassettes folder."""
+    settings: RecordingSettings
+    """How the model was asked."""
+    calls: tuple[NativeAndText, ...]
+    """Per threshold: native and text calls, fallbacks, failures and saturations."""
+    recommended: Recommended
+    """`recommend` on its sweep."""
+
+
+class RealModelsReport(BaseModel):
+    """The whole report."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: tuple[ModelReport, ...]
+    """The recorded models, in registry order."""
+    gates: tuple[GateLine, ...]
+    """Each upgrade and its reverse."""
+
+
+# -- recordings -----------------------------------------------------------------------------------
+def find_recordings(cassettes: Path) -> list[Recording]:
+    """Every `cassettes/*/summary.json`, validated; RecordingError names the first unusable one."""
+    from runners.plan.run_options import LABEL_PATTERN
+
+    if not cassettes.is_dir():
+        raise RecordingError(f"--cassettes {cassettes}: not a folder")
+    found: list[Recording] = []
+    for path in sorted(cassettes.glob("*/summary.json")):
+        try:
+            summary = RecordedSummary.model_validate_json(path.read_bytes())
+        except OSError as exc:
+            raise RecordingError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "the file"
+            raise RecordingError(f"{path}: not a recorded summary ({where}: {first['msg']})") from None
+        if not LABEL_PATTERN.fullmatch(summary.model):  # it becomes the replay's label
+            raise RecordingError(f"{path}: model {summary.model!r} is not a usable label (letters, digits, '._-:/+@=')")
+        if any(r.summary.model == summary.model for r in found):
+            raise RecordingError(f"{path}: model {summary.model!r} is also the model of another summary")
+        found.append(Recording(folder=path.parent, summary=summary))
+    if not found:
+        raise RecordingError(f"--cassettes {cassettes}: no recordings (no <model>/summary.json in it)")
+    return found
+
+
+def replay(recording: Recording, db: Path) -> RecordedSummary:
+    """Replay the recorded sweep offline (`--record-mode none`) into `db` under the model's name; its summary."""
+    summary = recording.summary
+    argv = [sys.executable, "-m", "runners.cli", "sweep", *summary.sweep_args, "--cassettes", str(recording.folder),
+            "--record-mode", "none", "--db", str(db), "--label", summary.model]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if k != DEFAULT_API_KEY_ENV}  # a replay needs no key: none is sent
+    here = str(Path(__file__).resolve().parents[2])  # the replay runs this checkout's bench, whatever is installed
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()] or [f"exit {done.returncode}"]
+        raise RecordingError(f"{recording.folder / 'summary.json'}: its sweep did not replay ({lines[-1].strip()})")
+    return summarize(summary.model, read_recorded(db, summary.model), summary.sweep_args)
+
+
+def _flat(value: object, path: str, into: dict[str, object]) -> None:
+    """Numbers by a readable path: thresholds by their value, families by name."""
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _flat(v, f"{path}.{k}" if path else str(k), into)
+    elif isinstance(value, list | tuple) and value and isinstance(value[0], Mapping):
+        for item in value:
+            key = item.get("no_gain_threshold", item.get("family", "?"))
+            name = "threshold" if "no_gain_threshold" in item else "family"
+            _flat({k: v for k, v in item.items()}, f"{path}[{name} {key}]", into)
+    else:
+        into[path] = value
+
+
+def differences(committed: RecordedSummary, replayed: RecordedSummary) -> list[str]:
+    """Each number (or flag list) that differs, as `path: committed X, replayed Y`."""
+    a: dict[str, object] = {}
+    b: dict[str, object] = {}
+    _flat(committed.model_dump(), "", a)
+    _flat(replayed.model_dump(), "", b)
+    return [f"{k}: committed {a.get(k, 'absent')}, replayed {b.get(k, 'absent')}"
+            for k in sorted(a.keys() | b.keys()) if a.get(k) != b.get(k)]  # fmt: skip
+
+
+# -- from the replay's database ---------------------------------------------------------------------
+def native_and_text(db: Path, label: str) -> tuple[NativeAndText, ...]:
+    """Per threshold: the calls requested and written as text, the runs with one, fallbacks, failures,
+    saturations (newest case run per case, threshold and epoch, as the summary counts)."""
+    con = connect(db, read_only=True)
+    try:
+        rows = threshold_counts(con, label)
+    finally:
+        con.close()
+    return tuple(
+        NativeAndText(no_gain_threshold=r.no_gain_threshold, requested=r.requested, text=r.text,
+                      runs_with_text=r.runs_with_text, fallbacks=r.fallbacks, failed=r.failed,
+                      saturations=r.saturations)
+        for r in rows
+    )  # fmt: skip
+
+
+def recommended(db: Path, label: str) -> Recommended:
+    """`recommend` (its defaults) on the label's sweep, or why nothing is recommended."""
+    from runners.decisions.recommend import measure, recommend
+
+    con = connect(db, read_only=True)
+    try:
+        sweeps = label_sweep_ids(con, label)
+        stats = measure(con, sweeps[0]) if len(sweeps) == 1 else []
+    finally:
+        con.close()
+    if not stats:
+        return Recommended(threshold=None, paragraphs=("No recommendation: the replay holds no sweep of it.",))
+    rec = recommend(stats)
+    if len(stats) == 1:
+        only = stats[0]
+        return Recommended(threshold=None, paragraphs=(
+            f"No recommendation: the sweep ran one configuration only ({only.label(rec.columns) or 'one threshold'})"
+            f" — nothing to choose between. Its recall {only.recall.fmt(pct=True)}, honest fallback "
+            f"{only.honest_fallback.fmt(pct=True)} ({only.cases} cases; intervals are 95% over cases).",
+        ))  # fmt: skip
+    picked = rec.chosen.label(rec.columns) if rec.separable else None
+    return Recommended(threshold=picked, paragraphs=rec.paragraphs)
+
+
+def gate_pairs(models: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """(baseline, candidate, downgrade): each step up the registry's order (smallest model first), then its
+    reverse."""
+    pairs: list[tuple[str, str, bool]] = []
+    for small, large in itertools.pairwise(models):
+        pairs += [(small, large, False), (large, small, True)]
+    return pairs
+
+
+def _gate(db: Path, baseline: str, candidate: str, downgrade: bool, recorded: set[str]) -> GateLine:
+    from runners.decisions.gate import evaluate, load_pairs
+    from runners.rendering.gate import verdict_line_with_power
+
+    def skipped(why: str) -> GateLine:
+        return GateLine(baseline=baseline, candidate=candidate, downgrade=downgrade, verdict=None, cases=0, mde="—",
+                        text=f"skipped: {why}")  # fmt: skip
+
+    missing = [m for m in (baseline, candidate) if m not in recorded]
+    if missing:
+        return skipped(f"{' and '.join(missing)} not recorded")
+    con = connect(db, read_only=True)
+    try:
+        runs: dict[str, str] = {}
+        cases: dict[str, set[str]] = {}
+        for label in (baseline, candidate):
+            rows = label_case_runs_at(con, label, GATE_THRESHOLD)
+            if not rows:
+                return skipped(f"{label} has no case runs at NO_GAIN threshold {GATE_THRESHOLD}")
+            runs[label] = rows[0].bench_run_id
+            cases[label] = {r.case_id for r in rows}
+        common = cases[baseline] & cases[candidate]
+        if not common:
+            return skipped("no case in common")
+        pairs = load_pairs(con, baseline, candidate, baseline_run=runs[baseline], candidate_run=runs[candidate],
+                           cases=common)  # fmt: skip
+    finally:
+        con.close()
+    result = evaluate(pairs, baseline, candidate, k=1)
+    return GateLine(baseline=baseline, candidate=candidate, downgrade=downgrade, verdict=result.verdict,
+                    cases=result.overall.cases, mde=result.overall.test.mde_text(),
+                    text=verdict_line_with_power(result).replace("**", ""))  # fmt: skip
+
+
+def build(
+    recordings: Sequence[Recording], db: Path, settings: Mapping[str, RecordingSettings], order: Sequence[str]
+) -> RealModelsReport | list[ReplayMismatch]:
+    """Replay every recording into `db`, check each against its summary; the report, or the mismatches."""
+    mismatches: list[ReplayMismatch] = []
+    replayed: dict[str, RecordedSummary] = {}
+    folders = {rec.summary.model: rec.folder.name for rec in recordings}
+    for rec in recordings:
+        got = replay(rec, db)
+        diff = differences(rec.summary, got)
+        if diff:
+            mismatches.append(ReplayMismatch(model=rec.summary.model, differences=tuple(diff)))
+        replayed[rec.summary.model] = got
+    if mismatches:
+        return mismatches
+    rank = {name: i for i, name in enumerate(order)}
+    names = sorted(replayed, key=lambda m: (rank.get(m, len(rank)), m))
+    models = tuple(
+        ModelReport(summary=replayed[m], folder=folders[m], settings=settings[m], calls=native_and_text(db, m),
+                    recommended=recommended(db, m))
+        for m in names
+    )  # fmt: skip
+    gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(list(order)))
+    return RealModelsReport(models=models, gates=gates)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in counts.items()) or "none"
+
+
+def _pct(n: int, d: int) -> str:
+    return f"{n}/{d} ({n / d:.0%})" if d else "0/0"
+
+
+def _settings_text(s: RecordingSettings) -> str:
+    return (f"--model {s.model}; tool-call format {s.tool_call_format}; tool_choice {s.tool_choice}; temperature"
+            f" {s.temperature:g}; deadline {s.deadline_seconds:g} s; NO_GAIN thresholds"
+            f" {','.join(map(str, s.thresholds))}; {s.epochs} epoch(s)")  # fmt: skip
+
+
+def _harness_rows(m: ModelReport) -> list[list[str]]:
+    """Per threshold: what the Harness did that a plain loop would not, and the rates the README states."""
+    rows = []
+    calls = {c.no_gain_threshold: c for c in m.calls}
+    for t in m.summary.thresholds:
+        c = calls[t.no_gain_threshold]
+        rows.append([
+            str(t.no_gain_threshold), _pct(t.passed, t.runs), _pct(t.runs_reaching_backend, t.runs),
+            f"{c.native} native, {c.text} as text ({c.runs_with_text} runs)", _pct(t.valid_drafts, t.runs),
+            str(t.duplicate_scopes_stopped), str(c.saturations), str(sum(t.violations.values())),
+            f"{c.fallbacks} / {c.failed}", f"{t.stop_required_ignored} of {t.stop_required_runs}",
+            _counts(t.outcomes), _counts(t.stop_reasons), f"{t.model_calls} / {t.input_tokens + t.output_tokens:,}",
+        ])  # fmt: skip
+    return rows
+
+
+HARNESS_HEADER = [
+    "NO_GAIN", "passed", "reached a backend", "tool calls", "valid Draft", "duplicates stopped", "saturations",
+    "violations contained", "FALLBACK / FAILED", "STOP_REQUIRED ignored", "outcomes", "stop reasons",
+    "model calls / tokens",
+]  # fmt: skip
+
+
+def _families(report: RealModelsReport) -> tuple[list[str], list[list[str]]]:
+    names = sorted({f.family for m in report.models for t in m.summary.thresholds for f in t.families})
+    rows = []
+    for m in report.models:
+        for t in m.summary.thresholds:
+            by = {f.family: f for f in t.families}
+            rows.append([m.summary.model, str(t.no_gain_threshold),
+                         *(f"{by[n].passed}/{by[n].runs}" if n in by else "—" for n in names),
+                         f"{t.passed}/{t.runs}"])  # fmt: skip
+    return ["model", "NO_GAIN", *names, "all"], rows
+
+
+def _gate_text(g: GateLine) -> str:
+    arrow = f"{g.baseline} → {g.candidate} ({'downgrade' if g.downgrade else 'upgrade'})"
+    if g.verdict is None:
+        return f"{arrow}: {g.text}"
+    loud = " — A DOWNGRADE PASSED: the gate did not tell the smaller model from the larger one" if (
+        g.downgrade_passed) else ""  # fmt: skip
+    return (f"{arrow}, {g.cases} common cases at NO_GAIN {GATE_THRESHOLD}, k=1: {g.verdict.name}, MDE"
+            f" {g.mde}{loud}. {g.text}")  # fmt: skip
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    lines = ["| " + " | ".join(markdown(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(markdown(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def render_markdown(report: RealModelsReport, command: str) -> str:
+    """The report as Markdown; every text from a file passes through `markdown`."""
+    lines = ["# Real models", "", f"Made by {markdown_code(command)} from the committed cassettes (replayed offline"
+             " and checked against each `summary.json`).", "", "## Pass rate per family", ""]  # fmt: skip
+    lines += _md_table(*_families(report))
+    for m in report.models:
+        lines += ["", f"## {markdown(m.summary.model)}", "",
+                  f"Recorded with: {markdown(_settings_text(m.settings))}.", "",
+                  f"Replay: {markdown_code(_replay_command(m))}.", ""]  # fmt: skip
+        lines += _md_table(HARNESS_HEADER, _harness_rows(m))
+        verdict = m.recommended.threshold
+        lines += ["", f"**Recommend:** {markdown(verdict) if verdict else 'no recommendation'}.", ""]
+        for paragraph in m.recommended.paragraphs:
+            lines += [markdown(paragraph), ""]
+    lines += ["## Gate", ""]
+    lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _replay_command(m: ModelReport) -> str:
+    """The offline replay of a model's sweep, as the README shows it."""
+    args = [*m.summary.sweep_args, "--cassettes", f"cassettes/{m.folder}", "--record-mode", "none"]
+    return "harness-bench sweep " + " ".join(shlex.quote(a) for a in args)
+
+
+def _cell(text: str) -> str:
+    """A cell's escaped text, breakable after each underscore (family names, stop reasons), so a table of eleven
+    families fits a 1,100-pixel page."""
+    return html(text).replace("_", "_<wbr>")
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{_cell(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(report: RealModelsReport, command: str) -> str:
+    """The report as one HTML page; every text from a file passes through `html`."""
+    parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Real models</title>",
+             "<style>body{font-family:sans-serif;max-width:80em;margin:auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:2px 4px;font-size:80%}code{overflow-wrap:anywhere}"
+             ".loud{color:#b00;font-weight:bold}</style>",
+             "</head><body><h1>Real models</h1>",
+             f"<p>Made by <code>{html(command)}</code> from the committed cassettes (replayed offline and checked"
+             " against each <code>summary.json</code>).</p><h2>Pass rate per family</h2>",
+             _html_table(*_families(report))]  # fmt: skip
+    for m in report.models:
+        verdict = m.recommended.threshold
+        parts += [f"<h2>{html(m.summary.model)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
+                  f"<p>Replay: <code>{html(_replay_command(m))}</code>.</p>",
+                  _html_table(HARNESS_HEADER, _harness_rows(m)),
+                  f"<p><b>Recommend:</b> {html(verdict) if verdict else 'no recommendation'}.</p>",
+                  *(f"<p>{html(p)}</p>" for p in m.recommended.paragraphs)]  # fmt: skip
+    parts.append("<h2>Gate</h2><ul>")
+    for g in report.gates:
+        cls = " class='loud'" if g.downgrade_passed else ""
+        parts.append(f"<li{cls}>{html(_gate_text(g))}</li>")
+    parts.append("</ul></body></html>")
+    return "\n".join(parts) + "\n"

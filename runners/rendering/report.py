@@ -1,0 +1,465 @@
+"""`harness-bench report`: a report that decides — Markdown + self-contained HTML, read from DuckDB.
+
+For a sweep: the recommendation and its rule first, then the per-configuration table with 95%
+intervals over cases (each metric defined in one line), recall and wasted calls against the
+first swept setting, the Pareto front (every Pareto point labelled, the recommendation marked),
+and the per-family table of the recommended configuration — never pooled across grid points.
+For bench runs: one per-family table and figure per bench run. Both documents are rendered from
+one list of sections, so they always say the same thing.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import re
+from dataclasses import astuple, dataclass, field, fields
+from pathlib import Path
+
+import duckdb
+import matplotlib
+
+matplotlib.use("Agg")  # headless: reports are files, never windows
+import matplotlib.pyplot as plt
+import pandas as pd
+from matplotlib.figure import Figure as MplFigure
+
+from runners.decisions.recommend import (
+    DEFAULT_MARGIN,
+    METRIC_DEFINITIONS,
+    ConfigStats,
+    Objective,
+    Recommendation,
+    Rule,
+    config_key,
+    measure,
+    recommend,
+    table_rows,
+)
+from runners.rendering.safe_text import MarkdownText, markdown, markdown_code
+from runners.rendering.safe_text import html as safe_html
+from runners.store.analysis_reads import (
+    BenchRunScope,
+    CaseRunScope,
+    FamilyCounts,
+    SweepPointScope,
+    ToolRequests,
+    bench_run_summaries,
+    family_counts,
+    tool_requests,
+)
+
+MAX_BENCH_RUNS = 6
+"""Bench runs shown one by one in a report that is not about a sweep."""
+STOP_REASONS = {
+    "INFORMATION_SATURATED": "saturated",
+    "BUDGET_LIMIT_REACHED": "budget",
+    "PROGRESS_PROTOCOL_VIOLATED": "protocol",
+    None: "on its own",
+}
+"""stop_reason -> bar label; None is a run that finished without a Harness stop."""
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One PNG figure."""
+
+    name: str
+    """File name (`recall_vs_threshold.png`)."""
+    title: str
+    """Caption."""
+    png: bytes
+    """Image bytes."""
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    """A table with its header."""
+
+    header: list[str]
+    """Column names."""
+    rows: list[list[str]]
+    """Cells as text."""
+
+
+@dataclass
+class Section:
+    """One heading of the report."""
+
+    title: str
+    """Heading."""
+    paragraphs: list[str] = field(default_factory=list)
+    """Text, one paragraph each."""
+    tables: list[TableBlock] = field(default_factory=list)
+    """Tables after the text."""
+    definitions: dict[str, str] = field(default_factory=dict)
+    """term -> one-line definition, after the tables."""
+    figures: list[Figure] = field(default_factory=list)
+    """Figures last."""
+
+
+def _png(fig: MplFigure) -> bytes:
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=100)
+    plt.close(fig)
+    return buf.getvalue()
+
+
+# -- per family ---------------------------------------------------------------------------------------
+def family_frame(con: duckdb.DuckDBPyConnection, scope: CaseRunScope) -> pd.DataFrame:
+    """Per family of one bench run or configuration: cases, pass rate, outcome mix, stop reasons, means."""
+    columns = [f.name for f in fields(FamilyCounts)]
+    return pd.DataFrame([astuple(r) for r in family_counts(con, scope)], columns=columns)
+
+
+FAMILY_HEADER = [
+    "family",
+    "cases",
+    "case runs",
+    "pass rate",
+    "outcomes S / F / X",
+    "stops sat / budget / proto / own",
+    "tools",
+    "rejections",
+    "wasted",
+]
+FAMILY_DEFINITIONS = {
+    "pass rate": "share of case runs meeting every expectation of their case",
+    "outcomes S / F / X": "case runs released as SUCCESS / FALLBACK / FAILED or CANCELLED",
+    "stops": "Harness stop reason: information saturated / budget / protocol violations / none (finished on its own)",
+    "tools, rejections, wasted": "per case run: tool invocations, rejected tool requests, invocations after the "
+    "first NO_GAIN on cases without evidence",
+}
+
+
+def _family_block(df: pd.DataFrame) -> TableBlock:
+    rows = [
+        [
+            str(r.family),
+            str(r.cases),
+            str(r.case_runs),
+            "n/a" if pd.isna(r.pass_rate) else f"{r.pass_rate:.0%}",  # observed runs have no verdict
+            f"{r.success} / {r.fallback} / {r.failed}",
+            f"{r.saturated} / {r.budget} / {r.protocol} / {r.on_its_own}",
+            f"{r.mean_tool_invocations:.2f}",
+            f"{r.mean_rejections:.2f}",
+            f"{r.mean_wasted:.2f}",
+        ]
+        for r in df.itertuples(index=False)
+    ]
+    return TableBlock(FAMILY_HEADER, rows)
+
+
+def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
+    idx = df.set_index("family")
+    idx[["success", "fallback", "failed"]].plot.barh(
+        stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
+    )
+    axes[0].set(title="Outcome per family", xlabel="case runs", ylabel="family")
+    stops = idx[["saturated", "budget", "protocol", "on_its_own"]].rename(columns={"on_its_own": "on its own"})
+    stops.plot.barh(stacked=True, ax=axes[1], color=["tab:purple", "tab:orange", "tab:red", "tab:gray"])
+    axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
+    return Figure(name, f"Outcome and stop reason per family — {what}", _png(fig))
+
+
+def _tool_distribution(con: duckdb.DuckDBPyConnection, scope: CaseRunScope, what: str) -> Figure:
+    columns = [f.name for f in fields(ToolRequests)]
+    df = pd.DataFrame([astuple(r) for r in tool_requests(con, scope)], columns=columns)
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
+    bins = [x - 0.5 for x in range(top + 2)]
+    ax.hist([df["tool_invocations"], df["tool_rejections"]], bins=bins, label=["invocations", "rejections"])
+    ax.set_xticks(range(top + 1))
+    ax.set(xlabel="tool requests per case run", ylabel="case runs", title="Tool invocations and rejections")
+    ax.legend()
+    return Figure("tool_call_distribution.png", f"Tool invocations and rejections per case run — {what}", _png(fig))
+
+
+# -- sweep figures -----------------------------------------------------------------------------------------
+def _short(s: ConfigStats, cols: tuple[str, ...]) -> str:
+    return "/".join(str(s.setting(c)) for c in cols)
+
+
+def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
+    x_col, series_cols = rec.columns[0], rec.columns[1:]
+    # x positions by rank, labelled with the values: integer ticks for thresholds, names for text settings
+    xs = sorted({s.setting(x_col) for s in stats}, key=lambda v: config_key((v,)))
+    pos = {v: i for i, v in enumerate(xs)}
+    groups: dict[str, list[ConfigStats]] = {}
+    for s in sorted(stats, key=lambda s: config_key(s.config)):
+        key = ", ".join(f"{c}={s.setting(c)}" for c in series_cols) or "all"
+        groups.setdefault(key, []).append(s)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    width = 0.3 / max(len(groups), 1)
+    for gi, (key, group) in enumerate(groups.items()):
+        dx = (gi - (len(groups) - 1) / 2) * width  # spread the series so intervals do not hide each other
+        x = [pos[s.setting(x_col)] + dx for s in group]
+        for ax, metric in ((axes[0], "recall"), (axes[1], "wasted")):
+            ivs = [getattr(s, metric) for s in group]
+            ax.errorbar(
+                x,
+                [i.value for i in ivs],
+                yerr=[[i.value - i.low for i in ivs], [i.high - i.value for i in ivs]],
+                marker="o",
+                ms=4,
+                capsize=3,
+                label=key,
+            )
+    c = rec.chosen
+    for ax, iv in ((axes[0], c.recall), (axes[1], c.wasted)):
+        ax.scatter([pos[c.setting(x_col)]], [iv.value], marker="*", s=260, color="tab:red", zorder=5,
+                   label="recommended" if rec.separable else "rule's pick (unresolved)")  # fmt: skip
+        ax.set_xticks(range(len(xs)), [str(v) for v in xs])
+        ax.set_xlabel(x_col)
+        ax.legend(fontsize=7)
+    axes[0].set(ylim=(-0.05, 1.05), ylabel="diagnosis recall (share of cases)", title="Recall, 95% interval over cases")
+    axes[1].set(ylabel="wasted invocations per case run", title="Wasted invocations on no-evidence cases")
+    return Figure("recall_wasted_vs_threshold.png", f"Recall and wasted invocations against {x_col}", _png(fig))
+
+
+def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
+    obj = rec.objective
+    fig, ax = plt.subplots(figsize=(9, 4.6))
+    for s in stats:
+        on_front = s in rec.front
+        ax.errorbar(
+            [s.cost(obj)],
+            [s.recall.value],
+            yerr=[[s.recall.value - s.recall.low], [s.recall.high - s.recall.value]],
+            fmt="o",
+            ms=6 if on_front else 4,
+            color="tab:orange" if on_front else "tab:gray",
+            capsize=2,
+            alpha=1.0 if on_front else 0.6,
+        )
+    front = sorted(rec.front, key=lambda s: s.cost(obj))
+    ax.plot(
+        [s.cost(obj) for s in front], [s.recall.value for s in front], color="tab:orange", lw=1, label="Pareto front"
+    )
+    ax.scatter(
+        [rec.chosen.cost(obj)],
+        [rec.chosen.recall.value],
+        marker="*",
+        s=320,
+        color="tab:red",
+        zorder=5,
+        label=f"recommended ({_short(rec.chosen, rec.columns)})",
+    )
+    # every Pareto point labelled; points at the same place share one label
+    spots: dict[tuple[float, float], list[str]] = {}
+    for s in front:
+        spots.setdefault((round(s.cost(obj), 1), round(s.recall.value, 4)), []).append(_short(s, rec.columns))
+    for i, ((x, y), names) in enumerate(sorted(spots.items())):
+        ax.annotate(", ".join(names), (x, y), textcoords="offset points", xytext=(8, -14 if i % 2 else 8), fontsize=8)
+    ax.set(
+        xlabel=f"{obj.value} per case run (mean over cases)",
+        ylabel="diagnosis recall (share of cases)",
+        ylim=(-0.05, 1.1),
+        title=f"Recall against cost; labels are {'/'.join(rec.columns)}",
+    )
+    ax.plot([], [], "o", color="tab:gray", alpha=0.6, label="dominated")
+    ax.legend(fontsize=8, loc="lower right")
+    return Figure("pareto_front.png", "Pareto front: recall against cost, every front point labelled", _png(fig))
+
+
+# -- document -----------------------------------------------------------------------------------------------
+def _sweep_sections(
+    con: duckdb.DuckDBPyConnection, sweep_id: str, objective: Objective, rule: Rule, margin: float,
+    db: str = "bench.duckdb",
+) -> list[Section]:  # fmt: skip
+    stats = measure(con, sweep_id)
+    if not stats:
+        raise ValueError(f"sweep {sweep_id} has no case runs")
+    rec = recommend(stats, objective, rule=rule, margin=margin)
+    header, rows = table_rows(rec, stats)
+    per_config = Section(
+        "Per configuration",
+        [
+            f"{len(stats)} configurations; ★ recommended, ◆ on the Pareto front. Intervals are 95% over cases "
+            "(Wilson for rates, a bootstrap resampling cases for means); epochs are averaged within each case first."
+            + (
+                " The deficit bound is the one-sided 95% upper bound of the per-case recall / honest-fallback "
+                "deficit to the best; ✓ = within the margin."
+                if rec.checks
+                else ""
+            )
+        ],
+        [TableBlock(header, rows)],
+        METRIC_DEFINITIONS,
+        [_curves(stats, rec), _pareto(stats, rec)],
+    )
+    point = SweepPointScope(sweep_id, tuple(rec.chosen.config))
+    fam = family_frame(con, point)
+    label = rec.chosen.label(rec.columns)
+    title = (
+        f"Per family at the recommended configuration ({label})"
+        if rec.separable
+        else f"Per family at the rule's pick ({label}; not a recommendation: the sweep cannot separate it)"
+    )
+    per_family = Section(
+        title,
+        [f"Only the case runs of {label}; other grid points are not pooled in."],
+        [_family_block(fam)],
+        FAMILY_DEFINITIONS,
+        [_outcome_figure(fam, "outcomes_per_family.png", label), _tool_distribution(con, point, label)],
+    )
+    from runners.rendering.gate import failing_case_lines
+    from runners.store.gate_pairs import failing_case_runs
+
+    failing = failing_case_lines(failing_case_runs(con, sweep_id=sweep_id, config=rec.chosen.config), db)
+    cases = Section(
+        f"Failing cases at the recommended configuration ({label})",
+        [f"{len(failing)} listed; each command prints the case run's transcript.", *failing]
+        if failing else ["Every case run of this configuration met its expectations."],
+    )  # fmt: skip
+    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases]
+
+
+def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Section]:
+    runs = bench_run_summaries(con, bench_run_id)
+    if not runs:
+        raise ValueError(f"no case runs for {'bench run ' + bench_run_id if bench_run_id else 'any bench run'}")
+    sections = [
+        Section(
+            "Summary",
+            [
+                f"{len(runs)} bench run(s), each reported on its own (configurations are never pooled)"
+                + (f"; the newest {MAX_BENCH_RUNS} are shown." if len(runs) > MAX_BENCH_RUNS else ".")
+            ],
+        )
+    ]
+    for i, run in enumerate(runs[:MAX_BENCH_RUNS]):
+        run_id, model, label, n = run.bench_run_id, run.model, run.label, run.case_runs
+        scope = BenchRunScope(run_id)
+        fam = family_frame(con, scope)
+        what = f"{run_id} ({model}{', label ' + label if label else ''})"
+        figs = [_outcome_figure(fam, f"outcomes_per_family_{i + 1}.png", what)]
+        if i == 0:
+            figs.append(_tool_distribution(con, scope, what))
+        sections.append(
+            Section(
+                f"Bench run {what}",
+                [f"{n} case runs."],
+                [_family_block(fam)],
+                FAMILY_DEFINITIONS if i == 0 else {},
+                figs,
+            )
+        )
+    return sections
+
+
+def build_report(
+    db: Path,
+    out: Path,
+    *,
+    sweep_id: str | None = None,
+    bench_run_id: str | None = None,
+    objective: Objective = Objective.TOKENS,
+    rule: Rule = Rule.NON_INFERIORITY,
+    margin: float = DEFAULT_MARGIN,
+) -> tuple[Path, Path]:
+    """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
+    from runners.store.connection import connect
+    from runners.store.runs import sweep_ids
+
+    con = connect(db, read_only=True)
+    try:
+        if sweep_id:
+            known = set(sweep_ids(con))
+            if sweep_id not in known:
+                raise ValueError(f"unknown sweep {sweep_id!r}; known: {', '.join(sorted(known)[:5]) or 'none'}")
+            scope = f"sweep {sweep_id}"
+            sections = _sweep_sections(con, sweep_id, objective, rule, margin, str(db))
+        else:
+            scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
+            sections = _bench_sections(con, bench_run_id)
+    finally:
+        con.close()
+    from runners.store._files import NamedPath, check_outputs, write_bytes, write_text
+
+    md_path, html_path = out / "report.md", out / "report.html"
+    figures = [(out / f.name, f.png) for s in sections for f in s.figures]
+    written = dict.fromkeys([*(p for p, _ in figures), md_path, html_path])  # a figure name may repeat
+    check_outputs([NamedPath("--out", p) for p in written], [NamedPath("--db", Path(db))])
+    for path, png in figures:  # each file complete or not written (no 0-byte PNG on a full disk)
+        write_bytes(path, png)
+    title = f"harness-bench report — {scope}"
+    write_text(md_path, _markdown(title, str(db), sections))
+    write_text(html_path, _html(title, str(db), sections))
+    return md_path, html_path
+
+
+def _md(text: str) -> str:
+    """A paragraph the bench wrote as Markdown stays; any other text is escaped (`_safe_text.markdown`)."""
+    return text if isinstance(text, MarkdownText) else markdown(text)
+
+
+def _markdown(title: str, db: str, sections: list[Section]) -> str:
+    md = [f"# {_md(title)}", "", f"Source: {markdown_code(db)}.", ""]
+    for s in sections:
+        md += [f"## {_md(s.title)}", ""]
+        for p in s.paragraphs:
+            md += [_md(p), ""]
+        for t in s.tables:
+            md += ["| " + " | ".join(_md(h) or " " for h in t.header) + " |", "|" + "---|" * len(t.header)]
+            md += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
+            md.append("")
+        for term, definition in s.definitions.items():
+            md.append(f"- **{_md(term)}**: {_md(definition.split(' — ')[-1])}")
+        if s.definitions:
+            md.append("")
+        for f in s.figures:
+            md += [f"### {_md(f.title)}", "", f"![{_md(f.title)}]({f.name})", ""]
+    return "\n".join(md)
+
+
+_CSS = """
+body{font-family:system-ui,sans-serif;max-width:1040px;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#222}
+h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+p{margin:.6rem 0}
+table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0;max-width:100%}
+td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right;vertical-align:top}
+th{overflow-wrap:anywhere}
+th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}
+dl{font-size:.85rem}dt{font-weight:600;display:inline}dd{display:inline;margin:0}dd::after{content:"";display:block}
+img{max-width:100%;height:auto}figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#555}
+code{overflow-wrap:anywhere}
+"""
+
+
+def _cell(text: str) -> str:
+    """Escaped; an interval `[a, b]` never breaks inside, so a narrow column wraps before it."""
+    return re.sub(r"\[([^\]]*?), ([^\]]*?)\]", "[\\1,&nbsp;\\2]", safe_html(text))
+
+
+def _html(title: str, db: str, sections: list[Section]) -> str:
+    parts = [f"<h1>{safe_html(title)}</h1>", f"<p>Source: <code>{safe_html(db)}</code></p>"]
+    for s in sections:
+        parts.append(f"<h2>{safe_html(s.title)}</h2>")
+        parts += [f"<p>{safe_html(p)}</p>" for p in s.paragraphs]
+        for t in s.tables:
+            head = "".join(f"<th>{safe_html(h)}</th>" for h in t.header)
+            body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
+            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        if s.definitions:
+            items = "".join(
+                f"<dt>{safe_html(k)}:</dt> <dd>{safe_html(v.split(' — ')[-1])}</dd>" for k, v in s.definitions.items()
+            )
+            parts.append(f"<dl>{items}</dl>")
+        for f in s.figures:
+            data = base64.b64encode(f.png).decode()
+            parts.append(
+                f"<figure><img alt='{safe_html(f.title)}' src='data:image/png;base64,{data}'/>"
+                f"<figcaption>{safe_html(f.title)}</figcaption></figure>"
+            )
+    body = "\n".join(parts)
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{safe_html(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
+    )

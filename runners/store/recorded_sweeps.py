@@ -1,0 +1,122 @@
+"""Read back what a recorded sweep did, one typed row per case run and per rejected request, for the summary of a
+real model's cassettes (`runners.decisions.real_models`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+from pydantic import BaseModel, ConfigDict
+
+from runners.store.connection import connect
+
+__all__ = ["CaseRunRow", "RecordedRows", "RejectionRow", "read_recorded"]
+
+
+class CaseRunRow(BaseModel):
+    """One stored case run, the columns the summary counts."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    case_id: str
+    """The evaluation case."""
+    family: str
+    """Its family."""
+    no_gain_threshold: int
+    """The NO_GAIN threshold the run used."""
+    passed: bool
+    """Whether it met its expectations."""
+    outcome: str
+    """Release outcome (a `ReleaseOutcome` value)."""
+    stop_reason: str | None
+    """The Harness's stop reason, None when the agent finished on its own."""
+    model_calls: int
+    """Agent model calls."""
+    guard_calls: int
+    """SemanticGuard model calls."""
+    wall_ms: float
+    """The run's wall time (the recording's, or the replay's)."""
+    tool_invocations: int
+    """Backend invocations (rejected requests excluded)."""
+    duplicate_scope_rejections: int
+    """Requests stopped before the backend as a repeated scope."""
+    protocol_violations: int
+    """Progress-protocol violations."""
+    stop_required_deliveries: int
+    """Times STOP_REQUIRED was delivered."""
+    input_tokens: int
+    """Prompt tokens over the run."""
+    output_tokens: int
+    """Generated tokens over the run."""
+    draft_valid: bool
+    """Whether the final message parsed as a Draft."""
+
+
+class RejectionRow(BaseModel):
+    """One request rejected before the backend."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    case_id: str
+    """The evaluation case."""
+    no_gain_threshold: int
+    """The NO_GAIN threshold the run used."""
+    rejection: str
+    """A `RejectionReason` value."""
+    violation: str | None
+    """The protocol violation, when the rejection is one."""
+
+
+class RecordedRows(BaseModel):
+    """Everything a label's case runs stored that the summary reads."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runs: tuple[CaseRunRow, ...]
+    """The case runs, by case and threshold."""
+    rejections: tuple[RejectionRow, ...]
+    """The rejected requests, in order within each run."""
+
+
+def read_recorded(db: Path, label: str) -> RecordedRows:
+    """The case runs of `label` in `db` (its newest case run per case, threshold and epoch)."""
+    con = connect(db, read_only=True)
+    try:
+        runs = _records(con, """
+            WITH newest AS (
+                SELECT c.*, row_number() OVER (PARTITION BY case_id, no_gain_threshold, epoch
+                                               ORDER BY finished_at DESC, case_run_id DESC) AS k
+                FROM case_runs c WHERE label = ?
+            ), drafts AS (
+                SELECT case_run_id, bool_or(draft_valid) AS draft_valid FROM events
+                WHERE kind = 'DRAFT_RECEIVED' GROUP BY case_run_id
+            )
+            SELECT n.case_run_id, n.case_id, n.family, n.no_gain_threshold, n.passed, n.outcome, n.stop_reason,
+                   n.model_calls, coalesce(n.guard_calls, 0) AS guard_calls, n.wall_ms,
+                   n.tool_invocations, n.duplicate_scope_rejections, n.protocol_violations,
+                   coalesce(n.stop_required_deliveries, 0) AS stop_required_deliveries,
+                   coalesce(n.input_tokens, 0) AS input_tokens, coalesce(n.output_tokens, 0) AS output_tokens,
+                   coalesce(d.draft_valid, false) AS draft_valid
+            FROM newest n LEFT JOIN drafts d USING (case_run_id) WHERE n.k = 1
+            ORDER BY n.case_id, n.no_gain_threshold, n.epoch
+            """, [label])  # fmt: skip
+        ids = [r.pop("case_run_id") for r in runs]
+        rejections = _records(con, """
+            SELECT c.case_id, c.no_gain_threshold, t.rejection_reason AS rejection, t.violation
+            FROM tool_calls t JOIN case_runs c USING (case_run_id)
+            WHERE t.rejection_reason IS NOT NULL AND list_contains(?, t.case_run_id)
+            ORDER BY c.case_id, c.no_gain_threshold, t.seq
+            """, [ids])  # fmt: skip
+    finally:
+        con.close()
+    return RecordedRows(
+        runs=tuple(CaseRunRow.model_validate(r) for r in runs),
+        rejections=tuple(RejectionRow.model_validate(r) for r in rejections),
+    )
+
+
+def _records(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> list[dict[str, object]]:
+    """The rows of `sql` by column name (validated into a row type by the caller, never passed on as tuples)."""
+    cur = con.execute(sql, params)
+    names = [d[0] for d in cur.description or ()]
+    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]

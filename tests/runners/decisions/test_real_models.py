@@ -1,0 +1,69 @@
+"""Every committed recording of a real model replays offline and yields exactly its committed summary.
+
+`cassettes/<model>/summary.json` holds what the recorded sweep yielded per NO_GAIN threshold (pass counts per
+family, outcomes, stop reasons, violations and rejections by kind, STOP_REQUIRED deliveries and what followed,
+duplicates stopped, tokens, model calls) and the sweep's flags. The test replays the sweep from the cassettes
+with the network blocked (`--record-mode none`, no key, no server) and compares: a code change that alters what a
+real model's recorded run yields fails with the differing numbers."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from runners.cli import main
+from runners.decisions.real_models import RecordedSummary, summarize
+from runners.rendering.real_report import differences
+from runners.store.recorded_sweeps import read_recorded
+from tests._real_replays import RECORDINGS, replay_argv, replayed, summary_of
+
+
+def _replay(folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> RecordedSummary:
+    committed = summary_of(folder)
+    db = tmp_path / "replay.duckdb"
+    code = main(replay_argv(folder, db, "replay"))
+    err = capsys.readouterr().err
+    assert code == 0, err[-2000:]
+    return summarize(committed.model, read_recorded(db, "replay"), committed.sweep_args)
+
+
+@pytest.mark.parametrize("folder", RECORDINGS, ids=[p.name for p in RECORDINGS])
+def test_a_real_model_recording_replays_to_its_summary(folder: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The session's one replay of the recording (`tests/_real_replays.py`: the same `sweep` as `_replay`)."""
+    committed = summary_of(folder)
+    db = replayed(folder, tmp_path_factory)
+    got = summarize(committed.model, read_recorded(db, committed.model), committed.sweep_args)
+    assert differences(committed, got) == [], "the recorded run's numbers changed"
+
+
+def test_there_are_real_model_recordings() -> None:
+    assert RECORDINGS, "no cassettes/<model>/summary.json committed"
+
+
+def test_changing_one_recorded_answer_changes_the_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    folder = tmp_path / RECORDINGS[0].name
+    shutil.copytree(RECORDINGS[0], folder)
+    committed = summary_of(folder)
+    # the first recorded reply of the first cassette that called a tool (natively or as text) becomes a Draft
+    # with a null conclusion: the run ends there, with no further request to miss
+    for cassette in sorted(folder.rglob("epoch*.json")):
+        data = json.loads(cassette.read_text())
+        first = data["interactions"][0]
+        body = json.loads(first["response"]["body"]["string"])
+        message = body["choices"][0]["message"]
+        if message.get("tool_calls") or (message.get("content") or "").startswith('{"name"'):
+            body["choices"][0]["message"] = {"role": "assistant", "content": json.dumps({"conclusion": None})}
+            body["choices"][0]["finish_reason"] = "stop"
+            first["response"]["body"]["string"] = json.dumps(body)
+            cassette.write_text(json.dumps(data))
+            break
+    else:
+        pytest.fail("no recorded first reply that calls a tool")
+    replayed = _replay(folder, tmp_path, capsys)
+    assert replayed.model_dump() != committed.model_dump()
