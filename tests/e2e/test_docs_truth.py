@@ -1,5 +1,7 @@
 """The documents say what the code does: the vocabularies they list are the enums', the replay example needs no
-API key, the evaluation families and their counts are the built-in cases', and every flag of `run` has its row."""
+API key, the evaluation families and their counts are the built-in cases', every flag of `run` has its row, and
+every citation in the code points at a section of the architecture page that exists — never at a document outside
+the repository."""
 
 from __future__ import annotations
 
@@ -90,3 +92,46 @@ def test_every_flag_of_run_is_documented_on_the_running_page() -> None:
     page = _page("running.md")
     missing = sorted(f for f in _run_flags() if f"`{f}" not in page)
     assert not missing, missing
+
+
+# What a citation must never name: the design brief and the two design notes the contract was rebuilt from live
+# outside the repository (docs/architecture.md is the project's account of them), as does any absolute path of the
+# machine the project was written on. This file, which names the patterns, is the one file not scanned.
+_OUTSIDE = re.compile(r"\b(?-i:BRIEF)\b|\bseed\s+00[03]\b|/work/|shared/design|\.\./seeds|seeds/0", re.IGNORECASE)
+_SOURCES = ("harness", "runners", "scripts", "tests", "benchmarks", "evalsets", "notebooks", "docs", ".ci", ".github")
+_TEXT = {".py", ".md", ".yaml", ".yml", ".json", ".ipynb", ".toml", ".txt", ".jinja", ""}
+
+
+def _source_files() -> list[Path]:
+    files = [ROOT / "README.md", ROOT / "Makefile", ROOT / "pyproject.toml", ROOT / "mkdocs.yml"]
+    for folder in _SOURCES:
+        files += [
+            p for p in sorted((ROOT / folder).rglob("*"))
+            if p.is_file() and p.suffix in _TEXT and "__pycache__" not in p.parts and ".venvs" not in p.parts
+        ]  # fmt: skip
+    return [p for p in files if p != Path(__file__).resolve()]
+
+
+def test_no_file_cites_a_document_outside_the_repository() -> None:
+    found = []
+    for path in _source_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            if _OUTSIDE.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:120]}")
+    assert not found, "\n".join(found)
+
+
+def _architecture_sections() -> set[str]:
+    return set(re.findall(r"^#{2,3} (\d+(?:\.\d+)?)\.? ", _page("architecture.md"), re.M))
+
+
+def test_every_citation_of_the_architecture_page_names_a_section_it_has() -> None:
+    """`docs/architecture.md §5.4` in a docstring, a help text or a case description points at a numbered heading."""
+    sections = _architecture_sections()
+    assert {"2", "3", "4", "5", "5.4", "6", "7", "8", "13", "14"} <= sections
+    cited = re.compile(r"architecture\.md\s+§(\d+(?:\.\d+)?)")
+    dangling = []
+    for path in _source_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            dangling += [f"{path.relative_to(ROOT)}:{number}: §{s}" for s in cited.findall(line) if s not in sections]
+    assert not dangling, dangling
