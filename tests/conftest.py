@@ -41,7 +41,7 @@ SLOW_MODULES: tuple[str, ...] = (
     "test_cassette_faults.py", "test_tables.py", "test_deadline_replay.py", "test_secrets.py", "test_input_bounds.py",
     "test_cassette_atomic.py", "test_bad_paths.py", "test_bench.py", "test_serve_model_live.py", "test_ci_skips.py",
     "test_concurrency.py", "test_otel_export.py", "test_multi_call_turns.py", "test_views.py", "test_docs_site.py",
-    "test_unknown_query_e2e.py", "test_import_cost.py",
+    "test_unknown_query_e2e.py", "test_import_cost.py", "test_mkdocs_hooks.py",
 )  # fmt: skip
 _SLOW_RANK = {name: rank for rank, name in enumerate(SLOW_MODULES)}
 

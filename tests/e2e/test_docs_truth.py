@@ -135,3 +135,27 @@ def test_every_citation_of_the_architecture_page_names_a_section_it_has() -> Non
         for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             dangling += [f"{path.relative_to(ROOT)}:{number}: §{s}" for s in cited.findall(line) if s not in sections]
     assert not dangling, dangling
+
+
+# Folders the pages name that commands create and git ignores, so a clone does not have them.
+_GENERATED = {"reports/notebook", "benchmarks/.venvs"}
+_REPO_PATH = re.compile(
+    r"`((?:harness|runners|tests|scripts|benchmarks|evalsets|reports|cassettes|notebooks|docs|\.github|\.ci)/[^`\s]*)`"
+)
+
+
+def test_every_repository_path_the_pages_name_exists() -> None:
+    """A file or folder named in a page or the README (`runners/plan/settings.py`, `tests/x.py::test_y`) is there:
+    a module moved or a test renamed since fails here, naming the page."""
+    missing = []
+    for page in [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]:
+        for named in _REPO_PATH.findall(page.read_text(encoding="utf-8")):
+            path, _, test = named.partition("::")
+            path = path.rstrip("/")
+            if any(c in path for c in "<…*{") or path in _GENERATED:
+                continue
+            if not (ROOT / path).exists():
+                missing.append(f"{page.name}: {named}")
+            elif test and not re.search(rf"^def {re.escape(test)}\(", (ROOT / path).read_text(), re.M):
+                missing.append(f"{page.name}: {named}")
+    assert not missing, missing
