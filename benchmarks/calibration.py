@@ -21,7 +21,7 @@
   it spends.
 
 Writes `reports/calibration/calibration.json` and `calibration.png` (`power.png` for the power
-part), and prints the README tables. A study, not a test: it takes minutes (the scripted model
+part), and prints the tables of docs/calibration.md. A study, not a test: it takes minutes (the scripted model
 runs ~100–250 case runs/s).
 
 `outcome_table` is what makes the power part affordable: a scripted case run is a pure function of
@@ -354,7 +354,7 @@ def power_figure(study: dict[str, Any], path: Path) -> None:
 
 
 def power_tables(study: dict[str, Any]) -> str:
-    """The README tables of the power part."""
+    """The tables of the power part (docs/calibration.md)."""
     tol = study["tolerance"]
 
     def pts(x: float | None) -> str:
@@ -548,7 +548,7 @@ def figure(results: dict[str, Any], path: Path) -> None:
 
 
 def markdown_tables(results: dict[str, Any]) -> str:
-    """The README tables."""
+    """The tables of docs/calibration.md."""
     lines = []
     for key in sorted(k for k in results if k.startswith("gate")):
         g = results[key]

@@ -1,6 +1,6 @@
 """harness-bench's Harness: a deterministic control layer around one Diagnosis ReAct agent.
 
-Where each decision lives (BRIEF §2):
+Where each decision lives (docs/architecture.md §2, §10.1):
 - session.py — HarnessSession, the loop-facing run (budgets, deadline, model calls, stops, Release)
 - agent.py — run_diagnosis, the native loop over a session, and AgentLoop, the shape every loop has
 - tools/ + observation.py — objective tool facts and the bounded model view

@@ -1,4 +1,4 @@
-"""Model observations: the bounded, cleaned projection of a tool result (BRIEF §6).
+"""Model observations: the bounded, cleaned projection of a tool result (docs/architecture.md §6.2).
 
 The observation is what the model reads. It is never a source of truth: guards and the snapshot
 read the canonical store. Control messages (corrections, STOP_REQUIRED) are built here too so

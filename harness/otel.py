@@ -14,7 +14,7 @@ exported spans have the same shape:
   run's span; RELEASED sets the outcome attributes and ends it.
 
 Attribute names come from `opentelemetry-semantic-conventions` where it has them (`gen_ai.*`, `error.type`);
-every other event field is `harness.<field>` (see `attribute_name`): one namespace, documented in the README.
+every other event field is `harness.<field>` (see `attribute_name`): one namespace, documented in docs/traces.md.
 Message contents are recorded only when opted in (`capture_content=True`, or the conventions' environment
 variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true): off by default.
 

@@ -1,6 +1,6 @@
-"""The Diagnosis Agent's prompt (seed 000 §12). It guides; it guarantees nothing — the code gates do.
+"""The Diagnosis Agent's prompt (docs/architecture.md §12). It guides; it guarantees nothing — the code gates do.
 
-Thresholds, counters and remaining budgets are deliberately absent (seed 000 §11.4).
+Thresholds, counters and remaining budgets are deliberately absent (docs/architecture.md §5.7).
 """
 
 from __future__ import annotations

@@ -386,7 +386,7 @@ class OpenAIChatModel:
         # it; "required-until-evidence" sends "required" until an observation held records, then "auto"; any other
         # value forces that tool by name.
         self._tool_choice = tool_choice
-        # One pending call at a time (seed 000 §4): ask for one call per turn. None = not sent, for
+        # One pending call at a time (docs/architecture.md §4.4): ask for one call per turn. None = not sent, for
         # endpoints that refuse the field.
         self._parallel_tool_calls = parallel_tool_calls
         self._tool_call_format = tool_call_format

@@ -1,4 +1,4 @@
-"""The business-tool boundary: what a tool is and what it returns (BRIEF §2 row one, §6).
+"""The business-tool boundary: what a tool is and what it returns (docs/architecture.md §2 row one, §6).
 
 A tool decides only objective facts — ran or failed, empty or not, count, actual scope,
 truncated — and never whether content supports a hypothesis.

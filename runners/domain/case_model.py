@@ -289,7 +289,7 @@ class EvalCase(_Strict):
     family: Family
     """Which family it belongs to."""
     description: str = Field(min_length=10)
-    """What the case exercises (and which seed 000 §13 row, where it covers one)."""
+    """What the case exercises (and which docs/architecture.md §13 row, where it covers one)."""
     question: str = Field(min_length=3)
     """The operator's question, as written (some in Chinese)."""
     context: CaseContext = CaseContext()

@@ -50,7 +50,7 @@ class ParallelToolCalls(StrEnum):
     TRUE = "true"
     """Allow several calls per turn."""
     FALSE = "false"
-    """One call per turn (seed 000: one pending call at a time)."""
+    """One call per turn (one pending call at a time, docs/architecture.md §4.4)."""
     OMIT = "omit"
     """Do not send the field (for endpoints that refuse it)."""
 

@@ -381,7 +381,7 @@ def _settings_text(s: RecordingSettings) -> str:
 
 
 def _harness_rows(m: ModelReport) -> list[list[str]]:
-    """Per threshold: what the Harness did that a plain loop would not, and the rates the README states."""
+    """Per threshold: what the Harness did that a plain loop would not, and the rates docs/real-models.md states."""
     rows = []
     calls = {c.no_gain_threshold: c for c in m.calls}
     for t in m.summary.thresholds:
@@ -516,7 +516,7 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
 
 
 def _replay_command(m: ModelReport) -> str:
-    """The offline replay of a model's sweep, as the README shows it."""
+    """The offline replay of a model's sweep, as docs/real-models.md shows it."""
     args = [*m.summary.sweep_args, "--cassettes", f"cassettes/{m.folder}", "--record-mode", "none"]
     return "harness-bench sweep " + " ".join(shlex.quote(a) for a in args)
 

@@ -1,6 +1,7 @@
-"""Model observations (BRIEF §6): what each public builder of `harness.observation` puts before the model, and how a
-byte cap is met — records dropped first, then the longest strings cut with a marker, and as a last resort only the
-control facts. (Caps over arbitrary input, and the run-wide observation budget: test_observation_caps.py.)"""
+"""Model observations (docs/architecture.md §6.2): what each public builder of `harness.observation` puts before
+the model, and how a byte cap is met — records dropped first, then the longest strings cut with a marker, and as a
+last resort only the control facts. (Caps over arbitrary input, and the run-wide observation budget:
+test_observation_caps.py.)"""
 
 from __future__ import annotations
 
