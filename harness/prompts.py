@@ -15,11 +15,12 @@ _PROTOCOL = """Tool protocol:
   "previous_observation": {"tool_call_id": "<that id>", "information_gain": "GAINED" or "NO_GAIN"}.
   GAINED: it confirmed, excluded or narrowed a hypothesis. NO_GAIN: generic, repeated or irrelevant
   content — correct but unhelpful text is NO_GAIN too. Omit previous_observation otherwise.
-- Do not rephrase the same query with similar keywords; repeated scopes are not executed.
+- Do not repeat a query you already made; repeated scopes are not executed.
 - When an observation says STOP_REQUIRED, stop calling tools and write the Draft immediately.
 
-You do not have to find a root cause. When the context lacks the tenant, service or time window,
-you may finish without calling any tool. Finish by replying with JSON only (no tool call):
+When you are done, reply with the Draft as JSON only (no tool call): if the tool results show the root cause,
+state it as the conclusion and cite the results that show it; if they do not, or the context lacks the tenant,
+service or time window needed to look, set conclusion to null and say in missing_info what is missing:
 {"conclusion": "<root cause>" or null,
   "claims": [{"statement": "...",
               "citations": [{"tool_call_id": "...", "excerpt": "<verbatim text from that tool result>"}]}],

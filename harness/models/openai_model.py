@@ -43,6 +43,8 @@ class ModelConfigError(ValueError):
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OFFLINE_KEY = "offline-replay-no-key"
+REQUIRED_FIRST = "required-first"
+"""The `tool_choice` setting that requires a call on the first turn and lets the model call or finish after it."""
 """Sent (and scrubbed) when replaying cassettes: replay must not need a real key."""
 
 TransportWrapper = Callable[[httpx2.BaseTransport], httpx2.BaseTransport]
@@ -366,7 +368,8 @@ class OpenAIChatModel:
         self._key = key
         # Sent explicitly whenever tools are present, "auto" included: some servers (llama-cpp-python's
         # chatml-function-calling) show the model no tools at all when tool_choice is absent.
-        # "none"/"required" are sent as such; any other value forces that tool by name.
+        # "none"/"required" are sent as such; "required-first" sends "required" on the first turn and "auto" after
+        # it; any other value forces that tool by name.
         self._tool_choice = tool_choice
         # One pending call at a time (seed 000 §4): ask for one call per turn. None = not sent, for
         # endpoints that refuse the field.
@@ -426,7 +429,7 @@ class OpenAIChatModel:
                 for t in request.tools
             ]
         if request.tools:
-            body["tool_choice"] = self._wire_tool_choice(request.tool_choice)
+            body["tool_choice"] = self._wire_tool_choice(request)
             if self._parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self._parallel_tool_calls
         text_calls = self._tool_call_format is ToolCallFormat.JSON
@@ -474,10 +477,14 @@ class OpenAIChatModel:
             f"chat completion: {head!r}"[:500],
         )
 
-    def _wire_tool_choice(self, mode: ToolChoiceMode) -> str | dict[str, Any]:
-        """The `tool_choice` field: "none" after STOP_REQUIRED, else the configured choice."""
-        if mode is ToolChoiceMode.NONE or self._tool_choice == "none":
+    def _wire_tool_choice(self, request: ChatRequest) -> str | dict[str, Any]:
+        """The `tool_choice` field: "none" after STOP_REQUIRED, else the configured choice (`required-first`:
+        "required" until the model has answered once, then "auto", so it may call or finish)."""
+        if request.tool_choice is ToolChoiceMode.NONE or self._tool_choice == "none":
             return "none"
+        if self._tool_choice == REQUIRED_FIRST:
+            answered = any(isinstance(m, AssistantMessage) for m in request.messages)
+            return "auto" if answered else "required"
         if self._tool_choice in ("auto", "required"):
             return self._tool_choice
         return {"type": "function", "function": {"name": self._tool_choice}}

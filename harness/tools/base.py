@@ -44,6 +44,9 @@ class ToolResult:
     """True when the backend itself capped the result (row limit, top-k)."""
     relevance: tuple[Relevance, ...] = field(default=())
     """Per-record retrieval relevance, for knowledge-base tools only."""
+    note: str | None = None
+    """An objective remark of the backend about the result, shown to the model (e.g. how many lines the window held
+    without the keyword of an empty search); never a judgment of whether the content supports a hypothesis."""
 
 
 class BusinessTool(ABC, Generic[InputT]):
@@ -51,8 +54,9 @@ class BusinessTool(ABC, Generic[InputT]):
 
     name: ClassVar[str]
     """The name the model calls the tool by."""
-    description: ClassVar[str]
-    """What the tool does, written for the model."""
+    description: str
+    """What the tool does, written for the model (a class attribute, which an instance may narrow, as the database
+    tool does by naming its case's tables)."""
     input_model: type[InputT]
     """The pydantic model of the business input; its JSON schema is shown to the model (a class attribute,
     which an instance may narrow, as the database tool does with its case's tables)."""

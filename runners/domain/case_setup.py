@@ -65,7 +65,8 @@ def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
 def _answers(case: EvalCase, tool: str) -> list[RecordedAnswer]:
     return [
         RecordedAnswer(dict(r.input), ToolResult(r.evidence_status, r.count, dict(r.scope),
-                                                 tuple(dict(x) for x in r.records), r.truncated, tuple(r.relevance)),
+                                                 tuple(dict(x) for x in r.records), r.truncated, tuple(r.relevance),
+                                                 r.note),
                        r.error)
         for r in case.fixtures.recorded if r.tool == tool
     ]  # fmt: skip

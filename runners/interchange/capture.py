@@ -323,6 +323,7 @@ def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
             "tool": tool, "input": _input(call) or {}, "evidence_status": obs.get("evidence_status") or
             EvidenceStatus.NO_EVIDENCE.value, "count": obs.get("count") or 0, "scope": obs.get("scope") or {},
             "truncated": bool(obs.get("truncated")), "records": list(records), "relevance": list(relevance),
+            **({"note": obs["note"]} if isinstance(obs.get("note"), str) else {}),
         })  # fmt: skip
         for r in records:
             if tool == "log_search":

@@ -16,8 +16,8 @@ from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelK
 
 __all__ = ["TOOL_CHOICE_MODES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
-TOOL_CHOICE_MODES = ("auto", "none", "required")
-"""The `tool_choice` values that name no tool."""
+TOOL_CHOICE_MODES = ("auto", "none", "required", "required-first")
+"""The `tool_choice` values that name no tool (`required-first`: a call on the first turn, then a call or the Draft)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +74,11 @@ class ModelSettings(BaseModel):
         default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
     )
     """Environment variable holding the API key (local servers need none)."""
-    tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|TOOL")] = Field(
+    tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|required-first|TOOL")] = Field(
         default="auto", examples=["kb_search"]
     )
-    """OpenAI tool_choice sent with the tools; a tool name forces that tool."""
+    """OpenAI tool_choice sent with the tools; a tool name forces that tool; required-first sends required on the
+    first turn and auto after it (a call first, then a call or the Draft)."""
     parallel_tool_calls: ParallelToolCalls = ParallelToolCalls.FALSE
     """Ask for one tool call per turn (false), allow several (true), or omit the field."""
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -99,7 +100,7 @@ class ModelSettings(BaseModel):
         from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
 
         if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
-            raise ValueError(f"expected auto, none, required or a tool name ({', '.join(TOOL_NAMES)})")
+            raise ValueError(f"expected auto, none, required, required-first or a tool name ({', '.join(TOOL_NAMES)})")
         return value
 
     @model_validator(mode="after")

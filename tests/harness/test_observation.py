@@ -18,8 +18,8 @@ from harness.tracker import Violation
 
 BIG = 65_536
 STOP_TEXT = (
-    "Stop calling tools. Write your final Draft now as JSON. If the evidence does not support a root "
-    "cause, set conclusion to null and list what is missing and the next steps."
+    "Stop calling tools. Write your final Draft now as JSON: the conclusion with its citations if the results "
+    "you received show the root cause, otherwise conclusion null with what is missing and the next steps."
 )
 
 
