@@ -19,6 +19,7 @@ SUCCESS_CASES = (
     "diagnosable_gateway_risk_pool_exhausted_t1",
     "diagnosable_webhook_cert_expired_acme_pay",
     "diagnosable_duplicate_settlement_batch_rerun_shop42",
+    "diagnosable_late_order_deadlock_t4",
 )
 
 
@@ -63,7 +64,8 @@ def test_a_budget_that_stops_the_loop_is_no_valid_draft_once_evidence_came_back(
     assert _stages(db, "stopped") == {
         "diagnosable_gateway_risk_pool_exhausted_t1": FunnelStage.NO_VALID_DRAFT,
         "diagnosable_webhook_cert_expired_acme_pay": FunnelStage.NO_VALID_DRAFT,
-        "diagnosable_duplicate_settlement_batch_rerun_shop42": FunnelStage.NEVER_RETRIEVED,
+        "diagnosable_duplicate_settlement_batch_rerun_shop42": FunnelStage.NO_VALID_DRAFT,
+        "diagnosable_late_order_deadlock_t4": FunnelStage.NEVER_RETRIEVED,
     }
 
 
@@ -86,7 +88,7 @@ def test_the_confusion_shows_each_taggers_error(db: Path) -> None:
         con.close()
     ref, dis, opt = by["reference"], by["dismissive"], by["optimist"]
     assert ref.no_gain_on_evidence == 0 and ref.gained_on_evidence > 0
-    assert dis.gained_on_evidence == 0 and dis.no_gain_on_evidence == ref.gained_on_evidence
+    assert dis.gained_on_evidence == 0 and 0 < dis.no_gain_on_evidence <= ref.gained_on_evidence
     assert opt.no_gain_on_evidence == 0 and opt.no_gain_on_nothing == 0
     assert opt.gained_on_nothing == ref.gained_on_nothing + ref.no_gain_on_nothing
 
