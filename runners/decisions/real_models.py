@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.contracts import RejectionReason
+from harness import RejectionReason
 from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow, read_recorded
 
 __all__ = ["FamilyPassRate", "RecordedSummary", "ThresholdSummary", "summarize"]

@@ -6,8 +6,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import SchemaMode
-from harness.models.base import ToolCallFormat
+from harness import SchemaMode, ToolCallFormat
 
 __all__ = [
     "MODELS",
