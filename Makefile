@@ -20,8 +20,10 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters,otel]"
-	rm -rf $(WHEELHOUSE) && $(BIN)/python -m pip download --quiet --disable-pip-version-check -c constraints.txt \
-	  --no-build-isolation -d $(WHEELHOUSE) .
+	rm -rf $(WHEELHOUSE) && $(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+	  > $(VENV)/dependencies.txt
+	$(BIN)/python -m pip download --quiet --disable-pip-version-check -c constraints.txt -d $(WHEELHOUSE) \
+	  -r $(VENV)/dependencies.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 ## mypy's cache (.mypy_cache) filled with the installed packages' types, once per venv (about 35 CPU-s): `make test`
