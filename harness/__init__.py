@@ -1,6 +1,6 @@
 """harness-bench's Harness: a deterministic control layer around one Diagnosis ReAct agent.
 
-Where each decision lives (BRIEF §2):
+Where each decision lives (docs/architecture.md §2, §10.1):
 - session.py — HarnessSession, the loop-facing run (budgets, deadline, model calls, stops, Release)
 - agent.py — run_diagnosis, the native loop over a session, and AgentLoop, the shape every loop has
 - tools/ + observation.py — objective tool facts and the bounded model view
@@ -21,6 +21,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from harness.agent import AgentLoop, run_diagnosis
+from harness.canonical_store import CanonicalStore
 from harness.config import HarnessConfig, RunLimits
 from harness.context import BudgetUsage, CancellationToken, DeadlineClock, RunContext
 from harness.contracts import (
@@ -47,7 +48,8 @@ from harness.contracts import (
     ToolChoiceMode,
     ViolationKind,
 )
-from harness.draft import Citation, Claim, Draft, DraftParse, parse_draft
+from harness.draft import DRAFT_JSON_SCHEMA, Citation, Claim, Draft, DraftParse, parse_draft
+from harness.evidence_guard import EvidenceVerdict, check_evidence
 from harness.interceptor import ToolAnswer, TurnResult
 from harness.models.base import (
     AssistantMessage,
@@ -64,8 +66,10 @@ from harness.models.base import (
     Usage,
     UserMessage,
 )
-from harness.prompts import DEFAULT_SYSTEM_PROMPT, DiagnosisTask, TaskContext, render_task, system_prompt
+from harness.observation import Observation, project_result
+from harness.prompts import AGENT_MARKER, DEFAULT_SYSTEM_PROMPT, DiagnosisTask, TaskContext, render_task, system_prompt
 from harness.release import Fallback, ReleaseDecision
+from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, call_model
 from harness.scope import normalize_timestamp
 from harness.semantic_guard import GUARD_MARKER
 from harness.session import HarnessSession, ModelTurn, RunResult, tool_specs
@@ -157,7 +161,9 @@ if not TYPE_CHECKING:  # hidden from mypy: a name not declared above stays an er
 
 
 __all__ = [
+    "AGENT_MARKER",
     "DEFAULT_SYSTEM_PROMPT",
+    "DRAFT_JSON_SCHEMA",
     "EVENT_TYPES",
     "GUARD_MARKER",
     "OTEL_NAMESPACE",
@@ -171,6 +177,7 @@ __all__ = [
     "BudgetUsage",
     "BusinessTool",
     "CancellationToken",
+    "CanonicalStore",
     "ChatMessage",
     "ChatModel",
     "ChatRequest",
@@ -180,6 +187,7 @@ __all__ = [
     "Completion",
     "ControlSignal",
     "DeadlineClock",
+    "DeadlineReached",
     "DiagnosisProgressTracker",
     "DiagnosisTask",
     "Draft",
@@ -193,6 +201,7 @@ __all__ = [
     "EvidenceCheck",
     "EvidenceChecked",
     "EvidenceStatus",
+    "EvidenceVerdict",
     "Fallback",
     "FallbackKind",
     "GainApplied",
@@ -209,11 +218,13 @@ __all__ = [
     "JsonValue",
     "ModelCall",
     "ModelCallError",
+    "ModelCallFailed",
     "ModelConfigError",
     "ModelErrorKind",
     "ModelPurpose",
     "ModelResponse",
     "ModelTurn",
+    "Observation",
     "OpenAIChatModel",
     "PreviousObservation",
     "ProgressSnapshot",
@@ -222,6 +233,7 @@ __all__ = [
     "ReleaseOutcome",
     "Released",
     "Relevance",
+    "RetriesCutByBudget",
     "RunContext",
     "RunLimits",
     "RunResult",
@@ -252,11 +264,14 @@ __all__ = [
     "UserMessage",
     "Violation",
     "ViolationKind",
+    "call_model",
+    "check_evidence",
     "event_adapter",
     "event_from_json",
     "normalize_timestamp",
     "otel_attribute_name",
     "parse_draft",
+    "project_result",
     "render_task",
     "run_diagnosis",
     "run_openai_agents_agent",

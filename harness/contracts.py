@@ -1,4 +1,4 @@
-"""The vocabularies of BRIEF §3, each its own enum so no layer overloads one `success`."""
+"""The vocabularies of docs/architecture.md §3, each its own enum so no layer overloads one `success`."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class InformationGain(StrEnum):
 
 
 class GainProducer(StrEnum):
-    """Who decided a gain value (seed 000 §3)."""
+    """Who decided a gain value (docs/architecture.md §4.3)."""
 
     HARNESS = "HARNESS"
     AGENT = "AGENT"

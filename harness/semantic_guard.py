@@ -1,4 +1,4 @@
-"""SemanticGuard: one isolated model call — no tools, no history, no memory (seed 003 §6).
+"""SemanticGuard: one isolated model call — no tools, no history, no memory (docs/architecture.md §7.3).
 
 It sees only the user's question, the Draft's user-visible claims and the verified evidence,
 and answers SUPPORTED or UNSUPPORTED. Anything it cannot be parsed as fails closed.

@@ -1,4 +1,4 @@
-"""The audit trace: typed metadata events, never raw payloads (BRIEF §6).
+"""The audit trace: typed metadata events, never raw payloads (docs/architecture.md §6.3).
 
 One frozen dataclass per event kind; `Trace.emit(event)` stamps its position and time. Consumers
 pattern-match on the classes (`match e: case ToolInvocation(scope=s): ...`); `EVENT_TYPES` lists every class.

@@ -43,6 +43,11 @@ class ModelConfigError(ValueError):
 
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+REQUIRED_FIRST = "required-first"
+"""The `tool_choice` setting that requires a call on the first turn and lets the model call or finish after it."""
+REQUIRED_UNTIL_EVIDENCE = "required-until-evidence"
+"""The `tool_choice` setting that requires a call until an observation has held records, then lets the model call or
+finish (STOP_REQUIRED still allows the Draft alone)."""
 
 TransportWrapper = Callable[[httpx2.BaseTransport], httpx2.BaseTransport]
 """Wraps the SDK's HTTP transport (record, replay, inspect); a `ModelCallError` it raises reaches the caller."""
@@ -236,6 +241,17 @@ def text_tool_call(content: str | None) -> ToolCallRequest | None:
     return ToolCallRequest("", data["name"], text, written_as_text=True)
 
 
+def _held_records(message: ChatMessage) -> bool:
+    """Whether `message` is an observation of a completed call that returned records (`evidence_status` EVIDENCE)."""
+    if not isinstance(message, ToolMessage):
+        return False
+    try:
+        data = json.loads(message.content)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("evidence_status") == "EVIDENCE"
+
+
 def json_reply_format(request: ChatRequest, tool_choice: str | dict[str, Any]) -> dict[str, Any] | None:
     """The `response_format` of `ToolCallFormat.JSON`: the reply is one JSON object, a call of a tool
     `tool_choice` allows (`{"name": <that tool>, "arguments": <its parameters>}`) or, unless a call is
@@ -345,9 +361,11 @@ class OpenAIChatModel:
         self._key = key
         # Sent explicitly whenever tools are present, "auto" included: some servers (llama-cpp-python's
         # chatml-function-calling) show the model no tools at all when tool_choice is absent.
-        # "none"/"required" are sent as such; any other value forces that tool by name.
+        # "none"/"required" are sent as such; "required-first" sends "required" on the first turn and "auto" after
+        # it; "required-until-evidence" sends "required" until an observation held records, then "auto"; any other
+        # value forces that tool by name.
         self._tool_choice = tool_choice
-        # One pending call at a time (seed 000 §4): ask for one call per turn. None = not sent, for
+        # One pending call at a time (docs/architecture.md §4.4): ask for one call per turn. None = not sent, for
         # endpoints that refuse the field.
         self._parallel_tool_calls = parallel_tool_calls
         self._tool_call_format = tool_call_format
@@ -417,7 +435,7 @@ class OpenAIChatModel:
                 for t in request.tools
             ]
         if request.tools:
-            body["tool_choice"] = self._wire_tool_choice(request.tool_choice)
+            body["tool_choice"] = self._wire_tool_choice(request)
             if self._parallel_tool_calls is not None:
                 body["parallel_tool_calls"] = self._parallel_tool_calls
         text_calls = self._tool_call_format is ToolCallFormat.JSON
@@ -465,10 +483,16 @@ class OpenAIChatModel:
             f"chat completion: {head!r}"[:500],
         )
 
-    def _wire_tool_choice(self, mode: ToolChoiceMode) -> str | dict[str, Any]:
-        """The `tool_choice` field: "none" after STOP_REQUIRED, else the configured choice."""
-        if mode is ToolChoiceMode.NONE or self._tool_choice == "none":
+    def _wire_tool_choice(self, request: ChatRequest) -> str | dict[str, Any]:
+        """The `tool_choice` field: "none" after STOP_REQUIRED, else the configured choice (`required-first`:
+        "required" until the model has answered once, then "auto", so it may call or finish)."""
+        if request.tool_choice is ToolChoiceMode.NONE or self._tool_choice == "none":
             return "none"
+        if self._tool_choice == REQUIRED_FIRST:
+            answered = any(isinstance(m, AssistantMessage) for m in request.messages)
+            return "auto" if answered else "required"
+        if self._tool_choice == REQUIRED_UNTIL_EVIDENCE:
+            return "auto" if any(_held_records(m) for m in request.messages) else "required"
         if self._tool_choice in ("auto", "required"):
             return self._tool_choice
         return {"type": "function", "function": {"name": self._tool_choice}}

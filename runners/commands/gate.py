@@ -78,7 +78,7 @@ def register(sub: Any) -> None:
     p.add_argument("--junit", type=Path, default=None,
                    help=f"JUnit XML path (default ./{DEFAULTS.junit}, overwritten)")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
-    g = p.add_argument_group("power (README: Power — MDE, INCONCLUSIVE and the plan)")
+    g = p.add_argument_group("power (docs/gate.md: power, INCONCLUSIVE, the plan, sequential looks)")
     g.add_argument("--max-mde", type=MDE_RANGE, default=DEFAULTS.max_mde, metavar="RATE",
                    help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
                         f" INCONCLUSIVE, exit 3 (default {DEFAULTS.max_mde:.2f} = {DEFAULTS.max_mde * 100:g}"

@@ -62,6 +62,18 @@ class TraceImportError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class CallContents:
+    """What one model call attempt's span says of its messages, in the conventions' JSON (None: not recorded)."""
+
+    given: str | None
+    """`gen_ai.input.messages`: the messages the call sent that the conversation had not sent before."""
+    answered: str | None
+    """`gen_ai.output.messages`: its answer."""
+    tools: str | None = None
+    """`gen_ai.tool.definitions`: the tools it offered, where they first appear or change."""
+
+
+@dataclass(frozen=True, slots=True)
 class ObservedRun:
     """One run read from a trace file, whole."""
 
@@ -77,9 +89,9 @@ class ObservedRun:
     """The thresholds and budgets it ran under, when the trace says."""
     final_text: str | None = None
     """The text of its last diagnosis answer, when the trace carries message contents (the Draft)."""
-    contents: tuple[tuple[str | None, str | None], ...] = ()
-    """Per model call attempt, in order: its `gen_ai.input.messages` and `gen_ai.output.messages` (the
-    conventions' JSON), when the trace carries message contents; else empty."""
+    contents: tuple[CallContents, ...] = ()
+    """Per model call attempt, in order, what its span carries of its messages, when the trace carries message
+    contents; else empty."""
 
 
 _BENCH_ID = re.compile(r"(?P<bench>.+)/(?P<case>[^/]+)/(?P<epoch>[1-9][0-9]{0,8})")
@@ -258,7 +270,7 @@ class _OtlpReader:
                           HarnessAttribute.STOP_REQUIRED_DELIVERED.value, HarnessAttribute.BUDGET_HIT.value,
                           "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", *self.limits}  # fmt: skip
         self.chat_extra = {_OPERATION, "gen_ai.request.model", HarnessAttribute.SEMANTIC_GUARD.value,
-                           "gen_ai.input.messages", "gen_ai.output.messages"}  # fmt: skip
+                           "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.definitions"}  # fmt: skip
         self.by_event_name = {f"{OTEL_NAMESPACE}.{cls.kind.value.lower()}": cls for cls in EVENT_TYPES
                               if cls not in (RunStarted, ModelCall, ToolInvocation, Released)}  # fmt: skip
 
@@ -381,7 +393,7 @@ class _OtlpReader:
         events: list[TraceEvent] = [self._event(at, RunStarted, {**start_attrs, "harness.seq": 0}, set(),
                                                 {"t_ms": 0.0})]  # fmt: skip
         final: tuple[int, str | None] = (-1, None)
-        contents: list[tuple[int, str | None, str | None]] = []
+        contents: list[tuple[int, CallContents]] = []
         for k in kids:
             where = self._at(k)
             cls: type[TraceEvent] = ModelCall if k.attributes[_OPERATION] == "chat" else ToolInvocation
@@ -393,8 +405,10 @@ class _OtlpReader:
                 final = (event.seq, _answer_text(where, k.attributes.get("gen_ai.output.messages")))
             if isinstance(event, ModelCall):
                 given, answered = k.attributes.get("gen_ai.input.messages"), k.attributes.get("gen_ai.output.messages")
-                contents.append((event.seq, None if given is None else str(given),
-                                 None if answered is None else str(answered)))  # fmt: skip
+                tools = k.attributes.get("gen_ai.tool.definitions")
+                contents.append((event.seq, CallContents(None if given is None else str(given),
+                                                         None if answered is None else str(answered),
+                                                         None if tools is None else str(tools))))  # fmt: skip
         for name, ts, attrs in r.events:
             if name == _EVALUATION:
                 continue  # the bench's verdict: imported runs carry no expectations
@@ -412,8 +426,8 @@ class _OtlpReader:
         events.append(self._event(at, Released, {**release_attrs, "harness.seq": len(events)}, set(),
                                   {"t_ms": ms(r.end)}))  # fmt: skip
         case_id, epoch = _identity(run_id)
-        carried = any(given is not None or answered is not None for _, given, answered in contents)
-        in_order = tuple((given, answered) for _, given, answered in sorted(contents)) if carried else ()
+        carried = any(c.given is not None or c.answered is not None for _, c in contents)
+        in_order = tuple(c for _, c in sorted(contents, key=lambda sc: sc[0])) if carried else ()
         return ObservedRun(run_id, case_id, epoch, tuple(events), limits, final[1], in_order)
 
 
@@ -476,6 +490,19 @@ def _parts(text: str | None) -> list[dict[str, Any]]:
     return [m for m in parsed if isinstance(m, dict)] if isinstance(parsed, list) else []
 
 
+def _offered(definitions: str | None) -> str | None:
+    """A TOOLS entry's content (`[{"name", "description"}]`) from `gen_ai.tool.definitions` (None: none given)."""
+    if definitions is None:
+        return None
+    try:
+        parsed = json.loads(definitions)
+    except (ValueError, RecursionError):
+        return None
+    tools = [{"name": str(d.get("name")), "description": str(d.get("description") or "")}
+             for d in (parsed if isinstance(parsed, list) else []) if isinstance(d, dict)]  # fmt: skip
+    return json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else None
+
+
 def _transcript(run: ObservedRun) -> tuple[TranscriptEntry, ...]:
     """What the model was sent and answered, as far as the trace says: with message contents, every message of
     every call; without, one entry per model answer or failure and per tool call (no text), so each tool call's
@@ -492,8 +519,11 @@ def _transcript(run: ObservedRun) -> tuple[TranscriptEntry, ...]:
             call += 1
             if e.purpose is ModelPurpose.DIAGNOSIS:
                 diagnosis_call = call
-            given, answered = next(contents, (None, None))
-            for m in _parts(given):
+            this = next(contents, CallContents(None, None))
+            offered = _offered(this.tools)
+            if offered is not None:
+                add(e.purpose, EntryKind.TOOLS, call, offered)
+            for m in _parts(this.given):
                 kind = _ROLES.get(str(m.get("role")))
                 for part in m.get("parts") or ():
                     if kind is not None and isinstance(part, dict):
@@ -503,7 +533,7 @@ def _transcript(run: ObservedRun) -> tuple[TranscriptEntry, ...]:
             if e.error_kind is not None:
                 add(e.purpose, EntryKind.MODEL_ERROR, call, e.detail, error_kind=e.error_kind)
                 continue
-            answer = [m for m in _parts(answered) if m.get("role") == "assistant"]
+            answer = [m for m in _parts(this.answered) if m.get("role") == "assistant"]
             texts = [p.get("content") for m in answer for p in m.get("parts") or () if p.get("type") == "text"]
             add(e.purpose, EntryKind.ASSISTANT, call, next((t for t in texts if isinstance(t, str)), None),
                 input_tokens=e.input_tokens, output_tokens=e.output_tokens,

@@ -14,10 +14,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from harness import ToolCallFormat
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, model_kind
 
-__all__ = ["TOOL_CHOICE_MODES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
+__all__ = ["TOOL_CHOICE_MODES", "WIRE_TOOL_CHOICES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
-TOOL_CHOICE_MODES = ("auto", "none", "required")
-"""The `tool_choice` values that name no tool."""
+WIRE_TOOL_CHOICES = ("auto", "none", "required")
+"""The `tool_choice` values sent on the wire as they are (the OpenAI API's)."""
+TOOL_CHOICE_MODES = (*WIRE_TOOL_CHOICES, "required-first", "required-until-evidence")
+"""The `tool_choice` values that name no tool (`required-first`: a call on the first turn, then a call or the Draft;
+`required-until-evidence`: a call until an observation held records, then a call or the Draft)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,7 +50,7 @@ class ParallelToolCalls(StrEnum):
     TRUE = "true"
     """Allow several calls per turn."""
     FALSE = "false"
-    """One call per turn (seed 000: one pending call at a time)."""
+    """One call per turn (one pending call at a time, docs/architecture.md §4.4)."""
     OMIT = "omit"
     """Do not send the field (for endpoints that refuse it)."""
 
@@ -74,10 +77,13 @@ class ModelSettings(BaseModel):
         default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
     )
     """Environment variable holding the API key (local servers need none)."""
-    tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|TOOL")] = Field(
-        default="auto", examples=["kb_search"]
-    )
-    """OpenAI tool_choice sent with the tools; a tool name forces that tool."""
+    tool_choice: Annotated[
+        str, BenchSetting(metavar="auto|none|required|required-first|required-until-evidence|TOOL")
+    ] = Field(default="auto", examples=["kb_search"])
+    """OpenAI tool_choice sent with the tools (auto, none, required, required-first, required-until-evidence); a
+    tool name forces that tool; required-first sends required on the
+    first turn and auto after it (a call first, then a call or the Draft); required-until-evidence sends required
+    until an observation held records, then auto (after STOP_REQUIRED: none, the Draft alone)."""
     parallel_tool_calls: ParallelToolCalls = ParallelToolCalls.FALSE
     """Ask for one tool call per turn (false), allow several (true), or omit the field."""
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -99,7 +105,10 @@ class ModelSettings(BaseModel):
         from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
 
         if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
-            raise ValueError(f"expected auto, none, required or a tool name ({', '.join(TOOL_NAMES)})")
+            raise ValueError(
+                f"expected auto, none, required, required-first, required-until-evidence or a tool name"
+                f" ({', '.join(TOOL_NAMES)})"
+            )
         return value
 
     @model_validator(mode="after")

@@ -224,7 +224,9 @@ RUN_OPTIONS: tuple[RunOption, ...] = (
                         "help": "the agent loop each case run goes through: native (run_diagnosis, default),"
                                 " pydantic-ai or openai-agents (that framework's agent over the case's model, the"
                                 " Harness through its adapter; needs the `adapters` extra, which make venv"
-                                " installs)"}),
+                                " installs), or plain (no Harness: plain tools, the same budgets, no envelope, no"
+                                " information-gain contract, the answer published unguarded; to measure what the"
+                                " protocol costs and buys)"}),
 )  # fmt: skip
 """Every run option a stored run fixes."""
 

@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
+from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
 from runners.plan.model_settings import BenchSetting as BenchSetting
 from runners.plan.model_settings import ModelSettings as ModelSettings
 from runners.plan.model_settings import ParallelToolCalls as ParallelToolCalls

@@ -137,7 +137,7 @@ def _gate_table(g: GateStudy) -> list[str]:
 
 
 def gate_tables(results: CalibrationResults) -> str:
-    """The docs' tables of the gate parts and of the recommend part."""
+    """The tables of the gate parts and of the recommend part (docs/calibration.md)."""
     lines: list[str] = []
     for key in sorted(results.gates):
         lines += _gate_table(results.gates[key])
@@ -163,7 +163,7 @@ def _points(x: float | None) -> str:
 
 
 def power_tables(study: PowerStudy) -> str:
-    """The docs' tables of the power part."""
+    """The tables of the power part (docs/calibration.md)."""
     lines = [
         f"{study.pairs_per_profile} seed pairs per profile, every case. Predicted: what the gate prints for a pair "
         "(mean over pairs); measured: the injected drop at which the gate fails in 80% (90%) of the pairs, "

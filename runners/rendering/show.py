@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import EntryKind, InvocationStatus, ModelPurpose
+from runners.decisions.funnel import stage_of
 from runners.rendering.safe_text import html as safe_html
 from runners.rendering.safe_text import terminal
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message
@@ -111,9 +112,24 @@ def _decision(m: Message) -> str:
     return line
 
 
+def _tools(text: str) -> list[tuple[str, str]]:
+    """(name, description) of each tool a TOOLS entry lists (nothing when it is not that list)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    items = data if isinstance(data, list) else []
+    return [(str(t.get("name")), str(t.get("description"))) for t in items if isinstance(t, dict)]
+
+
 def _message_lines(m: Message, width: int, *, full: bool, draft: bool) -> list[str]:
     text = m.content or ""
     kind = m.kind
+    if kind == EntryKind.TOOLS:
+        offered = _tools(text)
+        if not full:
+            return [f"  TOOLS {', '.join(name for name, _ in offered)} (descriptions: --full)"]
+        return ["  TOOLS", *(line for name, what in offered for line in _wrap(f"{name}: {what}", "    ", width))]
     if kind == EntryKind.SYSTEM:
         body = text.splitlines()
         shown = body if full else body[:_SYSTEM_LINES]
@@ -194,6 +210,13 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
     lines += _wrap(f"passed: {passed}   model calls {r['model_calls']}, tool invocations"
                    f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
                    f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip
+    if r["passed"] is not None and r.get("outcome_passed") is not None:
+        trajectory = r.get("trajectory_passed")
+        unjudged = "not judged (a real model, or off the settings its bounds were written for)"
+        judged = unjudged if trajectory is None else "yes" if trajectory else "NO"
+        lines += _wrap(f"verdicts: outcome {'yes' if r['outcome_passed'] else 'NO'}, trajectory {judged}", "", width)
+    if info.funnel is not None and info.funnel.expected_outcome == "SUCCESS":
+        lines += _wrap(f"diagnosis funnel: {stage_of(info.funnel).value}", "", width)
     if r.get("failures"):
         for failure in json.loads(r["failures"]):
             lines.extend(_wrap(f"- {failure}", "  ", width))

@@ -18,6 +18,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
+from runners.run.verdict import trajectory_applies
 
 __all__ = ["ModelFactory", "execute_case"]
 
@@ -62,8 +63,11 @@ class ModelFactory:
 def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchOptions) -> CaseRun:
     """Run one case at one epoch through `factory`'s model (under its cassette when the run has one)."""
     model = factory.for_case(case, epoch)
+    harnessed = opts.agent.harnessed
+    judge = harnessed and trajectory_applies(opts.config, scripted=factory.spec.kind is ModelKind.SCRIPTED)
     if opts.cassettes is None or factory.spec.kind is not ModelKind.OPENAI:
-        return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent))
+        return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent),
+                        judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
     from runners.plan.redact import Secrets
     from runners.store.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
@@ -72,14 +76,16 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
     try:
         with use_cassette(path, opts.mode, secrets) as tape:
             run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
-                           deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent))  # fmt: skip
+                           deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent),
+                           judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
     if run.result.error_kind is ModelErrorKind.REPLAY_MISS:
         command = rerecord_command(opts, case.id, epoch)
         message = f"request not in cassette {path} (record mode {opts.mode}); re-record with: {command}"
-        run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
+        verdicts = replace(run.verdicts, outcome_failures=(*run.verdicts.outcome_failures, message))
+        run = CaseRun(run.case, _with_error(run, message), run.metrics, verdicts, run.evidence_calls)
     return run
 
 

@@ -81,4 +81,8 @@ def loop_for(agent: AgentFramework) -> AgentLoop:
         return pydantic_ai_loop
     if agent is AgentFramework.OPENAI_AGENTS:
         return openai_agents_loop
+    if agent is AgentFramework.PLAIN:
+        from runners.run.plain_loop import plain_loop
+
+        return plain_loop
     return run_diagnosis

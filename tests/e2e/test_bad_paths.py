@@ -336,8 +336,16 @@ def test_sweep_resume_of_a_completed_sweep_is_refused(work: Path, capsys: pytest
 
 
 def test_the_readme_example_report_is_made_by_the_command_beside_it() -> None:
-    """The commands reports/README.md prints are the ones the committed example's report names."""
+    """The commands reports/README.md prints are the ones the committed example's report names, and the ones
+    docs/calibration.md prints beside the example."""
     text = (ROOT / "reports" / "README.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs" / "calibration.md").read_text(encoding="utf-8")
+
+    def commands(text: str, before: str) -> list[str]:
+        block = text.split(before, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+        return [" ".join(line.split()) for line in block.splitlines() if line.strip()]
+
+    assert commands(page, "was produced, in a folder without") == commands(text, "by exactly:")
     report = (ROOT / "reports" / "example-rewriter-sweep" / "report.md").read_text(encoding="utf-8")
     assert "--sweep latest --out reports/example-rewriter-sweep" in text
     assert "Source: `sweep.duckdb`." in report

@@ -140,7 +140,7 @@ class KnowledgeBaseSearch(BusinessTool[KbSearchInput]):
     """BM25 search over the case's knowledge-base chunks, with STRONG/REFERENCE relevance per hit."""
 
     name: ClassVar[str] = "kb_search"
-    description: ClassVar[str] = (
+    description: str = (
         "Search the payment platform's knowledge base (runbooks, incident reviews, design notes; English and "
         "Chinese) by keywords. Returns at most top_k passages ranked by BM25 score, each with doc_id, title, "
         "chunk_id, text and score, and a relevance of STRONG (shares several specific terms with the query) or "
