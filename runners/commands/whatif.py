@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from harness.contracts import StopReason
+from harness import StopReason
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
 from runners.plan.settings import axis_type
 from runners.rendering.safe_text import terminal

@@ -16,8 +16,7 @@ from typing import Any
 
 import pydantic_core
 
-from harness.contracts import ModelPurpose
-from harness.transcript import EntryKind
+from harness import EntryKind, ModelPurpose
 from runners.plan.redact import safe_url
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_run
 

@@ -39,12 +39,18 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.semconv.attributes.service_attributes import SERVICE_NAME as SERVICE_NAME_KEY
 from opentelemetry.trace import Tracer
 
-from harness import __version__
-from harness.config import RunLimits
-from harness.contracts import ModelPurpose
-from harness.otel import Evaluation, SpanRecorder
-from harness.trace import Released, RunStarted, TraceEvent
-from harness.transcript import EntryKind, TranscriptEntry
+from harness import (
+    EntryKind,
+    Evaluation,
+    ModelPurpose,
+    Released,
+    RunLimits,
+    RunStarted,
+    SpanRecorder,
+    TraceEvent,
+    TranscriptEntry,
+    __version__,
+)
 from runners.plan.redact import Secrets, redact
 
 __all__ = [

@@ -26,24 +26,29 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from harness.config import RunLimits
-from harness.context import BudgetUsage
-from harness.contracts import ModelPurpose, ReleaseOutcome
-from harness.draft import parse_draft
-from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json
-from harness.release import ReleaseDecision
-from harness.session import RunResult
-from harness.trace import (
+from harness import (
     EVENT_TYPES,
     BudgetExhausted,
+    BudgetUsage,
+    EntryKind,
+    EventLogError,
+    EventLogLine,
     ModelCall,
+    ModelPurpose,
     Released,
+    ReleaseDecision,
+    ReleaseOutcome,
+    RunLimits,
+    RunResult,
     RunStarted,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
+    TranscriptEntry,
+    event_adapter,
+    event_from_json,
+    parse_draft,
 )
-from harness.transcript import EntryKind, TranscriptEntry
 
 if TYPE_CHECKING:
     from runners.plan.settings import SettingValue
@@ -209,11 +214,11 @@ _EVALUATION = "gen_ai.evaluation.result"
 
 
 def _attribute_names() -> dict[type[TraceEvent], dict[str, str]]:
-    """Per event class: attribute name -> field (`harness.otel.attribute_name`), timings aside."""
-    from harness.otel import attribute_name
+    """Per event class: attribute name -> field (`harness.otel_attribute_name`), timings aside."""
+    from harness import otel_attribute_name
 
     timing = {"t_ms", "latency_ms"}
-    return {cls: {attribute_name(f.name): f.name for f in dataclasses.fields(cls) if f.name not in timing}
+    return {cls: {otel_attribute_name(f.name): f.name for f in dataclasses.fields(cls) if f.name not in timing}
             for cls in EVENT_TYPES}  # fmt: skip
 
 
@@ -248,11 +253,11 @@ class _Span:
 
 class _OtlpReader:
     def __init__(self, path: Path) -> None:
-        from harness.otel import NAMESPACE, HarnessAttribute
+        from harness import OTEL_NAMESPACE, HarnessAttribute
 
         self.path = path
         self.names = _attribute_names()
-        self.namespace = NAMESPACE
+        self.namespace = OTEL_NAMESPACE
         self.limits = {
             HarnessAttribute.NO_GAIN_THRESHOLD.value: "no_gain_threshold",
             HarnessAttribute.PROTOCOL_VIOLATION_THRESHOLD.value: "protocol_violation_threshold",
@@ -266,7 +271,7 @@ class _OtlpReader:
                           "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", *self.limits}  # fmt: skip
         self.chat_extra = {_OPERATION, "gen_ai.request.model", HarnessAttribute.SEMANTIC_GUARD.value,
                            "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.definitions"}  # fmt: skip
-        self.by_event_name = {f"{NAMESPACE}.{cls.kind.value.lower()}": cls for cls in EVENT_TYPES
+        self.by_event_name = {f"{OTEL_NAMESPACE}.{cls.kind.value.lower()}": cls for cls in EVENT_TYPES
                               if cls not in (RunStarted, ModelCall, ToolInvocation, Released)}  # fmt: skip
 
     # reading ------------------------------------------------------------------------------------------------------

@@ -16,10 +16,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import __version__
-from harness.contracts import InvocationStatus, ModelPurpose
-from harness.trace import ModelCall, ToolInvocation
-from harness.transcript import EntryKind
+from harness import EntryKind, InvocationStatus, ModelCall, ModelPurpose, ToolInvocation, __version__
 from runners.interchange.otel_import import ObservedRun, TraceImportError, import_rows, read_traces
 from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSourceError, load_captured_run
 from runners.store.connection import connect

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contracts import InvocationStatus, ModelPurpose
-from harness.transcript import EntryKind
+from harness import EntryKind, InvocationStatus, ModelPurpose
 from runners.decisions.funnel import stage_of
 from runners.rendering.safe_text import html as safe_html
 from runners.rendering.safe_text import terminal

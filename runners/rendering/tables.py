@@ -18,7 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from harness.contracts import FallbackKind, ReleaseOutcome, StopReason
+from harness import FallbackKind, ReleaseOutcome, StopReason
 from runners.rendering.safe_text import TerminalSafe, terminal
 
 PIPE_WIDTH = 100

@@ -34,7 +34,7 @@ from typing import Any
 
 import duckdb
 
-from harness.context import CancellationToken
+from harness import CancellationToken
 from runners.plan import run_options, settings
 from runners.plan.shard import RunStatus
 from runners.store._files import replacing, same_file

@@ -60,6 +60,26 @@ def test_registered_models_never_share_a_file_or_a_stamp() -> None:
     assert {"gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"} <= set(registry.MODELS)
 
 
+def test_the_cache_folder_is_never_inside_an_installed_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source checkout caches in its .llama-server/; a wheel's install (no pyproject.toml beside the package) in
+    the user's cache folder, never in site-packages; $HARNESS_BENCH_LLAMA_DIR wins over both."""
+    from runners.live import server
+
+    monkeypatch.delenv("HARNESS_BENCH_LLAMA_DIR", raising=False)
+    assert server.llama_dir() == server.ROOT / ".llama-server"
+    monkeypatch.setattr(server, "ROOT", tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert server.llama_dir() == tmp_path / "cache" / "harness-bench" / "llama-server"
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path / "mine"))
+    assert server.llama_dir() == tmp_path / "mine"
+
+
+def test_the_chat_templates_are_the_packages() -> None:
+    """Found as package data (what the wheel carries), each registered template a file."""
+    templates = [m.chat_template for m in registry.MODELS.values() if m.chat_template is not None]
+    assert templates and all(t.is_file() and t.parent == registry.TEMPLATES for t in templates)
+
+
 @given(st.text(max_size=40).filter(lambda s: s not in registry.MODELS))
 def test_an_unknown_name_is_refused_naming_the_registered_ones(name: str) -> None:
     with pytest.raises(registry.UnknownModelError) as caught:
