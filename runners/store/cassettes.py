@@ -66,7 +66,7 @@ from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr
 from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
-from runners.store._files import write_text
+from runners.store._files import NamedPath, write_text
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",
@@ -158,7 +158,7 @@ class AtomicPersister(FilesystemPersister):  # type: ignore[misc]  # vcrpy ships
     @staticmethod
     def save_cassette(cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any) -> None:
         """Serialize as vcrpy does and write the file whole."""
-        write_text(Path(cassette_path), serialize(cassette_dict, serializer))
+        write_text(NamedPath("cassette", Path(cassette_path)), serialize(cassette_dict, serializer))
 
 
 def make_vcr(record_mode: str, secrets: Secrets = NO_SECRETS) -> vcr.VCR:
