@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -227,7 +228,36 @@ def replay(recording: Recording, db: Path) -> RecordedSummary:
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()] or [f"exit {done.returncode}"]
         raise RecordingError(f"{recording.folder / 'summary.json'}: its sweep did not replay ({lines[-1].strip()})")
+    _check_cassettes_present(recording, db)
     return summarize(summary.model, read_recorded(db, summary.model), summary.sweep_args)
+
+
+_MISSED = re.compile(r"request not in cassette (?P<path>.+?) \(record mode")
+"""How a replayed case run names the cassette it found no answer in (runners/run/_execute.py)."""
+
+
+def _check_cassettes_present(recording: Recording, db: Path) -> None:
+    """A replay whose case runs found no cassette file at all is a recording with its cassettes missing (a partial
+    checkout, a deleted folder): said as such, not as the numbers that then differ from the summary."""
+    con = connect(db, read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT count(*) FILTER (WHERE error LIKE 'request not in cassette %'), count(*),"
+            " list(error) FILTER (WHERE error LIKE 'request not in cassette %') FROM case_runs WHERE label = ?",
+            [recording.summary.model],
+        ).fetchone()
+    finally:
+        con.close()
+    if rows is None or not rows[0]:
+        return
+    absent = [m["path"] for e in rows[2] if (m := _MISSED.match(str(e))) and not Path(m["path"]).exists()]
+    if absent:
+        files = sorted(set(absent))
+        raise RecordingError(
+            f"{recording.folder}: the recording's cassettes are missing: {len(files)} cassette file(s) (e.g."
+            f" {files[0]}), needed by {len(absent)} of {rows[1]} replayed case runs; restore them (git checkout --"
+            " cassettes) or record the model again"
+        )
 
 
 def _flat(value: object, path: str, into: dict[str, object]) -> None:
