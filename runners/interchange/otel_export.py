@@ -361,7 +361,10 @@ def export_otlp_endpoint(
             finally:
                 exporter.shutdown()
             if result is not SpanExportResult.SUCCESS:
-                why = redact(logs.last) if logs.last else f"no answer within --otlp-timeout {timeout:g} s"
+                if time.monotonic() >= deadline:  # the request ran out of the time left: the deadline is the cause
+                    why = f"--otlp-timeout {timeout:g} s passed before they were accepted"
+                else:
+                    why = redact(logs.last) if logs.last else "the endpoint refused them"
                 break
             sent += len(batch)
     if sent < len(spans):
