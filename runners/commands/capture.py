@@ -29,7 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="an OTLP/JSON file (one trace per line) instead of --db")  # fmt: skip
     p.add_argument("--run", default=None, metavar="ID", help="with --trace: the run's gen_ai.conversation.id")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the evaluation file to write (.yaml)")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE",
+                   help="the evaluation file to write (.yaml; /dev/stdout: to stdout)")  # fmt: skip
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.set_defaults(func=run)
 

@@ -19,9 +19,12 @@ def register(sub: Any) -> None:
              " producer of the same invoke_agent/chat/execute_tool spans and harness.* attributes) or the library's"
              " event log (HarnessSession(event_log=...): one typed event per line). Every run becomes a case run of"
              " one new bench run (source imported, no expectations: expected_*, passed and failures are empty), with"
-             " its tool_calls and events rows. A trace that is not a set of whole runs (a span missing, an unknown"
-             " attribute, a run cut off, two runs under one id, malformed JSON) is one line naming the line and"
-             " span, exit 2, and nothing is written.")  # fmt: skip
+             " its tool_calls and events rows; gate, show and diff give it no verdict. A trace that is not a set of"
+             " whole runs (a span missing, an unknown attribute, a run cut off, two runs under one id, malformed JSON)"
+             " or holds a value its field does not allow (a count that is not an integer from 0 within BIGINT, a"
+             " threshold outside what `run` accepts, a span ending before it starts, misshapen gen_ai messages) is"
+             " one line naming the line, span and field, exit 2, and nothing is written. The same runs imported"
+             " again under one label are refused.")  # fmt: skip
     p.add_argument("traces", type=Path, metavar="TRACES", help="the OTLP/JSON or event-log file (JSON Lines)")
     _add_db(p)
     p.add_argument("--label", required=True, type=label_arg, metavar="LABEL",

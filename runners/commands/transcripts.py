@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
                    help="the label's newest case run of --case (and --epoch)")  # fmt: skip
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
     p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+                   help="write a self-contained HTML page (/dev/stdout: to stdout)")  # fmt: skip
     p.add_argument("--full", action="store_true", help="print the system prompt in full")
     p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
     p.set_defaults(func=run)
@@ -69,7 +70,8 @@ def register(sub: Any) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--inspect", type=Path, default=None, metavar="DIR", help="folder for the .eval files")
     what.add_argument("--otel", type=Path, default=None, metavar="FILE",
-                      help="OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line")  # fmt: skip
+                      help="OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line"
+                           " (/dev/stdout: the lines to stdout)")  # fmt: skip
     what.add_argument("--otlp-endpoint", default=None, metavar="URL",
                       help="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
