@@ -25,7 +25,7 @@ from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 from runners.rendering.safe_text import html, markdown, markdown_code
 from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
-from runners.store.recorded_sweeps import read_recorded
+from runners.store.recorded_sweeps import cassette_misses, read_recorded
 from runners.store.runs import label_sweep_ids
 
 __all__ = [
@@ -239,24 +239,14 @@ _MISSED = re.compile(r"request not in cassette (?P<path>.+?) \(record mode")
 def _check_cassettes_present(recording: Recording, db: Path) -> None:
     """A replay whose case runs found no cassette file at all is a recording with its cassettes missing (a partial
     checkout, a deleted folder): said as such, not as the numbers that then differ from the summary."""
-    con = connect(db, read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT count(*) FILTER (WHERE error LIKE 'request not in cassette %'), count(*),"
-            " list(error) FILTER (WHERE error LIKE 'request not in cassette %') FROM case_runs WHERE label = ?",
-            [recording.summary.model],
-        ).fetchone()
-    finally:
-        con.close()
-    if rows is None or not rows[0]:
-        return
-    absent = [m["path"] for e in rows[2] if (m := _MISSED.match(str(e))) and not Path(m["path"]).exists()]
+    misses = cassette_misses(db, recording.summary.model)
+    absent = [m["path"] for e in misses.errors if (m := _MISSED.match(e)) and not Path(m["path"]).exists()]
     if absent:
         files = sorted(set(absent))
         raise RecordingError(
             f"{recording.folder}: the recording's cassettes are missing: {len(files)} cassette file(s) (e.g."
-            f" {files[0]}), needed by {len(absent)} of {rows[1]} replayed case runs; restore them (git checkout --"
-            " cassettes) or record the model again"
+            f" {files[0]}), needed by {len(absent)} of {misses.case_runs} replayed case runs; restore them (git"
+            " checkout -- cassettes) or record the model again"
         )
 
 

@@ -237,3 +237,27 @@ def test_dev_stdout_is_a_stream_where_documented_and_refused_elsewhere(
         assert code == 2 and len(lines) == 1, captured.err
         assert w.flag in lines[0] and "/dev/stdout" in lines[0], lines[0]
     assert _listing(scratch) == [], "nothing written beside"
+
+
+@pytest.mark.parametrize("kind", ["a socket", "a block device"])
+def test_a_socket_or_a_block_device_is_refused_by_the_rule_itself(kind: str, tmp_path: Path) -> None:
+    """The two kinds the walk above does not make (no writer is needed to see the rule refuse them)."""
+    import socket
+
+    from runners.store._files import NamedPath, OutputPathError, write_text
+
+    path = tmp_path / "out"
+    if kind == "a socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+    else:
+        try:
+            os.mknod(path, stat.S_IFBLK | 0o600, os.makedev(7, 0))
+        except PermissionError:
+            pytest.skip("mknod is not permitted here (not root, or a container without CAP_MKNOD)")
+    before = _state(path)
+    with pytest.raises(OutputPathError, match=f"--json {path} is {kind}, not a regular file"):
+        write_text(NamedPath("--json", path), "{}")
+    assert _state(path) == before and _listing(tmp_path) == ["out"]
+    if kind == "a socket":
+        server.close()
