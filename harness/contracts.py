@@ -5,7 +5,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Union
 
-from pydantic import JsonValue as JsonValue
+from pydantic.types import JsonValue as JsonValue
 
 # JSON values as they cross tool and model boundaries (instead of `Any`); pydantic's named
 # recursive alias works both for mypy and for validation inside models.
