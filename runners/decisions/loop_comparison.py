@@ -47,7 +47,8 @@ class LoopComparison(BaseModel):
     cases: int
     """Cases both loops ran."""
     metrics: tuple[PairedMetric, ...]
-    """Recall, honest fallback, tokens, model calls and tool calls per run, paired by case."""
+    """Recall (and the part of it whose citations EvidenceGuard accepts: the plain loop publishes unchecked), honest
+    fallback, tokens, model calls and tool calls per run, paired by case."""
     harness_failed: int
     """Harness runs released as FAILED."""
     plain_failed: int
@@ -101,6 +102,11 @@ def compare_loops(
 
     rows = [
         measured("recall (SUCCESS with the root cause)", lambda r: float(bool(r.outcome_passed)), success),
+        measured(
+            "recall, citations verified",
+            lambda r: float(bool(r.outcome_passed) and r.outcome == "SUCCESS" and r.evidence_check == "PASSED"),
+            success,
+        ),
         measured("honest fallback", lambda r: float(bool(r.outcome_passed)), fallback),
         measured("tokens per run", lambda r: float(r.input_tokens + r.output_tokens), common),
         measured("model calls per run", lambda r: float(r.model_calls), common),
