@@ -15,7 +15,7 @@ from typing import Any, NoReturn, TextIO, cast
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.flags import bounded_float, bounded_int
 from runners.plan.rules import DEFAULT_DB, UsageError
 from runners.rendering import tables
 from runners.rendering.safe_text import terminal
@@ -138,7 +138,7 @@ class _ReaderMayLeave:
 
 
 # -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
-# Every bounded numeric flag takes its type from one factory (runners/plan/_bounded.py), beside the run options'.
+# Every bounded numeric flag takes its type from one factory (runners/plan/flags.py), beside the run options'.
 _int_in = bounded_int
 _float_in = bounded_float
 

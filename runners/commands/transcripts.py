@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _sub
-from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.flags import bounded_float, bounded_int
 from runners.plan.redact import safe_url
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.run_options import label_arg

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from runners.plan._bounded import bounded_float
+from runners.plan.flags import bounded_float
 
 __all__ = ["DEFAULT_MARGIN", "MARGIN_RANGE", "Objective", "RecommendInputError", "Rule", "check_margin"]
 

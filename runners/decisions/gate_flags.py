@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.flags import bounded_float, bounded_int
 from runners.plan.rules import MAX_EPOCHS
 
 __all__ = [

@@ -20,8 +20,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from runners.plan._bounded import bounded_int
 from runners.plan.agent import AgentFramework
+from runners.plan.flags import bounded_int
 from runners.plan.options import RecordMode, default_epochs
 from runners.plan.rules import MAX_EPOCHS, RECORD_MODES
 

@@ -16,7 +16,7 @@ import pytest
 
 from runners.cli import build_parser, main
 from runners.decisions.gate_flags import MAX_LOOKS
-from runners.plan._bounded import Bounded
+from runners.plan.flags import Bounded
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.settings import ModelSettings, declaration
 from tests.runners.domain.test_input_bounds import _MEASURE, PEAK_MB
