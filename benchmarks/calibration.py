@@ -111,16 +111,16 @@ def gate_study(pairs_per_profile: int, epochs: int, workdir: Path) -> dict[str, 
             if f"s{seed}" not in labels:
                 run_bench(
                     plan_run(
-                        BenchOptions(
+                        BenchOptions.of(
                             model_settings=ModelSettings(
                                 model=f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
                             ),
                             label=f"s{seed}",
                             db=db,
                             epochs=epochs,
-                            keep_runs=False,
                         )
-                    )
+                    ),
+                    keep_runs=False,
                 )
         con = connect(db, read_only=True)
         try:
@@ -456,8 +456,8 @@ def recommend_study(workdir: Path) -> dict[str, Any]:
                     plan_sweep(
                         SweepOptions(
                             grid,
-                            BenchOptions(
-                                evalsets=SWEEP_FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
+                            BenchOptions.of(
+                                evalsets=SWEEP_FAMILIES, model=model, db=db, epochs=epochs
                             ),
                         )
                     )

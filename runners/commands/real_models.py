@@ -13,7 +13,6 @@ from runners.commands._common import (
     EXIT_REGRESSION,
     ArgumentError,
     Parser,
-    _add_selection,
     _check_outputs,
     _error,
     _fail,
@@ -48,8 +47,7 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
     from runners.rendering.real_report import RecordingSettings
 
     parser = Parser(prog="harness-bench sweep")
-    _add_selection(parser, "sweep")  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
-    _add_bench(parser, sweep=True)
+    _add_bench(parser, sweep=True)  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
     try:
         args = parser.parse_args(list(sweep_args))
         values = settings.settings_from_args(args)

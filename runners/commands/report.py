@@ -20,16 +20,17 @@ def register(sub: Any) -> None:
                    help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
     p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
-    _add_recommend_choices(p)
+    _add_recommend_choices(p, "report")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.recommend import Objective, Rule
+    from runners.decisions.choices import RecommendChoices
     from runners.rendering.report import build_report
     from runners.store.connection import connect
     from runners.store.runs import bench_run_exists, sweep_ids
 
+    choices = RecommendChoices.from_args(args, "report")
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
@@ -51,6 +52,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
-                            objective=Objective(args.objective), rule=Rule(args.rule), margin=args.margin)  # fmt: skip
+                            objective=choices.objective, rule=choices.rule, margin=choices.margin)  # fmt: skip
     _say(f"wrote {md} and {page}")
     return EXIT_OK

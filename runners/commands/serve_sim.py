@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.endpoints.simulator import SimulatorServer
     from runners.plan.run_plan import select_cases
 
-    cases = select_cases(args.evalset or [], args.case or [])
+    cases = select_cases(args.evalsets or [], args.case_ids or [])
     try:
         server = SimulatorServer(cases, args.host, args.port, trajectory_for=trajectory_for_model,
                                  log=(lambda line: _say(line, stderr=True)) if args.verbose else None,

@@ -11,9 +11,9 @@ from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _sub
 from runners.plan.flags import bounded_float, bounded_int
+from runners.plan.labels import label_arg
 from runners.plan.redact import safe_url
 from runners.plan.rules import MAX_EPOCHS
-from runners.plan.run_options import label_arg
 from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]

@@ -28,6 +28,7 @@ from pydantic.fields import FieldInfo
 
 from harness.config import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL
+from runners.plan.flags import group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import BenchSetting as BenchSetting
 from runners.plan.model_settings import ModelSettings as ModelSettings
@@ -483,16 +484,17 @@ def _plain_or_text(value: object) -> object:
 
 
 # -- the command line ---------------------------------------------------------------------------------
-_GROUPS = {
+GROUPS = {
     SettingOwner.MODEL: "model",
     SettingOwner.HARNESS: "harness config (never shown to the model)",
 }
+"""The `--help` group of each owner's settings."""
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
     """One option per declared setting. With `sweep`, sweepable settings take comma lists (grid axes)."""
-    for owner, title in _GROUPS.items():
-        group = parser.add_argument_group(title)
+    for owner, title in GROUPS.items():
+        group = group_of(parser, title)
         for s in declaration().settings:
             if s.owner is not owner:
                 continue

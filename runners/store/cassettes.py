@@ -43,7 +43,6 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
 from enum import StrEnum
 from functools import lru_cache, partial
 from pathlib import Path
@@ -489,14 +488,14 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
     (vcrpy >= 8.4 replaces a matching recording instead of appending beside it) and keeps the episodes of other
     thresholds that share the file. `delete_first` prefixes an `rm` of the cassette (for a corrupted file, which
     vcrpy cannot load). Where it executes (shard, run id, database) is not part of it."""
-    assert opts.cassettes is not None, "a re-record command is for a run with cassettes"
-    cassettes = opts.cassettes
-    ms = opts.model_settings
-    record = replace(opts, case_ids=[case_id], epochs=epoch, record_mode=RunRecordMode.ALL, shard=None, run_id=None)
+    cassettes = opts.replay.cassettes
+    assert cassettes is not None, "a re-record command is for a run with cassettes"
+    ms = opts.settings.model_settings
+    record = opts.replaced(case_ids=(case_id,), epochs=epoch, record_mode=RunRecordMode.ALL, shard=None, run_id=None)
     argv = run_argv(record, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
     name = parse_model(ms.model).name  # the rules let cassettes record an openai:<model-name> only
     base_url = safe_url(ms.base_url)  # printed and stored: credentials in the URL are given again by the user
-    if base_url and not opts.replays:
+    if base_url and not opts.replay.replays:
         argv += ["--base-url", base_url]
         note = f"--base-url is the endpoint this run recorded from: it must be serving {name} live"
     elif base_url:

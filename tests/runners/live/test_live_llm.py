@@ -32,7 +32,6 @@ from runners.live.server import LlamaServer, ServerKind, SetupError, _step, serv
 from runners.live.sizing import plan_live, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
-from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
 from runners.store.live_invariants import comparable_rows, live_figures
@@ -155,8 +154,8 @@ def test_schedule_interleaves_modes() -> None:
 def _scripted_live_db(tmp_path: Path) -> tuple[Path, list[str]]:
     db = tmp_path / "live.duckdb"
     ids = [
-        run_bench(plan_run(BenchOptions(case_ids=[c],
-        model_settings=ModelSettings(model="scripted"),
+        run_bench(plan_run(BenchOptions.of(case_ids=[c],
+        model="scripted",
         db=db, label="live-auto"))).bench_run_id
         for c in ("diagnosable_gateway_risk_pool_exhausted_t1", "generic_kb_gateway_runbook_timeout_t3",
                   "missing_context_no_tenant_gateway_429")
