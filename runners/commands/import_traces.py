@@ -5,11 +5,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _add_db, _fail, _say, _sub
+from runners.plan.flags import Flag, FlagModel
 
 __all__ = ["register", "run"]
+
+
+class _ImportFlags(FlagModel):
+    """`import`'s arguments: the file read and the label its bench run gets."""
+
+    traces: Annotated[Path, Flag(positional=True, metavar="TRACES")]
+    """the OTLP/JSON or event-log file (JSON Lines)"""
+    label: str
+    """the label of the imported bench run"""
 
 
 def register(sub: Any) -> None:
@@ -21,9 +31,9 @@ def register(sub: Any) -> None:
              " its tool_calls and events rows. A trace that is not a set of whole runs (a span missing, an unknown"
              " attribute, a run cut off, two runs under one id, malformed JSON) is one line naming the line and"
              " span, exit 2, and nothing is written.")  # fmt: skip
-    p.add_argument("traces", type=Path, metavar="TRACES", help="the OTLP/JSON or event-log file (JSON Lines)")
+    _ImportFlags.add_flags(p, "import", only=("traces",))
     _add_db(p)
-    p.add_argument("--label", required=True, help="the label of the imported bench run")
+    _ImportFlags.add_flags(p, "import", only=("label",))
     p.set_defaults(func=run)
 
 

@@ -3,20 +3,28 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Annotated, Any
 
 from rich.text import Text
 
 from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _fail, _say, _sub, out
+from runners.plan.flags import Flag, FlagModel
 from runners.rendering import tables
 
 __all__ = ["register", "run"]
 
 
+class _RecommendFlags(FlagModel):
+    """`recommend`'s flag of its own (its choices are `RecommendChoices`, the library's)."""
+
+    sweep: Annotated[str | None, Flag(metavar="SWEEP_ID")] = None
+    """sweep id (default: the newest)"""
+
+
 def register(sub: Any) -> None:
     p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
     _add_db(p)
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
+    _RecommendFlags.add_flags(p, "recommend")
     _add_recommend_choices(p, "recommend")
     p.set_defaults(func=run)
 

@@ -31,16 +31,24 @@ from runners.commands._common import (
     err,
     out,
 )
+from runners.plan.flags import FlagModel
 from runners.rendering import tables
 
 __all__ = ["register", "run"]
+
+
+class _RunFlags(FlagModel):
+    """`run`'s flag of its own, beside every option of a run (runners/plan/options.py)."""
+
+    strict: bool = False
+    """exit 1 when any case run misses its expectations"""
 
 
 def register(sub: Any) -> None:
     p = _sub(sub, "run", "run cases through the harness and write metrics to DuckDB",
              "Run every selected case (default: all built-in cases, scripted model) into a DuckDB file.")  # fmt: skip
     _add_bench(p, sweep=False)
-    p.add_argument("--strict", action="store_true", help="exit 1 when any case run misses its expectations")
+    _RunFlags.add_flags(p, "run")
     p.set_defaults(func=run)
 
 

@@ -302,16 +302,22 @@ class Declared:
         if self.kind is Kind.SWITCH:
             keywords["action"] = "store_false" if self.default is True else "store_true"
         else:
-            if self.kind is Kind.LIST:
+            if self.kind is Kind.LIST and self.marker.positional:
+                keywords["nargs"] = "+" if self.required else "*"
+            elif self.kind is Kind.LIST:
                 keywords["action"] = "append"
             if self.kind is Kind.CHOICE:
                 keywords["choices"] = list(self.choices)
             elif (parse := self.arg_type()) is not None:
                 keywords["type"] = parse
+            elif self.kind is Kind.LIST and self.value_type is Path:
+                keywords["type"] = Path
             metavar = self.metavar_in(command)
             if metavar is not None:
                 keywords["metavar"] = metavar
         if self.marker.positional:
+            if not self.required and self.kind is not Kind.LIST:
+                keywords |= {"nargs": "?", "default": self.arg_default(command)}
             container.add_argument(self.name, **keywords)
             return
         if self.required and self.marker.exclusive is None:

@@ -148,6 +148,24 @@ def test_no_command_adds_an_option_flag_by_hand() -> None:
                     raise AssertionError(f"{path.name}:{node.lineno} adds {first.value} by hand")
 
 
+def hand_made_flags(folder: Path) -> list[str]:
+    """`file:line` of every `add_argument(` call in the command modules of `folder` (a flag declared beside the
+    mechanism, not as a field of a FlagModel)."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+                found.append(f"{path.name}:{node.lineno}")
+    return found
+
+
+def test_every_command_declares_its_flags_as_fields(tmp_path: Path) -> None:
+    """One mechanism for every command: no command module adds a flag with argparse itself; the check bites."""
+    assert hand_made_flags(ROOT / "runners" / "commands") == []
+    (tmp_path / "planted.py").write_text("def register(p):\n    p.add_argument('--x', type=int)\n")
+    assert hand_made_flags(tmp_path) == ["planted.py:2"]
+
+
 def test_the_epochs_flag_takes_its_bounds_and_default_from_the_declaration(tmp_path: Path) -> None:
     epochs = Selection.field("epochs")
     assert "default 1)" in epochs.help_in("run") and "default 3)" in epochs.help_in("sweep")
