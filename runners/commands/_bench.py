@@ -48,16 +48,17 @@ def _bench_options(args: argparse.Namespace, *, command: str) -> BenchOptions:
     and how it executes, the endpoint settings given, and the flags a resume would ignore (the rest is the stored
     run's)."""
     concerns = {name: concern.from_args(args, command) for name, concern in BenchOptions.CONCERNS.items()}
-    given = BenchOptions.of(**{name: value for concern in concerns.values() for name, value in concern})
     resume = ResumeFlag.from_args(args, command).resume
     if resume is None:
-        return given.replaced(settings=settings.settings_from_args(args))
+        return BenchOptions.of_concerns(concerns, settings.settings_from_args(args))
     decl = settings.declaration()
     named = settings.given(args)
     refused = [decl[n].flag for n in named if not decl[n].endpoint]
     refused += [d.flag for c in BenchOptions.CONCERNS.values() for d in c.declared() if d.stored and d.given(args)]
     overrides = {n: v for n, v in named.items() if decl[n].endpoint}
-    return given.replaced(resume=ResumeRequest(resume, overrides, tuple(refused)))
+    return BenchOptions.of_concerns(
+        concerns, settings.RunSettings.of(), ResumeRequest(resume, overrides, tuple(refused))
+    )
 
 
 # -- what a run or sweep says when it is claimed, interrupted or cannot write ------------------

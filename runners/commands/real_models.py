@@ -65,7 +65,7 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
         _fail(f"{where}: sweep_args are not `harness-bench sweep` flags ({exc})")
     thresholds = axes.get("no_gain_threshold") or (values.config.no_gain_threshold,)
     return RecordingSettings(
-        model=values.model_settings.model, tool_call_format=str(values.model_settings.tool_call_format),
+        model=values.model_settings.model.raw, tool_call_format=str(values.model_settings.tool_call_format),
         tool_choice=values.model_settings.tool_choice, temperature=values.model_settings.temperature,
         deadline_seconds=values.config.deadline_seconds, thresholds=tuple(t for t in thresholds if isinstance(t, int)),
         epochs=args.epochs or 3,

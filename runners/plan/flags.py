@@ -267,6 +267,14 @@ class Declared:
     """A CHOICE's values."""
     value_type: Any
     """The type one value is converted to (an enum, `Path`, `int`, ...)."""
+    column: str | None
+    """The `bench_runs` column of an option the run keeps there (None: not a column)."""
+    sql_type: str
+    """The column's DuckDB type."""
+    tells_given: bool
+    """The command must tell the flag given from its default (`--resume` refuses a kept option given again; a
+    command's own default applies when not given; a flag refused where it would be ignored): argparse's default is
+    None."""
 
     def default_in(self, command: str) -> object:
         """The default in `command`."""
@@ -329,13 +337,6 @@ class Declared:
         for alias in self.marker.aliases:  # its own action, so that a refusal names the flag as it was typed
             container.add_argument(alias, dest=self.name, **{**keywords, "help": argparse.SUPPRESS})
 
-    @property
-    def tells_given(self) -> bool:
-        """The command must tell the flag given from its default (`--resume` refuses a kept option given again; a
-        command's own default applies when not given; a flag refused where it would be ignored): argparse's default
-        is None."""
-        return self.stored is not None or bool(self.marker.command_defaults) or self.marker.tell_given
-
     def arg_default(self, command: str) -> object:
         """The default as argparse holds it (a choice as its text)."""
         default = self.default_in(command)
@@ -356,24 +357,6 @@ class Declared:
         if self.kind is Kind.LIST and isinstance(value, list):
             return tuple(value)
         return value
-
-    @property
-    def column(self) -> str | None:
-        """The `bench_runs` column, if it has one."""
-        if self.stored is None or not self.stored.in_column:
-            return None
-        return self.stored.column or self.name
-
-    @property
-    def sql_type(self) -> str:
-        """The column's DuckDB type."""
-        if self.stored is not None and self.stored.sql_type:
-            return self.stored.sql_type
-        if self.kind is Kind.SWITCH:
-            return "BOOLEAN"
-        if self.kind is Kind.NUMBER:
-            return "INTEGER" if self.bounds is not None and self.bounds.integer else "DOUBLE"
-        return "VARCHAR"
 
     def encode(self, value: object) -> StoredValue:
         """The field's value as stored."""
@@ -467,8 +450,21 @@ def _declare(model: type[BaseModel], name: str, info: FieldInfo) -> Declared:
                          reason=reason)  # fmt: skip
     doc = " ".join((info.description or name.replace("_", " ")).split())
     flag = marker.flag or ("--" + name.replace("_", "-") if not marker.positional else name)
+    column = None if stored is None or not stored.in_column else stored.column or name
+    tells_given = stored is not None or bool(marker.command_defaults) or marker.tell_given
     return Declared(name, model.__name__, flag, kind, default, required or marker.required, doc, marker, stored,
-                    bounds, choices, value_type)  # fmt: skip
+                    bounds, choices, value_type, column, _sql_type(kind, bounds, stored), tells_given)  # fmt: skip
+
+
+def _sql_type(kind: Kind, bounds: Bounded | None, stored: Stored | None) -> str:
+    """The DuckDB type of a kept option's column."""
+    if stored is not None and stored.sql_type:
+        return stored.sql_type
+    if kind is Kind.SWITCH:
+        return "BOOLEAN"
+    if kind is Kind.NUMBER:
+        return "INTEGER" if bounds is not None and bounds.integer else "DOUBLE"
+    return "VARCHAR"
 
 
 # -- the models ------------------------------------------------------------------------------------------------------

@@ -9,10 +9,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator, model_validator
 
 from harness.models.base import ToolCallFormat
-from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, model_kind
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, ModelSpec, parse_model
 
 __all__ = ["TOOL_CHOICE_MODES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
@@ -57,13 +57,26 @@ class ParallelToolCalls(StrEnum):
         return {ParallelToolCalls.TRUE: True, ParallelToolCalls.FALSE: False}.get(self)
 
 
+def model_spec(value: object) -> object:
+    """`--model`'s text as its typed spec: the one place a model text is parsed (its shape here, whether a scripted
+    profile exists by the profiles); a spec passes as it is. A ValueError names what is wrong."""
+    if not isinstance(value, str):
+        return value
+    spec = parse_model(value)
+    if spec.kind is ModelKind.SCRIPTED:
+        from runners.domain.profiles import parse_profile  # lazy: the profiles bring the evaluation-set module
+
+        parse_profile(spec.name)
+    return spec
+
+
 class ModelSettings(BaseModel):
     """The model under test and how it is asked; declared once like HarnessConfig."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, arbitrary_types_allowed=True)
 
-    model: Annotated[str, BenchSetting(metavar="MODEL")] = Field(
-        default=DEFAULT_MODEL, min_length=1, examples=["openai:scripted:reference"]
+    model: Annotated[ModelSpec, BeforeValidator(model_spec), PlainSerializer(str), BenchSetting(metavar="MODEL")] = (
+        Field(default=parse_model(DEFAULT_MODEL), examples=["openai:scripted:reference"])
     )
     """'scripted', 'scripted:<profile>' or 'openai:<model-name>'."""
     base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
@@ -105,7 +118,7 @@ class ModelSettings(BaseModel):
     @model_validator(mode="after")
     def _openai_only(self) -> ModelSettings:
         # The scripted model sends no request: every other model setting would be silently ignored.
-        if model_kind(self.model) is ModelKind.SCRIPTED:
+        if self.model.kind is ModelKind.SCRIPTED:
             for name, info in type(self).model_fields.items():
                 if name != "model" and getattr(self, name) != info.default:
                     raise ValueError(

@@ -341,9 +341,17 @@ class BenchOptions:
         settings = base.with_values(cast("dict[str, SettingValue]", {k: v for k, v in values.items() if k in names}))
         if resume is not None and not isinstance(resume, ResumeRequest):
             resume = ResumeRequest(str(resume))
+        return BenchOptions.of_concerns(groups, settings, resume)
+
+    @classmethod
+    def of_concerns(
+        cls, concerns: Mapping[str, FlagModel], settings: RunSettings, resume: ResumeRequest | None = None
+    ) -> BenchOptions:
+        """Options of one model per concern, by the field that holds it (each as `CONCERNS` declares it)."""
         return BenchOptions(
-            selection=cast(Selection, groups["selection"]), settings=settings, storage=cast(Storage, groups["storage"]),
-            execution=cast(Execution, groups["execution"]), replay=cast(Replay, groups["replay"]), resume=resume,
+            selection=cast(Selection, concerns["selection"]), settings=settings,
+            storage=cast(Storage, concerns["storage"]), execution=cast(Execution, concerns["execution"]),
+            replay=cast(Replay, concerns["replay"]), resume=resume,
         )  # fmt: skip
 
     def column_values(self) -> dict[str, StoredValue]:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from runners.domain.model_spec import ModelKind, model_kind
+from runners.domain.model_spec import ModelKind, ModelSpec
 from runners.plan.executor import Executor, check_available
 from runners.plan.flags import BenchInputError
 from runners.plan.options import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, BenchOptions, RecordMode, ResumeRequest
@@ -54,13 +54,13 @@ def check_resume(resume: ResumeRequest | None) -> None:
         raise PlanError(f"--resume {resume.run_id} restores the stored settings; remove {', '.join(resume.refused)}")
 
 
-def check_cassettes(model: str, cassettes: Path | None, record_mode: RecordMode | str | None) -> None:
+def check_cassettes(model: ModelSpec, cassettes: Path | None, record_mode: RecordMode | str | None) -> None:
     """--record-mode needs --cassettes; cassettes record an openai model's HTTP; a replay reads a folder."""
     if record_mode is not None and cassettes is None:
         raise PlanError(f"--record-mode {record_mode} needs --cassettes DIR")
     if cassettes is None:
         return
-    if model_kind(model) is not ModelKind.OPENAI:
+    if model.kind is not ModelKind.OPENAI:
         raise PlanError(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
     if cassettes.exists() and not cassettes.is_dir():
         raise PlanError(f"--cassettes {cassettes} is a file, not a folder")
@@ -69,10 +69,10 @@ def check_cassettes(model: str, cassettes: Path | None, record_mode: RecordMode 
                         " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
 
 
-def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> None:
+def check_endpoint_url(model: ModelSpec, base_url: str | None, *, replay: bool) -> None:
     """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused (a live run's
     --base-url is the preflight's to check; a replay makes no preflight)."""
-    if model_kind(model) is not ModelKind.OPENAI or (base_url and not replay):
+    if model.kind is not ModelKind.OPENAI or (base_url and not replay):
         return
     source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
     if not url:
@@ -88,11 +88,11 @@ def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> Non
         raise PlanError(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
 
 
-def check_api_key(model: str, base_url: str | None, api_key_env: str, *, replay: bool) -> None:
+def check_api_key(model: ModelSpec, base_url: str | None, api_key_env: str, *, replay: bool) -> None:
     """An openai model served by the OpenAI API (no base URL) needs its key variable set; a replay (offline) and
     a local server (which ignores the key) need none. Checked on every invocation, a resume's too: the key is
     this shell's, never stored."""
-    if model_kind(model) is not ModelKind.OPENAI or base_url is not None or replay or os.environ.get(api_key_env):
+    if model.kind is not ModelKind.OPENAI or base_url is not None or replay or os.environ.get(api_key_env):
         return
     raise PlanError(f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME")
 

@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from runners.domain import profiles
 from runners.domain.evalset import EvalCase, content_hash, load_cases
-from runners.domain.model_spec import ModelKind, ModelSpec, ModelSpecError, parse_model
+from runners.domain.model_spec import ModelSpec
 from runners.plan import shard, stored_plan
 from runners.plan.flags import StoredValue
 from runners.plan.options import BenchOptions, DeclaredColumns, declared_columns
@@ -25,7 +24,7 @@ from runners.plan.rules import BenchInputError, check_options
 from runners.plan.settings import RunSettings, SettingValue
 from runners.plan.stored_plan import StoredRuns
 
-__all__ = ["RunPlan", "RunRecord", "plan_model", "plan_run", "planned", "point_plan", "refuse_taken", "select_cases"]
+__all__ = ["RunPlan", "RunRecord", "plan_run", "planned", "point_plan", "refuse_taken", "select_cases"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,18 +71,6 @@ class RunPlan:
     """The sweep the run is a point of (the runner of a new sweep sets it once the sweep has its id)."""
 
 
-def plan_model(text: str) -> ModelSpec:
-    """The model a run is planned with: its text parsed, a scripted profile checked; `BenchInputError` naming
-    the `--model` value and what is wrong."""
-    try:
-        spec = parse_model(text)
-        if spec.kind is ModelKind.SCRIPTED:
-            profiles.parse_profile(spec.name)
-    except (ModelSpecError, profiles.UnknownProfileError) as exc:
-        raise BenchInputError(f"--model {text!r}: {exc}") from None
-    return spec
-
-
 def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalCase]:
     """Load and filter cases; unknown case ids are an input error."""
     cases = load_cases(evalsets)
@@ -120,7 +107,7 @@ def planned(
 ) -> RunPlan:  # fmt: skip
     """The plan of options whose flag rules passed: the model parsed, the cases selected (or `cases`, a sweep's
     already selected), this shard's work listed, what the run records computed."""
-    model = plan_model(opts.settings.model_settings.model)
+    model = opts.settings.model_settings.model  # parsed once, when the settings were made
     selected = tuple(cases) if cases is not None else tuple(select_cases(opts.selection.evalsets,
                                                                          opts.selection.case_ids))  # fmt: skip
     items = [(c, e) for e in range(1, opts.selection.epochs + 1) for c in selected]

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from harness.config import HarnessConfig
-from runners.domain.model_spec import DEFAULT_MODEL
+from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
 from runners.plan.flags import group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import BenchSetting as BenchSetting
@@ -282,7 +282,7 @@ def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: Field
         kind = ValueKind.INT
     elif base is float:
         kind = ValueKind.FLOAT
-    elif base is str:
+    elif base is str or base is ModelSpec:  # a model's spec: its text on the command line and in DuckDB
         kind = ValueKind.TEXT
     else:
         raise TypeError(f"{model.__name__}.{field}: type {base!r} cannot be a bench setting (int, float, str, enum)")
@@ -321,6 +321,8 @@ def _metavar(kind: ValueKind, choices: tuple[str, ...]) -> str:
 def _plain(value: object) -> SettingValue:
     if isinstance(value, Enum):
         return str(value.value)
+    if isinstance(value, ModelSpec):
+        return value.raw
     if value is None or isinstance(value, int | float | str):
         return value
     raise TypeError(f"setting value {value!r} is not an int, float, str or enum")

@@ -78,7 +78,7 @@ def _sweep(
 ) -> SweepSummary:  # fmt: skip
     base = plan.base.options
     sweep_id = plan.sweep_id or f"sw-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    start = SweepStart(sweep_id, base.settings.model_settings.model, base.storage.label, plan.grid.to_json(),
+    start = SweepStart(sweep_id, base.settings.model_settings.model.raw, base.storage.label, plan.grid.to_json(),
                        saved_sweep_options(base))  # fmt: skip
     start_sweep(con, start, resumes=plan.resumes)
     if on_start:

@@ -59,7 +59,6 @@ from vcr.serialize import serialize
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
-from runners.domain.model_spec import parse_model
 from runners.plan.options import BenchOptions
 from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr's own `RecordMode` is above
 from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
@@ -493,7 +492,7 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
     ms = opts.settings.model_settings
     record = opts.replaced(case_ids=(case_id,), epochs=epoch, record_mode=RunRecordMode.ALL, shard=None, run_id=None)
     argv = run_argv(record, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
-    name = parse_model(ms.model).name  # the rules let cassettes record an openai:<model-name> only
+    name = ms.model.name  # the rules let cassettes record an openai:<model-name> only
     base_url = safe_url(ms.base_url)  # printed and stored: credentials in the URL are given again by the user
     if base_url and not opts.replay.replays:
         argv += ["--base-url", base_url]
@@ -508,6 +507,6 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
         note = f"records from the OpenAI API with the key in ${ms.api_key_env}"
     command = shlex.join(argv)
     if delete_first:
-        path = cassette_path(cassettes, ms.model, case_id, epoch)
+        path = cassette_path(cassettes, ms.model.raw, case_id, epoch)
         command = f"rm -- {shlex.quote(str(path))} && {command}"
     return f"{command} ({note})"

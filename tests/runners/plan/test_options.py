@@ -243,7 +243,7 @@ def test_each_command_plans_its_declared_epochs(command: str, epochs: int, tmp_p
 def test_the_python_api_names_options_and_settings_and_refuses_in_one_line(tmp_path: Path) -> None:
     opts = BenchOptions.of(case_ids=[ONE], epochs=2, db=tmp_path / "a.duckdb", model="scripted:rewriter", label="x")
     assert (opts.selection.case_ids, opts.selection.epochs, opts.storage.label) == ((ONE,), 2, "x")
-    assert opts.settings.model_settings.model == "scripted:rewriter"
+    assert opts.settings.model_settings.model.raw == "scripted:rewriter"
     for values, words in (({"epochs": 0}, "--epochs 0: must be an integer from 1 to 10000"),
                           ({"epoch": 2}, "unknown option(s) epoch; known: "),
                           ({"executor": "cloud"}, "--executor 'cloud'")):  # fmt: skip

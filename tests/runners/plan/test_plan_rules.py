@@ -202,12 +202,13 @@ def test_cli_choices_come_from_their_one_declaration() -> None:
     ],
 )  # fmt: skip
 def test_the_plan_parses_the_model_once_naming_the_flag(text: str, message: str) -> None:
-    """The plan's one call of the parser: the spec it holds, or one line naming `--model`, its value and the fix."""
+    """The one parse of a model text, when the settings are made: the spec they hold, or one line naming `--model`,
+    its value and the fix."""
     from runners.domain.model_spec import ModelKind
-    from runners.plan.run_plan import plan_model
+    from runners.plan.settings import RunSettings, SettingsError
 
-    with pytest.raises(rules.BenchInputError) as info:
-        plan_model(text)
+    with pytest.raises(SettingsError) as info:
+        RunSettings.from_values({"model": text})
     assert str(info.value) == message
-    assert plan_model("scripted:sloppy?seed=2").name == "sloppy?seed=2"
-    assert plan_model("openai:m").kind is ModelKind.OPENAI
+    assert ModelSettings(model="scripted:sloppy?seed=2").model.name == "sloppy?seed=2"
+    assert ModelSettings(model="openai:m").model.kind is ModelKind.OPENAI
