@@ -1,6 +1,6 @@
-"""The model under test and how it is asked (`ModelSettings`), and the marker (`BenchSetting`) by which a settings
-field says how the bench exposes it — its flag, column and sweep axis. `settings.py` derives the one declaration
-of run settings from these and from `HarnessConfig`."""
+"""The model under test and how it is asked (`ModelSettings`), and the marker (`BenchSetting`, a `Flag` of
+runners/plan/flags.py) by which a settings field says how the bench exposes it — its flag, column and sweep axis.
+`settings.py` derives the one declaration of run settings from these and from `HarnessConfig`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSeriali
 
 from harness.models.base import ToolCallFormat
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, ModelSpec, parse_model
+from runners.plan.flags import Flag
 
 __all__ = ["TOOL_CHOICE_MODES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
@@ -20,10 +21,11 @@ TOOL_CHOICE_MODES = ("auto", "none", "required")
 """The `tool_choice` values that name no tool."""
 
 
-@dataclass(frozen=True, slots=True)
-class BenchSetting:
-    """How the bench exposes a settings field: its flag, its DuckDB column, whether it is a sweep axis, whether
-    resume may change it (a field without one is exposed under its own name, not sweepable)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchSetting(Flag):
+    """How the bench exposes a settings field: a `Flag` (its spelling, metavar, older spellings) plus what a setting
+    is beyond a flag — its DuckDB column, whether it is a sweep axis, whether resume may change it (a field without
+    one is exposed under its own name, not sweepable)."""
 
     public_name: str | None = None
     """The DuckDB column, the key in stored settings and the name in sweep labels; default: the field name."""
@@ -31,14 +33,8 @@ class BenchSetting:
     """`sweep` takes a comma list for it and makes it a grid axis; `case_runs` carries it as a column."""
     sweep_default: tuple[int | float | str, ...] = ()
     """The sweep's axis when the flag is not given (default: the field's default alone)."""
-    metavar: str | None = None
-    """Placeholder shown in --help (default: from the type)."""
     endpoint: bool = False
     """Says where the model is reached, not what is measured: `--resume` may take a new value."""
-    flag: str | None = None
-    """The CLI flag; default: `--public-name`."""
-    aliases: tuple[str, ...] = ()
-    """Older spellings of the flag that still work (not listed in --help)."""
 
 
 class ParallelToolCalls(StrEnum):
