@@ -18,7 +18,8 @@ from runners.plan.flags import Flag
 __all__ = ["TOOL_CHOICE_MODES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
 TOOL_CHOICE_MODES = ("auto", "none", "required")
-"""The `tool_choice` values that name no tool."""
+"""The `tool_choice` values that name no tool (a new one is added here: the flag's metavar, its check and its
+refusal read this tuple)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,7 +84,7 @@ class ModelSettings(BaseModel):
         default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
     )
     """Environment variable holding the API key (local servers need none)."""
-    tool_choice: Annotated[str, BenchSetting(metavar="auto|none|required|TOOL")] = Field(
+    tool_choice: Annotated[str, BenchSetting(metavar="|".join((*TOOL_CHOICE_MODES, "TOOL")))] = Field(
         default="auto", examples=["kb_search"]
     )
     """OpenAI tool_choice sent with the tools; a tool name forces that tool."""
@@ -108,7 +109,8 @@ class ModelSettings(BaseModel):
         from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
 
         if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
-            raise ValueError(f"expected auto, none, required or a tool name ({', '.join(TOOL_NAMES)})")
+            modes = ", ".join(TOOL_CHOICE_MODES)
+            raise ValueError(f"expected {modes} or a tool name ({', '.join(TOOL_NAMES)})")
         return value
 
     @model_validator(mode="after")
