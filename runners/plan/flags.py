@@ -211,7 +211,7 @@ class Stored:
     column: str | None = None
     """The `bench_runs` column (None: the field's name), unless `in_column` is off."""
     in_column: bool = True
-    """It has a `bench_runs` column (a shard's bench run keeps its shard in `bench_run_shards` instead)."""
+    """It has a `bench_runs` column (a shard's bench run keeps its shard in the `shards` table instead)."""
     json: bool = False
     """The column holds the value as JSON text (a list)."""
     sql_type: str | None = None

@@ -194,7 +194,7 @@ class Execution(FlagModel):
              help=lambda command: "run only shard I of N (1-based) of the (grid point, case, epoch) work into --db;"
                                   f" every shard of one {command} takes the same flags and --run-id;"
                                   " `harness-bench merge` joins the files"),
-        # a shard's bench run keeps its shard in bench_run_shards (runners/plan/shard.py), not in a column
+        # a shard's bench run keeps its shard in the `shards` table (runners/plan/shard.py), not in a column
         Stored(in_column=False, encode=lambda v: str(v) if v is not None else None,
                decode=lambda v: ShardSpec.parse(v) if isinstance(v, str) and v else None),
     ] = None  # fmt: skip

@@ -161,7 +161,7 @@ class StoredRuns(Protocol):
 def read_bench_run(bench_run_id: str, stored: StoredBenchRun | None, given: BenchOptions) -> BenchOptions:
     """The options of the stored bench run `bench_run_id` (`stored`: what the file holds of it, None: nothing), to
     resume it with `given`'s invocation options; a missing or completed bench run is an input error. Its shard comes
-    from the shard rows (a shard's bench run keeps it in `bench_run_shards`)."""
+    from the shard rows (a shard's bench run keeps it in the `shards` table)."""
     what = f"--resume {bench_run_id}"
     if stored is None:
         raise BenchInputError(f"{what}: no such bench run in {given.storage.db}")
