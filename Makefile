@@ -1,4 +1,4 @@
-# Two entry points a new user needs (see README): `make bench` and `make test`.
+# Two entry points a new user needs (see README.md and docs/getting-started.md): `make bench` and `make test`.
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -10,12 +10,20 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 # clone's ignored __pycache__ folders, as Python does by default.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix
+.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
+
+## The wheels of the package's pinned dependencies (from pip's cache once filled): tests/e2e/test_wheel.py installs
+## the built wheel into a fresh venv from them alone, offline (`--no-index`).
+WHEELHOUSE := $(VENV)/wheelhouse
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters,otel]"
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters,otel,docs]"
+	rm -rf $(WHEELHOUSE) && $(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+	  > $(VENV)/dependencies.txt
+	$(BIN)/python -m pip download --quiet --disable-pip-version-check -c constraints.txt -d $(WHEELHOUSE) \
+	  -r $(VENV)/dependencies.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 ## mypy's cache (.mypy_cache) filled with the installed packages' types, once per venv (about 35 CPU-s): `make test`
@@ -39,6 +47,12 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+## The documentation site (docs/, mkdocs.yml) into site/, --strict: a broken link, anchor, snippet or API reference
+## fails it. `make test` builds it too, into a temporary folder (tests/e2e/test_docs_site.py).
+## NO_MKDOCS_2_WARNING silences Material's banner about MkDocs 2.0, which says nothing about this site.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 ## Everything CI runs: lint, types, the whole test suite (eval cases included), on one worker process more than
 ## the machine has cores (a share of the suite waits on subprocesses, servers and signals), one test file per
@@ -129,4 +143,4 @@ schema: $(STAMP)
 	$(BIN)/harness-bench schema > evalsets/schema.json
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis bench.duckdb
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis bench.duckdb site

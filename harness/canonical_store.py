@@ -1,4 +1,4 @@
-"""The canonical store: per-run truth of every tool invocation (BRIEF §6, seed 003 §7).
+"""The canonical store: per-run truth of every tool invocation (docs/architecture.md §6.1).
 
 EvidenceGuard and the ProgressSnapshot read only from here — never from what the model saw.
 """

@@ -28,7 +28,7 @@ class HarnessConfig(BaseModel):
     max_observation_bytes: int = Field(default=4_096, ge=256)
     """Byte cap of one model observation, header included; the rest is cut and flagged `truncated`."""
     max_run_observation_bytes: int = Field(default=65_536, ge=256)
-    """Observation bytes handed to the model over the whole run (seed 000 §9's bytes budget)."""
+    """Observation bytes handed to the model over the whole run (the run's bytes budget, docs/architecture.md §5.6)."""
     max_argument_bytes: int = Field(default=16_384, ge=64)
     """Tool-call arguments larger than this are a malformed envelope."""
     # Timeouts and waits are capped at one day: they feed thread, socket and sleep timeouts, which raise

@@ -1,4 +1,4 @@
-"""The agent-facing tool envelope `T({previous_observation?, input})` (BRIEF §4, seed 000 §4).
+"""The agent-facing tool envelope `T({previous_observation?, input})` (docs/architecture.md §4).
 
 Parsing never raises: every defect becomes a typed Violation so that bad model output is a
 protocol violation, not an exception out of the loop.

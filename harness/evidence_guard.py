@@ -1,4 +1,4 @@
-"""EvidenceGuard: whether each citation is real — code, not a model (seed 003 §3).
+"""EvidenceGuard: whether each citation is real — code, not a model (docs/architecture.md §7.2).
 
 A citation is real when its tool_call_id is a completed, readable, unexpired record of *this*
 run and its excerpt is proved against that record's raw result values (`excerpt_problem`).

@@ -1,6 +1,6 @@
 """HarnessToolInterceptor: the only way a model's tool request reaches a backend.
 
-Order (seed 000 §4): envelope validation → gain application → duplicate-scope rejection
+Order (docs/architecture.md §4.2): envelope validation → gain application → duplicate-scope rejection
 → saturation and budget gate → business tool → canonical record → bounded observation.
 """
 

@@ -1,4 +1,4 @@
-"""Model observations: the bounded, cleaned projection of a tool result (BRIEF §6).
+"""Model observations: the bounded, cleaned projection of a tool result (docs/architecture.md §6.2).
 
 The observation is what the model reads. It is never a source of truth: guards and the snapshot
 read the canonical store. Control messages (corrections, STOP_REQUIRED) are built here too so
@@ -25,8 +25,8 @@ from harness.tools.base import ToolResult
 from harness.tracker import Violation
 
 _STOP_TEXT = (
-    "Stop calling tools. Write your final Draft now as JSON. If the evidence does not support a root "
-    "cause, set conclusion to null and list what is missing and the next steps."
+    "Stop calling tools. Write your final Draft now as JSON: the conclusion with its citations if the results "
+    "you received show the root cause, otherwise conclusion null with what is missing and the next steps."
 )
 _CUT = "…[cut]"
 _MIN_STRING = 24  # strings are never cut below this many characters before the last-resort fallback
@@ -175,6 +175,8 @@ def project_result(
         "truncated": result.truncated,
         "evaluation_required": evaluation_required,
     }
+    if result.count_without_text_filter is not None:
+        head["count_without_text_filter"] = result.count_without_text_filter
     if stop_reason is not None:
         head["control"] = ControlSignal.STOP_REQUIRED.value
         head["stop_reason"] = stop_reason.value

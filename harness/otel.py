@@ -14,7 +14,7 @@ exported spans have the same shape:
   run's span; RELEASED sets the outcome attributes and ends it.
 
 Attribute names come from `opentelemetry-semantic-conventions` where it has them (`gen_ai.*`, `error.type`);
-every other event field is `harness.<field>` (see `attribute_name`): one namespace, documented in the README.
+every other event field is `harness.<field>` (see `attribute_name`): one namespace, documented in docs/traces.md.
 Message contents are recorded only when opted in (`capture_content=True`, or the conventions' environment
 variable OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true): off by default.
 
@@ -264,6 +264,20 @@ def _messages(entries: Sequence[TranscriptEntry], *, output: bool) -> str:
     return json.dumps(out, ensure_ascii=False)
 
 
+def _tool_definitions(entries: Sequence[TranscriptEntry]) -> str | None:
+    """The conventions' `gen_ai.tool.definitions` of the tools a call offered, when its entries say (TOOLS)."""
+    offered = next((e.content for e in entries if e.kind is EntryKind.TOOLS and e.content), None)
+    if offered is None:
+        return None
+    try:
+        tools = json.loads(offered)
+    except (ValueError, RecursionError):  # a transcript stored by hand, not the Harness's list: nothing to say
+        return None
+    if not isinstance(tools, list):
+        return None
+    return json.dumps([{"type": "function", **t} for t in tools if isinstance(t, dict)], ensure_ascii=False)
+
+
 class SpanRecorder:
     """Turns one run's trace events, in order, into its spans (call it with each event: `Trace.listen(rec)`).
 
@@ -377,6 +391,9 @@ class SpanRecorder:
             entries = self._content(self._calls)
             attrs[gen_ai.GEN_AI_INPUT_MESSAGES] = _messages(entries, output=False)
             attrs[gen_ai.GEN_AI_OUTPUT_MESSAGES] = _messages(entries, output=True)
+            definitions = _tool_definitions(entries)
+            if definitions is not None:
+                attrs[gen_ai.GEN_AI_TOOL_DEFINITIONS] = definitions
         span = self._child(self._chat_name, SpanKind.CLIENT, event, event.latency_ms, attrs)
         if event.error_kind is not None:
             span.set_status(Status(StatusCode.ERROR, event.detail))

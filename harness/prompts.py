@@ -1,6 +1,6 @@
-"""The Diagnosis Agent's prompt (seed 000 §12). It guides; it guarantees nothing — the code gates do.
+"""The Diagnosis Agent's prompt (docs/architecture.md §12). It guides; it guarantees nothing — the code gates do.
 
-Thresholds, counters and remaining budgets are deliberately absent (seed 000 §11.4).
+Thresholds, counters and remaining budgets are deliberately absent (docs/architecture.md §5.7).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 AGENT_MARKER = "[harness-bench:diagnosis-agent]"
+"""Opens the diagnosis agent's system prompt: a server (a simulator, a recording proxy) tells a diagnosis call by it."""
 
 _PROTOCOL = """Tool protocol:
 - Every tool takes {"previous_observation": {...}, "input": {...}}. Business parameters go in "input".
@@ -15,16 +16,22 @@ _PROTOCOL = """Tool protocol:
   "previous_observation": {"tool_call_id": "<that id>", "information_gain": "GAINED" or "NO_GAIN"}.
   GAINED: it confirmed, excluded or narrowed a hypothesis. NO_GAIN: generic, repeated or irrelevant
   content — correct but unhelpful text is NO_GAIN too. Omit previous_observation otherwise.
-- Do not rephrase the same query with similar keywords; repeated scopes are not executed.
+- Do not repeat a query you already made; repeated scopes are not executed.
 - When an observation says STOP_REQUIRED, stop calling tools and write the Draft immediately.
 
-You do not have to find a root cause. When the context lacks the tenant, service or time window,
-you may finish without calling any tool. Finish by replying with JSON only (no tool call):
+Investigate before concluding: a conclusion rests on records the tools returned. An empty result shows only
+that the query found nothing, and a symptom is not its cause: try another tool, filter or table where the
+question points until the records show why, or until nothing more can be learned.
+
+When you are done, reply with the Draft as JSON only (no tool call): if the tool results show the root cause,
+state it as the conclusion and cite the results that show it; if they do not, or the context lacks the tenant,
+service or time window needed to look, set conclusion to null and say in missing_info what is missing:
 {"conclusion": "<root cause>" or null,
   "claims": [{"statement": "...",
               "citations": [{"tool_call_id": "...", "excerpt": "<verbatim text from that tool result>"}]}],
   "missing_info": ["..."], "next_steps": ["..."]}
-Cite only tool results you received, copying excerpts verbatim."""
+Each citation's excerpt is text copied exactly from one field of one record that the cited call returned (a log
+message, a table cell, a passage), never your own words."""
 
 GENERIC_ROLE = (
     "You are a diagnosis assistant. You investigate an operator's question with the tools provided, then write a Draft."

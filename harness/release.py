@@ -1,4 +1,4 @@
-"""Release: the single place that publishes a run's outcome (BRIEF §7, seed 000 §10).
+"""Release: the single place that publishes a run's outcome (docs/architecture.md §7.4).
 
 1. A valid Draft with a conclusion -> EvidenceGuard -> SemanticGuard -> SUCCESS.
 2. Anything else -> ProgressSnapshot: verified facts -> FALLBACK/INSUFFICIENT_EVIDENCE;

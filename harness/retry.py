@@ -1,4 +1,4 @@
-"""Harness-owned model retries (BRIEF §8): the SDK never retries; only this does, on a stable
+"""Harness-owned model retries (docs/architecture.md §8): the SDK never retries; only this does, on a stable
 classification, with every attempt traced and counted. A new ReAct turn is never a retry."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""ToolScopeNormalizer: a stable scope from a tool input (seed 000 §6).
+"""ToolScopeNormalizer: a stable scope from a tool input (docs/architecture.md §5.3).
 
 Only parameter-level identity is proven here: key order, insignificant whitespace and case,
 equivalent timestamp notations and filled-in defaults. Natural-language paraphrases are *not*

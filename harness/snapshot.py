@@ -1,4 +1,4 @@
-"""DiagnosisProgressProjector: a bounded ProgressSnapshot from canonical READY records (seed 000 §10).
+"""DiagnosisProgressProjector: a bounded ProgressSnapshot from canonical READY records (docs/architecture.md §7.4).
 
 Only records that are readable, unexpired, well-formed and known to the tracker as completed
 become facts; anything else becomes a limitation, never a fact.

@@ -1,4 +1,4 @@
-"""DiagnosisProgressTracker: the information-gain state machine (BRIEF §5, seed 000 §5 §7 §8).
+"""DiagnosisProgressTracker: the information-gain state machine (docs/architecture.md §5).
 
 It keeps only identities and counters — never requests, raw results or model thoughts, which
 live in the canonical store. Every transition happens under one lock, so an admission decision

@@ -1,7 +1,8 @@
 """The run's transcript: what was sent to the model and what it answered, at the model-call boundary.
 
 `call_model` records every request (only the messages the conversation did not already send) and
-every answer or failed attempt, so the transcript is exactly what the model saw: the system and
+every answer or failed attempt, so the transcript is exactly what the model saw: the tools offered
+(their names and descriptions, recorded when they first appear or change), the system and
 user prompts, each observation text (STOP_REQUIRED and corrective texts included), the Draft, and
 the SemanticGuard's separate request and verdict. Assistant turns are recorded as received (their
 echo in the next request is not recorded twice). Observations the loop produced but never sent
@@ -13,6 +14,7 @@ by the run's loop thread only.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +38,7 @@ __all__ = ["EntryKind", "Transcript", "TranscriptEntry"]
 class EntryKind(StrEnum):
     """What one transcript entry is."""
 
+    TOOLS = "TOOLS"
     SYSTEM = "SYSTEM"
     USER = "USER"
     ASSISTANT = "ASSISTANT"
@@ -57,7 +60,8 @@ class TranscriptEntry:
     model_call: int
     """The model call attempt (over the run, from 1) that sent or produced it; 0 for never sent."""
     content: str | None
-    """The text: prompt, assistant content (the Draft), observation, or error message."""
+    """The text: prompt, assistant content (the Draft), observation, or error message; for TOOLS the tools offered,
+    as a JSON list of `{"name", "description"}`."""
     tool_call_id: str | None = None
     """The call id (as the model emitted it for TOOL_CALL, as answered for OBSERVATION)."""
     tool: str | None = None
@@ -102,12 +106,13 @@ def _kind_of(message: ChatMessage) -> EntryKind:
 class Transcript:
     """Append-only record of one run's model conversations."""
 
-    __slots__ = ("_calls", "_entries", "_last", "_sent")
+    __slots__ = ("_calls", "_entries", "_last", "_sent", "_tools")
 
     def __init__(self) -> None:
         self._entries: list[TranscriptEntry] = []
         self._sent: dict[ModelPurpose, int] = {}
         self._last: dict[ModelPurpose, ChatMessage] = {}
+        self._tools: dict[ModelPurpose, str] = {}
         self._calls = 0
 
     @property
@@ -123,6 +128,14 @@ class Transcript:
         msgs = request.messages
         if done > len(msgs) or (done and msgs[done - 1] is not self._last.get(purpose)):
             done = 0  # not a continuation: a new conversation for this purpose, recorded whole
+        if request.tools:
+            # Names and descriptions only: the envelope's schema changes with the pending call, what a tool is for
+            # (a database tool's tables and their columns, say) does not.
+            offered = json.dumps([{"name": s.name, "description": s.description} for s in request.tools],
+                                 ensure_ascii=False, separators=(",", ":"))  # fmt: skip
+            if self._tools.get(purpose) != offered:
+                self._tools[purpose] = offered
+                self._append(purpose, EntryKind.TOOLS, self._calls, offered)
         self._add(purpose, msgs[done:], self._calls, sent=True)
         self._sent[purpose] = len(msgs)
         if msgs:

@@ -7,6 +7,10 @@ from here; the rest of `runners` is the bench's inside and may change.
 
     done = sweep({"no_gain_threshold": (1, 2, 3)}, BenchOptions.of(evalsets=["empty_logs"], db="bench.duckdb"))
     print(recommend("bench.duckdb", done.sweep_id, RecommendChoices(objective=Objective.TOKENS)).reasoning)
+
+Every flag of `run` and `sweep` is a name `BenchOptions.of` takes: the agent loop (`agent=AgentFramework.PLAIN`, the
+loop without the Harness), how tools are asked for (`tool_choice=`, one of `TOOL_CHOICE_MODES` or a tool's name),
+cassettes (`cassettes=`, `record_mode=RecordMode.NONE`), and every setting.
 """
 
 from __future__ import annotations
@@ -15,21 +19,24 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from harness.context import CancellationToken
+from harness import CancellationToken
 from runners.decisions.choices import Objective, RecommendChoices, Rule
 from runners.decisions.gate import GateInputError, GateResult, Verdict, evaluate, evaluate_sequential
 from runners.decisions.gate_flags import DEFAULTS as GATE_DEFAULTS
 from runners.decisions.gate_flags import GateThresholds
 from runners.decisions.recommend import ConfigStats, Recommendation
 from runners.decisions.whatif import WhatIf
+from runners.plan.agent import AgentFramework
 from runners.plan.flags import BenchInputError
 from runners.plan.options import BenchOptions, Execution, RecordMode, Replay, Selection, Storage
-from runners.plan.settings import RunSettings, SettingValue
+from runners.plan.settings import TOOL_CHOICE_MODES, RunSettings, SettingValue
 from runners.plan.sweep_plan import SweepGrid, SweepOptions
 from runners.run.bench import BenchSummary, ProgressHook
 from runners.run.sweep import SweepProgress, SweepSummary
 
 __all__ = [
+    "TOOL_CHOICE_MODES",
+    "AgentFramework",
     "BenchInputError",
     "BenchOptions",
     "BenchSummary",

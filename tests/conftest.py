@@ -31,17 +31,18 @@ ALLOWED_CI_SKIPS: dict[str, str] = {
 # Heaviest first, as measured (pytest --durations=0, 2026-12-03; test_agent_equivalence.py added 2026-12-04: handed
 # out among the quick modules, its 8 s were the last ones to end): the order `make test` hands them out in.
 SLOW_MODULES: tuple[str, ...] = (
-    "test_capture.py", "test_phoenix.py", "test_output_paths.py", "test_interrupts.py", "test_settings.py",
-    "test_deep_json.py", "test_shards.py", "test_hostile_text.py", "test_ray_executor.py", "test_flag_bounds.py",
+    "test_capture.py", "test_phoenix.py", "test_output_paths.py", "test_wheel.py", "test_interrupts.py",
+    "test_settings.py", "test_deep_json.py", "test_shards.py", "test_hostile_text.py", "test_ray_executor.py",
+    "test_flag_bounds.py",
     "test_process_executor.py", "test_evalset_stream.py", "test_full_disk.py", "test_bad_flags.py",
     "test_real_models_report.py", "test_calibration.py", "test_cassettes.py", "test_live_llm.py",
     "test_transcripts.py", "test_power.py", "test_otel_import.py", "test_recommend.py", "test_whatif.py",
-    "test_agent_equivalence.py",
+    "test_agent_equivalence.py", "test_readme_commands.py",
     "test_report.py", "test_reliability.py", "test_serve_model.py", "test_preflight.py", "test_real_models.py",
     "test_cassette_faults.py", "test_tables.py", "test_deadline_replay.py", "test_secrets.py", "test_input_bounds.py",
     "test_cassette_atomic.py", "test_bad_paths.py", "test_bench.py", "test_serve_model_live.py", "test_ci_skips.py",
-    "test_concurrency.py", "test_otel_export.py", "test_multi_call_turns.py", "test_views.py",
-    "test_unknown_query_e2e.py", "test_import_cost.py",
+    "test_concurrency.py", "test_otel_export.py", "test_multi_call_turns.py", "test_views.py", "test_docs_site.py",
+    "test_unknown_query_e2e.py", "test_import_cost.py", "test_mkdocs_hooks.py",
 )  # fmt: skip
 _SLOW_RANK = {name: rank for rank, name in enumerate(SLOW_MODULES)}
 

@@ -1,4 +1,4 @@
-"""The business-tool boundary: what a tool is and what it returns (BRIEF §2 row one, §6).
+"""The business-tool boundary: what a tool is and what it returns (docs/architecture.md §2 row one, §6).
 
 A tool decides only objective facts — ran or failed, empty or not, count, actual scope,
 truncated — and never whether content supports a hypothesis.
@@ -44,6 +44,9 @@ class ToolResult:
     """True when the backend itself capped the result (row limit, top-k)."""
     relevance: tuple[Relevance, ...] = field(default=())
     """Per-record retrieval relevance, for knowledge-base tools only."""
+    count_without_text_filter: int | None = None
+    """For an empty result of a query with a text filter (a log keyword): how many records the same scope holds
+    without that filter, as log backends show hit counts. A count, not a record: nothing to cite."""
 
 
 class BusinessTool(ABC, Generic[InputT]):
@@ -51,8 +54,9 @@ class BusinessTool(ABC, Generic[InputT]):
 
     name: ClassVar[str]
     """The name the model calls the tool by."""
-    description: ClassVar[str]
-    """What the tool does, written for the model."""
+    description: str
+    """What the tool does, written for the model (a class attribute, which an instance may narrow, as the database
+    tool does by naming its case's tables)."""
     input_model: type[InputT]
     """The pydantic model of the business input; its JSON schema is shown to the model (a class attribute,
     which an instance may narrow, as the database tool does with its case's tables)."""

@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from harness.contracts import StopReason
+from harness import StopReason
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.settings import axis_type
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     runs = result.points[0].runs if result.points else 0
     out.print(_render(f"what-if of {selection} in {args.db}: {runs} case runs", result))
     if flags.json_path is not None:
-        write_text(flags.json_path, result.model_dump_json(indent=2) + "\n")
+        write_text(NamedPath("--json", flags.json_path), result.model_dump_json(indent=2) + "\n")
         _say(f"wrote {flags.json_path}")
     return EXIT_OK
 

@@ -20,7 +20,7 @@ MAX_LOOKS = 25
 """Most looks of a sequential gate: `power.sequential_levels` draws its 400,000 simulated paths again for every 5
 looks, so its time grows with the square of the looks (25: about 1.5 s on one core; the designs it serves have
 2 to 10). Its memory stays flat whatever the looks (a few columns of paths)."""
-POWER = "power (README: Power — MDE, INCONCLUSIVE and the plan)"
+POWER = "power (docs/gate.md: power, INCONCLUSIVE, the plan, sequential looks)"
 """The `--help` group of the flags that size the gate's power."""
 _DROP = "a pass-rate drop must be within (0, 1] (e.g. 0.10 for 10 points)"
 

@@ -1,7 +1,7 @@
 """What a gate comparison could have caught: minimum detectable effects and group-sequential looks.
 
-**Minimum detectable effect (MDE), by simulation of the gate's own test** (README "Power: MDE,
-INCONCLUSIVE and the plan"):
+**Minimum detectable effect (MDE), by simulation of the gate's own test** (docs/gate.md, "Power: the
+minimum detectable effect"):
 
 1. *Null data with this comparison's noise.* A replicate swaps each case's baseline and candidate
    runs with probability ½ — under "the candidate behaves like the baseline" the two are

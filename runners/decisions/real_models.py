@@ -15,15 +15,19 @@ import json
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.contracts import RejectionReason
+from harness import RejectionReason
+from runners.decisions.funnel import FunnelStage, stage_of
+from runners.domain.evalset import BUILTIN_DIR, load_cases
+from runners.domain.splits import Split, split_of_cases
+from runners.store.diagnosis_reads import FunnelRow, GainTagRow
 from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow, read_recorded
 
-__all__ = ["FamilyPassRate", "RecordedSummary", "ThresholdSummary", "summarize"]
+__all__ = ["FamilyPassRate", "GainTags", "RecordedSummary", "SplitCounts", "ThresholdSummary", "summarize"]
 
 
 class FamilyPassRate(BaseModel):
@@ -37,6 +41,37 @@ class FamilyPassRate(BaseModel):
     """Case runs that met their expectations."""
     runs: int
     """Case runs."""
+
+
+class GainTags(BaseModel):
+    """The agent's gain tags against what the observations it judged held (runners/decisions/funnel.py)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    gained_on_evidence: int = 0
+    """GAINED on an observation carrying the case's evidence (right)."""
+    gained_on_nothing: int = 0
+    """GAINED on one carrying none (optimistic)."""
+    no_gain_on_evidence: int = 0
+    """NO_GAIN on one carrying evidence (premature)."""
+    no_gain_on_nothing: int = 0
+    """NO_GAIN on one carrying none (right)."""
+
+
+class SplitCounts(BaseModel):
+    """One split's case runs (runners/domain/splits.py): model-facing text was developed on `dev`, never on
+    `held-out`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runs: int
+    """Case runs."""
+    outcome_passed: int
+    """Of those, the runs that passed the outcome verdict."""
+    success_expected: int
+    """Runs of cases expected to end in SUCCESS."""
+    success_reached: int
+    """Of those, the runs that published SUCCESS with the root cause through both guards."""
 
 
 class ThresholdSummary(BaseModel):
@@ -80,6 +115,20 @@ class ThresholdSummary(BaseModel):
     """Prompt tokens."""
     output_tokens: int
     """Generated tokens."""
+    outcome_passed: int = 0
+    """Case runs that passed the outcome verdict (the published outcome and the Harness's invariants)."""
+    finished_by_model: int = 0
+    """Case runs that ended on the model's own valid Draft (no stop by the Harness)."""
+    evidence_checks: dict[str, int] = {}
+    """EvidenceGuard's verdicts on Drafts with a conclusion (PASSED / FAILED)."""
+    semantic_verdicts: dict[str, int] = {}
+    """SemanticGuard's verdicts on the Drafts EvidenceGuard passed."""
+    gain_tags: GainTags = GainTags()
+    """The agent's gain tags against the truth."""
+    funnel: dict[str, int] = {}
+    """Runs of cases expected to succeed, by the funnel stage where they fell out (runners/decisions/funnel.py)."""
+    splits: dict[str, SplitCounts] = {}
+    """Outcome passes and SUCCESS reached per split (dev / held-out)."""
 
 
 class RecordedSummary(BaseModel):
@@ -140,7 +189,10 @@ def _counts(values: Iterable[str]) -> dict[str, int]:
     return dict(sorted(Counter(values).items()))
 
 
-def _threshold(threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[RejectionRow]) -> ThresholdSummary:
+def _threshold(
+    threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[RejectionRow], funnel_of: Sequence[FunnelRow],
+    tags: Sequence[GainTagRow], split_of: Mapping[str, Split],
+) -> ThresholdSummary:  # fmt: skip
     families: dict[str, list[CaseRunRow]] = {}
     for run in runs:
         families.setdefault(run.family, []).append(run)
@@ -168,12 +220,33 @@ def _threshold(threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[Re
         tool_invocations=sum(r.tool_invocations for r in runs),
         input_tokens=sum(r.input_tokens for r in runs),
         output_tokens=sum(r.output_tokens for r in runs),
+        outcome_passed=sum(bool(r.outcome_passed) for r in runs),
+        finished_by_model=sum(r.draft_valid and r.stop_reason is None for r in runs),
+        evidence_checks=_counts(r.evidence_check for r in runs if r.evidence_check),
+        semantic_verdicts=_counts(r.semantic_verdict for r in runs if r.semantic_verdict),
+        gain_tags=GainTags(
+            gained_on_evidence=sum(t.gained_on_evidence for t in tags),
+            gained_on_nothing=sum(t.gained_on_nothing for t in tags),
+            no_gain_on_evidence=sum(t.no_gain_on_evidence for t in tags),
+            no_gain_on_nothing=sum(t.no_gain_on_nothing for t in tags),
+        ),
+        funnel=_counts(stage_of(f).value for f in funnel_of if f.expected_outcome == "SUCCESS"),
+        splits={split.value: _split(split, funnel_of, split_of) for split in Split},
     )
+
+
+def _split(split: Split, rows: Sequence[FunnelRow], split_of: Mapping[str, Split]) -> SplitCounts:
+    mine = [r for r in rows if split_of.get(r.case_id) is split]
+    expected = [r for r in mine if r.expected_outcome == "SUCCESS"]
+    return SplitCounts(runs=len(mine), outcome_passed=sum(bool(r.outcome_passed) for r in mine),
+                       success_expected=len(expected),
+                       success_reached=sum(stage_of(r) is FunnelStage.SUCCESS for r in expected))  # fmt: skip
 
 
 def summarize(model: str, rows: RecordedRows, sweep_args: Sequence[str] = ()) -> RecordedSummary:
     """Count a label's case runs per threshold."""
     thresholds = sorted({r.no_gain_threshold for r in rows.runs})
+    split_of = split_of_cases(load_cases([str(BUILTIN_DIR)]))
     return RecordedSummary(
         model=model,
         sweep_args=tuple(sweep_args),
@@ -183,6 +256,9 @@ def summarize(model: str, rows: RecordedRows, sweep_args: Sequence[str] = ()) ->
                 t,
                 [r for r in rows.runs if r.no_gain_threshold == t],
                 [r for r in rows.rejections if r.no_gain_threshold == t],
+                [f for f in rows.funnel if f.no_gain_threshold == t],
+                [g for g in rows.gain_tags if g.no_gain_threshold == t],
+                split_of,
             )
             for t in thresholds
         ),

@@ -30,7 +30,7 @@ import duckdb
 import numpy as np
 import scipy.stats
 
-from harness.contracts import FallbackKind, ReleaseOutcome
+from harness import FallbackKind, ReleaseOutcome
 from runners.decisions.choices import DEFAULT_MARGIN as DEFAULT_MARGIN
 from runners.decisions.choices import Objective as Objective
 from runners.decisions.choices import RecommendInputError as RecommendInputError
@@ -56,7 +56,8 @@ BOOTSTRAP_RESAMPLES = 2_000
 BOOTSTRAP_SEED = 20_261_130
 
 METRIC_DEFINITIONS = {
-    "recall": "diagnosis recall — share of cases expected to end in SUCCESS that did (per case, then averaged)",
+    "recall": "diagnosis recall — share of cases expected to end in SUCCESS that did, with the root cause's words"
+    " (per case, then averaged)",
     "honest fallback": "share of no-evidence cases (empty_logs, generic_kb, missing_context) that ended in the "
     "expected FALLBACK and fallback kind",
     "wasted": "tool invocations after the first NO_GAIN on no-evidence cases, per case run",
@@ -217,6 +218,8 @@ class _SweepCaseRun:
     """Whether it met all of the case's expectations."""
     epoch: int
     """The epoch, from 1."""
+    outcome_passed: bool | None = None
+    """The outcome verdict (None: stored before there were two verdicts)."""
 
     @classmethod
     def of(cls, row: SweepCaseRun) -> _SweepCaseRun:
@@ -234,17 +237,22 @@ class _SweepCaseRun:
             tool_invocations=_number(row.tool_invocations),
             passed=row.passed,
             epoch=int(_number(row.epoch)),
+            outcome_passed=row.outcome_passed,
         )
 
     @property
     def diagnosed(self) -> bool:
-        """Whether the run released a diagnosis."""
+        """Whether the run released the diagnosis: SUCCESS with the root cause (the outcome verdict; a run stored
+        before there were two verdicts counts its SUCCESS)."""
+        if self.outcome_passed is not None:
+            return self.outcome is ReleaseOutcome.SUCCESS and self.outcome_passed
         return self.outcome is ReleaseOutcome.SUCCESS
 
     @property
     def honest(self) -> bool:
-        """Whether it ended in exactly the expected outcome and fallback kind."""
-        return self.outcome is self.expected_outcome and self.fallback_kind is self.expected_fallback_kind
+        """Whether it ended in exactly the expected outcome and fallback kind (and kept the Harness's invariants)."""
+        expected = self.outcome is self.expected_outcome and self.fallback_kind is self.expected_fallback_kind
+        return expected and self.outcome_passed is not False
 
 
 def _number(value: object) -> float:

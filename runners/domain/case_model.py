@@ -14,8 +14,15 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from harness.contracts import EvidenceStatus, FallbackKind, JsonValue, RejectionReason, ReleaseOutcome, Relevance
-from harness.scope import normalize_timestamp
+from harness import (
+    EvidenceStatus,
+    FallbackKind,
+    JsonValue,
+    RejectionReason,
+    ReleaseOutcome,
+    Relevance,
+    normalize_timestamp,
+)
 from runners.domain.scripted import Mistake, Trajectory
 from runners.domain.tools.db_query import TableFixture
 from runners.domain.tools.kb_search import KbDocument
@@ -25,13 +32,16 @@ __all__ = [
     "TOOL_NAMES",
     "CaseContext",
     "EvalCase",
+    "EvidenceMark",
     "ExactCounts",
     "Expectations",
     "ExpectedStop",
     "Family",
     "FaultKind",
     "Fixtures",
+    "OutcomeExpectation",
     "RecordedResult",
+    "RootCauseWord",
     "TableName",
     "ToolFault",
     "ToolName",
@@ -143,6 +153,8 @@ class RecordedResult(_Strict):
     """The records the run was shown."""
     relevance: list[Relevance] = Field(default_factory=list)
     """kb_search: each record's relevance."""
+    count_without_text_filter: int | None = None
+    """An empty keyword search's count of the lines its scope holds without the keyword, as the run was shown it."""
 
 
 class Fixtures(_Strict):
@@ -195,17 +207,61 @@ class ExactCounts(_Strict):
     """GAINED evaluations by the Agent."""
 
 
+RootCauseWord = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^|]+(\|[^|]+)*$")]
+"""One word (or phrase) a SUCCESS conclusion must contain, case-insensitively, anywhere (so a stem such as `expir`
+matches `expired` and `expiry`); alternatives are separated by `|` (`expired|expiration|expiry`): any one will do."""
+
+
+class OutcomeExpectation(_Strict):
+    """What any agent's run of the case should publish: the outcome, its fallback kind, the root cause's words."""
+
+    outcome: ReleaseOutcome
+    """The expected Release outcome."""
+    fallback_kind: FallbackKind | None = None
+    """Expected fallback kind (FALLBACK only)."""
+    root_cause_keywords: list[RootCauseWord] = Field(default_factory=list)
+    """Words a SUCCESS conclusion must contain (each case-insensitive, anywhere; `a|b` alternatives)."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> OutcomeExpectation:
+        if self.outcome is ReleaseOutcome.FALLBACK and self.fallback_kind is None:
+            raise ValueError("fallback_kind is required when outcome is FALLBACK")
+        if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
+            raise ValueError("fallback_kind is only allowed when outcome is FALLBACK")
+        if self.outcome is ReleaseOutcome.SUCCESS and not self.root_cause_keywords:
+            raise ValueError("root_cause_keywords is required when outcome is SUCCESS")
+        return self
+
+
+class EvidenceMark(_Strict):
+    """Which of a tool's records carry evidence: the root cause's, or one that excludes a hypothesis. A record
+    matches when the text of its values contains `contains`, case-insensitively."""
+
+    tool: ToolName
+    """The tool whose records it marks."""
+    contains: str = Field(min_length=4, max_length=500)
+    """Text a record carrying the evidence contains (an excerpt of a log message, a row value, a passage)."""
+
+
 class Expectations(_Strict):
-    """What a correct run of this case looks like at the default config."""
+    """What a correct run of this case looks like. Outcome expectations (`outcome`, `fallback_kind`,
+    `root_cause_keywords`, `without_mistake`) hold for any agent; the others are trajectory expectations: they
+    describe the scripted reference trajectory at the default config and judge scripted runs at those settings."""
 
     outcome: ReleaseOutcome
     """The expected Release outcome."""
     fallback_kind: FallbackKind | None = None
     """Expected fallback kind (FALLBACK only)."""
     stop_reason: ExpectedStop | None = None
-    """Expected stop reason; omit to not check it."""
-    root_cause_keywords: list[str] = Field(default_factory=list)
-    """Words a SUCCESS conclusion must contain (case-insensitive)."""
+    """Expected stop reason (a trajectory expectation); omit to not check it."""
+    root_cause_keywords: list[RootCauseWord] = Field(default_factory=list)
+    """Words a SUCCESS conclusion must contain (each case-insensitive, anywhere; `a|b` alternatives)."""
+    without_mistake: OutcomeExpectation | None = None
+    """For a case whose point is a model's mistake (a protocol violation, a fabricated citation, an unsupported
+    conclusion): what a model that does not make it should publish. The outcome verdict accepts either."""
+    evidence: list[EvidenceMark] = Field(default_factory=list)
+    """Fixture records that carry evidence beyond the ones the reference Draft cites (those count by themselves):
+    the truth an agent's GAINED / NO_GAIN is scored against."""
     max_tool_invocations: int | None = Field(default=None, ge=0)
     """Upper bound on backend invocations."""
     max_model_calls: int | None = Field(default=None, ge=1)
@@ -240,7 +296,7 @@ class EvalCase(_Strict):
     family: Family
     """Which family it belongs to."""
     description: str = Field(min_length=10)
-    """What the case exercises (and which seed 000 §13 row, where it covers one)."""
+    """What the case exercises (and which docs/architecture.md §13 row, where it covers one)."""
     question: str = Field(min_length=3)
     """The operator's question, as written (some in Chinese)."""
     context: CaseContext = CaseContext()

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.agent import RunResult
-from harness.contracts import BudgetKind, RejectionReason
+from harness import BudgetKind, RejectionReason, RunResult
 from runners.domain.evalset import EvalCase
 
-__all__ = ["CaseMetrics", "CaseRun"]
+__all__ = ["CaseMetrics", "CaseRun", "Verdicts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +58,37 @@ class CaseMetrics:
 
 
 @dataclass(frozen=True, slots=True)
+class Verdicts:
+    """Both verdicts of one case run."""
+
+    outcome_failures: tuple[str, ...]
+    """Why the outcome verdict failed (empty: passed)."""
+    trajectory_failures: tuple[str, ...] | None
+    """Why the trajectory verdict failed (empty: passed; None: no trajectory verdict applies to this run)."""
+
+    @property
+    def outcome_passed(self) -> bool:
+        """The published outcome is right and the Harness kept its invariants."""
+        return not self.outcome_failures
+
+    @property
+    def trajectory_passed(self) -> bool | None:
+        """The run followed the reference trajectory's bounds (None: not judged on them)."""
+        return None if self.trajectory_failures is None else not self.trajectory_failures
+
+    @property
+    def passed(self) -> bool:
+        """Every verdict that applies passed."""
+        return self.outcome_passed and self.trajectory_passed is not False
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Every failure, each naming its verdict."""
+        return (*(f"[outcome] {f}" for f in self.outcome_failures),
+                *(f"[trajectory] {f}" for f in self.trajectory_failures or ()))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
 class CaseRun:
     """One case run: the harness result, its metrics and the verdict."""
 
@@ -68,10 +98,17 @@ class CaseRun:
     """What the harness produced."""
     metrics: CaseMetrics
     """Counts from the trace."""
-    failures: tuple[str, ...]
-    """Unmet expectations."""
+    verdicts: Verdicts
+    """The outcome verdict and, where it applies, the trajectory verdict (runners/run/verdict.py)."""
+    evidence_calls: frozenset[str] = frozenset()
+    """The completed calls whose records carry the case's evidence (the truth its gain tags are scored against)."""
 
     @property
     def passed(self) -> bool:
-        """True when every expectation held."""
-        return not self.failures
+        """True when every verdict that applies passed."""
+        return self.verdicts.passed
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Every unmet expectation, each naming its verdict."""
+        return self.verdicts.failures

@@ -7,12 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.prompts import DiagnosisTask, TaskContext
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from harness import BusinessTool, DiagnosisTask, TaskContext, ToolExecutionError, ToolResult
 from runners.domain.evalset import EvalCase, FaultKind, ToolFault, db_tables
 from runners.domain.tools import kb_search
 from runners.domain.tools.captured_results import RecordedAnswer, with_recorded
-from runners.domain.tools.db_query import DatabaseQuery, case_input_model
+from runners.domain.tools.db_query import DatabaseQuery, case_input_model, tables_sentence
 from runners.domain.tools.kb_search import KnowledgeBaseSearch
 from runners.domain.tools.log_search import LogSearch
 
@@ -57,7 +56,9 @@ def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
     tools: list[BusinessTool[Any]] = [KnowledgeBaseSearch(fx.kb), LogSearch(fx.logs), DatabaseQuery(fx.tables)]
     if fx.recorded or fx.named_tables:  # a captured case (runners/domain/tools/captured_results.py)
         widened = case_input_model(db_tables(fx)) if fx.named_tables else None
-        tools = [with_recorded(t, _answers(case, t.name), widened if t.name == "db_query" else None) for t in tools]
+        described = f"{DatabaseQuery.description} {tables_sentence(db_tables(fx))}" if fx.named_tables else None
+        tools = [with_recorded(t, _answers(case, t.name), *((widened, described) if t.name == "db_query" else ()))
+                 for t in tools]  # fmt: skip
     faults = {f.tool: f for f in fx.faults}
     return [_faulty(t, faults[t.name]) if t.name in faults else t for t in tools]
 
@@ -65,7 +66,8 @@ def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
 def _answers(case: EvalCase, tool: str) -> list[RecordedAnswer]:
     return [
         RecordedAnswer(dict(r.input), ToolResult(r.evidence_status, r.count, dict(r.scope),
-                                                 tuple(dict(x) for x in r.records), r.truncated, tuple(r.relevance)),
+                                                 tuple(dict(x) for x in r.records), r.truncated, tuple(r.relevance),
+                                                 r.count_without_text_filter),
                        r.error)
         for r in case.fixtures.recorded if r.tool == tool
     ]  # fmt: skip

@@ -15,6 +15,9 @@ profile is played identically in-process and by `serve-sim`:
   ran, or an excerpt that is not in the record).
 - `parallel` (`p`=0.5, `seed`) — a parallel-calling model (OpenAI's default): each step is sent in
   the same message as the one before it with probability `p`, copying that message's evaluation.
+- `optimist` — tags every observation it evaluates GAINED, evidence or not (an optimistic gain tagger).
+- `dismissive` — tags every observation that carries the case's evidence NO_GAIN (a premature gain tagger;
+  `runners/domain/evidence_marks.py` says which records carry it), and the others as the reference does.
 
 Select one with `--model scripted:<profile>[?seed=N&k=K&p=P]`; over HTTP, send the same string as
 the request's `model` (`openai:scripted:rewriter?k=3` through serve-sim). To know which
@@ -31,12 +34,12 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from harness.contracts import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
+from harness import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from runners.domain.evalset import EvalCase
 from runners.domain.model_spec import DEFAULT_PROFILE, ModelKind, ModelSpecError, parse_model
 from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
 
-PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel")
+PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel", "optimist", "dismissive")
 _DEFAULTS: dict[str, dict[str, float]] = {
     "reference": {},
     "rewriter": {"k": 2},
@@ -44,6 +47,8 @@ _DEFAULTS: dict[str, dict[str, float]] = {
     "eager": {"p": 0.6},
     "fabricator": {"p": 0.5},
     "parallel": {"p": 0.5},
+    "optimist": {},
+    "dismissive": {},
 }
 
 
@@ -92,35 +97,45 @@ def _rng(name: str, params: dict[str, float], case_id: str, epoch: int) -> rando
 @lru_cache(maxsize=1024)
 def _observations(case_json: str) -> tuple[tuple[bool, str | None], ...]:
     """For each reference step: (non-empty?, first record text) as the real tools return them."""
+    return tuple((non_empty, first) for non_empty, first, _ in _observed(case_json))
+
+
+@lru_cache(maxsize=1024)
+def _observed(case_json: str) -> tuple[tuple[bool, str | None, bool], ...]:
+    """For each reference step: (non-empty?, first record text, carries the case's evidence?) as the real tools
+    return them."""
     from runners.domain.case_setup import (
         build_tools,  # here: the tools load BM25 and DuckDB, a profile name needs neither
     )
+    from runners.domain.evidence_marks import carries_evidence, evidence_marks
 
     case = EvalCase.model_validate_json(case_json)
+    marks = evidence_marks(case)
     healthy = case.model_copy(update={"fixtures": case.fixtures.model_copy(update={"faults": []})})
     tools = {t.name: t for t in build_tools(healthy)}
     seen: set[tuple[str, str]] = set()
-    out: list[tuple[bool, str | None]] = []
+    out: list[tuple[bool, str | None, bool]] = []
     for step in case.trajectory.steps:
         tool = tools.get(step.tool)
         if tool is None:
-            out.append((False, None))
+            out.append((False, None, False))
             continue
         try:
             parsed = tool.parse_input(step.input)
             scope = tool.normalize_scope(parsed)
             if (step.tool, scope) in seen:
-                out.append((False, None))
+                out.append((False, None, False))
                 continue
             seen.add((step.tool, scope))
             result = tool.run(parsed)
         except Exception:
-            out.append((False, None))
+            out.append((False, None, False))
             continue
         first = None
         if result.records:
             first = next((v for v in result.records[0].values() if isinstance(v, str) and len(v) > 12), None)
-        out.append((result.evidence_status is EvidenceStatus.EVIDENCE, first))
+        evidence = carries_evidence(step.tool, result.records, marks)
+        out.append((result.evidence_status is EvidenceStatus.EVIDENCE, first, evidence))
     return tuple(out)
 
 
@@ -246,12 +261,30 @@ def _parallel(case: EvalCase, params: dict[str, float], rng: random.Random) -> T
     return traj.model_copy(update={"steps": steps})
 
 
+def _optimist(case: EvalCase, params: dict[str, float], rng: random.Random) -> Trajectory:
+    traj = case.trajectory
+    steps = [step.model_copy(update={"gain": InformationGain.GAINED}) for step in traj.steps]
+    return traj.model_copy(update={"steps": steps})
+
+
+def _dismissive(case: EvalCase, params: dict[str, float], rng: random.Random) -> Trajectory:
+    traj = case.trajectory
+    obs = _observed(case.model_dump_json())
+    steps = [
+        step.model_copy(update={"gain": InformationGain.NO_GAIN}) if i > 0 and obs[i - 1][2] else step
+        for i, step in enumerate(traj.steps)
+    ]
+    return traj.model_copy(update={"steps": steps})
+
+
 _TRANSFORMS: dict[str, Callable[[EvalCase, dict[str, float], random.Random], Trajectory]] = {
     "rewriter": _rewriter,
     "sloppy": _sloppy,
     "eager": _eager,
     "fabricator": _fabricator,
     "parallel": _parallel,
+    "optimist": _optimist,
+    "dismissive": _dismissive,
 }
 
 

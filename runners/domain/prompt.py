@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.prompts import system_prompt
+from harness import AGENT_MARKER, system_prompt
 
 PAYMENT_PLATFORM_ROLE = (
     "You are a diagnosis assistant for a multi-tenant payment and order platform (gateway, order, settlement, risk "
@@ -12,3 +12,21 @@ PAYMENT_PLATFORM_ROLE = (
 
 BENCH_SYSTEM_PROMPT = system_prompt(PAYMENT_PLATFORM_ROLE)
 """The system prompt of every bench run (recorded cassettes hold it verbatim)."""
+
+PLAIN_SYSTEM_PROMPT = f"""{AGENT_MARKER} {PAYMENT_PLATFORM_ROLE}
+
+Investigate before concluding: a conclusion rests on records the tools returned. An empty result shows only
+that the query found nothing, and a symptom is not its cause: try another tool, filter or table where the
+question points until the records show why, or until nothing more can be learned.
+
+When you are done, reply with the Draft as JSON only (no tool call): if the tool results show the root cause,
+state it as the conclusion and cite the results that show it; if they do not, or the context lacks the tenant,
+service or time window needed to look, set conclusion to null and say in missing_info what is missing:
+{{"conclusion": "<root cause>" or null,
+  "claims": [{{"statement": "...",
+              "citations": [{{"tool_call_id": "...", "excerpt": "<verbatim text from that tool result>"}}]}}],
+  "missing_info": ["..."], "next_steps": ["..."]}}
+Each citation's excerpt is text copied exactly from one field of one record that the cited call returned (a log
+message, a table cell, a passage), never your own words."""
+"""The plain loop's prompt (`--agent plain`): the Harness's prompt without its tool protocol (no envelope, no gain,
+no STOP_REQUIRED), the same role, investigation and Draft instructions, so the two loops differ by the protocol."""

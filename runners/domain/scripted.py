@@ -13,23 +13,22 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import (
+from harness import (
+    AssistantMessage,
+    ChatMessage,
+    ChatRequest,
     ControlSignal,
     InformationGain,
     InvocationStatus,
     JsonObject,
     JsonValue,
     ModelPurpose,
+    ModelResponse,
     RejectionReason,
     SemanticVerdict,
-)
-from harness.models.base import (
-    AssistantMessage,
-    ChatMessage,
-    ChatRequest,
-    ModelResponse,
     ToolCallRequest,
     ToolMessage,
+    ToolSpec,
     Usage,
 )
 
@@ -199,20 +198,38 @@ def _resolve(value: JsonValue, ids: dict[int, str]) -> JsonValue:
     return value
 
 
-def next_turn(traj: Trajectory, messages: Sequence[ChatMessage]) -> AssistantMessage:
-    """The scripted model's next assistant turn for this conversation."""
+def plain_tools(tools: Sequence[ToolSpec]) -> bool:
+    """Whether the offered tools take their business input as it is (a loop without the Harness's envelope)."""
+
+    def enveloped(spec: ToolSpec) -> bool:
+        properties = spec.parameters.get("properties")
+        return isinstance(properties, dict) and "input" in properties
+
+    return bool(tools) and not any(enveloped(t) for t in tools)
+
+
+def next_turn(traj: Trajectory, messages: Sequence[ChatMessage], *, plain: bool = False) -> AssistantMessage:
+    """The scripted model's next assistant turn for this conversation (`plain`: the tools take no envelope)."""
     pos = _replay(traj, messages)
     group = _group(traj, pos)
     if (pos.stop_seen and traj.on_stop_required is StopReaction.DRAFT) or not group:
         return AssistantMessage(render_draft(traj, pos.step_ids))
-    return AssistantMessage("", tuple(_call(traj, pos, idx, pos.calls + 1 + n) for n, idx in enumerate(group)))
+    return AssistantMessage(
+        "", tuple(_call(traj, pos, idx, pos.calls + 1 + n, plain=plain) for n, idx in enumerate(group))
+    )
 
 
-def _call(traj: Trajectory, pos: _Position, idx: int, number: int) -> ToolCallRequest:
-    """One tool call of step `idx` with its envelope (and its deliberate mistake, if any)."""
+def _call(traj: Trajectory, pos: _Position, idx: int, number: int, *, plain: bool = False) -> ToolCallRequest:
+    """One tool call of step `idx` with its envelope (and its deliberate mistake, if any); `plain`: the business
+    input alone, the envelope's mistakes not made (there is no envelope to get wrong)."""
     step = traj.steps[idx]
     mistake = None if idx in pos.corrected else step.mistake
     name = "search_everything" if mistake is Mistake.UNKNOWN_TOOL else step.tool
+    if plain:
+        arguments = json.dumps({} if mistake is Mistake.MISSING_INPUT else dict(step.input), ensure_ascii=False)
+        if mistake is Mistake.MALFORMED_JSON:
+            arguments = arguments[: max(1, len(arguments) // 2)]
+        return ToolCallRequest(f"call_{number}", name, arguments)
     envelope: JsonObject = {}
     if mistake is Mistake.WRONG_TOOL_CALL_ID:
         envelope["previous_observation"] = {"tool_call_id": f"call_{number + 99}", "information_gain": step.gain.value}
@@ -276,5 +293,5 @@ class ScriptedChatModel:
         if request.purpose is ModelPurpose.SEMANTIC_GUARD:
             answer = AssistantMessage(guard_answer(self._trajectory))
         else:
-            answer = next_turn(self._trajectory, request.messages)
+            answer = next_turn(self._trajectory, request.messages, plain=plain_tools(request.tools))
         return ModelResponse(answer, estimate_usage(request, answer), "tool_calls" if answer.tool_calls else "stop")

@@ -22,20 +22,21 @@ from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harness.models.base import (
+from harness import (
+    GUARD_MARKER,
     AssistantMessage,
     ChatMessage,
     ChatRequest,
     SystemMessage,
     ToolCallRequest,
     ToolMessage,
+    ToolSpec,
     UserMessage,
+    render_task,
 )
-from harness.prompts import render_task
-from harness.semantic_guard import GUARD_MARKER
 from runners.domain.case_setup import task_of
 from runners.domain.evalset import EvalCase
-from runners.domain.scripted import Trajectory, estimate_usage, guard_answer, next_turn
+from runners.domain.scripted import Trajectory, estimate_usage, guard_answer, next_turn, plain_tools
 from runners.endpoints._serving import STOP_POLL_S
 
 TrajectoryFor = Callable[[EvalCase, str], Trajectory]
@@ -144,11 +145,31 @@ def answer(index: CaseIndex, body: dict[str, Any], trajectory_for: TrajectoryFor
     return _answer(_parse(index, body), body, trajectory_for)
 
 
+def _plain(body: dict[str, Any]) -> bool:
+    """Whether the request's tools take no envelope (the plain loop): the scripted model then sends the business
+    input alone."""
+    tools = body.get("tools")
+    specs = [ToolSpec(str(f.get("name")), "", f.get("parameters") or {})
+             for t in (tools if isinstance(tools, list) else []) if isinstance(t, dict)
+             if isinstance(f := t.get("function"), dict)]  # fmt: skip
+    return plain_tools(specs)
+
+
 def _answer(conv: _Conversation, body: dict[str, Any], trajectory_for: TrajectoryFor) -> dict[str, Any]:
     messages, case, is_guard = conv.messages, conv.case, conv.is_guard
     model = str(body.get("model") or "scripted")
     traj = trajectory_for(case, model)
-    reply = AssistantMessage(guard_answer(traj)) if is_guard else next_turn(traj, messages)
+    tools = body.get("tools")
+    plain = (
+        isinstance(tools, list)
+        and bool(tools)
+        and all(
+            isinstance(t, dict)
+            and "input" not in (((t.get("function") or {}).get("parameters") or {}).get("properties") or {})
+            for t in tools
+        )
+    )  # a loop without the Harness's envelope: the scripted model sends the business input alone
+    reply = AssistantMessage(guard_answer(traj)) if is_guard else next_turn(traj, messages, plain=plain)
     usage = estimate_usage(ChatRequest(tuple(messages)), reply)
     msg: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool_calls:

@@ -28,7 +28,8 @@ import pydantic_core
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.contracts import (
+from harness import (
+    EntryKind,
     EvidenceStatus,
     GuardName,
     InformationGain,
@@ -41,10 +42,9 @@ from harness.contracts import (
     SemanticVerdict,
     ViolationKind,
 )
-from harness.transcript import EntryKind
 from runners.domain.evalset import EvalCase, ExpectedStop, Family, FaultKind
 from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
-from runners.domain.tools.db_query import DbQueryInput, analyse_sql
+from runners.domain.tools.db_query import DbQueryInput, analyse_sql, tables_in_description
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
 from runners.store.captured_runs import CapturedMessage, CapturedRun
@@ -323,6 +323,8 @@ def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
             "tool": tool, "input": _input(call) or {}, "evidence_status": obs.get("evidence_status") or
             EvidenceStatus.NO_EVIDENCE.value, "count": obs.get("count") or 0, "scope": obs.get("scope") or {},
             "truncated": bool(obs.get("truncated")), "records": list(records), "relevance": list(relevance),
+            **({"count_without_text_filter": obs["count_without_text_filter"]}
+               if isinstance(obs.get("count_without_text_filter"), int) else {}),
         })  # fmt: skip
         for r in records:
             if tool == "log_search":
@@ -349,8 +351,37 @@ def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
     return out
 
 
-def _named_tables(steps: Sequence[_Step]) -> dict[str, JsonValue]:
-    """`named_tables`: every table the run's SQL read (its rows are not stored, only what queries returned)."""
+def _offered_tables(messages: Sequence[CapturedMessage]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The tables (and columns) the database tool's description listed, as the run was shown them (its TOOLS entry;
+    nothing when the transcript has none)."""
+    for m in messages:
+        if m.kind != EntryKind.TOOLS.value or not m.content:
+            continue
+        try:
+            offered = json.loads(m.content)
+        except ValueError:
+            continue
+        for tool in offered if isinstance(offered, list) else []:
+            if isinstance(tool, dict) and tool.get("name") == "db_query" and isinstance(tool.get("description"), str):
+                return tables_in_description(tool["description"])
+    return ()
+
+
+def _tables(steps: Sequence[_Step], offered: Sequence[tuple[str, tuple[str, ...]]]) -> dict[str, JsonValue]:
+    """The tables the run was shown (with their columns, no rows: what queries returned is recorded) and, as
+    `named_tables`, any other table its SQL read."""
+    shown = {name: columns for name, columns in offered if columns}
+    out: dict[str, JsonValue] = {}
+    if shown:
+        out["tables"] = [{"name": name, "columns": list(columns)} for name, columns in shown.items()]
+    named = [n for n in _named_tables(steps) if n not in shown] + [n for n, c in offered if not c and n not in shown]
+    if named:
+        out["named_tables"] = list(dict.fromkeys(named))
+    return out
+
+
+def _named_tables(steps: Sequence[_Step]) -> list[str]:
+    """Every table the run's SQL read (its rows are not stored, only what queries returned)."""
     named: dict[str, None] = {}
     for step in steps:
         given = step.step.get("input")
@@ -361,7 +392,7 @@ def _named_tables(steps: Sequence[_Step]) -> dict[str, JsonValue]:
             named.update(dict.fromkeys(sorted(analyse_sql(sql).tables)) if isinstance(sql, str) else {})
         except ValueError:
             continue
-    return {"named_tables": list(named)} if named else {}
+    return list(named)
 
 
 def _chunk_number(chunk_id: str) -> int:
@@ -460,7 +491,7 @@ def build_case(run: CapturedRun) -> EvalCase:
         " expectations, the trajectory and the recorded results before adding it to an evaluation set.",
         "question": question,
         "context": dict(context),
-        "fixtures": {**_fixtures(calls), **_named_tables(steps)},
+        "fixtures": {**_fixtures(calls), **_tables(steps, _offered_tables(diagnosis))},
         "expect": _expect(run, calls),
         "trajectory": trajectory,
     }

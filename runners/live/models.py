@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.resources
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import SchemaMode
-from harness.models.base import ToolCallFormat
+from harness import SchemaMode, ToolCallFormat
 
 __all__ = [
     "MODELS",
@@ -20,7 +20,17 @@ __all__ = [
     "parts_of",
 ]
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+def _templates() -> Path:
+    """The chat templates' folder, as installed with the package (package data, found by `importlib.resources`)."""
+    found = importlib.resources.files("runners.live") / "templates"
+    if not isinstance(found, Path):  # llama-server reads a template by its path
+        raise RuntimeError(f"the chat templates are not files on disk ({found}); install the wheel unpacked")
+    return found
+
+
+TEMPLATES = _templates()
+"""The Jinja chat templates a registered model is served with (`--chat-template-file`)."""
 
 
 class WeightsPart(BaseModel):
@@ -64,7 +74,7 @@ class RequestSettings(BaseModel):
     temperature: float = Field(default=0.0, ge=0.0)
     """Sampling temperature: 0, so a recorded run replays and two runs agree."""
     tool_choice: str = "auto"
-    """`--tool-choice`: auto, none or required."""
+    """`--tool-choice`: auto, none, required, required-first or required-until-evidence."""
     schema_mode: SchemaMode = SchemaMode.ADAPTIVE
     """`--schema-mode` of the envelope."""
     tool_call_format: ToolCallFormat = ToolCallFormat.NATIVE
@@ -127,11 +137,18 @@ GEMMA3_270M = LocalModel(
 # Measured on the harness's prompt (xllamacpp 2026.10.11549), for both Qwen models: under the GGUF's template, with
 # `auto`, `required` or a named tool, the model writes its Draft at once and the server returns no tool_calls (this
 # server accepts `required` without enforcing it, and downgrades a named tool to auto); with the reply constrained
-# to a call of an offered tool, it calls tools. `required` leaves the Draft to the turn after STOP_REQUIRED, when
-# only the Draft is allowed.
+# to a call of an offered tool, it calls tools. How the turns are asked was measured on the development split
+# (runners/domain/splits.py), 1.5B, NO_GAIN 2, 2026-12-05: `required` on every turn leaves the Draft to the turn after
+# STOP_REQUIRED (a model that has its evidence must keep calling, repeats itself and is saturated: all 204 Drafts of
+# the earlier recording followed a STOP_REQUIRED); `required-until-evidence` kept the model calling where its first
+# search came back empty, and it did not look elsewhere (5 of 5 dev runs saturated, 3 of them repeating their first
+# search); `auto` throughout drafts at once with no call (5 of 5 FAILED, measured before). `required-first` (a call,
+# then a call or the Draft) lets it finish: 14 of 14 dev runs (11 under a first draft of the prompt, 3 under the final
+# one) ended on its own Draft after one call, which the guards then judged.
 QWEN_REQUEST = RequestSettings(
-    temperature=0.0, tool_choice="required", schema_mode=SchemaMode.ADAPTIVE, tool_call_format=ToolCallFormat.JSON
-)
+    temperature=0.0, tool_choice="required-first", schema_mode=SchemaMode.ADAPTIVE,
+    tool_call_format=ToolCallFormat.JSON,
+)  # fmt: skip
 """How both Qwen2.5-Coder models are asked."""
 QWEN25_CODER_05B = LocalModel(
     name="qwen2.5-coder-0.5b",

@@ -12,7 +12,7 @@ from typing import Any, NamedTuple, TypedDict
 
 from runners.live.proxy import Recorded, RecordingProxy
 from runners.live.server import LlamaServer, post_json
-from runners.plan.settings import TOOL_CHOICE_MODES
+from runners.plan.settings import WIRE_TOOL_CHOICES
 
 __all__ = [
     "STOP_TEXT", "ConversationsCheck", "PromptCheck", "PromptTotals", "check_conversations", "check_rendered",
@@ -169,7 +169,7 @@ def check_conversations(server_root: str, records: Sequence[Recorded]) -> Conver
 
 def reference_conversations(case_ids: Sequence[str]) -> list[Recorded]:
     """The Harness's own wire bodies for scripted reference runs (serve-sim over HTTP, recorded)."""
-    from harness.models.openai_model import OpenAIChatModel
+    from harness import OpenAIChatModel
     from runners.endpoints.simulator import SimulatorServer
     from runners.plan.run_plan import select_cases
     from runners.run.case_runner import run_case
@@ -188,7 +188,7 @@ def probe_tool_choice(server: LlamaServer, body: dict[str, Any]) -> dict[str, st
     name = body["tools"][0]["function"]["name"]
     out: dict[str, str] = {}
     for label, value in (
-        *((mode, mode) for mode in TOOL_CHOICE_MODES),
+        *((mode, mode) for mode in WIRE_TOOL_CHOICES),
         (f"named {name}", {"type": "function", "function": {"name": name}}),
     ):  # fmt: skip
         before = len(server.log_text())

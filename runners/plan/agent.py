@@ -19,3 +19,11 @@ class AgentFramework(StrEnum):
     """A pydantic-ai Agent over the case's model, the Harness through `harness.adapters.pydantic_ai`."""
     OPENAI_AGENTS = "openai-agents"
     """An OpenAI Agents SDK Agent over the case's model, the Harness through `harness.adapters.openai_agents`."""
+    PLAIN = "plain"
+    """No Harness: the plain loop most teams run (plain tools, the same budgets, no envelope, no information-gain
+    contract, no guards on what it publishes), to measure what the protocol costs and buys."""
+
+    @property
+    def harnessed(self) -> bool:
+        """Whether the Harness drives the run (every loop but the plain one): its invariants are then judged."""
+        return self is not AgentFramework.PLAIN

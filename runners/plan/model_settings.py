@@ -11,15 +11,18 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator, model_validator
 
-from harness.models.base import ToolCallFormat
+from harness import ToolCallFormat
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, ModelSpec, parse_model
 from runners.plan.flags import Flag
 
-__all__ = ["TOOL_CHOICE_MODES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
+__all__ = ["TOOL_CHOICE_MODES", "WIRE_TOOL_CHOICES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
-TOOL_CHOICE_MODES = ("auto", "none", "required")
-"""The `tool_choice` values that name no tool (a new one is added here: the flag's metavar, its check and its
-refusal read this tuple)."""
+WIRE_TOOL_CHOICES = ("auto", "none", "required")
+"""The `tool_choice` values sent on the wire as they are (the OpenAI API's)."""
+TOOL_CHOICE_MODES = (*WIRE_TOOL_CHOICES, "required-first", "required-until-evidence")
+"""The `tool_choice` values that name no tool (`required-first`: a call on the first turn, then a call or the Draft;
+`required-until-evidence`: a call until an observation held records, then a call or the Draft). A new one is added
+here: the flag's metavar, its check and its refusal read this tuple."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -44,7 +47,7 @@ class ParallelToolCalls(StrEnum):
     TRUE = "true"
     """Allow several calls per turn."""
     FALSE = "false"
-    """One call per turn (seed 000: one pending call at a time)."""
+    """One call per turn (one pending call at a time, docs/architecture.md §4.4)."""
     OMIT = "omit"
     """Do not send the field (for endpoints that refuse it)."""
 
@@ -87,7 +90,10 @@ class ModelSettings(BaseModel):
     tool_choice: Annotated[str, BenchSetting(metavar="|".join((*TOOL_CHOICE_MODES, "TOOL")))] = Field(
         default="auto", examples=["kb_search"]
     )
-    """OpenAI tool_choice sent with the tools; a tool name forces that tool."""
+    """OpenAI tool_choice sent with the tools (auto, none, required, required-first, required-until-evidence); a
+    tool name forces that tool; required-first sends required on the first turn and auto after it (a call first, then
+    a call or the Draft); required-until-evidence sends required until an observation held records, then auto (after
+    STOP_REQUIRED: none, the Draft alone)."""
     parallel_tool_calls: ParallelToolCalls = ParallelToolCalls.FALSE
     """Ask for one tool call per turn (false), allow several (true), or omit the field."""
     temperature: float = Field(default=0.0, ge=0, le=2)

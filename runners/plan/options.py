@@ -16,7 +16,7 @@ from typing import Annotated, ClassVar, cast
 
 from pydantic import BeforeValidator, Field, PlainSerializer
 
-from harness.config import HarnessConfig
+from harness import HarnessConfig
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.flags import Flag, FlagError, FlagModel, Stored, StoredValue
@@ -182,10 +182,12 @@ class Execution(FlagModel):
         Flag(group=BENCH,
              help="the agent loop each case run goes through: native (run_diagnosis, default), pydantic-ai or"
                   " openai-agents (that framework's agent over the case's model, the Harness through its adapter;"
-                  " needs the `adapters` extra, which make venv installs)"),
+                  " needs the `adapters` extra, which make venv installs), or plain (no Harness: plain tools, the"
+                  " same budgets, no envelope, no information-gain contract, the answer published unguarded; to"
+                  " measure what the protocol costs and buys)"),
         Stored(decode=lambda v: AgentFramework(v or AgentFramework.NATIVE.value)),
     ] = AgentFramework.NATIVE  # fmt: skip
-    """The agent loop each case run goes through (native, or an agent framework's adapter)."""
+    """The agent loop each case run goes through (native, an agent framework's adapter, or the plain loop)."""
     shard: Annotated[
         ShardSpec | None,
         BeforeValidator(_shard_value),

@@ -62,6 +62,9 @@ class RunPlan:
     """What the run records of itself."""
     secrets: Secrets
     """The values no row or printed line may hold (the base URL's credentials, the key)."""
+    harnessed: bool
+    """The Harness drives every case run (every agent loop but the plain one): its invariants are judged, and a
+    scripted trajectory's bounds may be."""
     bench_run_id: str | None = None
     """The id the run writes: the stored run's on resume, derived from `--run-id`, or None (a new one when the run
     starts)."""
@@ -113,7 +116,9 @@ def planned(
     items = [(c, e) for e in range(1, opts.selection.epochs + 1) for c in selected]
     work = tuple(shard.select(opts.execution.shard, opts.settings, items))
     secrets = Secrets.of(opts.settings.model_settings.base_url, opts.settings.model_settings.api_key_env)
-    return RunPlan(opts, model, selected, work, _record(opts, selected), secrets, bench_run_id, resumes, sweep_id)
+    harnessed = opts.execution.agent.harnessed
+    return RunPlan(opts, model, selected, work, _record(opts, selected), secrets, harnessed, bench_run_id, resumes,
+                   sweep_id)  # fmt: skip
 
 
 def plan_run(opts: BenchOptions, stored: StoredRuns) -> RunPlan:

@@ -27,10 +27,11 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from harness.config import HarnessConfig
+from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
 from runners.plan.flags import field_bounds, group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
+from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
 from runners.plan.model_settings import BenchSetting as BenchSetting
 from runners.plan.model_settings import ModelSettings as ModelSettings
 from runners.plan.model_settings import ParallelToolCalls as ParallelToolCalls

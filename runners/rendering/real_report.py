@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -18,13 +19,14 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from runners.decisions.funnel import FunnelStage
 from runners.decisions.gate import Verdict
 from runners.decisions.real_models import RecordedSummary, summarize
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 from runners.rendering.safe_text import html, markdown, markdown_code
 from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
-from runners.store.recorded_sweeps import read_recorded
+from runners.store.recorded_sweeps import cassette_misses, read_recorded
 from runners.store.runs import label_sweep_ids
 
 __all__ = [
@@ -227,7 +229,26 @@ def replay(recording: Recording, db: Path) -> RecordedSummary:
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()] or [f"exit {done.returncode}"]
         raise RecordingError(f"{recording.folder / 'summary.json'}: its sweep did not replay ({lines[-1].strip()})")
+    _check_cassettes_present(recording, db)
     return summarize(summary.model, read_recorded(db, summary.model), summary.sweep_args)
+
+
+_MISSED = re.compile(r"request not in cassette (?P<path>.+?) \(record mode")
+"""How a replayed case run names the cassette it found no answer in (runners/run/_execute.py)."""
+
+
+def _check_cassettes_present(recording: Recording, db: Path) -> None:
+    """A replay whose case runs found no cassette file at all is a recording with its cassettes missing (a partial
+    checkout, a deleted folder): said as such, not as the numbers that then differ from the summary."""
+    misses = cassette_misses(db, recording.summary.model)
+    absent = [m["path"] for e in misses.errors if (m := _MISSED.match(e)) and not Path(m["path"]).exists()]
+    if absent:
+        files = sorted(set(absent))
+        raise RecordingError(
+            f"{recording.folder}: the recording's cassettes are missing: {len(files)} cassette file(s) (e.g."
+            f" {files[0]}), needed by {len(absent)} of {misses.case_runs} replayed case runs; restore them (git"
+            " checkout -- cassettes) or record the model again"
+        )
 
 
 def _flat(value: object, path: str, into: dict[str, object]) -> None:
@@ -380,7 +401,7 @@ def _settings_text(s: RecordingSettings) -> str:
 
 
 def _harness_rows(m: ModelReport) -> list[list[str]]:
-    """Per threshold: what the Harness did that a plain loop would not, and the rates the README states."""
+    """Per threshold: what the Harness did that a plain loop would not, and the rates docs/real-models.md states."""
     rows = []
     calls = {c.no_gain_threshold: c for c in m.calls}
     for t in m.summary.thresholds:
@@ -400,6 +421,52 @@ HARNESS_HEADER = [
     "violations contained", "FALLBACK / FAILED", "STOP_REQUIRED ignored", "outcomes", "stop reasons",
     "model calls / tokens",
 ]  # fmt: skip
+
+
+VERDICT_HEADER = [
+    "NO_GAIN", "outcome verdict", "SUCCESS reached, held-out", "SUCCESS reached, dev", "finished on its own Draft",
+    "EvidenceGuard", "SemanticGuard",
+]  # fmt: skip
+
+
+def _verdict_rows(m: ModelReport) -> list[list[str]]:
+    """Per threshold: the outcome verdict, SUCCESS per split, who ended the run, what the guards judged."""
+    rows = []
+    for t in m.summary.thresholds:
+        held, dev = t.splits.get("held-out"), t.splits.get("dev")
+        rows.append([
+            str(t.no_gain_threshold), _pct(t.outcome_passed, t.runs),
+            _pct(held.success_reached, held.success_expected) if held else "—",
+            _pct(dev.success_reached, dev.success_expected) if dev else "—",
+            _pct(t.finished_by_model, t.runs), _counts(t.evidence_checks), _counts(t.semantic_verdicts),
+        ])  # fmt: skip
+    return rows
+
+
+def _funnel(report: RealModelsReport) -> tuple[list[str], list[list[str]]]:
+    """Runs expected to succeed, per model and threshold, by the stage where they fell out."""
+    stages = [s.value for s in FunnelStage]
+    rows = [[m.summary.model, str(t.no_gain_threshold), str(sum(t.funnel.values())),
+             *(str(t.funnel.get(s, 0)) for s in stages)]
+            for m in report.models for t in m.summary.thresholds]  # fmt: skip
+    return ["model", "NO_GAIN", "runs", *stages], rows
+
+
+GAIN_HEADER = ["model", "NO_GAIN", "GAINED on evidence", "GAINED on nothing (optimistic)",
+               "NO_GAIN on evidence (premature)", "NO_GAIN on nothing", "accuracy"]  # fmt: skip
+
+
+def _gain_rows(report: RealModelsReport) -> list[list[str]]:
+    rows = []
+    for m in report.models:
+        for t in m.summary.thresholds:
+            g = t.gain_tags
+            total = g.gained_on_evidence + g.gained_on_nothing + g.no_gain_on_evidence + g.no_gain_on_nothing
+            right = g.gained_on_evidence + g.no_gain_on_nothing
+            rows.append([m.summary.model, str(t.no_gain_threshold), str(g.gained_on_evidence),
+                         str(g.gained_on_nothing), str(g.no_gain_on_evidence), str(g.no_gain_on_nothing),
+                         _pct(right, total) if total else "no tag judged"])  # fmt: skip
+    return rows
 
 
 def _families(report: RealModelsReport) -> tuple[list[str], list[list[str]]]:
@@ -424,6 +491,19 @@ def _gate_text(g: GateLine) -> str:
             f" {g.mde}{loud}. {g.text}")  # fmt: skip
 
 
+FUNNEL_TEXT = (
+    "Every run of a case expected to end in SUCCESS, counted at the first stage it did not pass: the evidence never "
+    "retrieved, retrieved but tagged NO_GAIN, no valid Draft (a stop, an invalid final message or an error), no "
+    "conclusion, a citation EvidenceGuard rejected, a conclusion SemanticGuard judged UNSUPPORTED, SUCCESS without the "
+    "root cause's words, SUCCESS."
+)
+GAIN_TEXT = (
+    "The model's own judgment: its GAINED / NO_GAIN on each non-empty observation it evaluated, against whether the "
+    "observation's records carried the case's evidence (the Harness's NO_GAIN on empty results and repeats is not "
+    "counted)."
+)
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(markdown(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(markdown(c) for c in row) + " |" for row in rows]
@@ -440,17 +520,23 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
                   f"Recorded with: {markdown(_settings_text(m.settings))}.", "",
                   f"Replay: {markdown_code(_replay_command(m))}.", ""]  # fmt: skip
         lines += _md_table(HARNESS_HEADER, _harness_rows(m))
+        lines += ["", "Verdicts and guards:", ""]
+        lines += _md_table(VERDICT_HEADER, _verdict_rows(m))
         verdict = m.recommended.threshold
         lines += ["", f"**Recommend:** {markdown(verdict) if verdict else 'no recommendation'}.", ""]
         for paragraph in m.recommended.paragraphs:
             lines += [markdown(paragraph), ""]
-    lines += ["## Gate", ""]
+    lines += ["## Diagnosis funnel", "", FUNNEL_TEXT, ""]
+    lines += _md_table(*_funnel(report))
+    lines += ["", "## Gain tags", "", GAIN_TEXT, ""]
+    lines += _md_table(GAIN_HEADER, _gain_rows(report))
+    lines += ["", "## Gate", ""]
     lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _replay_command(m: ModelReport) -> str:
-    """The offline replay of a model's sweep, as the README shows it."""
+    """The offline replay of a model's sweep, as docs/real-models.md shows it."""
     args = [*m.summary.sweep_args, "--cassettes", f"cassettes/{m.folder}", "--record-mode", "none"]
     return "harness-bench sweep " + " ".join(shlex.quote(a) for a in args)
 
@@ -481,9 +567,18 @@ def render_html(report: RealModelsReport, command: str) -> str:
         verdict = m.recommended.threshold
         parts += [f"<h2>{html(m.summary.model)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
                   f"<p>Replay: <code>{html(_replay_command(m))}</code>.</p>",
-                  _html_table(HARNESS_HEADER, _harness_rows(m)),
+                  _html_table(HARNESS_HEADER, _harness_rows(m)), "<p>Verdicts and guards:</p>",
+                  _html_table(VERDICT_HEADER, _verdict_rows(m)),
                   f"<p><b>Recommend:</b> {html(verdict) if verdict else 'no recommendation'}.</p>",
                   *(f"<p>{html(p)}</p>" for p in m.recommended.paragraphs)]  # fmt: skip
+    parts += [
+        "<h2>Diagnosis funnel</h2>",
+        f"<p>{html(FUNNEL_TEXT)}</p>",
+        _html_table(*_funnel(report)),
+        "<h2>Gain tags</h2>",
+        f"<p>{html(GAIN_TEXT)}</p>",
+        _html_table(GAIN_HEADER, _gain_rows(report)),
+    ]
     parts.append("<h2>Gate</h2><ul>")
     for g in report.gates:
         cls = " class='loud'" if g.downgrade_passed else ""

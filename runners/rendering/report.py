@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+from collections.abc import Mapping
 from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.figure import Figure as MplFigure
 
+from runners.decisions.funnel import STAGE_DOCS, FunnelStage, confusion, funnel
 from runners.decisions.recommend import (
     DEFAULT_MARGIN,
     METRIC_DEFINITIONS,
@@ -48,6 +50,7 @@ from runners.store.analysis_reads import (
     family_counts,
     tool_requests,
 )
+from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows, sweep_points
 
 MAX_BENCH_RUNS = 6
 """Bench runs shown one by one in a report that is not about a sweep."""
@@ -118,6 +121,7 @@ FAMILY_HEADER = [
     "cases",
     "case runs",
     "pass rate",
+    "outcome / trajectory",
     "outcomes S / F / X",
     "stops sat / budget / proto / own",
     "tools",
@@ -125,7 +129,10 @@ FAMILY_HEADER = [
     "wasted",
 ]
 FAMILY_DEFINITIONS = {
-    "pass rate": "share of case runs meeting every expectation of their case",
+    "pass rate": "share of case runs passing every verdict that applies to them",
+    "outcome / trajectory": "the two verdicts apart: the outcome verdict (outcome, fallback kind, root-cause words, "
+    "the Harness's invariants; any agent) and the trajectory verdict (the reference trajectory's bounds; scripted runs "
+    "at the default settings only, `-` where none was judged)",
     "outcomes S / F / X": "case runs released as SUCCESS / FALLBACK / FAILED or CANCELLED",
     "stops": "Harness stop reason: information saturated / budget / protocol violations / none (finished on its own)",
     "tools, rejections, wasted": "per case run: tool invocations, rejected tool requests, invocations after the "
@@ -140,6 +147,7 @@ def _family_block(df: pd.DataFrame) -> TableBlock:
             str(r.cases),
             str(r.case_runs),
             "n/a" if pd.isna(r.pass_rate) else f"{r.pass_rate:.0%}",  # observed runs have no verdict
+            f"{_rate(r.outcome_pass_rate)} / {_rate(r.trajectory_pass_rate)}",
             f"{r.success} / {r.fallback} / {r.failed}",
             f"{r.saturated} / {r.budget} / {r.protocol} / {r.on_its_own}",
             f"{r.mean_tool_invocations:.2f}",
@@ -149,6 +157,41 @@ def _family_block(df: pd.DataFrame) -> TableBlock:
         for r in df.itertuples(index=False)
     ]
     return TableBlock(FAMILY_HEADER, rows)
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None or pd.isna(value) else f"{value:.0%}"
+
+
+def _diagnosis_section(con: duckdb.DuckDBPyConnection, groups: Mapping[str, str]) -> Section:
+    """The diagnosis funnel of the runs expected to succeed and the agent's gain tags against the truth, per bench
+    run (`groups`: bench run id -> how the report names it)."""
+    rows = funnel_rows(con, list(groups))
+    stages = funnel(rows, key=lambda r: groups[r.bench_run_id])
+    funnel_table = TableBlock(
+        ["bench run", "runs", *(s.value for s in FunnelStage)],
+        [[g.group, str(g.runs), *(str(n) for _, n in g.stages)] for g in stages],
+    )
+    tags = confusion(gain_tag_rows(con, list(groups)), key=lambda r: groups[r.bench_run_id])
+    tag_table = TableBlock(
+        ["bench run", "GAINED on evidence", "GAINED on nothing (optimistic)", "NO_GAIN on evidence (premature)",
+         "NO_GAIN on nothing", "accuracy"],
+        [[c.group, str(c.gained_on_evidence), str(c.gained_on_nothing), str(c.no_gain_on_evidence),
+          str(c.no_gain_on_nothing), _rate(c.accuracy)] for c in tags],
+    )  # fmt: skip
+    why = [f"{g.group}: citations rejected because {', '.join(f'{r} ({n})' for r, n in g.rejections)}"
+           for g in stages if g.rejections]  # fmt: skip
+    return Section(
+        "Diagnosis funnel and gain tags",
+        ["Every run of a case expected to end in SUCCESS, counted at the first stage it did not pass; then the "
+         "agent's GAINED / NO_GAIN on the observations it evaluated, against whether their records carried the "
+         "case's evidence (the Harness's own NO_GAIN on empty results and repeats is not counted).", *why],
+        [funnel_table, tag_table] if stages or tags else [],
+        FUNNEL_DEFINITIONS,
+    )  # fmt: skip
+
+
+FUNNEL_DEFINITIONS = {s.value: doc for s, doc in STAGE_DOCS.items()}
 
 
 def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
@@ -317,7 +360,9 @@ def _sweep_sections(
         [f"{len(failing)} listed; each command prints the case run's transcript.", *failing]
         if failing else ["Every case run of this configuration met its expectations."],
     )  # fmt: skip
-    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases]
+    configs = {p.bench_run_id: " ".join(f"{c}={v}" for c, v in p.settings) for p in sweep_points(con, sweep_id)}
+    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases,
+            _diagnosis_section(con, configs)]  # fmt: skip
 
 
 def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Section]:
@@ -333,7 +378,8 @@ def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) ->
             ],
         )
     ]
-    for i, run in enumerate(runs[:MAX_BENCH_RUNS]):
+    shown = runs[:MAX_BENCH_RUNS]
+    for i, run in enumerate(shown):
         run_id, model, label, n = run.bench_run_id, run.model, run.label, run.case_runs
         scope = BenchRunScope(run_id)
         fam = family_frame(con, scope)
@@ -350,6 +396,8 @@ def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) ->
                 figs,
             )
         )
+    names = {r.bench_run_id: f"{r.bench_run_id} ({r.model}{', label ' + r.label if r.label else ''})" for r in shown}
+    sections.append(_diagnosis_section(con, names))
     return sections
 
 
@@ -387,10 +435,10 @@ def build_report(
     written = dict.fromkeys([*(p for p, _ in figures), md_path, html_path])  # a figure name may repeat
     check_outputs([NamedPath("--out", p) for p in written], [NamedPath("--db", Path(db))])
     for path, png in figures:  # each file complete or not written (no 0-byte PNG on a full disk)
-        write_bytes(path, png)
+        write_bytes(NamedPath("--out", path), png)
     title = f"harness-bench report — {scope}"
-    write_text(md_path, _markdown(title, str(db), sections))
-    write_text(html_path, _html(title, str(db), sections))
+    write_text(NamedPath("--out", md_path), _markdown(title, str(db), sections))
+    write_text(NamedPath("--out", html_path), _html(title, str(db), sections))
     return md_path, html_path
 
 

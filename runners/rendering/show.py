@@ -16,13 +16,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contracts import InvocationStatus, ModelPurpose
-from harness.transcript import EntryKind
+from harness import EntryKind, InvocationStatus, ModelPurpose
+from runners.decisions.funnel import stage_of
 from runners.rendering.safe_text import html as safe_html
 from runners.rendering.safe_text import terminal
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message
 
-__all__ = ["Block", "blocks", "diff_command", "first_divergence", "render_diff", "render_html", "render_text"]
+__all__ = [
+    "Block",
+    "blocks",
+    "diff_command",
+    "first_divergence",
+    "render_diff",
+    "render_html",
+    "render_text",
+    "verdict",
+]
 
 WIDTH = 80
 _SYSTEM_LINES = 3
@@ -112,9 +121,24 @@ def _decision(m: Message) -> str:
     return line
 
 
+def _tools(text: str) -> list[tuple[str, str]]:
+    """(name, description) of each tool a TOOLS entry lists (nothing when it is not that list)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return []
+    items = data if isinstance(data, list) else []
+    return [(str(t.get("name")), str(t.get("description"))) for t in items if isinstance(t, dict)]
+
+
 def _message_lines(m: Message, width: int, *, full: bool, draft: bool) -> list[str]:
     text = m.content or ""
     kind = m.kind
+    if kind == EntryKind.TOOLS:
+        offered = _tools(text)
+        if not full:
+            return [f"  TOOLS {', '.join(name for name, _ in offered)} (descriptions: --full)"]
+        return ["  TOOLS", *(line for name, what in offered for line in _wrap(f"{name}: {what}", "    ", width))]
     if kind == EntryKind.SYSTEM:
         body = text.splitlines()
         shown = body if full else body[:_SYSTEM_LINES]
@@ -184,6 +208,12 @@ def _header(info: CaseRunInfo) -> list[str]:
     ]
 
 
+def verdict(passed: bool | None) -> str:
+    """A case run's verdict as shown: `yes`, `NO`, or `no verdict (observed run)` for an imported run, which was
+    held to no expectation (its `passed` is NULL) and so neither passed nor failed."""
+    return "no verdict (observed run)" if passed is None else "yes" if passed else "NO"
+
+
 def _footer(info: CaseRunInfo, width: int) -> list[str]:
     r = info.row
     outcome = r["outcome"] + (f"/{r['fallback_kind']}" if r.get("fallback_kind") else "")
@@ -191,10 +221,16 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
         "═" * width,
         *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width),
     ]
-    passed = "-" if r["passed"] is None else "yes" if r["passed"] else "NO"  # None: an observed run, no verdict
-    lines += _wrap(f"passed: {passed}   model calls {r['model_calls']}, tool invocations"
+    lines += _wrap(f"passed: {verdict(r['passed'])}   model calls {r['model_calls']}, tool invocations"
                    f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
                    f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip
+    if r["passed"] is not None and r.get("outcome_passed") is not None:
+        trajectory = r.get("trajectory_passed")
+        unjudged = "not judged (a real model, or off the settings its bounds were written for)"
+        judged = unjudged if trajectory is None else "yes" if trajectory else "NO"
+        lines += _wrap(f"verdicts: outcome {'yes' if r['outcome_passed'] else 'NO'}, trajectory {judged}", "", width)
+    if info.funnel is not None and info.funnel.expected_outcome == "SUCCESS":
+        lines += _wrap(f"diagnosis funnel: {stage_of(info.funnel).value}", "", width)
     if r.get("failures"):
         for failure in json.loads(r["failures"]):
             lines.extend(_wrap(f"- {failure}", "  ", width))
@@ -260,7 +296,7 @@ def render_diff(a: CaseRunInfo, b: CaseRunInfo, name_a: str, name_b: str, *, wid
     for tag, info in (("A", a), ("B", b)):
         r = info.row
         head.append(f"{tag}: {r['outcome']}{'/' + r['fallback_kind'] if r.get('fallback_kind') else ''}, stop"
-                    f" {r.get('stop_reason') or 'NONE'}, passed {'yes' if r['passed'] else 'NO'}")  # fmt: skip
+                    f" {r.get('stop_reason') or 'NONE'}, passed {verdict(r['passed'])}")  # fmt: skip
     lines = [wrapped for line in head for wrapped in _wrap(line, "", width)]
     if at is None:
         lines.append("the two transcripts are the same turn for turn")

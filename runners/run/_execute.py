@@ -4,13 +4,12 @@ when a cassette is missing or does not match."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from harness.context import CancellationToken
-from harness.contracts import ModelErrorKind
-from harness.models.base import ChatModel
+from harness import CancellationToken, ChatModel, ModelErrorKind
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase
 from runners.domain.model_spec import ModelKind
@@ -19,6 +18,7 @@ from runners.plan.rules import BenchInputError
 from runners.plan.run_plan import RunPlan
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
+from runners.run.verdict import trajectory_applies
 
 __all__ = ["ModelFactory", "execute_case"]
 
@@ -29,12 +29,16 @@ class ModelFactory:
     def __init__(self, plan: RunPlan) -> None:
         self.plan = plan
         self.spec = plan.model
+        # the plain loop has no Harness: neither its invariants nor a scripted trajectory's bounds are judged (the
+        # plan says which loop; the bounds are the run's own rule, asked once per run)
+        scripted = self.spec.kind is ModelKind.SCRIPTED
+        self.judge_trajectory = plan.harnessed and trajectory_applies(plan.options.settings.config, scripted=scripted)
         self._shared: ChatModel | None = None
         if self.spec.kind is ModelKind.OPENAI:
             # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
             # scripted run (the main job, every test subprocess) never needs
-            from harness.models.openai_model import OpenAIChatModel
-            from runners.store.cassettes import CassetteTransport
+            from harness import OpenAIChatModel
+            from runners.store.cassettes import OFFLINE_KEY, CassetteTransport
 
             opts = plan.options
             ms, execution, replay = opts.settings.model_settings, opts.execution, opts.replay
@@ -50,7 +54,8 @@ class ModelFactory:
                 max_in_flight=execution.max_in_flight or execution.concurrency,
                 # Each case run binds its own cassette to its thread (runners/store/cassettes.py).
                 transport=partial(CassetteTransport, require_binding=True) if replay.cassettes is not None else None,
-                offline=replay.replays,
+                # a replay never reaches an endpoint: it needs no key (a set one is used, as the recording was)
+                api_key=(os.environ.get(ms.api_key_env) or OFFLINE_KEY) if replay.replays else None,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -66,22 +71,25 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, cancellation
     model = factory.for_case(case, epoch)
     opts = factory.plan.options
     config, loop, replay = opts.settings.config, loop_for(opts.execution.agent), opts.replay
+    harnessed, judge = factory.plan.harnessed, factory.judge_trajectory
     if replay.cassettes is None or factory.spec.kind is not ModelKind.OPENAI:
-        return run_case(case, model, config=config, cancellation=cancellation, loop=loop)
+        return run_case(case, model, config=config, cancellation=cancellation, loop=loop,
+                        judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
     from runners.store.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
     path = cassette_path(replay.cassettes, factory.spec.raw, case.id, epoch)
     try:
         with use_cassette(path, replay.mode, factory.plan.secrets) as tape:
-            run = run_case(case, model, config=config, cancellation=cancellation,
-                           deadline_clock=tape.deadline_clock, loop=loop)  # fmt: skip
+            run = run_case(case, model, config=config, cancellation=cancellation, deadline_clock=tape.deadline_clock,
+                           loop=loop, judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
-    if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
+    if run.result.error_kind is ModelErrorKind.REPLAY_MISS:
         command = rerecord_command(opts, case.id, epoch)
         message = f"request not in cassette {path} (record mode {replay.mode}); re-record with: {command}"
-        run = CaseRun(run.case, _with_error(run, message), run.metrics, (*run.failures, message))
+        verdicts = replace(run.verdicts, outcome_failures=(*run.verdicts.outcome_failures, message))
+        run = CaseRun(run.case, _with_error(run, message), run.metrics, verdicts, run.evidence_calls)
     return run
 
 

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from harness import __version__
-from harness.context import CancellationToken
+from harness import CancellationToken, __version__
 from runners.domain.case_setup import import_tool_backends
 from runners.domain.evalset import EvalCase
 from runners.plan import run_plan

@@ -1,4 +1,4 @@
-"""Run one evaluation case through the harness and judge it against its expectations."""
+"""Run one evaluation case through the harness and judge it (runners/run/verdict.py)."""
 
 from __future__ import annotations
 
@@ -6,25 +6,35 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from harness.agent import AgentLoop, RunResult, run_diagnosis
-from harness.config import HarnessConfig
-from harness.context import CancellationToken, DeadlineClock, RunContext
-from harness.contracts import (
+from harness import (
+    AgentLoop,
+    BusinessTool,
+    CancellationToken,
+    ChatModel,
+    DeadlineClock,
+    EvidenceStatus,
+    GainApplied,
     GainProducer,
+    HarnessConfig,
     InformationGain,
     InvocationStatus,
+    ModelCall,
     RejectionReason,
-    ReleaseOutcome,
+    RunContext,
+    RunResult,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+    run_diagnosis,
 )
-from harness.models.base import ChatModel
-from harness.tools.base import BusinessTool
-from harness.trace import GainApplied, ModelCall, StopRequiredDelivered, ToolInvocation, ToolRequestRejected
 from runners.domain.case_run import CaseMetrics as CaseMetrics
 from runners.domain.case_run import CaseRun as CaseRun
 from runners.domain.case_setup import build_tools, task_of
-from runners.domain.evalset import EvalCase, ExactCounts, ExpectedStop
+from runners.domain.evalset import EvalCase
+from runners.domain.evidence_marks import carries_evidence, evidence_marks
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT
 from runners.domain.scripted import ScriptedChatModel
+from runners.run.verdict import trajectory_applies, verdicts
 
 
 def metrics_of(result: RunResult) -> CaseMetrics:
@@ -59,60 +69,6 @@ def metrics_of(result: RunResult) -> CaseMetrics:
     )
 
 
-def check_expectations(case: EvalCase, result: RunResult, metrics: CaseMetrics) -> list[str]:
-    """Every way this run differs from the case's expectations (empty list = passed)."""
-    exp = case.expect
-    d = result.decision
-    out: list[str] = []
-    if d.outcome is not exp.outcome:
-        out.append(f"outcome {d.outcome.value} != expected {exp.outcome.value} ({d.reason})")
-    if exp.fallback_kind is not None and d.fallback_kind is not exp.fallback_kind:
-        got = d.fallback_kind.value if d.fallback_kind else None
-        out.append(f"fallback_kind {got} != expected {exp.fallback_kind.value}")
-    if exp.stop_reason is not None:
-        got_stop = d.stop_reason.value if d.stop_reason else ExpectedStop.NONE.value
-        if got_stop != exp.stop_reason.value:
-            out.append(f"stop_reason {got_stop} != expected {exp.stop_reason.value}")
-    if d.outcome is ReleaseOutcome.SUCCESS and exp.root_cause_keywords:
-        conclusion = (d.draft.conclusion if d.draft else "") or ""
-        missing = [k for k in exp.root_cause_keywords if k.casefold() not in conclusion.casefold()]
-        if missing:
-            out.append(f"conclusion lacks root-cause keywords {missing}")
-    if exp.max_tool_invocations is not None and metrics.tool_invocations > exp.max_tool_invocations:
-        out.append(f"tool invocations {metrics.tool_invocations} > max {exp.max_tool_invocations}")
-    if exp.max_model_calls is not None and metrics.model_calls > exp.max_model_calls:
-        out.append(f"model calls {metrics.model_calls} > max {exp.max_model_calls}")
-    if exp.backend_calls_equal_distinct_scopes and metrics.tool_invocations != metrics.distinct_scopes_executed:
-        out.append(f"backend calls {metrics.tool_invocations} != distinct scopes {metrics.distinct_scopes_executed}")
-    if exp.min_duplicate_rejections is not None and metrics.duplicate_scope_rejections < exp.min_duplicate_rejections:
-        out.append(f"duplicate rejections {metrics.duplicate_scope_rejections} < {exp.min_duplicate_rejections}")
-    if exp.min_protocol_violations is not None and metrics.protocol_violations < exp.min_protocol_violations:
-        out.append(f"protocol violations {metrics.protocol_violations} < {exp.min_protocol_violations}")
-    if exp.stop_required_delivered is not None and metrics.stop_required_delivered != exp.stop_required_delivered:
-        out.append(f"stop_required_delivered {metrics.stop_required_delivered} != {exp.stop_required_delivered}")
-    if exp.exact is not None:
-        out.extend(_check_exact(exp.exact, metrics))
-    return out
-
-
-def _check_exact(want: ExactCounts, m: CaseMetrics) -> list[str]:
-    got_pairs = (
-        ("backend_calls", want.backend_calls, m.tool_invocations),
-        ("model_calls", want.model_calls, m.model_calls),
-        ("stop_required_deliveries", want.stop_required_deliveries, m.stop_required_deliveries),
-        ("no_gain", want.no_gain, m.no_gain_count),
-        ("gained", want.gained, m.gained_count),
-    )
-    out = [f"exact {name} {got} != expected {expected}" for name, expected, got in got_pairs
-           if expected is not None and got != expected]  # fmt: skip
-    if want.rejections is not None:
-        for reason in RejectionReason:
-            expected, got = want.rejections.get(reason, 0), m.rejections.get(reason, 0)
-            if got != expected:
-                out.append(f"exact rejections[{reason.value}] {got} != expected {expected}")
-    return out
-
-
 def run_case(
     case: EvalCase,
     model: ChatModel | None = None,
@@ -123,15 +79,35 @@ def run_case(
     cancellation: CancellationToken | None = None,
     deadline_clock: DeadlineClock | None = None,
     loop: AgentLoop = run_diagnosis,
+    judge_trajectory: bool | None = None,
+    judge_invariants: bool = True,
 ) -> CaseRun:
     """Run a case (scripted reference model by default) and judge it. `cancellation`: a token shared
     with the caller (the bench's one Ctrl-C/SIGTERM flag); once set, the run ends CANCELLED.
     `deadline_clock`: how the run reads its deadline (a cassette's, to record or replay the readings);
-    `loop`: the agent loop (the native one, or an agent framework's through its adapter)."""
+    `loop`: the agent loop (the native one, or an agent framework's through its adapter); `judge_trajectory`:
+    whether the trajectory verdict applies (default: the scripted reference model at the default settings);
+    `judge_invariants`: whether the Harness's invariants are (False for the plain loop, which has none)."""
     chat = model or ScriptedChatModel(case.trajectory)
+    if judge_trajectory is None:
+        judge_trajectory = trajectory_applies(config or HarnessConfig(), scripted=isinstance(chat, ScriptedChatModel))
     backends = tools if tools is not None else build_tools(case)
     # the deadline starts here, as before
     ctx = RunContext.create(config, cancellation=cancellation, deadline_clock=deadline_clock)
     result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
     metrics = metrics_of(result)
-    return CaseRun(case, result, metrics, tuple(check_expectations(case, result, metrics)))
+    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants)
+    return CaseRun(case, result, metrics, judged, evidence_calls(case, result, ctx))
+
+
+def evidence_calls(case: EvalCase, result: RunResult, ctx: RunContext) -> frozenset[str]:
+    """The completed calls whose canonical records carry the case's evidence (runners/domain/evidence_marks.py)."""
+    marks = evidence_marks(case)
+    out: set[str] = set()
+    for e in result.events:
+        if not isinstance(e, ToolInvocation) or e.evidence_status is not EvidenceStatus.EVIDENCE:
+            continue
+        record = ctx.store.read(e.tool_call_id).record
+        if record is not None and record.result is not None and carries_evidence(e.tool, record.result.records, marks):
+            out.add(e.tool_call_id)
+    return frozenset(out)

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from harness.context import CancellationToken
+from harness import CancellationToken
 from runners.domain.case_setup import import_tool_backends
 from runners.plan.executor import RAY_EXTRA, Executor, ExecutorError, check_available
 from runners.plan.run_plan import RunPlan

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from harness.context import CancellationToken
+from harness import CancellationToken
 from runners.plan import sweep_plan
 from runners.plan.run_plan import RunPlan
 from runners.plan.stored_plan import saved_sweep_options

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import duckdb
 
-from harness.contracts import ReleaseOutcome, StopReason
+from harness import ReleaseOutcome, StopReason
 from runners.plan.settings import SettingValue, swept_names
 
 __all__ = [
@@ -105,6 +105,10 @@ class FamilyCounts:
     """Mean rejected tool requests, rounded to 2 places."""
     mean_wasted: float | None
     """Mean wasted invocations, rounded to 2 places."""
+    outcome_pass_rate: float | None = None
+    """Share of case runs that passed the outcome verdict (None: no verdict stored), rounded to 3 places."""
+    trajectory_pass_rate: float | None = None
+    """Share of the case runs judged on the trajectory that passed it (None: none was judged), rounded to 3 places."""
 
 
 _FAMILY_COUNTS = """
@@ -119,7 +123,9 @@ _FAMILY_COUNTS = """
            count(*) FILTER (WHERE stop_reason IS NULL) AS on_its_own,
            round(avg(tool_invocations), 2) AS mean_tool_invocations,
            round(avg(tool_rejections), 2) AS mean_rejections,
-           round(avg(wasted_invocations), 2) AS mean_wasted
+           round(avg(wasted_invocations), 2) AS mean_wasted,
+           round(avg(outcome_passed::INT), 3) AS outcome_pass_rate,
+           round(avg(trajectory_passed::INT), 3) AS trajectory_pass_rate
     FROM case_runs c JOIN bench_runs b USING (bench_run_id)
     WHERE {where}
     GROUP BY family ORDER BY family
@@ -135,7 +141,7 @@ def family_counts(con: duckdb.DuckDBPyConnection, scope: CaseRunScope) -> tuple[
             family=str(r[0]), cases=int(r[1]), case_runs=int(r[2]), pass_rate=_float(r[3]), success=int(r[4]),
             fallback=int(r[5]), failed=int(r[6]), saturated=int(r[7]), budget=int(r[8]), protocol=int(r[9]),
             on_its_own=int(r[10]), mean_tool_invocations=_float(r[11]), mean_rejections=_float(r[12]),
-            mean_wasted=_float(r[13]),
+            mean_wasted=_float(r[13]), outcome_pass_rate=_float(r[14]), trajectory_pass_rate=_float(r[15]),
         )
         for r in rows
     )  # fmt: skip
@@ -221,6 +227,8 @@ class SweepCaseRun:
     """Whether it met all of the case's expectations."""
     epoch: int | None
     """The epoch, from 1 (None: not recorded)."""
+    outcome_passed: bool | None = None
+    """The outcome verdict (None: stored before there were two verdicts)."""
 
 
 def sweep_case_runs(con: duckdb.DuckDBPyConnection, sweep_id: str) -> tuple[SweepCaseRun, ...]:
@@ -232,7 +240,7 @@ def sweep_case_runs(con: duckdb.DuckDBPyConnection, sweep_id: str) -> tuple[Swee
         f"""
         SELECT {cols}, c.case_id, c.family, c.expected_outcome, c.expected_fallback_kind, c.outcome, c.fallback_kind,
                c.wasted_invocations, c.input_tokens + c.output_tokens, c.model_calls, c.tool_invocations, c.passed,
-               c.epoch
+               c.epoch, c.outcome_passed
         FROM case_runs c JOIN bench_runs b USING (bench_run_id)
         WHERE b.sweep_id = ?
         ORDER BY {cols}, c.case_id
@@ -244,7 +252,7 @@ def sweep_case_runs(con: duckdb.DuckDBPyConnection, sweep_id: str) -> tuple[Swee
             config=tuple(r[:n]), case_id=str(r[n]), family=str(r[n + 1]), expected_outcome=str(r[n + 2]),
             expected_fallback_kind=_str(r[n + 3]), outcome=str(r[n + 4]), fallback_kind=_str(r[n + 5]),
             wasted_invocations=r[n + 6], tokens=r[n + 7], model_calls=r[n + 8], tool_invocations=r[n + 9],
-            passed=bool(r[n + 10]), epoch=r[n + 11],
+            passed=bool(r[n + 10]), epoch=r[n + 11], outcome_passed=None if r[n + 12] is None else bool(r[n + 12]),
         )
         for r in rows
     )  # fmt: skip

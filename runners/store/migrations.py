@@ -26,7 +26,7 @@ __all__ = [
     "SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated", "prepare",
 ]  # fmt: skip
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 Step = str | Callable[[duckdb.DuckDBPyConnection], None]
 """A migration step: a statement, or a function for what SQL cannot say (rewriting stored JSON)."""
@@ -255,7 +255,7 @@ _MIGRATIONS: dict[int, list[Step]] = {
         )""",
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS transcripts BOOLEAN",
     ],
-    # v6: typed events and run errors. Each event class's fields are columns (harness.trace.event_columns; a
+    # v6: typed events and run errors. Each event class's fields are columns (schema.event_columns; a
     # test keeps the two in step): RUN_STARTED names its model, DRAFT_RECEIVED says whether the Draft was
     # valid (no longer "detail IS NULL"), the EvidenceGuard's verdict is EVIDENCE_CHECKED with PASSED/FAILED
     # (no longer a SemanticVerdict). `case_runs.error_kind`: the typed classification of `error`, from where
@@ -291,6 +291,17 @@ _MIGRATIONS: dict[int, list[Step]] = {
     9: [
         *(f"DROP VIEW IF EXISTS {view}" for view in VIEWS),
         lambda con: _rename_settings(con, {"max_tool_calls": "max_tool_invocations", "max_tokens": "max_total_tokens"}),
+    ],
+    # v10: two verdicts instead of one. `outcome_passed`: the outcome, fallback kind, root-cause words and the
+    # Harness's invariants (any agent); `trajectory_passed`: the reference trajectory's bounds (a scripted run at the
+    # default thresholds and budgets; NULL where they do not apply). `passed` is both where both apply. Rows written
+    # before v10 were judged on everything at once: their two new columns stay NULL (not known apart).
+    # `tool_calls.carries_evidence`: whether a completed call's records carry the case's evidence, the truth an
+    # agent's gain tag is scored against (NULL: not known).
+    10: [
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS outcome_passed BOOLEAN",
+        "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS trajectory_passed BOOLEAN",
+        "ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS carries_evidence BOOLEAN",
     ],
 }
 

@@ -3,7 +3,7 @@ each table's column list derived from it (the table itself is created by the mig
 keeps the two in step).
 
 `case_runs` has one column per sweepable setting besides the fixed ones, so its row is keyed by column; the
-`events` columns are every field of every event class (`harness.trace.event_columns`).
+`events` columns are every field of every event class (`event_columns`).
 """
 
 from __future__ import annotations
@@ -13,18 +13,37 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
-from harness.session import RunResult
-from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
+from harness import (
+    EVENT_TYPES,
+    GainApplied,
+    InvocationStatus,
+    RunResult,
+    ToolInvocation,
+    ToolRequestRejected,
+    TraceEvent,
+)
 from runners.domain.case_run import CaseMetrics, CaseRun
 from runners.plan import settings
 
 __all__ = [
     "EVENT_COLUMNS", "OBSERVED_FAMILY", "TOOL_CALL_COLUMNS", "CaseRunRows", "ToolCallRow", "case_run_rows",
-    "observed_case_run_rows",
+    "event_columns", "observed_case_run_rows",
 ]  # fmt: skip
 
-EVENT_COLUMNS: tuple[str, ...] = tuple(event_columns())
-"""The events table's columns after the two ids: every field of every event class (harness.trace)."""
+
+def event_columns(types: Sequence[type[TraceEvent]] = EVENT_TYPES) -> tuple[str, ...]:
+    """The `events` table's columns: `kind`, then the union of the fields of every event class of `types`, in
+    first-seen order."""
+    names: list[str] = ["kind"]
+    for cls in types:
+        for f in fields(cls):
+            if f.name not in names:
+                names.append(f.name)
+    return tuple(names)
+
+
+EVENT_COLUMNS: tuple[str, ...] = event_columns()
+"""The events table's columns after the two ids: every field of every event class (harness.EVENT_TYPES)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +82,9 @@ class ToolCallRow:
     """Whether an invocation's observation was truncated."""
     latency_ms: float | None
     """An invocation's backend latency."""
+    carries_evidence: bool | None
+    """Whether a completed invocation's records carry the case's evidence (the truth its gain tag is scored
+    against); None where it is not known (a rejection, a failure, an imported run)."""
 
     def cells(self) -> tuple[object, ...]:
         """The row's values in `TOOL_CALL_COLUMNS` order."""
@@ -99,10 +121,11 @@ def case_run_rows(
     verdict: dict[str, object] = {
         "expected_outcome": exp.outcome.value, "expected_fallback_kind": _enum(exp.fallback_kind),
         "expected_stop_reason": _enum(exp.stop_reason), "passed": run.passed,
+        "outcome_passed": run.verdicts.outcome_passed, "trajectory_passed": run.verdicts.trajectory_passed,
         "failures": json.dumps(list(run.failures), ensure_ascii=False) if run.failures else None,
     }  # fmt: skip
     return _rows(bench_run_id, case_run_id, run.case.id, run.case.family.value, model, label, epoch, swept,
-                 run.result, run.metrics, verdict)  # fmt: skip
+                 run.result, run.metrics, verdict, run.evidence_calls)  # fmt: skip
 
 
 OBSERVED_FAMILY = "observed"
@@ -116,14 +139,15 @@ def observed_case_run_rows(
     """The rows of a case run observed elsewhere (imported from its trace): a bench case run's rows without its
     verdict (`expected_*`, `passed`, `failures` NULL: it was held to no expectation)."""
     verdict = dict.fromkeys(("expected_outcome", "expected_fallback_kind", "expected_stop_reason", "passed",
-                             "failures"))  # fmt: skip
+                             "outcome_passed", "trajectory_passed", "failures"))  # fmt: skip
     return _rows(bench_run_id, case_run_id, case_id, OBSERVED_FAMILY, model, label, epoch, swept, result, metrics,
-                 verdict)  # fmt: skip
+                 verdict, None)  # fmt: skip
 
 
 def _rows(
     bench_run_id: str, case_run_id: str, case_id: str, family: str, model: str, label: str | None, epoch: int,
     swept: Mapping[str, settings.SettingValue], r: RunResult, m: CaseMetrics, verdict: Mapping[str, object],
+    evidence: frozenset[str] | None,
 ) -> CaseRunRows:  # fmt: skip
     d = r.decision
     case_row: dict[str, object] = {
@@ -145,11 +169,14 @@ def _rows(
         "finished_at": datetime.now(UTC).replace(tzinfo=None),
     }  # fmt: skip
     events = tuple((bench_run_id, case_run_id, *(_enum(getattr(e, c, None)) for c in EVENT_COLUMNS)) for e in r.events)
-    return CaseRunRows(case_row, _tool_call_rows(bench_run_id, case_run_id, r.events), events)
+    return CaseRunRows(case_row, _tool_call_rows(bench_run_id, case_run_id, r.events, evidence), events)
 
 
-def _tool_call_rows(bench_run_id: str, case_run_id: str, events: Sequence[TraceEvent]) -> tuple[ToolCallRow, ...]:
-    """One row per tool request: invocation or rejection, with the gain applied *to* that call."""
+def _tool_call_rows(
+    bench_run_id: str, case_run_id: str, events: Sequence[TraceEvent], evidence: frozenset[str] | None
+) -> tuple[ToolCallRow, ...]:
+    """One row per tool request: invocation or rejection, with the gain applied *to* that call and, for a completed
+    invocation of a judged run, whether its records carry the case's evidence."""
     gains = {e.tool_call_id: e for e in events if isinstance(e, GainApplied)}
     rows: list[ToolCallRow] = []
     for e in events:
@@ -168,6 +195,8 @@ def _tool_call_rows(bench_run_id: str, case_run_id: str, events: Sequence[TraceE
             violation=_str(rejected.violation) if rejected else None,
             observation_bytes=invoked.observation_bytes if invoked else None,
             truncated=invoked.truncated if invoked else None, latency_ms=invoked.latency_ms if invoked else None,
+            carries_evidence=(e.tool_call_id in evidence if evidence is not None and invoked is not None
+                              and invoked.invocation_status is InvocationStatus.COMPLETED else None),
         ))  # fmt: skip
     return tuple(rows)
 

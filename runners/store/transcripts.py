@@ -21,21 +21,22 @@ from typing import Any
 
 import duckdb
 
-from harness.agent import RunResult
-from harness.contracts import ModelPurpose
-from harness.trace import (
+from harness import (
     BudgetExhausted,
+    EntryKind,
     EvidenceChecked,
     GainApplied,
     GuardVerdict,
     ModelCall,
+    ModelPurpose,
+    RunResult,
     StopRequiredDelivered,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
 )
-from harness.transcript import EntryKind
 from runners.plan.redact import REDACTED
+from runners.store.diagnosis_reads import FunnelRow, funnel_rows
 
 __all__ = [
     "GUARD_VERDICT",
@@ -61,7 +62,8 @@ MESSAGE_COLUMNS = [
 ]  # fmt: skip
 GUARD_VERDICT = "GUARD_VERDICT"
 """The `kind` of a guard-verdict row (EvidenceGuard or SemanticGuard), after the conversation."""
-_PROMPT_KINDS = (EntryKind.SYSTEM, EntryKind.USER)
+_PROMPT_KINDS = (EntryKind.TOOLS, EntryKind.SYSTEM, EntryKind.USER)
+"""Texts many case runs share, stored once by hash (the tools offered, the system prompt, a question)."""
 
 
 def _v(x: Any) -> Any:
@@ -209,6 +211,8 @@ class CaseRunInfo:
     """Its bench run's row."""
     messages: tuple[Message, ...]
     """The transcript, in order."""
+    funnel: FunnelRow | None = None
+    """What its diagnosis funnel reads (None: a file written before there were two verdicts)."""
 
 
 def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
@@ -304,7 +308,8 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
         )
         for m in found
     )
-    return CaseRunInfo(case_run_id, row, bench_row, messages)
+    funnel = funnel_rows(con, case_run_ids=[case_run_id]) if "outcome_passed" in row else ()
+    return CaseRunInfo(case_run_id, row, bench_row, messages, funnel[0] if funnel else None)
 
 
 def observations(messages: Iterable[Message]) -> list[str]:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from harness.trace import TraceEvent
+from harness import TraceEvent
 from runners.store.events import read_bench_run_events
 
 __all__ = [
@@ -48,6 +48,16 @@ class ReplayableRun:
     stored."""
     events: tuple[TraceEvent, ...]
     """Its trace, in order (empty: none stored)."""
+    expected_outcome: str | None = None
+    """Its case's expected outcome (None: an imported run, held to no expectation)."""
+    expected_fallback_kind: str | None = None
+    """Its case's expected fallback kind."""
+    fallback_kind: str | None = None
+    """The fallback kind it published."""
+    outcome_passed: bool | None = None
+    """The outcome verdict (None: not judged, or stored before there were two verdicts)."""
+    agent: str | None = None
+    """The loop it ran under (`native`, `plain`, …; None: native, stored before the column existed)."""
 
 
 def bench_run_exists(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> bool:
@@ -84,7 +94,8 @@ _RUNS = """
         FROM case_runs c WHERE {where}
     )
     SELECT n.case_run_id, n.bench_run_id, n.case_id, n.epoch, n.no_gain_threshold, n.protocol_violation_threshold,
-           n.max_tool_invocations, n.max_model_calls, n.max_total_tokens, n.outcome, coalesce(b.transcripts, false)
+           n.max_tool_invocations, n.max_model_calls, n.max_total_tokens, n.outcome, coalesce(b.transcripts, false),
+           n.expected_outcome, n.expected_fallback_kind, n.fallback_kind, n.outcome_passed, b.agent
     FROM newest n JOIN bench_runs b USING (bench_run_id)
     WHERE n.k = 1 ORDER BY b.started_at, n.bench_run_id, n.case_id, n.epoch
 """
@@ -128,6 +139,11 @@ def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[obje
             transcripts=bool(r[10]),
             final_message=finals.get(str(r[0])),
             events=events.get(str(r[0]), ()),
+            expected_outcome=None if r[11] is None else str(r[11]),
+            expected_fallback_kind=None if r[12] is None else str(r[12]),
+            fallback_kind=None if r[13] is None else str(r[13]),
+            outcome_passed=None if r[14] is None else bool(r[14]),
+            agent=None if r[15] is None else str(r[15]),
         )
         for r in rows
     )

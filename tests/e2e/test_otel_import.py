@@ -54,9 +54,19 @@ IDS = {"bench_run_id", "case_run_id", "label"}
 epoch (and `seq` within a case run) instead."""
 TIMINGS = {"wall_ms", "finished_at", "t_ms", "latency_ms"}
 """Times: the spans carry them to the nanosecond from the case run's stored end, not the run's own clock."""
-VERDICT = {"expected_outcome", "expected_fallback_kind", "expected_stop_reason", "passed", "failures", "family"}
-"""The bench's verdict and the case's family: an imported run is an observation, held to no expectation (these are
-NULL, and `family` is `observed`; asserted below)."""
+VERDICT = {
+    "expected_outcome",
+    "expected_fallback_kind",
+    "expected_stop_reason",
+    "passed",
+    "outcome_passed",
+    "trajectory_passed",
+    "failures",
+    "family",
+    "carries_evidence",
+}
+"""The bench's verdicts, the evidence truth and the case's family: an imported run is an observation, held to no
+expectation and its records never seen (these are NULL, and `family` is `observed`; asserted below)."""
 EXCLUDED = IDS | TIMINGS | VERDICT
 # `observation_bytes` of a case run with a rejection is NULL on import (a rejection's answer has a size no event
 # records) and compared everywhere else; `conclusion` is the Draft's text, message content: compared when the
@@ -116,8 +126,10 @@ def _same(original: Path, imported: Path, *, contents: bool) -> None:
                 else:
                     assert got[column] == row[column], (table, key, column, row[column], got[column])
             if table == "case_runs":
-                assert (got["family"], got["passed"], got["expected_outcome"], got["failures"]) == (
-                    "observed", None, None, None)  # fmt: skip
+                verdict = ("family", "passed", "outcome_passed", "trajectory_passed", "expected_outcome", "failures")
+                assert tuple(got[c] for c in verdict) == ("observed", None, None, None, None, None)
+            if table == "tool_calls":
+                assert got["carries_evidence"] is None, key
 
 
 def _import(traces: Path, db: Path, label: str = "imp") -> int:
@@ -177,7 +189,7 @@ def test_show_and_whatif_read_an_imported_run(
     assert main(["show", "--db", str(db), case_run]) == 0
     shown = capsys.readouterr().out
     assert "OUTCOME SUCCESS" in shown and "TOOL CALL" in shown and "Harness: ADMITTED" in shown
-    assert "expected nothing: an observed run" in shown and "passed: -" in shown
+    assert "expected nothing: an observed run" in shown and "passed: no verdict (observed run)" in shown
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "report")]) == 0
     assert "| observed | " in (tmp_path / "report" / "report.md").read_text()
     assert "nan" not in (tmp_path / "report" / "report.md").read_text()

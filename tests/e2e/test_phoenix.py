@@ -9,7 +9,7 @@ stored invocation of the same position (tool, status, error status when it faile
 stop a span event on the root as `tool_calls` has it, and the run's decisions (outcome, stop reason, budget hit,
 STOP_REQUIRED, thresholds) as `harness.*` attributes; Phoenix reads the spans as AGENT / LLM / TOOL. Then headless
 Chromium renders Phoenix's trace view of the busiest trace: its DOM names the span tree, its screenshot is not
-blank (`HB_PHOENIX_SCREENSHOT=PATH` keeps a copy, e.g. for the README).
+blank (`HB_PHOENIX_SCREENSHOT=PATH` keeps a copy, e.g. for docs/traces.md).
 """
 
 from __future__ import annotations

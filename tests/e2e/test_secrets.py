@@ -57,7 +57,7 @@ def test_escaped_spellings_and_shapes_are_redacted() -> None:
 
 
 def test_short_values_are_not_searched_for() -> None:
-    """A key like `unused` (the README's replay example) must not eat the word everywhere."""
+    """A key like `unused` (the model-gate workflow's `OPENAI_API_KEY: unused`) must not eat the word everywhere."""
     assert Secrets.known("unused", "x").values == ()
     assert redact("unused", Secrets.known("unused")) == "unused"
 

@@ -1,4 +1,4 @@
-"""Seed 000 §15 last row (ISS-016): an unknown query no longer ends in a generic internal error.
+"""docs/architecture.md §14 row 8: an unknown query no longer ends in a generic internal error.
 
 End to end through the real path — openai SDK → HTTP → serve-sim — a question whose logs are empty
 ends as FALLBACK/INSUFFICIENT_EVIDENCE via INFORMATION_SATURATED, with the model turns, tool

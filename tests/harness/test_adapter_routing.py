@@ -41,12 +41,12 @@ from harness.models.base import (
 )
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
-from harness.trace import EventKind, ToolInvocation, ToolRequestRejected, event_columns
+from harness.trace import EventKind, ToolInvocation, ToolRequestRejected
 from runners.domain.evalset import load_cases
 from runners.plan.agent import AgentFramework
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
-from runners.store.schema import case_run_rows
+from runners.store.schema import TOOL_CALL_COLUMNS, case_run_rows, event_columns
 from tests.conftest import LINES, LookupTool
 
 SYSTEM_PROMPT = "You diagnose payment incidents."
@@ -315,7 +315,7 @@ def _bench_rows(run: CaseRun) -> tuple[dict[str, Any], list[tuple[Any, ...]], li
     events = [tuple(v for i, v in enumerate(r[2:]) if i not in _TIMING_COLUMNS) for r in event_rows]
     return (
         {k: v for k, v in case_row.items() if k not in {"wall_ms", "finished_at"}},
-        [r[:-1] for r in tool_rows],
+        [tuple(v for i, v in enumerate(r) if i != TOOL_CALL_COLUMNS.index("latency_ms")) for r in tool_rows],
         events,
     )
 

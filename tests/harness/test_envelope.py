@@ -1,5 +1,5 @@
-"""The tool envelope `T({previous_observation?, input})` (BRIEF §4): `parse_envelope` turns every defect into a
-typed Violation and never raises; `envelope_schema` states the protocol the interceptor enforces."""
+"""The tool envelope `T({previous_observation?, input})` (docs/architecture.md §4): `parse_envelope` turns every
+defect into a typed Violation and never raises; `envelope_schema` states the protocol the interceptor enforces."""
 
 from __future__ import annotations
 

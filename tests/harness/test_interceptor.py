@@ -1,4 +1,4 @@
-"""HarnessToolInterceptorTest (seed 000 §15 row 2): the gate in front of every backend."""
+"""HarnessToolInterceptorTest (docs/architecture.md §14 row 2): the gate in front of every backend."""
 
 from __future__ import annotations
 

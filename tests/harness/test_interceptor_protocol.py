@@ -1,4 +1,4 @@
-"""Interceptor protocol focused cases (seed 000 §15 row 3): missing, out-of-order, unexpected echo,
+"""Interceptor protocol focused cases (docs/architecture.md §14 row 3): missing, out-of-order, unexpected echo,
 bad gain value, malformed envelope, unknown tool — each rejected before the backend with a
 corrective observation, never counted as NO_GAIN or as an invocation."""
 

@@ -1,4 +1,4 @@
-"""DiagnosisChatExecutorTest (seed 000 §15 row 6): an invalid Draft degrades only with safe progress."""
+"""DiagnosisChatExecutorTest (docs/architecture.md §14 row 6): an invalid Draft degrades only with safe progress."""
 
 from __future__ import annotations
 

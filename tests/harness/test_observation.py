@@ -1,6 +1,7 @@
-"""Model observations (BRIEF §6): what each public builder of `harness.observation` puts before the model, and how a
-byte cap is met — records dropped first, then the longest strings cut with a marker, and as a last resort only the
-control facts. (Caps over arbitrary input, and the run-wide observation budget: test_observation_caps.py.)"""
+"""Model observations (docs/architecture.md §6.2): what each public builder of `harness.observation` puts before
+the model, and how a byte cap is met — records dropped first, then the longest strings cut with a marker, and as a
+last resort only the control facts. (Caps over arbitrary input, and the run-wide observation budget:
+test_observation_caps.py.)"""
 
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ from harness.tracker import Violation
 
 BIG = 65_536
 STOP_TEXT = (
-    "Stop calling tools. Write your final Draft now as JSON. If the evidence does not support a root "
-    "cause, set conclusion to null and list what is missing and the next steps."
+    "Stop calling tools. Write your final Draft now as JSON: the conclusion with its citations if the results "
+    "you received show the root cause, otherwise conclusion null with what is missing and the next steps."
 )
 
 

@@ -1,4 +1,4 @@
-"""Protocol threshold (seed 000 §15 row 4): consecutive violations reach the threshold and
+"""Protocol threshold (docs/architecture.md §14 row 4): consecutive violations reach the threshold and
 STOP_REQUIRED is delivered exactly once (tracker + interceptor, through the agent loop)."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from tests.harness.test_seed_incident import _incident
 
 @pytest.mark.parametrize("threshold", [1, 2, 3, 5])
 def test_protocol_threshold_delivers_a_single_stop_required(threshold: int) -> None:
-    """Tracker + Interceptor (seed 000 §15 row 4) at several thresholds."""
+    """Tracker + Interceptor (docs/architecture.md §14 row 4) at several thresholds."""
     tool = LookupTool(LINES)
     traj = _incident(True)
     r = run_diagnosis(

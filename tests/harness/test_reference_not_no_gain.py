@@ -1,4 +1,4 @@
-"""Seed 000 §3: a REFERENCE-only knowledge-base hit is NOT automatically NO_GAIN — it is pending the
+"""docs/architecture.md §3: a REFERENCE-only knowledge-base hit is NOT automatically NO_GAIN — it is pending the
 model's own evaluation, and a GAINED verdict on it keeps the diagnosis going."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""DiagnosisAgentUseCaseTest / DiagnosisReleaseUseCaseTest (seed 000 §15 row 5): model stop,
+"""DiagnosisAgentUseCaseTest / DiagnosisReleaseUseCaseTest (docs/architecture.md §14 row 5): model stop,
 saturation stop and budget stop all reach Release; guards decide SUCCESS; fallbacks are honest."""
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Harness-owned model retries (BRIEF §8): `call_model` retries only a stable classification, counts and traces
-every attempt, waits no longer than `max_retry_wait_seconds` or the deadline allows, and says why it gave up."""
+"""Harness-owned model retries (docs/architecture.md §8): `call_model` retries only a stable classification, counts
+and traces every attempt, waits no longer than `max_retry_wait_seconds` or the deadline allows, and says why it gave
+up."""
 
 from __future__ import annotations
 
@@ -100,7 +101,7 @@ def test_only_the_stable_transient_kinds_are_retried(kind: ModelErrorKind) -> No
         assert len(model.requests) == 1 and time.sleeps == []
 
 
-def test_the_kinds_classification_matches_the_brief() -> None:
+def test_the_kinds_classification_matches_the_contract() -> None:
     assert {k for k in ModelErrorKind if k.retryable} == RETRYABLE
 
 

@@ -1,4 +1,4 @@
-"""ToolScopeNormalizerTest (seed 000 §15 row 2): stable, order-insensitive, meaning-preserving."""
+"""ToolScopeNormalizerTest (docs/architecture.md §14 row 2): stable, order-insensitive, meaning-preserving."""
 
 from __future__ import annotations
 

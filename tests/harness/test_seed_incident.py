@@ -1,4 +1,5 @@
-"""The seed incident (seed 000 §8): 9 INVALID_PROGRESS_PROTOCOL rejections and 13 model turns.
+"""The incident behind the protocol threshold (docs/architecture.md §13 row 5): 9 INVALID_PROGRESS_PROTOCOL
+rejections and 13 model turns.
 
 A model that keeps calling tools without previous_observation must now end, at the default
 config, with PROGRESS_PROTOCOL_VIOLATED after at most protocol_violation_threshold + 2 model calls.

@@ -21,7 +21,7 @@ from harness import (
 )
 from runners.domain.evalset import load_cases
 from runners.run.case_runner import CaseRun, run_case
-from runners.store.schema import case_run_rows
+from runners.store.schema import TOOL_CALL_COLUMNS, case_run_rows
 
 CASES = load_cases()
 _TIMING = {"wall_ms", "finished_at"}
@@ -60,7 +60,7 @@ def _rows(run: CaseRun) -> tuple[dict[str, Any], list[tuple[Any, ...]], list[tup
     tool_rows = [r.cells() for r in rows.tool_calls]
     return (
         {k: v for k, v in case_row.items() if k not in _TIMING},
-        [r[:-1] for r in tool_rows],  # latency_ms
+        [tuple(v for i, v in enumerate(r) if i != TOOL_CALL_COLUMNS.index("latency_ms")) for r in tool_rows],
         [(r[2], r[3]) for r in event_rows],  # seq, kind
     )
 

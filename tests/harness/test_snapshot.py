@@ -1,4 +1,4 @@
-"""The ProgressSnapshot (BRIEF §7, seed 000 §10): only readable, unexpired, well-formed records of calls the tracker
+"""The ProgressSnapshot (docs/architecture.md §7.4): only readable, unexpired, well-formed records of calls the tracker
 knows as completed become facts; every other record is a limitation; both lists are bounded; the stop reason rides
 along."""
 

@@ -131,3 +131,39 @@ def test_the_bench_stores_the_count_and_the_setting(tmp_path: Path, capsys: pyte
     assert con.execute("SELECT text_tool_calls, tool_invocations FROM case_runs").fetchall() == [(1, 1)]
     assert con.execute("SELECT tool_call_format FROM bench_runs").fetchall() == [("json",)]
     con.close()
+
+
+def test_required_first_asks_for_a_call_once_then_lets_the_model_call_or_finish() -> None:
+    """`tool_choice="required-first"` on the wire: `required` (and a reply that can only be a call) on the first
+    turn, `auto` (a call or the Draft) after it — so a model that has its evidence may finish on its own."""
+    with serve() as ep:
+        ep.push(200, completion(json.dumps(_CALL)))
+        ep.push(200, completion(json.dumps({"name": "lookup", "arguments": {
+            "previous_observation": {"tool_call_id": "call_harness_1", "information_gain": "GAINED"},
+            "input": {"query": "gateway"}}})))  # fmt: skip
+        ep.push(200, completion(json.dumps(_DRAFT)))
+        ep.push(200, completion('{"verdict": "SUPPORTED", "reason": "the log line says so"}'))
+        model = _model(ep.base_url, ToolCallFormat.JSON, tool_choice="required-first")
+        r = run_diagnosis(DiagnosisTask("why?"), [LookupTool(LINES)], model)
+    assert r.decision.outcome is ReleaseOutcome.SUCCESS, r.decision.reason
+    first, second, third, _guard = ep.requests
+    assert [first["tool_choice"], second["tool_choice"], third["tool_choice"]] == ["required", "auto", "auto"]
+    offered = [[o.get("title") or o["properties"]["name"]["const"]
+                for o in body["response_format"]["json_schema"]["schema"].get("anyOf", [body["response_format"]
+                                                                                    ["json_schema"]["schema"]])]
+               for body in (first, second)]  # fmt: skip
+    assert offered == [["lookup"], ["lookup", "Draft"]]
+
+
+def test_required_until_evidence_asks_for_calls_until_an_observation_held_records() -> None:
+    """`required-until-evidence`: an empty result keeps a call required; once an observation held records the model
+    may call or finish (`auto`)."""
+    with serve() as ep:
+        ep.push(200, completion(json.dumps({"name": "lookup", "arguments": {"input": {"query": "nothing-matches"}}})))
+        ep.push(200, completion(json.dumps(_CALL)))
+        ep.push(200, completion(json.dumps(_DRAFT).replace("call_harness_1", "call_harness_2")))
+        ep.push(200, completion('{"verdict": "SUPPORTED", "reason": "the log line says so"}'))
+        model = _model(ep.base_url, ToolCallFormat.JSON, tool_choice="required-until-evidence")
+        r = run_diagnosis(DiagnosisTask("why?"), [LookupTool(LINES)], model)
+    assert r.decision.outcome is ReleaseOutcome.SUCCESS, r.decision.reason
+    assert [body["tool_choice"] for body in ep.requests[:3]] == ["required", "required", "auto"]

@@ -1,4 +1,4 @@
-"""Exact-run trace (seed 000 §15 row 7): rejections audited apart from invocations; metadata only."""
+"""Exact-run trace (docs/architecture.md §14 row 7): rejections audited apart from invocations; metadata only."""
 
 from __future__ import annotations
 

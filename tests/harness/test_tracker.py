@@ -1,4 +1,4 @@
-"""DiagnosisProgressTrackerTest (seed 000 §15 row 1): NO_EVIDENCE accumulates NO_GAIN, GAINED resets."""
+"""DiagnosisProgressTrackerTest (docs/architecture.md §14 row 1): NO_EVIDENCE accumulates NO_GAIN, GAINED resets."""
 
 from __future__ import annotations
 
@@ -235,9 +235,9 @@ def test_gained_resets_the_no_gain_count_after_several_no_gains() -> None:
 
 # -- the consecutive NO_GAIN counter and STOP_REQUIRED-once, as a state machine ----------------------------------------
 class NoGainCounterMachine(RuleBasedStateMachine):
-    """One request per turn, against a model of BRIEF §5: every NO_GAIN (the Harness's for an empty result or a
-    duplicate scope, the agent's evaluation) counts, GAINED resets, a failed call counts nothing; reaching the
-    threshold saturates with INFORMATION_SATURATED and delivers STOP_REQUIRED exactly once; every later request is
+    """One request per turn, against a model of docs/architecture.md §5: every NO_GAIN (the Harness's for an empty
+    result or a duplicate scope, the agent's evaluation) counts, GAINED resets, a failed call counts nothing; reaching
+    the threshold saturates with INFORMATION_SATURATED and delivers STOP_REQUIRED exactly once; every later request is
     a controlled stop."""
 
     @initialize(threshold=st.integers(1, 4))

@@ -8,10 +8,12 @@ import ast
 import json
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from runners import api
 from runners.api import (
+    AgentFramework,
     BenchInputError,
     BenchOptions,
     GateResult,
@@ -116,3 +118,20 @@ def test_a_refusal_is_one_line_naming_the_flag(swept: tuple[Path, SweepSummary],
         call(db)  # type: ignore[operator]
     assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
     assert db.read_bytes() == before, "nothing written"
+
+
+def test_the_agent_loop_and_the_tool_choice_modes_through_the_api(tmp_path: Path) -> None:
+    """The options `run` gained are names `BenchOptions.of` takes: the plain loop runs and is stored as such, every
+    mode of `TOOL_CHOICE_MODES` is accepted, and anything else refused naming `--tool-choice`."""
+    db = tmp_path / "plain.duckdb"
+    done = api.run(BenchOptions.of(case_ids=CASES[:1], db=db, agent=AgentFramework.PLAIN, label="plain"))
+    assert done.status == "completed"
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT agent FROM bench_runs").fetchall() == [("plain",)]
+    finally:
+        con.close()
+    for mode in api.TOOL_CHOICE_MODES:
+        assert BenchOptions.of(model="openai:m", tool_choice=mode).settings.model_settings.tool_choice == mode
+    with pytest.raises(ValueError, match="--tool-choice 'required-later': expected auto, none, required, required-"):
+        BenchOptions.of(model="openai:m", tool_choice="required-later")

@@ -1,7 +1,7 @@
 """The gate's statistics: per-case means, the sign-flip permutation test, Holm's weighted correction, the power of
 each test, and the fixed-epoch and group-sequential verdicts.
 
-Statistical design (README "The model-upgrade gate"):
+Statistical design (docs/gate.md):
 
 - **The case is the unit.** A case's epochs are repeated measurements of one case, so each label's
   case runs are first averaged per case (pass rate, tool invocations, model calls, tokens); every

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from harness import BusinessTool, ToolExecutionError, ToolResult
 
 __all__ = ["RecordedAnswer", "with_recorded"]
 
@@ -69,16 +69,21 @@ class _RecordedTool(BusinessTool[BaseModel]):
 
 
 def with_recorded(
-    inner: BusinessTool[Any], answers: Sequence[RecordedAnswer], input_model: type[BaseModel] | None = None
+    inner: BusinessTool[Any],
+    answers: Sequence[RecordedAnswer],
+    input_model: type[BaseModel] | None = None,
+    description: str | None = None,
 ) -> BusinessTool[Any]:
-    """`inner` answering `answers` first; `input_model` widens what it accepts (neither: `inner` unchanged)."""
+    """`inner` answering `answers` first; `input_model` widens what it accepts, and `description` says so to the
+    model (neither: `inner` unchanged)."""
     if not answers and input_model is None:
         return inner
     model = input_model or inner.input_model
     cls = type(
         f"Recorded_{inner.name}",
         (_RecordedTool,),
-        {"name": inner.name, "description": inner.description, "input_model": model, "runs_inline": inner.runs_inline},
-    )
+        {"name": inner.name, "description": description or inner.description, "input_model": model,
+         "runs_inline": inner.runs_inline},
+    )  # fmt: skip
     tool: BusinessTool[Any] = cls(inner, answers, model)
     return tool

@@ -32,8 +32,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from harness.contracts import EvidenceStatus, JsonScalar, JsonValue
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
+from harness import BusinessTool, EvidenceStatus, JsonScalar, JsonValue, ToolExecutionError, ToolInputError, ToolResult
 from runners.domain.tools import _duck
 
 MAX_ROWS_CEILING = 1000
@@ -365,6 +364,26 @@ class DbQueryInput(BaseModel):
         return value
 
 
+_LISTING = "Tables (columns): "
+_LISTED = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([^()]*)\)")
+
+
+def tables_sentence(tables: Sequence[tuple[str, Sequence[str]]]) -> str:
+    """The tables a case's SQL may read, with their columns, as one sentence for the model."""
+    if not tables:
+        return "There are no tables to query."
+    return _LISTING + "; ".join(f"{name}({', '.join(columns)})" for name, columns in tables) + "."
+
+
+def tables_in_description(description: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The tables and columns a description made by `tables_sentence` lists (what a captured run was shown)."""
+    _, found, listing = description.rpartition(_LISTING)
+    if not found:
+        return ()
+    return tuple((name, tuple(c.strip() for c in columns.split(",") if c.strip()))
+                 for name, columns in _LISTED.findall(listing))  # fmt: skip
+
+
 @functools.lru_cache(maxsize=256)
 def case_input_model(tables: tuple[tuple[str, tuple[str, ...]], ...]) -> type[DbQueryInput]:
     """DbQueryInput bound to one case's tables: it enforces the allow-list and lists tables and columns.
@@ -372,8 +391,7 @@ def case_input_model(tables: tuple[tuple[str, tuple[str, ...]], ...]) -> type[Db
     Binding the tables into the model (rather than into the tool) keeps validation inside pydantic, so
     anything that validates with the tool's `input_model` (wrappers included) gets the allow-list.
     """
-    listing = "; ".join(f"{name}({', '.join(columns)})" for name, columns in tables)
-    described = f"{DbQueryInput.model_fields['sql'].description} Tables: {listing}."
+    described = f"{DbQueryInput.model_fields['sql'].description} {tables_sentence(tables)}"
 
     class CaseDbQueryInput(DbQueryInput):
         """Business input of db_query."""
@@ -390,13 +408,13 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
     """Runs one validated, read-only SELECT over the case's tables."""
 
     name: ClassVar[str] = "db_query"
-    description: ClassVar[str] = (
-        "Run one read-only SQL SELECT (DuckDB dialect) over the payment platform's business tables for this "
-        "case (e.g. payments, orders, settlements, refunds). CTEs, joins, aggregates, window functions and UNION "
+    description: str = (
+        "Run one read-only SQL SELECT (DuckDB dialect) over the payment platform's business tables (e.g. "
+        "payments, orders, settlements, refunds). CTEs, joins, aggregates, window functions and UNION "
         "are allowed, with aggregate, window, string, math, date/time, conditional and cast functions; any "
         "other function, and anything that writes, changes settings, reads files or calls table functions, is "
-        "rejected, as are "
-        "tables not listed for the case (use bare table names). Results are capped at the tool's row limit; "
+        "rejected, as are tables not listed (use bare table names). String comparisons are exact (use ILIKE "
+        "'%word%' to match part of a text case-insensitively). Results are capped at the tool's row limit; "
         "truncated=true means more rows matched, so aggregate or filter instead of paging."
     )
     input_model = DbQueryInput
@@ -411,8 +429,10 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
         self._max_rows = max_rows
         self._fixtures = tuple(tables)
         self._tables = frozenset(names)
-        # The instance's input model knows the case's tables (see case_input_model).
-        self.input_model = case_input_model(tuple((t.name, t.columns) for t in tables))
+        # The instance's input model knows the case's tables (see case_input_model), and so does its description.
+        listing = tuple((t.name, t.columns) for t in tables)
+        self.input_model = case_input_model(listing)
+        self.description = f"{DatabaseQuery.description} {tables_sentence(listing)}"
         key = _duck.content_hash(("db_query/v1", tuple((t.name, t.columns, t.rows, t.types) for t in tables)))
         schema = _duck.ensure_schema(key, self._table_data)
         self._cursor = _duck.cursor()

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from harness.contracts import EvidenceStatus, JsonObject, Relevance
-from harness.tools.base import BusinessTool, ToolResult
+from harness import BusinessTool, EvidenceStatus, JsonObject, Relevance, ToolResult
 
 if TYPE_CHECKING:
     import bm25s
@@ -141,7 +140,7 @@ class KnowledgeBaseSearch(BusinessTool[KbSearchInput]):
     """BM25 search over the case's knowledge-base chunks, with STRONG/REFERENCE relevance per hit."""
 
     name: ClassVar[str] = "kb_search"
-    description: ClassVar[str] = (
+    description: str = (
         "Search the payment platform's knowledge base (runbooks, incident reviews, design notes; English and "
         "Chinese) by keywords. Returns at most top_k passages ranked by BM25 score, each with doc_id, title, "
         "chunk_id, text and score, and a relevance of STRONG (shares several specific terms with the query) or "

@@ -20,9 +20,15 @@ from pydantic import (
     field_validator,
 )
 
-from harness.contracts import EvidenceStatus, JsonObject, JsonValue
-from harness.scope import normalize_timestamp
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from harness import (
+    BusinessTool,
+    EvidenceStatus,
+    JsonObject,
+    JsonValue,
+    ToolExecutionError,
+    ToolResult,
+    normalize_timestamp,
+)
 from runners.domain.tools import _duck
 
 LIMIT_CEILING = 200
@@ -48,6 +54,12 @@ _SCHEMA = (
 def _fold(text: str) -> str:
     """Case- and whitespace-insensitive form used both for filters and for the indexed columns."""
     return " ".join(text.split()).lower()
+
+
+def keyword_words(keyword: str) -> tuple[str, ...]:
+    """The words a folded keyword matches on, each once, sorted: a line matches when its folded message contains
+    every one of them. Two keywords with the same words are the same search."""
+    return tuple(sorted(set(keyword.split())))
 
 
 def _folded(value: str) -> str:
@@ -117,7 +129,8 @@ class LogSearchInput(BaseModel):
     level: Level | None = None
     """Only this severity: DEBUG, INFO, WARN or ERROR (case-insensitive)."""
     keyword: Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_folded)] | None = None
-    """Only messages containing this text (case- and whitespace-insensitive substring)."""
+    """Only messages containing every word of this text, in any order (each word case-insensitive, anywhere in the
+    message: `payment fail` matches `Payments failed`)."""
     limit: int = Field(default=20, ge=1, le=LIMIT_CEILING)
     """Maximum number of lines to return (the tool may clamp it further)."""
 
@@ -140,13 +153,16 @@ class LogSearch(BusinessTool[LogSearchInput]):
     """Filters the case's log events by time window, tenant, service, level and keyword."""
 
     name: ClassVar[str] = "log_search"
-    description: ClassVar[str] = (
+    description: str = (
         "Search the application logs of the payment platform (services such as gateway, order, settlement, "
         "risk, notification) inside a time window [start, end). start and end are ISO-8601 timestamps; "
-        "optional filters: tenant, service, level (DEBUG/INFO/WARN/ERROR) and keyword (case-insensitive "
-        "substring of the message). Lines come back oldest first, capped at `limit` (the tool may clamp it; "
-        "the applied limit is in the scope). truncated=true means more lines matched: narrow the window or add "
-        "filters instead of repeating the query."
+        "optional filters: tenant and service (exact name, case-insensitive), level (DEBUG/INFO/WARN/ERROR) and "
+        "keyword (a line matches when its message contains every word of the keyword, in any order, "
+        "case-insensitive; a word also matches inside a longer one, so 'fail' matches 'failed'). Lines come back "
+        "oldest first, capped at `limit` (the tool may clamp it; the applied limit is in the scope). "
+        "truncated=true means more lines matched: narrow the window or add filters instead of repeating the "
+        "query. When a keyword search finds nothing, count_without_text_filter says how many lines the same "
+        "window and other filters hold without the keyword."
     )
     input_model = LogSearchInput
     runs_inline: ClassVar[bool] = True  # DuckDB with its own max_execution_time
@@ -172,9 +188,13 @@ class LogSearch(BusinessTool[LogSearchInput]):
         return scope
 
     def normalize_scope(self, parsed: LogSearchInput) -> str:
-        # The fields are already canonical (UTC stamps, folded text). ToolScopeNormalizer is not used on
-        # purpose: it would rewrite a timestamp-looking keyword, merging two different substring searches.
-        return json.dumps(self.actual_scope(parsed), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        # The fields are already canonical (UTC stamps, folded text); a keyword is its set of words, since word
+        # order and repeats do not change what matches. ToolScopeNormalizer is not used on purpose: it would
+        # rewrite a timestamp-looking keyword, merging two different searches.
+        scope = self.actual_scope(parsed)
+        if parsed.keyword is not None:
+            scope["keyword"] = " ".join(keyword_words(parsed.keyword))
+        return json.dumps(scope, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
     def run(self, parsed: LogSearchInput) -> ToolResult:
         scope = self.actual_scope(parsed)
@@ -189,9 +209,11 @@ class LogSearch(BusinessTool[LogSearchInput]):
             if value is not None:
                 where.append(f"{column} = ?")
                 params.append(value)
+        filters = (" AND ".join(where), list(params))
         if parsed.keyword is not None:
-            where.append("contains(message_key, ?)")
-            params.append(parsed.keyword)
+            for word in keyword_words(parsed.keyword):
+                where.append("contains(message_key, ?)")
+                params.append(word)
         # The table is stored in (ts, fixture position) order and DuckDB guarantees that a single-table
         # FROM with WHERE and LIMIT keeps row order (docs: SQL dialect / order preservation); an explicit
         # ORDER BY would add a sort to every call. One extra row tells us whether the limit cut anything.
@@ -206,13 +228,25 @@ class LogSearch(BusinessTool[LogSearchInput]):
             raise ToolExecutionError(f"log_search query failed: {_duck.error_text(exc)}") from exc
         truncated = len(rows) > limit
         records = tuple(_record(row) for row in rows[:limit])
+        # As log backends show hit counts: an empty keyword search says what the scope holds without it.
+        unfiltered = self._count(*filters) if not records and parsed.keyword is not None else None
         return ToolResult(
             evidence_status=EvidenceStatus.EVIDENCE if records else EvidenceStatus.NO_EVIDENCE,
             count=len(records),
             actual_scope=scope,
             records=records,
             truncated=truncated,
+            count_without_text_filter=unfiltered,
         )
+
+    def _count(self, where: str, params: list[object]) -> int:
+        """How many lines match `where` (the window and every filter but the keyword)."""
+        try:
+            with self._lock:
+                found = self._cursor.execute(f"SELECT count(*) FROM {self._relation} WHERE {where}", params).fetchone()
+        except duckdb.Error as exc:
+            raise ToolExecutionError(f"log_search query failed: {_duck.error_text(exc)}") from exc
+        return int(found[0]) if found else 0
 
 
 def _record(row: tuple[JsonValue, ...]) -> JsonObject:

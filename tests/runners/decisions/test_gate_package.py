@@ -96,8 +96,8 @@ def test_the_docstring_gives_the_overall_test_the_share_the_code_gives() -> None
 
     doc = " ".join((statistics.__doc__ or "").split())
     assert f"carries {OVERALL_WEIGHT:.0%} of α" in doc and "half of α" not in doc
-    readme = " ".join((ROOT / "README.md").read_text().split())
-    assert f"the overall pass rate ({OVERALL_WEIGHT:.0%} of α" in readme
+    page = " ".join((ROOT / "docs" / "gate.md").read_text().split())
+    assert f"the overall pass rate ({OVERALL_WEIGHT:.0%} of α" in page
 
 
 def test_the_gate_runs_its_sql_only_through_the_store() -> None:

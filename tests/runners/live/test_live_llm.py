@@ -553,11 +553,11 @@ def test_the_live_check_takes_its_model_from_the_registry() -> None:
     gemma = parse_args([])
     assert gemma.model is registry.GEMMA3_270M and gemma.modes == ("auto", "required")
     s = live_model_settings(gemma.model, "auto", "http://127.0.0.1:9/v1")
-    assert (s.model, s.tool_choice, s.tool_call_format) == ("openai:gemma3-270m", "auto", ToolCallFormat.NATIVE)
+    assert (s.model.raw, s.tool_choice, s.tool_call_format) == ("openai:gemma3-270m", "auto", ToolCallFormat.NATIVE)
     qwen = parse_args(["--model", "qwen2.5-coder-0.5b"])
-    assert qwen.model is registry.QWEN25_CODER_05B and qwen.modes == ("required",)
+    assert qwen.model is registry.QWEN25_CODER_05B and qwen.modes == ("required-first",)
     s = live_model_settings(qwen.model, qwen.modes[0], "http://127.0.0.1:9/v1")
-    assert (s.model, s.tool_choice) == ("openai:qwen2.5-coder-0.5b", "required")
+    assert (s.model.raw, s.tool_choice) == ("openai:qwen2.5-coder-0.5b", "required-first")
     assert s.tool_call_format is ToolCallFormat.JSON
     assert s.base_url == "http://127.0.0.1:9/v1" and live_model_settings(qwen.model, "required").base_url is None
     assert parse_args(["--model", "qwen2.5-coder-1.5b", "--modes", "auto,required"]).modes == ("auto", "required")

@@ -72,7 +72,7 @@ def test_family_table_is_the_recommended_configuration_only(report: tuple[Path, 
         assert runs == cases * EPOCHS, "one grid point: cases x epochs, nothing pooled"
         cells = [c.strip() for c in next(ln for ln in section.splitlines() if ln.startswith(f"| {family} ")).split("|")]
         assert cells[2:5] == [str(cases), str(runs), f"{rate:.0%}"]
-        stops = [int(x) for x in cells[6].split(" / ")]
+        stops = [int(x) for x in cells[7].split(" / ")]
         assert sum(stops) == runs and stops[3] == own, "runs that stopped on their own are counted"
 
 

@@ -1,6 +1,6 @@
 """Reliability: injected faults (tools, model endpoint, process, files) and a canary secret.
 
-Each test names the fault it injects; the README's Reliability table counts them.
+Each test names the fault it injects; the table of docs/reliability.md counts them.
 """
 
 from __future__ import annotations

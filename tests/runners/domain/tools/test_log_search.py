@@ -274,3 +274,49 @@ def test_two_event_sets_stay_apart() -> None:
 
 def test_no_events_at_all_is_no_evidence() -> None:
     assert call(LogSearch([]), WINDOW).evidence_status is EvidenceStatus.NO_EVIDENCE
+
+
+# -- keyword: every word, any order, as log searches match words --------------------------------------------------
+def test_keyword_matches_every_word_in_any_order(tool: LogSearch) -> None:
+    """A person's search words need not be one phrase of the message: `acquirer timeout` finds `GW_TIMEOUT upstream
+    acquirer …` (each word anywhere, `timeout` inside `GW_TIMEOUT`), and a word the message lacks finds nothing."""
+    found = call(tool, {**WINDOW, "keyword": "acquirer timeout"})
+    assert [r["trace_id"] for r in found.records] == ["tr-a002", "tr-a003", "tr-a004"]
+    assert call(tool, {**WINDOW, "keyword": "payment failed gw_timeout"}).records[0]["trace_id"] == "tr-a003"
+    assert call(tool, {**WINDOW, "keyword": "acquirer declined"}).count == 0
+
+
+def test_keywords_with_the_same_words_are_one_scope(tool: LogSearch) -> None:
+    """Word order and repeats do not change what matches, so they are the same search (a duplicate), while another
+    word is another search."""
+    base = scope(tool, {**WINDOW, "keyword": "pool exhausted"})
+    assert scope(tool, {**WINDOW, "keyword": "Exhausted  POOL pool"}) == base
+    assert scope(tool, {**WINDOW, "keyword": "pool exhausted lease"}) != base
+
+
+def test_an_empty_keyword_search_says_what_the_window_holds_without_it(tool: LogSearch) -> None:
+    """As log backends show hit counts: the count of lines in the same window and filters without the keyword, on an
+    empty keyword search only (none on a hit, none without a keyword), and shown to the model in the observation."""
+    from harness.observation import project_result
+
+    empty = call(tool, {**WINDOW, "tenant": "acme", "service": "gateway", "keyword": "deadlock"})
+    assert empty.count == 0 and empty.count_without_text_filter == 4
+    assert call(tool, {**WINDOW, "tenant": "umbrella", "keyword": "deadlock"}).count_without_text_filter == 0
+    assert call(tool, {**WINDOW, "keyword": "acquirer"}).count_without_text_filter is None
+    assert call(tool, {**WINDOW, "tenant": "umbrella"}).count_without_text_filter is None
+    shown = json.loads(project_result("c1", "log_search", empty, 4096, evaluation_required=False).text)
+    assert shown["count_without_text_filter"] == 4 and shown["records"] == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_property_any_words_of_a_message_find_it(data: st.DataObject, tool: LogSearch) -> None:
+    """Any non-empty set of the words of a line's message, in any order and case, finds that line (in its window)."""
+    event = data.draw(st.sampled_from(EVENTS))
+    words = event.message.split()
+    chosen = data.draw(st.lists(st.sampled_from(words), min_size=1, max_size=4))
+    keyword = " ".join(w.upper() if i % 2 else w for i, w in enumerate(data.draw(st.permutations(chosen))))
+    stamp = datetime.fromisoformat(LogEvent.model_validate(event.model_dump()).ts.replace("Z", "+00:00"))
+    window = {"start": stamp.isoformat(), "end": (stamp + timedelta(seconds=1)).isoformat(), "limit": 50}
+    messages = [r["message"] for r in call(tool, {**window, "keyword": keyword}).records]
+    assert " ".join(event.message.split()) in [" ".join(str(m).split()) for m in messages]

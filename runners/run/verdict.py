@@ -1,0 +1,168 @@
+"""The two verdicts of one case run.
+
+- The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, the root
+  cause's words in a SUCCESS conclusion (or, for a case whose point is a model's mistake, what a model that does not
+  make it should publish), and the Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope
+  completes at most once, rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once,
+  and what is published cites only this run's canonical records.
+- The **trajectory verdict** describes the scripted reference trajectory: exact counts, call bounds, the stop reason
+  that follows from the script. It judges a scripted run at the settings the bounds were written for (the default
+  thresholds and budgets) and no other run: at another threshold, or for a real model, it does not apply (None).
+
+A failure names its verdict (`[outcome] …`, `[trajectory] …`), so a reader sees which one a run failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness import (
+    HarnessConfig,
+    InvocationStatus,
+    RejectionReason,
+    ReleaseOutcome,
+    RunLimits,
+    RunResult,
+    StopRequiredDelivered,
+    ToolInvocation,
+)
+from runners.domain.case_model import EvalCase, ExactCounts, ExpectedStop, OutcomeExpectation
+from runners.domain.case_run import CaseMetrics, Verdicts
+
+__all__ = [
+    "invariant_failures",
+    "missing_root_cause_words",
+    "outcome_failures",
+    "trajectory_applies",
+    "trajectory_failures",
+    "verdicts",
+]
+
+_DEFAULT_LIMITS = RunLimits.of(HarnessConfig())
+
+
+def trajectory_applies(config: HarnessConfig, *, scripted: bool) -> bool:
+    """Whether a run is judged on the trajectory's bounds: a scripted model at the thresholds and budgets the bounds
+    were written for (the defaults; timeouts and the deadline do not change a scripted trajectory)."""
+    return scripted and RunLimits.of(config) == _DEFAULT_LIMITS
+
+
+def verdicts(
+    case: EvalCase, result: RunResult, metrics: CaseMetrics, *, judge_trajectory: bool, judge_invariants: bool = True
+) -> Verdicts:
+    """Both verdicts of `result` against `case` (`judge_trajectory`: see `trajectory_applies`; `judge_invariants`:
+    False for a run no Harness drove: the plain loop, whose repeats and unguarded answers are what it is measured
+    on)."""
+    invariants = invariant_failures(result, metrics) if judge_invariants else []
+    outcome = [*outcome_failures(case, result), *invariants]
+    trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
+    return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
+
+
+def missing_root_cause_words(words: Sequence[str], conclusion: str) -> list[str]:
+    """The words (`a|b` alternatives) none of whose alternatives the conclusion contains, case-insensitively."""
+    text = conclusion.casefold()
+    return [w for w in words if not any(alt.strip().casefold() in text for alt in w.split("|"))]
+
+
+def _against(want: OutcomeExpectation, result: RunResult) -> list[str]:
+    d = result.decision
+    out: list[str] = []
+    if d.outcome is not want.outcome:
+        out.append(f"outcome {d.outcome.value} != expected {want.outcome.value} ({d.reason})")
+    if want.fallback_kind is not None and d.fallback_kind is not want.fallback_kind:
+        got = d.fallback_kind.value if d.fallback_kind else None
+        out.append(f"fallback_kind {got} != expected {want.fallback_kind.value}")
+    if d.outcome is ReleaseOutcome.SUCCESS and want.root_cause_keywords:
+        conclusion = (d.draft.conclusion if d.draft else "") or ""
+        missing = missing_root_cause_words(want.root_cause_keywords, conclusion)
+        if missing:
+            out.append(f"conclusion lacks root-cause words {missing}")
+    return out
+
+
+def outcome_failures(case: EvalCase, result: RunResult) -> list[str]:
+    """How the published outcome differs from the case's expectation (empty when it, or the outcome of a model
+    that does not make the case's mistake, holds)."""
+    exp = case.expect
+    primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
+                                 root_cause_keywords=exp.root_cause_keywords)  # fmt: skip
+    failures = _against(primary, result)
+    if failures and exp.without_mistake is not None:
+        clean = _against(exp.without_mistake, result)
+        if not clean:
+            return []
+        failures.append(f"nor what a model without the case's mistake should publish: {'; '.join(clean)}")
+    return failures
+
+
+def invariant_failures(result: RunResult, metrics: CaseMetrics) -> list[str]:
+    """The Harness's invariants, which hold for any agent: a failure here is a Harness bug, never the model's."""
+    out: list[str] = []
+    invocations = [e for e in result.events if isinstance(e, ToolInvocation)]
+    stops = [e for e in result.events if isinstance(e, StopRequiredDelivered)]
+    if len(stops) > 1:
+        out.append(f"STOP_REQUIRED delivered {len(stops)} times (at most once)")
+    if stops and (late := [e.tool_call_id for e in invocations if e.seq > stops[0].seq]):
+        out.append(f"backend called after STOP_REQUIRED: {late}")
+    completed: set[tuple[str, str]] = set()
+    for e in invocations:
+        if (e.tool, e.scope) in completed:
+            out.append(f"scope of {e.tool_call_id} ran again after it completed ({e.tool})")
+        if e.invocation_status is InvocationStatus.COMPLETED:
+            completed.add((e.tool, e.scope))
+    if result.usage.tool_invocations != len(invocations):
+        out.append(f"tool budget charged {result.usage.tool_invocations} for {len(invocations)} invocations "
+                   "(rejections are never charged)")  # fmt: skip
+    ran = {e.tool_call_id for e in invocations if e.invocation_status is InvocationStatus.COMPLETED}
+    d = result.decision
+    cited = {c.tool_call_id for claim in (d.draft.claims if d.draft and d.outcome is ReleaseOutcome.SUCCESS else ())
+             for c in claim.citations}  # fmt: skip
+    facts = {f.tool_call_id for f in d.snapshot.observed_facts} if d.snapshot is not None else set()
+    if foreign := sorted((cited | facts) - ran):
+        out.append(f"published facts or citations not from this run's completed calls: {foreign}")
+    return out
+
+
+def trajectory_failures(case: EvalCase, result: RunResult, metrics: CaseMetrics) -> list[str]:
+    """Every way the run differs from the reference trajectory's bounds."""
+    exp = case.expect
+    d = result.decision
+    out: list[str] = []
+    if exp.stop_reason is not None:
+        got_stop = d.stop_reason.value if d.stop_reason else ExpectedStop.NONE.value
+        if got_stop != exp.stop_reason.value:
+            out.append(f"stop_reason {got_stop} != expected {exp.stop_reason.value}")
+    if exp.max_tool_invocations is not None and metrics.tool_invocations > exp.max_tool_invocations:
+        out.append(f"tool invocations {metrics.tool_invocations} > max {exp.max_tool_invocations}")
+    if exp.max_model_calls is not None and metrics.model_calls > exp.max_model_calls:
+        out.append(f"model calls {metrics.model_calls} > max {exp.max_model_calls}")
+    if exp.backend_calls_equal_distinct_scopes and metrics.tool_invocations != metrics.distinct_scopes_executed:
+        out.append(f"backend calls {metrics.tool_invocations} != distinct scopes {metrics.distinct_scopes_executed}")
+    if exp.min_duplicate_rejections is not None and metrics.duplicate_scope_rejections < exp.min_duplicate_rejections:
+        out.append(f"duplicate rejections {metrics.duplicate_scope_rejections} < {exp.min_duplicate_rejections}")
+    if exp.min_protocol_violations is not None and metrics.protocol_violations < exp.min_protocol_violations:
+        out.append(f"protocol violations {metrics.protocol_violations} < {exp.min_protocol_violations}")
+    if exp.stop_required_delivered is not None and metrics.stop_required_delivered != exp.stop_required_delivered:
+        out.append(f"stop_required_delivered {metrics.stop_required_delivered} != {exp.stop_required_delivered}")
+    if exp.exact is not None:
+        out.extend(_check_exact(exp.exact, metrics))
+    return out
+
+
+def _check_exact(want: ExactCounts, m: CaseMetrics) -> list[str]:
+    got_pairs = (
+        ("backend_calls", want.backend_calls, m.tool_invocations),
+        ("model_calls", want.model_calls, m.model_calls),
+        ("stop_required_deliveries", want.stop_required_deliveries, m.stop_required_deliveries),
+        ("no_gain", want.no_gain, m.no_gain_count),
+        ("gained", want.gained, m.gained_count),
+    )
+    out = [f"exact {name} {got} != expected {expected}" for name, expected, got in got_pairs
+           if expected is not None and got != expected]  # fmt: skip
+    if want.rejections is not None:
+        for reason in RejectionReason:
+            expected, got = want.rejections.get(reason, 0), m.rejections.get(reason, 0)
+            if got != expected:
+                out.append(f"exact rejections[{reason.value}] {got} != expected {expected}")
+    return out
