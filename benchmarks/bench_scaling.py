@@ -15,10 +15,10 @@ import json, resource, sys, time, tracemalloc
 from pathlib import Path
 sys.path.insert(0, {root!r})
 from runners.run.bench import BenchOptions, run_bench, plan_run
-run_bench(plan_run(BenchOptions(db=Path({db!r}) / "warm.duckdb", epochs=1)))  # imports, DuckDB, fixtures, indexes
+run_bench(plan_run(BenchOptions.of(db=Path({db!r}) / "warm.duckdb", epochs=1)))  # imports, DuckDB, fixtures, indexes
 tracemalloc.start()
 t0 = time.perf_counter()
-s = run_bench(plan_run(BenchOptions(db=Path({db!r}) / "x.duckdb", epochs={epochs}, keep_runs=False)))
+s = run_bench(plan_run(BenchOptions.of(db=Path({db!r}) / "x.duckdb", epochs={epochs})), keep_runs=False)
 wall = time.perf_counter() - t0
 _, peak_py = tracemalloc.get_traced_memory()
 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

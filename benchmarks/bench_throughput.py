@@ -34,7 +34,7 @@ def scripted(concurrency: int, epochs: int = 3) -> tuple[float, float, float]:
     shares = []
 
     def once() -> None:
-        s = run_bench(plan_run(BenchOptions(db=_db(), epochs=epochs, concurrency=concurrency)))
+        s = run_bench(plan_run(BenchOptions.of(db=_db(), epochs=epochs, concurrency=concurrency)))
         shares.append(s.write_seconds / s.wall_seconds)
 
     t = measure(once, repeats=5)
@@ -44,9 +44,9 @@ def scripted(concurrency: int, epochs: int = 3) -> tuple[float, float, float]:
 
 def replay_ratio() -> tuple[float, float, float]:
     os.environ.setdefault("HB_BENCH_KEY", "not-used")
-    ins = measure(lambda: run_bench(plan_run(BenchOptions(db=_db()))), repeats=5)
+    ins = measure(lambda: run_bench(plan_run(BenchOptions.of(db=_db()))), repeats=5)
     rep = measure(
-        lambda: run_bench(plan_run(BenchOptions(
+        lambda: run_bench(plan_run(BenchOptions.of(
             db=_db(),
             model_settings=ModelSettings(
                 model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_BENCH_KEY",
@@ -60,7 +60,7 @@ def replay_ratio() -> tuple[float, float, float]:
 
 def writes() -> tuple[float, float, int]:
     db = _db()
-    s = run_bench(plan_run(BenchOptions(db=db, epochs=5)))
+    s = run_bench(plan_run(BenchOptions.of(db=db, epochs=5)))
     return s.rows_written / s.write_seconds, s.write_seconds / s.wall_seconds, s.rows_written
 
 
@@ -70,7 +70,7 @@ def sweep_3600() -> tuple[float, int]:
     t0 = time.perf_counter()
     run_sweep(plan_sweep(SweepOptions(
         SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_invocations=(6, 10, 16)),
-        BenchOptions(case_ids=ids, db=_db(), epochs=5),
+        BenchOptions.of(case_ids=ids, db=_db(), epochs=5),
     )))  # fmt: skip
     return time.perf_counter() - t0, 4 * 3 * len(ids) * 5
 

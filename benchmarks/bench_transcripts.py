@@ -29,7 +29,7 @@ GRID = SweepGrid(no_gain_threshold=(1, 2, 3), max_tool_invocations=(6, 10))
 def _sweep(db: Path, transcripts: bool, epochs: int) -> tuple[float, float]:
     """(wall seconds, CPU seconds of this process — less sensitive to other work on a shared machine)."""
     t0, c0 = time.perf_counter(), time.process_time()
-    base = BenchOptions(db=db, epochs=epochs, keep_runs=False, transcripts=transcripts)
+    base = BenchOptions.of(db=db, epochs=epochs, transcripts=transcripts)
     run_sweep(plan_sweep(SweepOptions(GRID, base)))
     return time.perf_counter() - t0, time.process_time() - c0
 

@@ -34,7 +34,7 @@ def record(out: Path, epochs: int = 1) -> int:
     os.environ.setdefault(KEY_ENV, "sk-sim-not-a-secret")
     with tempfile.TemporaryDirectory() as tmp, SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         summary = run_bench(
-            plan_run(BenchOptions(
+            plan_run(BenchOptions.of(
                 model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env=KEY_ENV),
                 db=Path(tmp) / "record.duckdb",
                 cassettes=out, record_mode=RecordMode.ALL, epochs=epochs,

@@ -59,7 +59,7 @@ def assert_a_broken_cassette_fails_the_run(tmp_path: Path, executor: Executor, c
     broken.parent.mkdir(parents=True)
     broken.write_bytes(b"\x00\xff" * 50)
     with pytest.raises(BenchInputError, match="re-record with"):
-        run_bench(plan_run(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
+        run_bench(plan_run(BenchOptions.of(case_ids=[case], db=tmp_path / "d.duckdb",
         model_settings=ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
                                cassettes=tmp_path / "cas",
                                executor=executor, concurrency=concurrency)))  # fmt: skip

@@ -1,27 +1,21 @@
-"""What `harness-bench run` and `harness-bench sweep` share: their flags (settings, cassettes, bench, execution,
-run options), the options a command line gives the planner, and what both say when a run is
+"""What `harness-bench run` and `harness-bench sweep` share: their flags (the settings and every option, each from
+its one declaration), the options a command line gives the planner, and what both say when a run is
 claimed, interrupted or stopped by a failed write, with the exact command that continues it."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
-from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _int_in, _say, err
-from runners.plan import run_options, settings
-from runners.plan.executor import Executor
-from runners.plan.options import BenchOptions, default_epochs, default_of
-from runners.plan.rules import MAX_CONCURRENCY
+from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _say, err
+from runners.plan import settings
+from runners.plan.flags import FlagModel, group_of
+from runners.plan.options import BENCH, CASSETTES, EXECUTION, BenchOptions, ResumeFlag, ResumeRequest
 from runners.run import interrupts
-
-if TYPE_CHECKING:
-    from harness import CancellationToken
 
 __all__ = [
     "_add_bench",
@@ -31,7 +25,6 @@ __all__ = [
     "_interrupted",
     "_interrupts",
     "_name_run",
-    "_resume_refused",
     "_storage_failed",
     "_warn_unchecked",
 ]
@@ -39,82 +32,33 @@ __all__ = [
 
 # -- shared options -----------------------------------------------------------------------------
 def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
-    """The settings, then the run options (declared in runners/plan/run_options.py: flag, type, help) in their
-    help groups beside the flags of where and how the command runs."""
+    """Every flag of `run` (`sweep`): the case selection, the settings, then each option where its declaration
+    puts it in `--help` (runners/plan/options.py: flag, type, bounds, default, help)."""
     command = "sweep" if sweep else "run"
+    for title in (*settings.GROUPS.values(), CASSETTES, BENCH, EXECUTION):  # the order --help lists them in
+        group_of(p, title)
     settings.add_arguments(p, sweep=sweep)
-    g = p.add_argument_group("cassettes")
-    run_options.add_argument(g, "cassettes", command)
-    run_options.add_argument(g, "record_mode", command)
-    g = p.add_argument_group("bench")
-    g.add_argument("--db", type=Path, default=default_of("db"), help=f"DuckDB file (default {default_of('db')})")
-    run_options.add_argument(g, "label", command)
-    run_options.add_argument(g, "epochs", command)
-    g.add_argument("--concurrency", type=_int_in(1, MAX_CONCURRENCY), default=default_of("concurrency"), metavar="N",
-                   help=f"case runs in flight (default {default_of('concurrency')})")  # fmt: skip
-    g.add_argument("--max-in-flight", type=_int_in(1, MAX_CONCURRENCY), default=default_of("max_in_flight"),
-                   metavar="N",
-                   help="model requests in flight per endpoint over all runs (default: --concurrency)")  # fmt: skip
-    what = "SWEEP_ID" if sweep else "BENCH_RUN_ID"
-    g.add_argument("--resume", default=None, metavar=what,
-                   help="finish an interrupted " + ("sweep" if sweep else "bench run") + " with its stored settings"
-                        " (only --db, --concurrency, --executor, --ray-address, --base-url and --api-key-env may be"
-                        " given with it)")  # fmt: skip
-    run_options.add_argument(g, "transcripts", command)
-    # the loop is stored with the run and restored by --resume: a run option, not an execution flag
-    run_options.add_argument(g, "agent", command)
-    _add_execution(p, command)
-    run_options.add_arguments(p, command)
+    concerns: list[type[FlagModel]] = [*BenchOptions.CONCERNS.values(), ResumeFlag]
+    for concern in concerns:
+        concern.add_flags(p, command)
 
 
-def _add_execution(p: argparse.ArgumentParser, command: str) -> None:
-    # Execution options say where and how the work runs; none of them is a setting, so none changes
-    # what a run measures (runners/plan/settings.py stays the one declaration of those).
-    g = p.add_argument_group("execution (never part of a run's settings)")
-    run_options.add_argument(g, "shard", command)
-    run_options.add_argument(g, "run_id", command)
-    g.add_argument("--executor", default=default_of("executor").value, choices=[e.value for e in Executor],
-                   help="local: --concurrency threads in this process (default); processes: one worker process per"
-                        " CPU sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished"
-                        f" case runs stream back to this process's DuckDB writer (ray needs {_RAY_EXTRA})")  # fmt: skip
-    g.add_argument("--ray-address", default=None, metavar="ADDRESS",
-                   help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto);"
-                        " default: start a local instance")  # fmt: skip
-
-
-_RAY_EXTRA = "pip install 'harness-bench[ray]'"
-
-
-# -- checks before any file is created ----------------------------------------------------------
-def _resume_refused(args: argparse.Namespace) -> dict[str, object]:
-    """The flags given with --resume that a resume would ignore (every setting but the endpoint ones, and the
-    run options the stored run fixes)."""
+def _bench_options(args: argparse.Namespace, *, command: str) -> BenchOptions:
+    """The options the flags give, for the flag rules (runners/plan/rules.py) the plan applies. With --resume: where
+    and how it executes, the endpoint settings given, and the flags a resume would ignore (the rest is the stored
+    run's)."""
+    concerns = {name: concern.from_args(args, command) for name, concern in BenchOptions.CONCERNS.items()}
+    resume = ResumeFlag.from_args(args, command).resume
+    if resume is None:
+        return BenchOptions.of_concerns(concerns, settings.settings_from_args(args))
     decl = settings.declaration()
-    refused: dict[str, object] = {decl[n].flag: v for n, v in settings.given(args).items() if not decl[n].endpoint}
-    refused |= run_options.given_flags(args)
-    return refused
-
-
-def _resume_overrides(args: argparse.Namespace) -> dict[str, settings.SettingValue]:
-    """The endpoint settings given with --resume (a new base URL or key variable replaces the stored one)."""
-    decl = settings.declaration()
-    return {k: v for k, v in settings.given(args).items() if decl[k].endpoint}
-
-
-def _bench_options(args: argparse.Namespace, run_settings: settings.RunSettings | None, *, command: str,
-                   cancellation: CancellationToken) -> BenchOptions:  # fmt: skip
-    """The options the flags give, for the flag rules (runners/plan/rules.py) the plan applies (with --resume: only
-    where and how it executes, and the flags a resume refuses; the rest is the stored run's)."""
-    invocation = BenchOptions(
-        db=args.db, concurrency=args.concurrency, max_in_flight=args.max_in_flight, keep_runs=False,
-        executor=Executor(args.executor), ray_address=args.ray_address, cancellation=cancellation,
-    )  # fmt: skip
-    if args.resume:
-        return dataclasses.replace(invocation, resume=args.resume, resume_overrides=_resume_overrides(args),
-                                   resume_refused=_resume_refused(args))  # fmt: skip
-    run_settings = run_settings or settings.RunSettings.of()
-    measured = dataclasses.replace(invocation, config=run_settings.config, model_settings=run_settings.model_settings)
-    return run_options.options_from_args(args, measured, {"epochs": default_epochs(command)})
+    named = settings.given(args)
+    refused = [decl[n].flag for n in named if not decl[n].endpoint]
+    refused += [d.flag for c in BenchOptions.CONCERNS.values() for d in c.declared() if d.stored and d.given(args)]
+    overrides = {n: v for n, v in named.items() if decl[n].endpoint}
+    return BenchOptions.of_concerns(
+        concerns, settings.RunSettings.of(), ResumeRequest(resume, overrides, tuple(refused))
+    )
 
 
 # -- what a run or sweep says when it is claimed, interrupted or cannot write ------------------
@@ -189,13 +133,13 @@ def _warn_unchecked(db: Path) -> None:
              " to the database (the next writer folds it in once there is room)", stderr=True)  # fmt: skip
 
 
-def _endpoint_named(run: settings.RunSettings | None, opts: Any) -> str:
+def _endpoint_named(run: settings.RunSettings | None, opts: BenchOptions) -> str:
     """The endpoint (and the cassettes) a bench run used, for the one-line error when none of it served."""
     from harness import OpenAIChatModel
     from runners.plan.redact import safe_url
 
     name = safe_url(OpenAIChatModel.resolve_base_url(run.model_settings.base_url if run is not None else None)) or ""
-    cassettes = getattr(opts, "cassettes", None)
+    cassettes = opts.replay.cassettes
     return f"{name} (cassettes {cassettes})" if cassettes is not None else name
 
 

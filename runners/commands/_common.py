@@ -15,9 +15,9 @@ from typing import Any, NoReturn, TextIO, cast
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
-from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.flags import bounded_float, bounded_int
 from runners.plan.redact import redact
-from runners.plan.rules import DEFAULT_DB, UsageError
+from runners.plan.rules import UsageError
 from runners.rendering import tables
 from runners.rendering.safe_text import terminal
 from runners.store._files import NamedPath, check_outputs
@@ -159,7 +159,7 @@ class _ReaderMayLeave:
 
 
 # -- argument types: refused by argparse with one line naming the flag, before anything runs ---------
-# Every bounded numeric flag takes its type from one factory (runners/plan/_bounded.py), beside the run options'.
+# Every bounded numeric flag takes its type from one factory (runners/plan/flags.py), beside the run options'.
 _int_in = bounded_int
 _float_in = bounded_float
 
@@ -194,30 +194,26 @@ def _sub(sub: Any, name: str, summary: str, description: str | None = None) -> a
 
 
 def _add_selection(p: argparse.ArgumentParser, command: str) -> None:
-    """--evalset and --case (declared with the run options: runners/plan/run_options.py)."""
-    from runners.plan import run_options
+    """--evalset and --case of a command that reads cases but runs none (declared with the run's selection:
+    runners/plan/options.py)."""
+    from runners.plan.options import Selection
 
-    run_options.add_argument(p, "evalsets", command)
-    run_options.add_argument(p, "case_ids", command)
+    Selection.add_flags(p, command, only=("evalsets", "case_ids"))
 
 
 def _add_db(p: argparse.ArgumentParser) -> None:
-    """--db of a command that reads (or upgrades) one metrics database."""
-    p.add_argument("--db", type=Path, default=DEFAULT_DB, help=f"DuckDB file (default {DEFAULT_DB})")
+    """--db of a command that reads (or upgrades) one metrics database (declared where a run stores its results:
+    runners/plan/options.py)."""
+    from runners.plan.options import Storage
+
+    Storage.add_flags(p, "", only=("db",), grouped=False)
 
 
-def _add_recommend_choices(p: argparse.ArgumentParser) -> None:
+def _add_recommend_choices(p: argparse.ArgumentParser, command: str) -> None:
     """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
-    from runners.decisions.choices import DEFAULT_MARGIN, MARGIN_RANGE, Objective, Rule
+    from runners.decisions.choices import RecommendChoices
 
-    p.add_argument("--objective", default=Objective.TOKENS.value, choices=[o.value for o in Objective],
-                   help=f"what 'cheapest' means (default {Objective.TOKENS.value})")  # fmt: skip
-    p.add_argument("--rule", default=Rule.NON_INFERIORITY.value, choices=[r.value for r in Rule],
-                   help="non-inferiority: the cheapest configuration shown within --margin of the best recall and"
-                        " honest fallback (default); max-recall: the highest recall first")  # fmt: skip
-    p.add_argument("--margin", type=MARGIN_RANGE, default=DEFAULT_MARGIN, metavar="RATE",
-                   help=f"non-inferiority margin in [0, 1] (default {DEFAULT_MARGIN:g} ="
-                        f" {DEFAULT_MARGIN * 100:g} points)")  # fmt: skip
+    RecommendChoices.add_flags(p, command)
 
 
 # -- checks before any file is created ----------------------------------------------------------

@@ -5,13 +5,31 @@ from __future__ import annotations
 import argparse
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub
+from runners.plan.flags import Flag, FlagModel
 from runners.plan.rules import DEFAULT_DB
 from runners.store._files import NamedPath, OutputKind, check_output_path
 
 __all__ = ["register", "run"]
+
+
+class _CaptureFlags(FlagModel):
+    """`capture`'s arguments: the case run (stored, or a run of a trace file) and the evaluation file written."""
+
+    case_run: Annotated[str | None, Flag(positional=True, metavar="CASE_RUN_ID")] = None
+    """the case run to capture (BENCH_RUN_ID/CASE/EPOCH)"""
+    db: Annotated[Path | None, Flag(help=f"DuckDB file holding CASE_RUN_ID (default {DEFAULT_DB})")] = None
+    """The database holding the case run (None: the default one)."""
+    trace: Annotated[Path | None, Flag(metavar="FILE")] = None
+    """an OTLP/JSON file (one trace per line) instead of --db"""
+    run: Annotated[str | None, Flag(metavar="ID")] = None
+    """with --trace: the run's gen_ai.conversation.id"""
+    out: Annotated[Path, Flag(metavar="FILE")]
+    """the evaluation file to write (.yaml; /dev/stdout: to stdout)"""
+    force: bool = False
+    """overwrite --out if it exists"""
 
 
 def register(sub: Any) -> None:
@@ -23,15 +41,7 @@ def register(sub: Any) -> None:
              " and Draft, and expectations from its outcome and counts, all marked for review. Replays with"
              " `harness-bench run --evalset FILE --model scripted` to the same outcome, stop reason and"
              " counts.")  # fmt: skip
-    p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID",
-                   help="the case run to capture (BENCH_RUN_ID/CASE/EPOCH)")  # fmt: skip
-    p.add_argument("--db", type=Path, default=None, help=f"DuckDB file holding CASE_RUN_ID (default {DEFAULT_DB})")
-    p.add_argument("--trace", type=Path, default=None, metavar="FILE",
-                   help="an OTLP/JSON file (one trace per line) instead of --db")  # fmt: skip
-    p.add_argument("--run", default=None, metavar="ID", help="with --trace: the run's gen_ai.conversation.id")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE",
-                   help="the evaluation file to write (.yaml; /dev/stdout: to stdout)")  # fmt: skip
-    p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
+    _CaptureFlags.add_flags(p, "capture")
     p.set_defaults(func=run)
 
 

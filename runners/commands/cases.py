@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from runners.domain.evalset import spool_cases
 
-    cases = _load_with_progress(lambda: spool_cases(args.evalset or [], args.case or []))
+    cases = _load_with_progress(lambda: spool_cases(args.evalsets or [], args.case_ids or []))
     if len(cases) <= tables.STREAM_CASES_ABOVE:
         out.print(tables.cases_table(cases, out.width))
         return EXIT_OK

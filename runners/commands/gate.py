@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from rich.text import Text
 
@@ -23,22 +23,52 @@ from runners.commands._common import (
     _sub,
     out,
 )
-from runners.decisions.gate_flags import (
-    ALPHA_RANGE,
-    COST_RANGE,
-    DEFAULTS,
-    DROP_RANGE,
-    EPOCHS_RANGE,
-    K_RANGE,
-    MAX_COST_INCREASE,
-    MAX_LOOKS,
-    MDE_RANGE,
-    TARGET_MDE_RANGE,
-)
-from runners.plan.rules import MAX_EPOCHS
-from runners.plan.run_options import label_arg
+from runners.decisions.gate_flags import POWER, GateThresholds
+from runners.plan.flags import Flag, FlagModel
+from runners.plan.labels import label_arg
 
 __all__ = ["register", "run"]
+
+
+class _GateFlags(FlagModel):
+    """The gate command's own flags: which runs it compares and which files it writes (its thresholds are
+    `GateThresholds`, the library's)."""
+
+    baseline: Annotated[str, Flag(parse=label_arg, metavar="LABEL")]
+    """label of the baseline runs"""
+    candidate: Annotated[str, Flag(parse=label_arg, metavar="LABEL")]
+    """label of the candidate runs"""
+    bench_run: Annotated[
+        tuple[str, ...],
+        Flag(metavar="BENCH_RUN_ID",
+             help="the bench run to take a label's case runs from, when the label is used by several (once per label;"
+                  " twice to compare two runs of one label, baseline first)"),
+    ] = ()  # fmt: skip
+    """The bench runs to take the labels' case runs from (baseline first)."""
+    summary: Annotated[Path, Flag(tell_given=True, help="Markdown summary path (default ./{default}, overwritten)")] = (
+        Path("gate-summary.md")
+    )
+    """The Markdown summary, in the current folder unless given."""
+    junit: Annotated[Path, Flag(tell_given=True, help="JUnit XML path (default ./{default}, overwritten)")] = Path(
+        "gate-junit.xml"
+    )
+    """The JUnit XML, in the current folder unless given."""
+    json_path: Annotated[Path | None, Flag("--json")] = None
+    """also write the result (verdict, p, MDE) as JSON here"""
+    allow_inconclusive: Annotated[bool, Flag(group=POWER)] = False
+    """an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)"""
+    plan: Annotated[
+        bool,
+        Flag(group=POWER, help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde (default"
+                               " --max-mde); writes no file (refused with --summary, --junit or --json)"),
+    ] = False  # fmt: skip
+    """Advice only: the epochs that would reach the target MDE."""
+    sequential: Annotated[
+        bool,
+        Flag(group=POWER, help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
+                               " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs"),
+    ] = False  # fmt: skip
+    """A group-sequential gate."""
 
 
 def register(sub: Any) -> None:
@@ -51,55 +81,14 @@ def register(sub: Any) -> None:
         "cases or epochs would).",
     )
     _add_db(p)
-    p.add_argument("--baseline", required=True, type=label_arg, metavar="LABEL", help="label of the baseline runs")
-    p.add_argument("--candidate", required=True, type=label_arg, metavar="LABEL", help="label of the candidate runs")
-    p.add_argument("--k", type=K_RANGE, default=DEFAULTS.k,
-                   help=f"k of pass^k, at most the epochs per case (default {DEFAULTS.k})")  # fmt: skip
-    p.add_argument(
-        "--max-pass-rate-drop", "--max-recall-drop", dest="max_recall_drop", type=DROP_RANGE,
-        default=DEFAULTS.max_recall_drop, metavar="RATE",
-        help=f"pass-rate drop in [0, 1] tolerated even when significant (default {DEFAULTS.max_recall_drop}; "
-        "--max-recall-drop is the old name: the gate compares pass rates, not recommend's SUCCESS share)",
-    )  # fmt: skip
-    p.add_argument(
-        "--max-cost-increase", type=COST_RANGE, default=DEFAULTS.max_cost_increase, metavar="RATE",
-        help=f"relative increase (0 to {MAX_COST_INCREASE:g}) of mean tool calls, model calls or tokens tolerated"
-        f" (default {DEFAULTS.max_cost_increase})",
-    )  # fmt: skip
-    p.add_argument(
-        "--alpha", type=ALPHA_RANGE, default=DEFAULTS.alpha, metavar="A",
-        help=f"false-alarm rate of the whole gate, Holm-corrected over all tests (default {DEFAULTS.alpha})",
-    )  # fmt: skip
-    p.add_argument("--bench-run", action="append", default=None, metavar="BENCH_RUN_ID",
-                   help="the bench run to take a label's case runs from, when the label is used by several"
-                        " (once per label; twice to compare two runs of one label, baseline first)")  # fmt: skip
-    p.add_argument("--summary", type=Path, default=None,
-                   help=f"Markdown summary path (default ./{DEFAULTS.summary}, overwritten)")  # fmt: skip
-    p.add_argument("--junit", type=Path, default=None,
-                   help=f"JUnit XML path (default ./{DEFAULTS.junit}, overwritten)")  # fmt: skip
-    p.add_argument("--json", type=Path, default=None, help="also write the result (verdict, p, MDE) as JSON here")
-    g = p.add_argument_group("power (docs/gate.md: power, INCONCLUSIVE, the plan, sequential looks)")
-    g.add_argument("--max-mde", type=MDE_RANGE, default=DEFAULTS.max_mde, metavar="RATE",
-                   help="a pass needs the overall test to detect this pass-rate drop with 80%% probability, else"
-                        f" INCONCLUSIVE, exit 3 (default {DEFAULTS.max_mde:.2f} = {DEFAULTS.max_mde * 100:g}"
-                        " points)")  # fmt: skip
-    g.add_argument("--allow-inconclusive", action="store_true",
-                   help="an INCONCLUSIVE verdict exits 0 (JUnit: skipped instead of error)")  # fmt: skip
-    g.add_argument("--plan", action="store_true",
-                   help="treat the labels' epochs as a pilot: print how many epochs reach --target-mde"
-                        " (default --max-mde); writes no file (refused with --summary, --junit or --json)")  # fmt: skip
-    g.add_argument("--target-mde", type=TARGET_MDE_RANGE, default=None, metavar="RATE",
-                   help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall"
-                        " MDE at 90%% power is at most this")  # fmt: skip
-    g.add_argument("--sequential", action="store_true",
-                   help="group-sequential gate: a look every --stage epochs up to --budget, each at its"
-                        " O'Brien–Fleming nominal α; exit 3 while undecided, naming the next --epochs")  # fmt: skip
-    g.add_argument("--budget", type=EPOCHS_RANGE, default=None, metavar="EPOCHS",
-                   help=f"with --sequential: most epochs to run, at most {MAX_EPOCHS} like --epochs"
-                        f" (default {DEFAULTS.budget})")  # fmt: skip
-    g.add_argument("--stage", type=EPOCHS_RANGE, default=None, metavar="EPOCHS",
-                   help=f"with --sequential: epochs between looks (default {DEFAULTS.stage}), at most {MAX_LOOKS}"
-                        " looks up to --budget (each look's level is simulated)")  # fmt: skip
+    _GateFlags.add_flags(p, "gate", only=("baseline", "candidate"))
+    GateThresholds.add_flags(p, "gate", only=("k", "max_recall_drop", "max_cost_increase", "alpha"))
+    _GateFlags.add_flags(p, "gate", only=("bench_run", "summary", "junit", "json_path"))
+    GateThresholds.add_flags(p, "gate", only=("max_mde",))
+    _GateFlags.add_flags(p, "gate", only=("allow_inconclusive", "plan"))
+    GateThresholds.add_flags(p, "gate", only=("target_mde",))
+    _GateFlags.add_flags(p, "gate", only=("sequential",))
+    GateThresholds.add_flags(p, "gate", only=("budget", "stage"))
     p.set_defaults(func=run)
 
 
@@ -117,84 +106,80 @@ def run(args: argparse.Namespace) -> int:
     from runners.store._files import NamedPath, OutputWriteError
     from runners.store.connection import connect
 
-    _refuse_ignored(args)  # before the defaults fill in what was not given
-    outputs = [NamedPath("--summary", args.summary), NamedPath("--junit", args.junit)]
-    if args.json is not None:
-        outputs.append(NamedPath("--json", args.json))
+    flags, limits = _GateFlags.from_args(args, "gate"), GateThresholds.from_args(args, "gate")
+    _refuse_ignored(flags, {*_GateFlags.given(args), *GateThresholds.given(args)})
+    outputs = [NamedPath("--summary", flags.summary), NamedPath("--junit", flags.junit)]
+    if flags.json_path is not None:
+        outputs.append(NamedPath("--json", flags.json_path))
     _check_outputs(outputs, [NamedPath("--db", args.db)])  # never the database it reads, however named
     try:  # a bad flag is refused before the database is opened
-        validate_flags(k=args.k, max_recall_drop=args.max_recall_drop, max_cost_increase=args.max_cost_increase,
-                       alpha=args.alpha, max_mde=args.max_mde)  # fmt: skip
-        _check_power_flags(args)
+        validate_flags(k=limits.k, max_recall_drop=limits.max_recall_drop, max_cost_increase=limits.max_cost_increase,
+                       alpha=limits.alpha, max_mde=limits.max_mde)  # fmt: skip
+        _check_power_flags(flags, limits)
     except GateInputError as exc:
         _fail(str(exc))
     con = connect(args.db, read_only=True)
     try:
-        runs = pick_bench_runs(con, list(args.bench_run or []), args.baseline, args.candidate)
-        pairs = load_pairs(con, args.baseline, args.candidate, baseline_run=runs.baseline,
+        runs = pick_bench_runs(con, list(flags.bench_run), flags.baseline, flags.candidate)
+        pairs = load_pairs(con, flags.baseline, flags.candidate, baseline_run=runs.baseline,
                            candidate_run=runs.candidate)  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
     finally:
         con.close()
     try:
-        if args.sequential:
+        if flags.sequential:
             result = evaluate_sequential(
-                pairs, args.baseline, args.candidate, budget=args.budget, stage=args.stage,
-                target_mde=args.target_mde, k=args.k, max_recall_drop=args.max_recall_drop,
-                max_cost_increase=args.max_cost_increase, alpha=args.alpha, max_mde=args.max_mde,
+                pairs, flags.baseline, flags.candidate, budget=limits.budget, stage=limits.stage,
+                target_mde=limits.target_mde, k=limits.k, max_recall_drop=limits.max_recall_drop,
+                max_cost_increase=limits.max_cost_increase, alpha=limits.alpha, max_mde=limits.max_mde,
             )  # fmt: skip
         else:
             result = evaluate(
-                pairs, args.baseline, args.candidate, k=args.k, max_recall_drop=args.max_recall_drop,
-                max_cost_increase=args.max_cost_increase, alpha=args.alpha, max_mde=args.max_mde,
+                pairs, flags.baseline, flags.candidate, k=limits.k, max_recall_drop=limits.max_recall_drop,
+                max_cost_increase=limits.max_cost_increase, alpha=limits.alpha, max_mde=limits.max_mde,
             )  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
-    if args.plan:  # advice only: no verdict, nothing written
-        _say(plan(result, args.target_mde or args.max_mde))
+    if flags.plan:  # advice only: no verdict, nothing written
+        _say(plan(result, limits.target_mde or limits.max_mde))
         return EXIT_OK
     if result.verdict is Verdict.INCONCLUSIVE:
-        verdict = EXIT_OK if args.allow_inconclusive else EXIT_INCONCLUSIVE
+        verdict = EXIT_OK if flags.allow_inconclusive else EXIT_INCONCLUSIVE
     else:
         verdict = EXIT_OK if result.passed else EXIT_REGRESSION
     result = dataclasses.replace(result, db=str(args.db))  # the summary's `harness-bench diff` commands name this file
     out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
     try:
-        write_outputs(result, args.summary, args.junit, json_path=args.json, allow_inconclusive=args.allow_inconclusive)
+        write_outputs(result, flags.summary, flags.junit, json_path=flags.json_path,
+                      allow_inconclusive=flags.allow_inconclusive)  # fmt: skip
     except OutputWriteError as exc:
         _error(f"{exc} (the verdict above stands)")
         return verdict if verdict == EXIT_REGRESSION else EXIT_INPUT  # a regression stays 1; else the file error
-    written = f"{args.summary}, {args.junit} and {args.json}" if args.json else f"{args.summary} and {args.junit}"
-    _say(f"wrote {written}")
+    files = [str(flags.summary), str(flags.junit)] + ([str(flags.json_path)] if flags.json_path else [])
+    _say(f"wrote {', '.join(files[:-1])} and {files[-1]}")
     return verdict
 
 
-_GIVEN_OR_DEFAULT = ("summary", "junit", "budget", "stage")
-"""The flags whose absence means something: refused where they would be ignored, else their `DEFAULTS`."""
+def _refuse_ignored(flags: _GateFlags, given: set[str]) -> None:
+    """A flag the gate would ignore is refused (one line, exit 2)."""
+    if flags.plan:  # advice only, printed: no file would get it
+        files = [f for name, f in (("summary", "--summary"), ("junit", "--junit"), ("json_path", "--json"))
+                 if name in given]  # fmt: skip
+        if files:
+            _fail(f"--plan prints its advice and writes no file: remove {', '.join(files)}")
+    if not flags.sequential:
+        sizes = [f"--{n}" for n in ("budget", "stage") if n in given]
+        if sizes:
+            _fail(f"{' and '.join(sizes)} size the looks of --sequential: add --sequential or remove them")
 
 
-def _refuse_ignored(args: argparse.Namespace) -> None:
-    """A flag the gate would ignore is refused (one line, exit 2); then the ones not given take their defaults."""
-    if args.plan:  # advice only, printed: no file would get it
-        given = [f"--{n}" for n in ("summary", "junit", "json") if getattr(args, n) is not None]
-        if given:
-            _fail(f"--plan prints its advice and writes no file: remove {', '.join(given)}")
-    if not args.sequential:
-        given = [f"--{n}" for n in ("budget", "stage") if getattr(args, n) is not None]
-        if given:
-            _fail(f"{' and '.join(given)} size the looks of --sequential: add --sequential or remove them")
-    for name in _GIVEN_OR_DEFAULT:
-        if getattr(args, name) is None:
-            setattr(args, name, getattr(DEFAULTS, name))
-
-
-def _check_power_flags(args: argparse.Namespace) -> None:
+def _check_power_flags(flags: _GateFlags, limits: GateThresholds) -> None:
     from runners.decisions.gate import GateInputError, sequential_looks
 
-    if args.sequential:
-        sequential_looks(args.budget, args.stage)
-    elif args.target_mde is not None and not args.plan:
+    if flags.sequential:
+        sequential_looks(limits.budget, limits.stage)
+    elif limits.target_mde is not None and not flags.plan:
         raise GateInputError("--target-mde needs --plan or --sequential")
-    if args.plan and args.sequential:
+    if flags.plan and flags.sequential:
         raise GateInputError("--plan and --sequential: give one (--plan estimates epochs from a pilot)")

@@ -5,12 +5,27 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _add_db, _fail, _say, _sub
-from runners.plan.run_options import label_arg
+from runners.plan.flags import Flag, FlagModel
+from runners.plan.labels import label_arg
 
 __all__ = ["register", "run"]
+
+
+class _ImportFlags(FlagModel):
+    """`import`'s arguments: the file read and the label its bench run gets."""
+
+    traces: Annotated[Path, Flag(positional=True, metavar="TRACES")]
+    """the OTLP/JSON or event-log file (JSON Lines)"""
+    label: Annotated[
+        str,
+        Flag(parse=label_arg, metavar="LABEL",
+             help="the label of the imported bench run (a label as `run --label` takes it); the same runs imported"
+                  " again under one label are refused"),
+    ]  # fmt: skip
+    """The label of the imported bench run."""
 
 
 def register(sub: Any) -> None:
@@ -25,11 +40,9 @@ def register(sub: Any) -> None:
              " threshold outside what `run` accepts, a span ending before it starts, misshapen gen_ai messages) is"
              " one line naming the line, span and field, exit 2, and nothing is written. The same runs imported"
              " again under one label are refused.")  # fmt: skip
-    p.add_argument("traces", type=Path, metavar="TRACES", help="the OTLP/JSON or event-log file (JSON Lines)")
+    _ImportFlags.add_flags(p, "import", only=("traces",))
     _add_db(p)
-    p.add_argument("--label", required=True, type=label_arg, metavar="LABEL",
-                   help="the label of the imported bench run (a label as `run --label` takes it); the same runs"
-                        " imported again under one label are refused")  # fmt: skip
+    _ImportFlags.add_flags(p, "import", only=("label",))
     p.set_defaults(func=run)
 
 

@@ -4,11 +4,23 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from runners.commands._common import EXIT_INTERRUPTED, EXIT_OK, _say, _sub
+from runners.plan.flags import Flag, FlagModel
 
 __all__ = ["register", "run"]
+
+
+class _MergeFlags(FlagModel):
+    """`merge`'s arguments: the file merged into, the files merged, and whether unfinished runs may be."""
+
+    out: Annotated[Path, Flag(positional=True, metavar="OUT")]
+    """the merged DuckDB file (created, or added to)"""
+    shards: Annotated[tuple[Path, ...], Flag(positional=True, metavar="SHARD")]
+    """DuckDB files written by run/sweep --shard"""
+    partial: bool = False
+    """merge runs with missing or unfinished shards too (their status says so)"""
 
 
 def register(sub: Any) -> None:
@@ -18,10 +30,7 @@ def register(sub: Any) -> None:
              " before OUT is touched: files that are not harness-bench databases of this schema version, copies"
              " of one run or sweep with different settings, cases, epochs or shard counts, and (without"
              " --partial) a sharded run missing a shard or an unfinished run.")  # fmt: skip
-    p.add_argument("out", type=Path, metavar="OUT", help="the merged DuckDB file (created, or added to)")
-    p.add_argument("shards", type=Path, nargs="+", metavar="SHARD", help="DuckDB files written by run/sweep --shard")
-    p.add_argument("--partial", action="store_true",
-                   help="merge runs with missing or unfinished shards too (their status says so)")  # fmt: skip
+    _MergeFlags.add_flags(p, "merge")
     p.set_defaults(func=run)
 
 
@@ -30,8 +39,9 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.merge import MergeInterrupted, merge
 
     signals: Interrupts = args.interrupts  # Ctrl-C and SIGTERM set a flag (runners/cli.py): statements complete
+    flags = _MergeFlags.from_args(args, "merge")
     try:
-        summary = merge(args.out, args.shards, partial=args.partial, cancellation=signals.token)
+        summary = merge(flags.out, list(flags.shards), partial=flags.partial, cancellation=signals.token)
     except MergeInterrupted as exc:
         _say(str(exc), stderr=True)
         return signals.exit_code or EXIT_INTERRUPTED

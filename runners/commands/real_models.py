@@ -6,23 +6,36 @@ from __future__ import annotations
 import argparse
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from runners.commands._common import (
     EXIT_OK,
     EXIT_REGRESSION,
     ArgumentError,
     Parser,
-    _add_selection,
     _check_outputs,
     _error,
     _fail,
     _say,
     _sub,
 )
+from runners.plan.flags import Flag, FlagModel
 from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]
+
+
+class _RealModelsFlags(FlagModel):
+    """`real-models`' flags: where the recordings are, where the replay and the report go."""
+
+    cassettes: Annotated[
+        Path, Flag(help="folder holding <model>/summary.json and its cassettes (default {default})")
+    ] = Path("cassettes")
+    """The folder of the recordings."""
+    db: Annotated[Path | None, Flag(help="keep the replay's database here (default: a temporary file, removed)")] = None
+    """Where the replay's database is kept (None: a temporary file)."""
+    out: Annotated[Path, Flag(help="output folder (default {default})")] = Path("reports/real-models")
+    """The report's folder."""
 
 
 def register(sub: Any) -> None:
@@ -32,12 +45,7 @@ def register(sub: Any) -> None:
              " differing numbers), then writes OUT/report.md and OUT/report.html: pass rates per family, what the"
              " Harness did, recommend per model and the gate on each upgrade and downgrade at NO_GAIN threshold 2."
              " Exit 0 written, 1 a replay differs from its summary, 2 unusable input.")  # fmt: skip
-    p.add_argument("--cassettes", type=Path, default=Path("cassettes"),
-                   help="folder holding <model>/summary.json and its cassettes (default cassettes)")  # fmt: skip
-    p.add_argument("--db", type=Path, default=None,
-                   help="keep the replay's database here (default: a temporary file, removed)")  # fmt: skip
-    p.add_argument("--out", type=Path, default=Path("reports/real-models"),
-                   help="output folder (default reports/real-models)")  # fmt: skip
+    _RealModelsFlags.add_flags(p, "real-models")
     p.set_defaults(func=run)
 
 
@@ -48,8 +56,7 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
     from runners.rendering.real_report import RecordingSettings
 
     parser = Parser(prog="harness-bench sweep")
-    _add_selection(parser, "sweep")  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
-    _add_bench(parser, sweep=True)
+    _add_bench(parser, sweep=True)  # the flags `harness-bench sweep` declares, as runners/commands/sweep.py does
     try:
         args = parser.parse_args(list(sweep_args))
         values = settings.settings_from_args(args)
@@ -58,7 +65,7 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
         _fail(f"{where}: sweep_args are not `harness-bench sweep` flags ({exc})")
     thresholds = axes.get("no_gain_threshold") or (values.config.no_gain_threshold,)
     return RecordingSettings(
-        model=values.model_settings.model, tool_call_format=str(values.model_settings.tool_call_format),
+        model=values.model_settings.model.raw, tool_call_format=str(values.model_settings.tool_call_format),
         tool_choice=values.model_settings.tool_choice, temperature=values.model_settings.temperature,
         deadline_seconds=values.config.deadline_seconds, thresholds=tuple(t for t in thresholds if isinstance(t, int)),
         epochs=args.epochs or 3,
@@ -77,24 +84,25 @@ def run(args: argparse.Namespace) -> int:
     )
     from runners.store._files import write_text
 
-    if args.out.exists() and not args.out.is_dir():
-        _fail(f"--out {args.out} is a file; give a folder (it will hold report.md and report.html)")
-    inputs = [NamedPath("--cassettes", args.cassettes)]
-    if args.db is not None:
-        inputs.append(NamedPath("--db", args.db))
-        if args.db.exists():
-            _fail(f"--db {args.db} exists; give a new file (the replay writes every model into it)")
-    md_path, html_path = args.out / "report.md", args.out / "report.html"
+    flags = _RealModelsFlags.from_args(args, "real-models")
+    if flags.out.exists() and not flags.out.is_dir():
+        _fail(f"--out {flags.out} is a file; give a folder (it will hold report.md and report.html)")
+    inputs = [NamedPath("--cassettes", flags.cassettes)]
+    if flags.db is not None:
+        inputs.append(NamedPath("--db", flags.db))
+        if flags.db.exists():
+            _fail(f"--db {flags.db} exists; give a new file (the replay writes every model into it)")
+    md_path, html_path = flags.out / "report.md", flags.out / "report.html"
     _check_outputs([NamedPath("--out", md_path), NamedPath("--out", html_path)], inputs)
-    if any(args.cassettes.resolve() in (p.resolve(), *p.resolve().parents) for p in (md_path,)):
-        _fail(f"--out {args.out} is inside --cassettes {args.cassettes}: the report would land among its inputs")
+    if any(flags.cassettes.resolve() in (p.resolve(), *p.resolve().parents) for p in (md_path,)):
+        _fail(f"--out {flags.out} is inside --cassettes {flags.cassettes}: the report would land among its inputs")
     try:
-        recordings = find_recordings(args.cassettes)
+        recordings = find_recordings(flags.cassettes)
     except RecordingError as exc:
         _fail(str(exc))
     settings = {r.summary.label: _settings(r.summary.sweep_args, r.folder / "summary.json") for r in recordings}
     with tempfile.TemporaryDirectory(prefix="hb-real-models-") as tmp:
-        db = args.db if args.db is not None else Path(tmp) / "replay.duckdb"
+        db = flags.db if flags.db is not None else Path(tmp) / "replay.duckdb"
         try:
             built = build(recordings, db, settings, list(MODELS))
         except RecordingError as exc:
@@ -106,8 +114,8 @@ def run(args: argparse.Namespace) -> int:
                 more = f" (+{len(mismatch.differences) - 12} more)" if len(mismatch.differences) > 12 else ""
                 _error(f"{mismatch.model}: the replay does not yield the committed summary: {shown}{more}")
             return EXIT_REGRESSION
-    command = "harness-bench real-models" + ("" if args.cassettes == Path("cassettes") else f" --cassettes"
-                                             f" {args.cassettes}")  # fmt: skip
+    command = "harness-bench real-models" + ("" if flags.cassettes == Path("cassettes") else f" --cassettes"
+                                             f" {flags.cassettes}")  # fmt: skip
     write_text(NamedPath("--out", md_path), render_markdown(built, command))
     write_text(NamedPath("--out", html_path), render_html(built, command))
     for gate in built.gates:

@@ -3,29 +3,39 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Annotated, Any
 
 from rich.text import Text
 
 from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _fail, _say, _sub, out
+from runners.plan.flags import Flag, FlagModel
 from runners.rendering import tables
 
 __all__ = ["register", "run"]
 
 
+class _RecommendFlags(FlagModel):
+    """`recommend`'s flag of its own (its choices are `RecommendChoices`, the library's)."""
+
+    sweep: Annotated[str | None, Flag(metavar="SWEEP_ID")] = None
+    """sweep id (default: the newest)"""
+
+
 def register(sub: Any) -> None:
     p = _sub(sub, "recommend", "recommend thresholds and budgets from a sweep, with 95% intervals")
     _add_db(p)
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID", help="sweep id (default: the newest)")
-    _add_recommend_choices(p)
+    _RecommendFlags.add_flags(p, "recommend")
+    _add_recommend_choices(p, "recommend")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.recommend import METRIC_DEFINITIONS, Objective, Rule, measure, recommend
+    from runners.decisions.choices import RecommendChoices
+    from runners.decisions.recommend import METRIC_DEFINITIONS, measure, recommend
     from runners.run.sweep import sweep_ids
     from runners.store.connection import connect
 
+    choices = RecommendChoices.from_args(args, "recommend")
     con = connect(args.db, read_only=True)
     try:
         known = sweep_ids(con)
@@ -39,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         con.close()
     if not stats:
         _fail(f"sweep {sweep} has no case runs yet")
-    rec = recommend(stats, Objective(args.objective), rule=Rule(args.rule), margin=args.margin)
+    rec = recommend(stats, choices.objective, rule=choices.rule, margin=choices.margin)
     picked = rec.chosen.label(rec.columns) if rec.separable else "none — the sweep is too small to separate them"
     out.print(Text.assemble(("Recommendation: ", "bold"), picked))
     _say(rec.reasoning)

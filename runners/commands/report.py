@@ -5,31 +5,41 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_outputs, _fail, _say, _sub
+from runners.plan.flags import Flag, FlagModel
 from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]
 
 
+class _ReportFlags(FlagModel):
+    """`report`'s flags: what it reports on and where it writes."""
+
+    sweep: Annotated[str | None, Flag(metavar="SWEEP_ID")] = None
+    """report on one sweep, 'latest' for the newest (adds the sweep figures)"""
+    bench_run: Annotated[str | None, Flag(metavar="BENCH_RUN_ID")] = None
+    """report on one bench run"""
+    out: Annotated[Path, Flag(help="output folder (default {default})")] = Path("reports/out")
+    """The folder of report.md, report.html and the figures."""
+
+
 def register(sub: Any) -> None:
     p = _sub(sub, "report", "write a Markdown + HTML report with figures from DuckDB")
     _add_db(p)
-    p.add_argument("--sweep", default=None, metavar="SWEEP_ID",
-                   help="report on one sweep, 'latest' for the newest (adds the sweep figures)")  # fmt: skip
-    p.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="report on one bench run")
-    p.add_argument("--out", type=Path, default=Path("reports/out"), help="output folder (default reports/out)")
-    _add_recommend_choices(p)
+    _ReportFlags.add_flags(p, "report")
+    _add_recommend_choices(p, "report")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.recommend import Objective, Rule
+    from runners.decisions.choices import RecommendChoices
     from runners.rendering.report import build_report
     from runners.store.connection import connect
     from runners.store.runs import bench_run_exists, sweep_ids
 
+    choices = RecommendChoices.from_args(args, "report")
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
@@ -51,6 +61,6 @@ def run(args: argparse.Namespace) -> int:
     finally:
         con.close()
     md, page = build_report(args.db, args.out, sweep_id=args.sweep, bench_run_id=args.bench_run,
-                            objective=Objective(args.objective), rule=Rule(args.rule), margin=args.margin)  # fmt: skip
+                            objective=choices.objective, rule=choices.rule, margin=choices.margin)  # fmt: skip
     _say(f"wrote {md} and {page}")
     return EXIT_OK

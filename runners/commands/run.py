@@ -24,7 +24,6 @@ from runners.commands._common import (
     EXIT_INPUT,
     EXIT_OK,
     EXIT_REGRESSION,
-    _add_selection,
     _error,
     _progress,
     _say,
@@ -32,18 +31,24 @@ from runners.commands._common import (
     err,
     out,
 )
-from runners.plan import settings
+from runners.plan.flags import FlagModel
 from runners.rendering import tables
 
 __all__ = ["register", "run"]
 
 
+class _RunFlags(FlagModel):
+    """`run`'s flag of its own, beside every option of a run (runners/plan/options.py)."""
+
+    strict: bool = False
+    """exit 1 when any case run misses its expectations"""
+
+
 def register(sub: Any) -> None:
     p = _sub(sub, "run", "run cases through the harness and write metrics to DuckDB",
              "Run every selected case (default: all built-in cases, scripted model) into a DuckDB file.")  # fmt: skip
-    _add_selection(p, "run")
     _add_bench(p, sweep=False)
-    p.add_argument("--strict", action="store_true", help="exit 1 when any case run misses its expectations")
+    _RunFlags.add_flags(p, "run")
     p.set_defaults(func=run)
 
 
@@ -66,10 +71,9 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.resume import STORED_RUNS
 
     intr = _interrupts(args)
-    run_settings = None if args.resume else settings.settings_from_args(args)
-    opts = _bench_options(args, run_settings, command="run", cancellation=intr.token)
+    opts = _bench_options(args, command="run")
     plan = plan_run(opts, STORED_RUNS)
-    shard_spec = plan.shard
+    shard_spec = plan.options.execution.shard
     if intr.received:
         return _interrupted(intr, "bench run", "run", args.db, None, "", 0, 0)
     _claim(args.db)
@@ -82,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
                 passed[0] += 1
             progress.update(task, completed=done, total=total, passed=f"{passed[0]} passed")
 
-        summary = run_bench(plan, on_progress=hook, on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))
+        summary = run_bench(plan, cancellation=intr.token, keep_runs=False, on_progress=hook,
+                            on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))  # fmt: skip
     if summary.storage_error is not None:
         return _storage_failed("bench run", "run", args.db, summary.bench_run_id, summary.storage_error,
                                summary.skipped + summary.executed, summary.planned,

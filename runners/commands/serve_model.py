@@ -9,12 +9,14 @@ import socket
 import sys
 import textwrap
 import time
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from rich.text import Text
 
-from runners.commands._common import _fail, _int_in, _sub, err, out
+from runners.commands._common import _fail, _sub, err, out
 from runners.live import models as registry
+from runners.plan.flags import Flag, FlagModel
 from runners.rendering.safe_text import terminal
 
 __all__ = ["register", "run"]
@@ -30,6 +32,20 @@ def _models_listing() -> str:
     return "registered models:\n" + "\n".join(lines)
 
 
+class _ServeModelFlags(FlagModel):
+    """`serve-model`'s arguments: which registered model, where it listens."""
+
+    name: Annotated[str, Flag(positional=True, metavar="NAME",
+                              help=lambda _: f"a registered model: {', '.join(registry.MODELS)}")]  # fmt: skip
+    """The registered model to serve."""
+    host: Annotated[str, Flag(help="bind address (default {default})")] = "127.0.0.1"
+    """The address to listen on."""
+    port: Annotated[int, Flag(help="port (default {default}; 0 picks a free one)")] = Field(
+        default=DEFAULT_PORT, ge=0, le=65535
+    )
+    """The port (0: a free one)."""
+
+
 def register(sub: Any) -> None:
     about = textwrap.fill(
         "Install a registered model's GGUF into the cache folder ($HARNESS_BENCH_LLAMA_DIR, default .llama-server/ "
@@ -43,10 +59,7 @@ def register(sub: Any) -> None:
     p = _sub(sub, "serve-model", "install, verify and serve a real local model (llama.cpp's server) on 127.0.0.1",
              f"{about}\n\n{_models_listing()}")  # fmt: skip
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # the model list keeps its lines
-    p.add_argument("name", metavar="NAME", help=f"a registered model: {', '.join(registry.MODELS)}")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
-    p.add_argument("--port", type=_int_in(0, 65535), default=DEFAULT_PORT,
-                   help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")  # fmt: skip
+    _ServeModelFlags.add_flags(p, "serve-model")
     p.set_defaults(func=run)
 
 
@@ -86,11 +99,12 @@ def run(args: argparse.Namespace) -> int:
     from runners.live.cases import DEFAULT_CASES
     from runners.live.weights import WeightsError, ensure_weights
 
+    flags = _ServeModelFlags.from_args(args, "serve-model")
     try:
-        model = registry.get(args.name)
+        model = registry.get(flags.name)
     except registry.UnknownModelError as exc:
         _fail(str(exc))
-    port = _claim_port(args.host, args.port)
+    port = _claim_port(flags.host, flags.port)
     folder = live_server.llama_dir()
     try:
         gguf = ensure_weights(model, folder)  # progress on stderr
@@ -104,9 +118,9 @@ def run(args: argparse.Namespace) -> int:
     s = model.server
     cmd = live_server.xllamacpp_command(gguf, port, alias=model.name, chat_template=model.chat_template,
                                         threads=s.threads, ctx_size=s.ctx_size, n_predict=s.n_predict,
-                                        parallel=s.parallel, host=args.host)  # fmt: skip
+                                        parallel=s.parallel, host=flags.host)  # fmt: skip
     log_path = folder / f"serve-{model.name}-{port}.log"
-    root = f"http://{_url_host(args.host)}:{port}"
+    root = f"http://{_url_host(flags.host)}:{port}"
     _print(f"serve-model: starting {model.name} ({gguf}); server log {log_path}", stderr=True)
     try:
         server = live_server.launch_server(cmd, root, log_path, kind=live_server.ServerKind.XLLAMACPP,
@@ -116,12 +130,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         base_url = f"{root}/v1"
         r = model.request
-        flags = (f"--model openai:{model.name} --base-url {base_url} --temperature {r.temperature:g} "
-                 f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value} "
-                 f"--tool-call-format {r.tool_call_format.value}")  # fmt: skip
+        run_flags = (f"--model openai:{model.name} --base-url {base_url} --temperature {r.temperature:g} "
+                     f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value} "
+                     f"--tool-call-format {r.tool_call_format.value}")  # fmt: skip
         _print(f"serve-model: {model.name} on {base_url} (Ctrl-C to stop)")
-        _print(f"flags: {flags}")
-        _print(f"try:   harness-bench run --case {DEFAULT_CASES[0]} {flags}")
+        _print(f"flags: {run_flags}")
+        _print(f"try:   harness-bench run --case {DEFAULT_CASES[0]} {run_flags}")
         sys.stdout.flush()
         while server.proc.poll() is None:  # until a signal (KeyboardInterrupt: 130 or 143) or the server dies
             time.sleep(0.5)

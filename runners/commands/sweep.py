@@ -4,6 +4,7 @@ interrupted or cut by a failed write, say how to resume; then name the `recommen
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from typing import Any
 
 from runners.commands._bench import (
@@ -16,7 +17,7 @@ from runners.commands._bench import (
     _storage_failed,
     _warn_unchecked,
 )
-from runners.commands._common import EXIT_OK, _add_selection, _progress, _say, _sub
+from runners.commands._common import EXIT_OK, _progress, _say, _sub
 from runners.plan import settings
 
 __all__ = ["register", "run"]
@@ -26,7 +27,6 @@ def register(sub: Any) -> None:
     p = _sub(sub, "sweep", "run a grid of thresholds and budgets, each point a bench run tagged with one sweep id",
              "Each comma list of a sweepable setting is one axis of the grid; every combination is one bench run."
              " The other settings take one value shared by every point.")  # fmt: skip
-    _add_selection(p, "sweep")
     _add_bench(p, sweep=True)
     p.set_defaults(func=run)
 
@@ -38,10 +38,9 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.resume import STORED_RUNS
 
     intr = _interrupts(args)
-    base_settings = None if args.resume else settings.settings_from_args(args)
-    base = _bench_options(args, base_settings, command="sweep", cancellation=intr.token)
-    grid = SweepGrid() if args.resume else SweepGrid(settings.axes_from_args(args))
-    plan = plan_sweep(SweepOptions(grid, base, args.resume), STORED_RUNS)
+    options = _bench_options(args, command="sweep")
+    grid = SweepGrid() if options.resume else SweepGrid(settings.axes_from_args(args))
+    plan = plan_sweep(SweepOptions(grid, replace(options, resume=None), options.resume), STORED_RUNS)
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)
     _claim(args.db)
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
 
     with _progress() as progress:
         task = progress.add_task("sweep", total=None, passed="")
-        summary = run_sweep(plan, on_progress=on_progress,
+        summary = run_sweep(plan, cancellation=intr.token, on_progress=on_progress,
                             on_start=lambda sweep_id: _name_run(intr, "sweep", args.db, sweep_id))  # fmt: skip
     failed = next((b for b in summary.bench_runs if b.storage_error is not None), None)
     if failed is not None and failed.storage_error is not None:

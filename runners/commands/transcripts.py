@@ -7,25 +7,94 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import Field
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub
-from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.flags import Flag, FlagModel
+from runners.plan.labels import label_arg
 from runners.plan.redact import safe_url
 from runners.plan.rules import MAX_EPOCHS
-from runners.plan.run_options import label_arg
 from runners.store._files import NamedPath
 
 __all__ = ["register", "run"]
 
-_EPOCH = bounded_int(1, MAX_EPOCHS)
-"""--epoch: epochs count from 1 to what --epochs allows."""
-_WIDTH = bounded_int(40, 1_000)
-"""--width: below 40 columns a turn's header does not fit; above 1,000 no terminal or page shows a line whole, and
-the text written grows with the width (a frame line per turn is the width long)."""
-_TIMEOUT = bounded_float(0.1, 600.0)
-"""--otlp-timeout: below a tenth of a second no request completes; ten minutes is longer than any collector needs."""
-_WIDTH_HELP = "wrap at this width, 40 to 1000 columns (default 80)"
+
+def _epoch() -> Any:
+    """--epoch: epochs count from 1 to what --epochs allows."""
+    return Field(default=None, ge=1, le=MAX_EPOCHS)
+
+
+def _width() -> Any:
+    """--width: below 40 columns a turn's header does not fit; above 1,000 no terminal or page shows a line whole,
+    and the text written grows with the width (a frame line per turn is the width long)."""
+    return Field(default=80, ge=40, le=1_000)
+
+
+_WIDTH_HELP = "wrap at this width, 40 to 1000 columns (default {default})"
+
+
+class _ShowFlags(FlagModel):
+    """`show`'s arguments: which case run, and how it is printed."""
+
+    case_run: Annotated[str | None, Flag(positional=True, metavar="CASE_RUN_ID")] = None
+    """the case run to show"""
+    bench_run: Annotated[str | None, Flag(metavar="ID")] = None
+    """bench run holding the case"""
+    label: Annotated[str | None, Flag(parse=label_arg, metavar="LABEL")] = None
+    """the label's newest case run of --case (and --epoch)"""
+    case: Annotated[str | None, Flag(metavar="CASE")] = None
+    """case id (with --bench-run or --label)"""
+    epoch: Annotated[int | None, Flag(metavar="N", help="epoch (default: the first)")] = _epoch()
+    """The epoch (None: the first)."""
+    html: Annotated[Path | None, Flag(metavar="FILE")] = None
+    """write a self-contained HTML page (/dev/stdout: to stdout)"""
+    full: bool = False
+    """print the system prompt in full"""
+    width: Annotated[int, Flag(metavar="COLS", help=_WIDTH_HELP)] = _width()
+    """The column the text wraps at."""
+
+
+class _DiffFlags(FlagModel):
+    """`diff`'s arguments: the two runs, the case and how it is printed."""
+
+    a: Annotated[str, Flag(positional=True, metavar="A")]
+    """baseline: bench run id or label"""
+    b: Annotated[str, Flag(positional=True, metavar="B")]
+    """candidate: bench run id or label"""
+    case: Annotated[str, Flag(metavar="CASE")]
+    """case id"""
+    epoch: Annotated[int | None, Flag(metavar="N", help="epoch (default: the first)")] = _epoch()
+    """The epoch (None: the first)."""
+    width: Annotated[int, Flag(metavar="COLS", help=_WIDTH_HELP)] = _width()
+    """The column the text wraps at."""
+
+
+class _ExportFlags(FlagModel):
+    """`export`'s flags: the format and where it goes, which bench runs, what the spans carry."""
+
+    exclusive_required: ClassVar[tuple[str, ...]] = ("to",)
+
+    inspect: Annotated[Path | None, Flag(exclusive="to", metavar="DIR")] = None
+    """folder for the .eval files"""
+    otel: Annotated[Path | None, Flag(exclusive="to", metavar="FILE")] = None
+    """OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line (/dev/stdout: the lines to
+    stdout)"""
+    otlp_endpoint: Annotated[str | None, Flag(exclusive="to", metavar="URL")] = None
+    """OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces"""
+    bench_run: Annotated[str | None, Flag(metavar="ID")] = None
+    """only this bench run"""
+    label: Annotated[str | None, Flag(parse=label_arg, metavar="LABEL")] = None
+    """only bench runs with this label"""
+    otel_content: bool = False
+    """with --otel or --otlp-endpoint: include the message contents (gen_ai.*.messages)"""
+    otlp_timeout: Annotated[
+        float | None, Flag(metavar="SECONDS", help="with --otlp-endpoint: seconds the whole export may take, every"
+                                                   " request and retry included (default 10)"),
+    ] = Field(default=None, ge=0.1, le=600.0)  # fmt: skip
+    """Seconds the whole export may take (below a tenth of a second no request completes; ten minutes is longer than
+    any collector needs)."""
 
 
 def register(sub: Any) -> None:
@@ -34,27 +103,14 @@ def register(sub: Any) -> None:
              " (or --label L: its newest case run of that case and epoch) with --case CASE [--epoch N]. Plain text at"
              " 80 columns; --html FILE writes one self-contained page instead.")  # fmt: skip
     _add_db(p)
-    p.add_argument("case_run", nargs="?", default=None, metavar="CASE_RUN_ID", help="the case run to show")
-    p.add_argument("--bench-run", default=None, metavar="ID", help="bench run holding the case")
-    p.add_argument("--label", type=label_arg, default=None, metavar="LABEL",
-                   help="the label's newest case run of --case (and --epoch)")  # fmt: skip
-    p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
-    p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE",
-                   help="write a self-contained HTML page (/dev/stdout: to stdout)")  # fmt: skip
-    p.add_argument("--full", action="store_true", help="print the system prompt in full")
-    p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
+    _ShowFlags.add_flags(p, "show")
     p.set_defaults(func=run)
 
     p = _sub(sub, "diff", "two transcripts of one case (two labels or bench runs), the first divergent turn marked",
              "A and B are each a bench run id or a label (its newest case run of --case and --epoch). The turns both"
              " runs share are printed once, then each run from the first turn where they differ.")  # fmt: skip
     _add_db(p)
-    p.add_argument("a", metavar="A", help="baseline: bench run id or label")
-    p.add_argument("b", metavar="B", help="candidate: bench run id or label")
-    p.add_argument("--case", required=True, metavar="CASE", help="case id")
-    p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
-    p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
+    _DiffFlags.add_flags(p, "diff")
     p.set_defaults(func=run)
 
     p = _sub(
@@ -67,20 +123,7 @@ def register(sub: Any) -> None:
         " --otlp-endpoint URL sends them to an OTLP/HTTP traces endpoint (a collector, Phoenix, Langfuse).",
     )
     _add_db(p)
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--inspect", type=Path, default=None, metavar="DIR", help="folder for the .eval files")
-    what.add_argument("--otel", type=Path, default=None, metavar="FILE",
-                      help="OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line"
-                           " (/dev/stdout: the lines to stdout)")  # fmt: skip
-    what.add_argument("--otlp-endpoint", default=None, metavar="URL",
-                      help="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces")  # fmt: skip
-    p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
-    p.add_argument("--label", type=label_arg, default=None, metavar="LABEL", help="only bench runs with this label")
-    p.add_argument("--otel-content", action="store_true",
-                   help="with --otel or --otlp-endpoint: include the message contents (gen_ai.*.messages)")  # fmt: skip
-    p.add_argument("--otlp-timeout", type=_TIMEOUT, default=None, metavar="SECONDS",
-                   help="with --otlp-endpoint: seconds the whole export may take, every request and retry"
-                        " included (default 10)")  # fmt: skip
+    _ExportFlags.add_flags(p, "export")
     p.set_defaults(func=run)
 
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from harness import StopReason
-from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _say, _sub, out
+from runners.plan.flags import Flag, FlagModel
 from runners.plan.settings import axis_type
 from runners.rendering.safe_text import terminal
 from runners.store._files import NamedPath
@@ -21,6 +22,27 @@ if TYPE_CHECKING:
     from runners.decisions.whatif import PointWhatIf, Saving, WhatIf
 
 __all__ = ["register", "run"]
+
+
+class _WhatIfFlags(FlagModel):
+    """`whatif`'s flags: which stored case runs, which points to replay, where to write them."""
+
+    exclusive_required: ClassVar[tuple[str, ...]] = ("runs",)
+
+    label: Annotated[str | None, Flag(exclusive="runs")] = None
+    """the case runs of this label (every bench run of it)"""
+    bench_run: Annotated[str | None, Flag(exclusive="runs", metavar="BENCH_RUN_ID")] = None
+    """the case runs of one bench run"""
+    no_gain_threshold: Annotated[tuple[int, ...], Flag(parse=axis_type("no_gain_threshold"), metavar="T,...")]
+    """the thresholds to replay, each below the one the runs used, e.g. 1,2,3"""
+    max_tool_invocations: Annotated[
+        tuple[int, ...],
+        Flag(parse=axis_type("max_tool_invocations"), metavar="N,...",
+             help="tool budgets to replay with each threshold, each below the runs' (default: each run's own)"),
+    ] = ()  # fmt: skip
+    """The tool budgets to replay with each threshold (none: each run's own)."""
+    json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
+    """also write, per point, the totals saved and every run's cut point as JSON"""
 
 
 def register(sub: Any) -> None:
@@ -32,47 +54,25 @@ def register(sub: Any) -> None:
              " known is printed as such: the Draft written after an earlier STOP_REQUIRED (unknown), and a run"
              " that stopped where a point would let it go on (censored).")  # fmt: skip
     _add_db(p)
-    which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--label", default=None, help="the case runs of this label (every bench run of it)")
-    which.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="the case runs of one bench run")
-    p.add_argument("--no-gain-threshold", type=axis_type("no_gain_threshold"), required=True, metavar="T,...",
-                   help="the thresholds to replay, each below the one the runs used, e.g. 1,2,3")  # fmt: skip
-    p.add_argument("--max-tool-invocations", type=axis_type("max_tool_invocations"), default=(),
-                   metavar="N,...",
-                   help="tool budgets to replay with each threshold, each below the runs' (default: each run's"
-                        " own)")  # fmt: skip
-    p.add_argument("--json", type=Path, default=None, metavar="PATH",
-                   help="also write, per point, the totals saved and every run's cut point as JSON")  # fmt: skip
+    _WhatIfFlags.add_flags(p, "whatif")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.whatif import whatif
+    from runners.api import whatif
     from runners.store._files import write_text
-    from runners.store.connection import connect
-    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
-    if args.json is not None:
-        _check_outputs([NamedPath("--json", args.json)], [NamedPath("--db", args.db)])
-    db = str(args.db)
-    con = connect(args.db, read_only=True)
-    try:
-        if args.bench_run is not None:
-            if not bench_run_exists(con, args.bench_run):
-                _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {db}")
-            runs = runs_of_bench_run(con, db, args.bench_run)
-        else:
-            if not label_exists(con, args.label):
-                _fail(f"--label: no case runs labelled {args.label!r} in {db}")
-            runs = runs_of_label(con, db, args.label)
-    finally:
-        con.close()
-    result = whatif(runs, args.no_gain_threshold, args.max_tool_invocations)  # refuses before anything is written
-    selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
-    out.print(_render(f"what-if of {selection} in {db}: {len(runs)} case runs", result))
-    if args.json is not None:
-        write_text(NamedPath("--json", args.json), result.model_dump_json(indent=2) + "\n")
-        _say(f"wrote {args.json}")
+    flags = _WhatIfFlags.from_args(args, "whatif")
+    if flags.json_path is not None:
+        _check_outputs([NamedPath("--json", flags.json_path)], [NamedPath("--db", args.db)])
+    result = whatif(args.db, flags.no_gain_threshold, label=flags.label, bench_run=flags.bench_run,
+                    tool_budgets=flags.max_tool_invocations)  # refuses before anything is written  # fmt: skip
+    selection = f"bench run {flags.bench_run}" if flags.bench_run is not None else f"label {flags.label}"
+    runs = result.points[0].runs if result.points else 0
+    out.print(_render(f"what-if of {selection} in {args.db}: {runs} case runs", result))
+    if flags.json_path is not None:
+        write_text(NamedPath("--json", flags.json_path), result.model_dump_json(indent=2) + "\n")
+        _say(f"wrote {flags.json_path}")
     return EXIT_OK
 
 

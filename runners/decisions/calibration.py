@@ -63,7 +63,6 @@ from runners.domain.profiles import trajectory_for
 from runners.domain.scripted import ScriptedChatModel
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
-from runners.plan.settings import ModelSettings
 from runners.plan.sweep_plan import SweepGrid, SweepOptions
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
@@ -150,9 +149,8 @@ def _run_seeds(db: Path, profile: str, seeds: Sequence[int], epochs: int) -> Non
         if f"s{seed}" in done:
             continue
         model = f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
-        opts = BenchOptions(model_settings=ModelSettings(model=model), label=f"s{seed}", db=db, epochs=epochs,
-                            keep_runs=False)  # fmt: skip
-        run_bench(plan_run(opts))
+        opts = BenchOptions.of(model=model, label=f"s{seed}", db=db, epochs=epochs)
+        run_bench(plan_run(opts), keep_runs=False)
 
 
 def _gate_profile(profile: str, all_pairs: list[list[Pair]], epochs: int) -> GateProfile:
@@ -394,8 +392,7 @@ def recommend_study(workdir: Path) -> RecommendStudy:
         for epochs in SWEEP_EPOCHS:
             model = "scripted" if profile == "reference" else f"scripted:{profile}"
             grid = SweepGrid(no_gain_threshold=SWEEP_THRESHOLDS, max_tool_invocations=SWEEP_BUDGETS)
-            opts = BenchOptions(evalsets=SWEEP_FAMILIES, model_settings=ModelSettings(model=model), db=db,
-                                epochs=epochs)  # fmt: skip
+            opts = BenchOptions.of(evalsets=SWEEP_FAMILIES, model=model, db=db, epochs=epochs)
             cached = _cached_sweep(db, model, epochs, grid)
             sweep_id = cached or run_sweep(plan_sweep(SweepOptions(grid, opts))).sweep_id
             con = connect(db, read_only=True)

@@ -1,29 +1,18 @@
-"""The gate's flags: the one set of their defaults (`DEFAULTS`, read by the command's argparse and by the analysis's
-keyword defaults) and the range of each numeric flag, derived from what it sizes: checked by argparse on the command
-line and by `validate_flags` and `sequential_looks` in the library (runners/decisions/gate/statistics.py). Light: the
-parser imports it."""
+"""The gate's thresholds, declared once (`GateThresholds`): each is one field whose default, bounds and help the
+command's flags (runners/commands/gate.py), the library's keyword defaults (`DEFAULTS`, runners/decisions/gate/) and
+its checks (`validate_flags`, `sequential_looks`) all read; each range derived from what it sizes. Light: the parser
+imports it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+from typing import Annotated
 
-from runners.plan._bounded import bounded_float, bounded_int
-from runners.plan.rules import MAX_EPOCHS
+from pydantic import Field
 
-__all__ = [
-    "ALPHA_RANGE",
-    "COST_RANGE",
-    "DEFAULTS",
-    "DROP_RANGE",
-    "EPOCHS_RANGE",
-    "GateDefaults",
-    "K_RANGE",
-    "MAX_COST_INCREASE",
-    "MAX_LOOKS",
-    "MDE_RANGE",
-    "TARGET_MDE_RANGE",
-]
+from runners.plan.flags import Bounded, Flag, FlagModel
+from runners.plan.options import MAX_EPOCHS
+
+__all__ = ["DEFAULTS", "MAX_COST_INCREASE", "MAX_LOOKS", "POWER", "GateThresholds"]
 
 MAX_COST_INCREASE = 100.0
 """Largest `--max-cost-increase`: the 100-fold cost up to which `power.cost_mde` searches an increase."""
@@ -31,50 +20,76 @@ MAX_LOOKS = 25
 """Most looks of a sequential gate: `power.sequential_levels` draws its 400,000 simulated paths again for every 5
 looks, so its time grows with the square of the looks (25: about 1.5 s on one core; the designs it serves have
 2 to 10). Its memory stays flat whatever the looks (a few columns of paths)."""
+POWER = "power (docs/gate.md: power, INCONCLUSIVE, the plan, sequential looks)"
+"""The `--help` group of the flags that size the gate's power."""
+_DROP = "a pass-rate drop must be within (0, 1] (e.g. 0.10 for 10 points)"
 
 
-@dataclass(frozen=True, slots=True)
-class GateDefaults:
-    """What each gate flag is when it is not given."""
+class GateThresholds(FlagModel):
+    """What the gate tolerates and how much power a pass needs: the library's keyword arguments and the command's
+    flags."""
 
-    k: int = 3
-    """--k: k of pass^k."""
-    max_recall_drop: float = 0.0
-    """--max-pass-rate-drop: no drop is tolerated once significant."""
-    max_cost_increase: float = 0.25
-    """--max-cost-increase: a quarter more tool calls, model calls or tokens per case run is tolerated."""
-    alpha: float = 0.05
-    """--alpha: the false-alarm rate of the whole gate."""
-    max_mde: float = 0.10
-    """--max-mde: a pass must be able to see a 10-point pass-rate drop with 80% probability."""
-    budget: int = 20
-    """--budget: most epochs of a sequential gate."""
-    stage: int = 4
-    """--stage: epochs between the looks of a sequential gate."""
-    summary: Path = Path("gate-summary.md")
-    """--summary: the Markdown summary, in the current folder."""
-    junit: Path = Path("gate-junit.xml")
-    """--junit: the JUnit XML, in the current folder."""
+    k: Annotated[
+        int, Flag(reason=f"must be >= 1 and <= {MAX_EPOCHS}", help="k of pass^k, at most the epochs per case (default"
+                                                                   " {default})"),
+    ] = Field(default=3, ge=1, le=MAX_EPOCHS)  # fmt: skip
+    """k of pass^k: at most the epochs per case, which --epochs bounds."""
+    max_recall_drop: Annotated[
+        float,
+        Flag("--max-pass-rate-drop", aliases=("--max-recall-drop",), metavar="RATE",
+             reason="a pass-rate drop must be within [0, 1]",
+             help="pass-rate drop in [0, 1] tolerated even when significant (default {default}; --max-recall-drop is"
+                  " the old name: the gate compares pass rates, not recommend's SUCCESS share)"),
+    ] = Field(default=0.0, ge=0.0, le=1.0)  # fmt: skip
+    """The pass-rate drop tolerated even when significant (none by default)."""
+    max_cost_increase: Annotated[
+        float,
+        Flag(metavar="RATE", reason=f"a relative increase must be >= 0 and <= {MAX_COST_INCREASE:g}",
+             help=f"relative increase (0 to {MAX_COST_INCREASE:g}) of mean tool calls, model calls or tokens tolerated"
+                  " (default {default})"),
+    ] = Field(default=0.25, ge=0.0, le=MAX_COST_INCREASE)  # fmt: skip
+    """The relative increase of tool calls, model calls or tokens per case run tolerated (a quarter more)."""
+    alpha: Annotated[
+        float,
+        Flag(metavar="A", reason="must be within (0, 1)",
+             help="false-alarm rate of the whole gate, Holm-corrected over all tests (default {default})"),
+    ] = Field(default=0.05, gt=0.0, lt=1.0)  # fmt: skip
+    """The false-alarm rate of the whole gate."""
+    max_mde: Annotated[
+        float,
+        Flag(metavar="RATE", group=POWER, reason=_DROP,
+             help="a pass needs the overall test to detect this pass-rate drop with 80% probability, else"
+                  " INCONCLUSIVE, exit 3 (default {default:.2f} = {points:g} points)"),
+    ] = Field(default=0.10, gt=0.0, le=1.0)  # fmt: skip
+    """The pass-rate drop a pass must be able to see with 80% probability (10 points)."""
+    target_mde: Annotated[
+        float | None,
+        Flag(metavar="RATE", group=POWER, reason="a pass-rate drop must be within (0, 1] (e.g. 0.05)",
+             help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall MDE at 90%"
+                  " power is at most this"),
+    ] = Field(default=None, gt=0.0, le=1.0)  # fmt: skip
+    """The MDE to plan for (--plan) or to stop a sequential gate at (None: --max-mde's)."""
+    budget: Annotated[
+        int,
+        Flag(metavar="EPOCHS", group=POWER, tell_given=True,
+             help=f"with --sequential: most epochs to run, at most {MAX_EPOCHS} like --epochs (default {{default}})"),
+    ] = Field(default=20, ge=1, le=MAX_EPOCHS)  # fmt: skip
+    """The most epochs of a sequential gate (epochs, which --epochs bounds)."""
+    stage: Annotated[
+        int,
+        Flag(metavar="EPOCHS", group=POWER, tell_given=True,
+             help=f"with --sequential: epochs between looks (default {{default}}), at most {MAX_LOOKS} looks up to"
+                  " --budget (each look's level is simulated)"),
+    ] = Field(default=4, ge=1, le=MAX_EPOCHS)  # fmt: skip
+    """The epochs between the looks of a sequential gate."""
+
+    @classmethod
+    def bounds(cls, name: str) -> Bounded:
+        """The range of threshold `name`, as its flag checks it."""
+        bounds = cls.field(name).bounds
+        assert bounds is not None, f"{name} is a number"
+        return bounds
 
 
-DEFAULTS = GateDefaults()
+DEFAULTS = GateThresholds()
 """The gate's defaults: the command's flags and the library's keyword arguments both read them."""
-
-K_RANGE = bounded_int(1, MAX_EPOCHS, reason=f"must be >= 1 and <= {MAX_EPOCHS}")
-"""--k: k of pass^k is at most the epochs per case, which --epochs bounds."""
-EPOCHS_RANGE = bounded_int(1, MAX_EPOCHS)
-"""--budget and --stage count epochs, which --epochs bounds (and the looks they make, MAX_LOOKS)."""
-DROP_RANGE = bounded_float(0.0, 1.0, reason="a pass-rate drop must be within [0, 1]")
-"""--max-pass-rate-drop: a share of the pass rate."""
-COST_RANGE = bounded_float(
-    0.0, MAX_COST_INCREASE, reason=f"a relative increase must be >= 0 and <= {MAX_COST_INCREASE:g}"
-)
-"""--max-cost-increase: a relative increase, up to the largest the cost MDE considers."""
-ALPHA_RANGE = bounded_float(0.0, 1.0, lo_open=True, hi_open=True, reason="must be within (0, 1)")
-"""--alpha: a probability strictly between 0 and 1."""
-MDE_RANGE = bounded_float(
-    0.0, 1.0, lo_open=True, reason="a pass-rate drop must be within (0, 1] (e.g. 0.10 for 10 points)"
-)
-"""--max-mde: a pass-rate drop, more than 0 and at most all of it."""
-TARGET_MDE_RANGE = bounded_float(0.0, 1.0, lo_open=True, reason="a pass-rate drop must be within (0, 1] (e.g. 0.05)")
-"""--target-mde: as --max-mde."""

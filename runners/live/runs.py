@@ -73,10 +73,9 @@ def run_live(
                 continue
             proxy.label = f"live-{mode}"
             summary = run_bench(
-                plan_run(BenchOptions(
+                plan_run(BenchOptions.of(
                     case_ids=[case_id], model_settings=live_model_settings(model, mode, proxy.base_url),
-                    db=db, label=f"live-{mode}", config=cfg,
-                    keep_runs=True, cassettes=cassettes / mode, record_mode="once",
+                    db=db, label=f"live-{mode}", config=cfg, cassettes=cassettes / mode, record_mode="once",
                 ))
             )  # fmt: skip
             bench_ids[mode].append(summary.bench_run_id)
@@ -116,7 +115,7 @@ def replay_live(
             ids[mode] = None
             continue
         summary = run_bench(
-            plan_run(BenchOptions(
+            plan_run(BenchOptions.of(
                 case_ids=list(cases), model_settings=live_model_settings(model, mode), db=replay_db,
                 label=f"replay-{mode}", config=cfg, cassettes=cassettes / mode,
                 record_mode="none",

@@ -1,6 +1,6 @@
-"""The model under test and how it is asked (`ModelSettings`), and the marker (`BenchSetting`) by which a settings
-field says how the bench exposes it — its flag, column and sweep axis. `settings.py` derives the one declaration
-of run settings from these and from `HarnessConfig`."""
+"""The model under test and how it is asked (`ModelSettings`), and the marker (`BenchSetting`, a `Flag` of
+runners/plan/flags.py) by which a settings field says how the bench exposes it — its flag, column and sweep axis.
+`settings.py` derives the one declaration of run settings from these and from `HarnessConfig`."""
 
 from __future__ import annotations
 
@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator, model_validator
 
 from harness import ToolCallFormat
-from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, model_kind
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, ModelSpec, parse_model
+from runners.plan.flags import Flag
 
 __all__ = ["TOOL_CHOICE_MODES", "WIRE_TOOL_CHOICES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
 
@@ -20,13 +21,15 @@ WIRE_TOOL_CHOICES = ("auto", "none", "required")
 """The `tool_choice` values sent on the wire as they are (the OpenAI API's)."""
 TOOL_CHOICE_MODES = (*WIRE_TOOL_CHOICES, "required-first", "required-until-evidence")
 """The `tool_choice` values that name no tool (`required-first`: a call on the first turn, then a call or the Draft;
-`required-until-evidence`: a call until an observation held records, then a call or the Draft)."""
+`required-until-evidence`: a call until an observation held records, then a call or the Draft). A new one is added
+here: the flag's metavar, its check and its refusal read this tuple."""
 
 
-@dataclass(frozen=True, slots=True)
-class BenchSetting:
-    """How the bench exposes a settings field: its flag, its DuckDB column, whether it is a sweep axis, whether
-    resume may change it (a field without one is exposed under its own name, not sweepable)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchSetting(Flag):
+    """How the bench exposes a settings field: a `Flag` (its spelling, metavar, older spellings) plus what a setting
+    is beyond a flag — its DuckDB column, whether it is a sweep axis, whether resume may change it (a field without
+    one is exposed under its own name, not sweepable)."""
 
     public_name: str | None = None
     """The DuckDB column, the key in stored settings and the name in sweep labels; default: the field name."""
@@ -34,14 +37,8 @@ class BenchSetting:
     """`sweep` takes a comma list for it and makes it a grid axis; `case_runs` carries it as a column."""
     sweep_default: tuple[int | float | str, ...] = ()
     """The sweep's axis when the flag is not given (default: the field's default alone)."""
-    metavar: str | None = None
-    """Placeholder shown in --help (default: from the type)."""
     endpoint: bool = False
     """Says where the model is reached, not what is measured: `--resume` may take a new value."""
-    flag: str | None = None
-    """The CLI flag; default: `--public-name`."""
-    aliases: tuple[str, ...] = ()
-    """Older spellings of the flag that still work (not listed in --help)."""
 
 
 class ParallelToolCalls(StrEnum):
@@ -60,13 +57,26 @@ class ParallelToolCalls(StrEnum):
         return {ParallelToolCalls.TRUE: True, ParallelToolCalls.FALSE: False}.get(self)
 
 
+def model_spec(value: object) -> object:
+    """`--model`'s text as its typed spec: the one place a model text is parsed (its shape here, whether a scripted
+    profile exists by the profiles); a spec passes as it is. A ValueError names what is wrong."""
+    if not isinstance(value, str):
+        return value
+    spec = parse_model(value)
+    if spec.kind is ModelKind.SCRIPTED:
+        from runners.domain.profiles import parse_profile  # lazy: the profiles bring the evaluation-set module
+
+        parse_profile(spec.name)
+    return spec
+
+
 class ModelSettings(BaseModel):
     """The model under test and how it is asked; declared once like HarnessConfig."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, arbitrary_types_allowed=True)
 
-    model: Annotated[str, BenchSetting(metavar="MODEL")] = Field(
-        default=DEFAULT_MODEL, min_length=1, examples=["openai:scripted:reference"]
+    model: Annotated[ModelSpec, BeforeValidator(model_spec), PlainSerializer(str), BenchSetting(metavar="MODEL")] = (
+        Field(default=parse_model(DEFAULT_MODEL), examples=["openai:scripted:reference"])
     )
     """'scripted', 'scripted:<profile>' or 'openai:<model-name>'."""
     base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
@@ -77,13 +87,13 @@ class ModelSettings(BaseModel):
         default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
     )
     """Environment variable holding the API key (local servers need none)."""
-    tool_choice: Annotated[
-        str, BenchSetting(metavar="auto|none|required|required-first|required-until-evidence|TOOL")
-    ] = Field(default="auto", examples=["kb_search"])
+    tool_choice: Annotated[str, BenchSetting(metavar="|".join((*TOOL_CHOICE_MODES, "TOOL")))] = Field(
+        default="auto", examples=["kb_search"]
+    )
     """OpenAI tool_choice sent with the tools (auto, none, required, required-first, required-until-evidence); a
-    tool name forces that tool; required-first sends required on the
-    first turn and auto after it (a call first, then a call or the Draft); required-until-evidence sends required
-    until an observation held records, then auto (after STOP_REQUIRED: none, the Draft alone)."""
+    tool name forces that tool; required-first sends required on the first turn and auto after it (a call first, then
+    a call or the Draft); required-until-evidence sends required until an observation held records, then auto (after
+    STOP_REQUIRED: none, the Draft alone)."""
     parallel_tool_calls: ParallelToolCalls = ParallelToolCalls.FALSE
     """Ask for one tool call per turn (false), allow several (true), or omit the field."""
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -105,16 +115,14 @@ class ModelSettings(BaseModel):
         from runners.domain.evalset import TOOL_NAMES  # lazy: the evaluation-set module is heavy to import
 
         if value not in TOOL_CHOICE_MODES and value not in TOOL_NAMES:
-            raise ValueError(
-                f"expected auto, none, required, required-first, required-until-evidence or a tool name"
-                f" ({', '.join(TOOL_NAMES)})"
-            )
+            modes = ", ".join(TOOL_CHOICE_MODES)
+            raise ValueError(f"expected {modes} or a tool name ({', '.join(TOOL_NAMES)})")
         return value
 
     @model_validator(mode="after")
     def _openai_only(self) -> ModelSettings:
         # The scripted model sends no request: every other model setting would be silently ignored.
-        if model_kind(self.model) is ModelKind.SCRIPTED:
+        if self.model.kind is ModelKind.SCRIPTED:
             for name, info in type(self).model_fields.items():
                 if name != "model" and getattr(self, name) != info.default:
                     raise ValueError(

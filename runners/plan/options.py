@@ -1,31 +1,70 @@
-"""The options of one bench run: which cases, how many epochs, which model, where it is stored and where it
-executes. The settings (what a run measures) are `RunSettings`; everything else a run needs is declared here,
-once, with its default.
+"""The options of one bench run, by concern: which work it holds (`Selection`), where its results go (`Storage`),
+where and how its case runs execute (`Execution`), whether the model's HTTP is recorded or replayed (`Replay`), and
+what it measures (`RunSettings`, runners/plan/settings.py). Each option is one field of its concern's model (a
+`FlagModel`, runners/plan/flags.py): its flag, type, bounds, default, help and, for the ones a run keeps, its stored
+column all come from that field. `BenchOptions` holds the concerns, and `--resume`'s request when there is one.
 """
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, ClassVar, cast
 
-from harness import CancellationToken, HarnessConfig
+from pydantic import BeforeValidator, Field, PlainSerializer
+
+from harness import HarnessConfig
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
-from runners.plan.settings import ModelSettings, RunSettings, SettingValue
+from runners.plan.flags import Flag, FlagError, FlagModel, Stored, StoredValue
+from runners.plan.labels import label_arg
+from runners.plan.settings import (
+    ModelSettings,
+    RunSettings,
+    SettingValue,
+    bench_run_columns,
+    case_run_columns,
+    declaration,
+    swept_names,
+)
+from runners.plan.shard import ShardError, ShardSpec, check_run_id
 
-if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
-    from runners.plan.shard import ShardSpec
-
-__all__ = ["DEFAULT_DB", "SWEEP_EPOCHS", "BenchOptions", "RecordMode", "default_of", "default_epochs"]
+__all__ = [
+    "DEFAULT_DB",
+    "MAX_CONCURRENCY",
+    "MAX_EPOCHS",
+    "SWEEP_EPOCHS",
+    "BenchOptions",
+    "DeclaredColumns",
+    "Execution",
+    "RecordMode",
+    "Replay",
+    "ResumeFlag",
+    "ResumeRequest",
+    "Selection",
+    "Storage",
+    "declared_columns",
+]
 
 DEFAULT_DB = Path("bench.duckdb")
 """The metrics database every command reads or writes unless `--db` names another."""
 SWEEP_EPOCHS = 3
 """The epochs of `harness-bench sweep` unless `--epochs` is given (a grid point's pass rate over one epoch is
-noise); `run`'s are `BenchOptions.epochs`' default."""
+noise); `run`'s are `Selection.epochs`' default."""
+MAX_EPOCHS = 10_000
+"""Upper bound of `--epochs`."""
+MAX_CONCURRENCY = 1_024
+"""Upper bound of `--concurrency` and `--max-in-flight`."""
+
+BENCH = "bench"
+"""The `--help` group of where a run is stored and how much of it runs."""
+CASSETTES = "cassettes"
+"""The `--help` group of recording and replaying."""
+EXECUTION = "execution (never part of a run's settings)"
+"""The `--help` group of where and how the work runs: none of it changes what a run measures."""
 
 
 class RecordMode(StrEnum):
@@ -41,84 +80,321 @@ class RecordMode(StrEnum):
     """Re-record every request, replacing stale episodes."""
 
 
-@dataclass
-class BenchOptions:
-    """Everything one bench run needs."""
+# -- argparse types of the options whose text needs a parser of its own ----------------------------------------------
+def _shard_flag(text: str) -> ShardSpec:
+    try:
+        return ShardSpec.parse(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--shard").strip()) from None
 
-    evalsets: list[str] = field(default_factory=list)
-    """Files, folders or family names (empty = all built-in cases)."""
-    case_ids: list[str] = field(default_factory=list)
-    """Only these case ids (empty = all)."""
-    db: Path = DEFAULT_DB
-    """DuckDB file."""
-    label: str | None = None
-    """A label to compare runs by (the gate pairs labels)."""
-    epochs: int = 1
+
+def _run_id_flag(text: str) -> str:
+    try:
+        return check_run_id(text)
+    except ShardError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--run-id").strip()) from None
+
+
+def _shard_value(value: object) -> object:
+    """A shard as stored (`I/N`) or given."""
+    return ShardSpec.parse(value) if isinstance(value, str) else value
+
+
+def _path_text(value: Path | None) -> str | None:
+    return str(value) if value is not None else None
+
+
+# -- the concerns ----------------------------------------------------------------------------------------------------
+class Selection(FlagModel):
+    """Which work a run holds: the evaluation cases, and how many times each runs."""
+
+    evalsets: Annotated[
+        tuple[str, ...],
+        Flag("--evalset", metavar="PATH|FAMILY",
+             help="evaluation file, folder or family name (repeatable; default: every built-in case)"),
+        Stored(column="evalset_specs", json=True),
+    ] = ()  # fmt: skip
+    """Files, folders or family names (empty: every built-in case)."""
+    case_ids: Annotated[
+        tuple[str, ...],
+        Flag("--case", metavar="ID", help="only this case id (repeatable)"),
+        Stored(column="case_ids_json", json=True),
+    ] = ()
+    """Only these case ids (empty: all)."""
+    epochs: Annotated[
+        int,
+        Flag(metavar="K", group=BENCH, command_defaults=(("sweep", SWEEP_EPOCHS),),
+             help="repeat every case K times (default {default})"),
+        Stored(sql_type="INTEGER"),
+    ] = Field(default=1, ge=1, le=MAX_EPOCHS)  # fmt: skip
     """Repetitions of every case."""
-    concurrency: int = 1
-    """Case runs in flight."""
-    max_in_flight: int | None = None
-    """Model requests in flight per endpoint (base URL), over all runs (None = `concurrency`)."""
-    config: HarnessConfig = field(default_factory=HarnessConfig)
-    """Thresholds and budgets."""
-    model_settings: ModelSettings = field(default_factory=ModelSettings)
-    """The model under test and how it is asked (model, base URL, tool_choice, ...)."""
-    cassettes: Path | None = None
-    """Cassette folder (openai models only)."""
-    record_mode: RecordMode | str | None = None
-    """vcrpy record mode with `cassettes`, a `RecordMode` or its text (None: not given, a replay as `none`; the flag
-    rules refuse a mode given without cassettes). Read it as `mode`."""
-    sweep_id: str | None = None
-    """Set when the run is one point of a sweep."""
-    resume: str | None = None
-    """Bench run id to finish."""
-    resume_overrides: dict[str, SettingValue] = field(default_factory=dict)
-    """On resume: endpoint settings (base URL, key variable) that replace the stored ones."""
-    resume_refused: Mapping[str, object] = field(default_factory=dict)
-    """On resume: the flags given that a resume would ignore (flag -> value, None: not given); the flag rules
-    refuse them."""
-    keep_runs: bool = True
-    """Keep every CaseRun in the summary (off for large runs: memory stays flat)."""
-    cancellation: CancellationToken = field(default_factory=CancellationToken)
-    """Shared by every case run (the CLI's one Ctrl-C/SIGTERM flag, runners/run/interrupts.py): once set, no
-    case run starts, the ones in flight are discarded, the bench run ends `interrupted`."""
-    shard: ShardSpec | None = None
-    """Run only this shard's share of the (case, epoch) work (`--shard I/N`, runners/plan/shard.py)."""
-    run_id: str | None = None
-    """Name shared by every shard of one run; the bench run id derives from it (`--run-id`)."""
-    executor: Executor = Executor.LOCAL
-    """Where case runs execute: threads here, or Ray tasks (runners/run/executors.py)."""
-    ray_address: str | None = None
-    """Address of an existing Ray cluster (None: start a local instance)."""
-    transcripts: bool = True
-    """Store every case run's conversation in `messages` (`--no-transcripts` turns it off)."""
-    agent: AgentFramework = AgentFramework.NATIVE
-    """The agent loop each case run goes through (`--agent`: native, or an agent framework's adapter)."""
-    more_options: dict[str, Any] = field(default_factory=dict)
-    """Declared run options without a field of their own (runners/plan/run_options.py), by name."""
 
-    @property
-    def settings(self) -> RunSettings:
-        """Every setting of the run."""
-        return RunSettings.of(self.config, self.model_settings)
+
+class Storage(FlagModel):
+    """Where a run's results go, and the names it is stored and compared under."""
+
+    db: Annotated[Path, Flag(group=BENCH, help="DuckDB file (default {default})")] = DEFAULT_DB
+    """The DuckDB file."""
+    label: Annotated[
+        str | None,
+        Flag(group=BENCH, parse=label_arg,
+             help="label stored with every case run (the gate pairs labels): 1-200 letters, digits, spaces or"
+                  " ._-:/+@="),
+        Stored(),
+    ] = None  # fmt: skip
+    """A label to compare runs by (the gate pairs labels)."""
+    transcripts: Annotated[
+        bool,
+        Flag("--no-transcripts", group=BENCH,
+             help="do not store each case run's conversation (the `messages` table that `show`, `diff` and `export"
+                  " --inspect` read); for very large sweeps"),
+        Stored(sql_type="BOOLEAN", decode=lambda v: v is not False),
+    ] = True  # fmt: skip
+    """Store every case run's conversation in `messages`."""
+    run_id: Annotated[
+        str | None,
+        Flag(group=EXECUTION, parse=_run_id_flag, metavar="NAME",
+             help=lambda command: f"name the {command}: its id becomes"
+                                  f" {'sw-NAME' if command == 'sweep' else 'br-NAME'} on every machine (required with"
+                                  " --shard; e.g. the CI run number)"),
+        Stored(in_column=False),  # the bench run id derives from it
+    ] = None  # fmt: skip
+    """Name shared by every shard of one run; the bench run id derives from it."""
+
+
+class Execution(FlagModel):
+    """Where and how a run's case runs execute: threads here, worker processes or Ray tasks, how many at once, which
+    shard of the work, through which agent loop."""
+
+    concurrency: Annotated[int, Flag(metavar="N", group=BENCH, help="case runs in flight (default {default})")] = Field(
+        default=1, ge=1, le=MAX_CONCURRENCY
+    )
+    """Case runs in flight."""
+    max_in_flight: Annotated[
+        int | None,
+        Flag(metavar="N", group=BENCH,
+             help="model requests in flight per endpoint over all runs (default: --concurrency)"),
+    ] = Field(default=None, ge=1, le=MAX_CONCURRENCY)  # fmt: skip
+    """Model requests in flight per endpoint (base URL), over all runs (None: `concurrency`)."""
+    agent: Annotated[
+        AgentFramework,
+        # stored with the run and restored by --resume: listed beside the run options, not the execution flags
+        Flag(group=BENCH,
+             help="the agent loop each case run goes through: native (run_diagnosis, default), pydantic-ai or"
+                  " openai-agents (that framework's agent over the case's model, the Harness through its adapter;"
+                  " needs the `adapters` extra, which make venv installs), or plain (no Harness: plain tools, the"
+                  " same budgets, no envelope, no information-gain contract, the answer published unguarded; to"
+                  " measure what the protocol costs and buys)"),
+        Stored(decode=lambda v: AgentFramework(v or AgentFramework.NATIVE.value)),
+    ] = AgentFramework.NATIVE  # fmt: skip
+    """The agent loop each case run goes through (native, an agent framework's adapter, or the plain loop)."""
+    shard: Annotated[
+        ShardSpec | None,
+        BeforeValidator(_shard_value),
+        PlainSerializer(lambda v: str(v) if v is not None else None),
+        Flag(metavar="I/N", group=EXECUTION, parse=_shard_flag,
+             help=lambda command: "run only shard I of N (1-based) of the (grid point, case, epoch) work into --db;"
+                                  f" every shard of one {command} takes the same flags and --run-id;"
+                                  " `harness-bench merge` joins the files"),
+        # a shard's bench run keeps its shard in the `shards` table (runners/plan/shard.py), not in a column
+        Stored(in_column=False, encode=lambda v: str(v) if v is not None else None,
+               decode=lambda v: ShardSpec.parse(v) if isinstance(v, str) and v else None),
+    ] = None  # fmt: skip
+    """Run only this shard's share of the (case, epoch) work (`--shard I/N`, runners/plan/shard.py)."""
+    executor: Annotated[
+        Executor,
+        Flag(group=EXECUTION,
+             help="local: --concurrency threads in this process (default); processes: one worker process per CPU"
+                  " sharing the --concurrency threads (past one process's GIL); ray: Ray tasks; finished case runs"
+                  " stream back to this process's DuckDB writer (ray needs pip install 'harness-bench[ray]')"),
+    ] = Executor.LOCAL  # fmt: skip
+    """Where case runs execute: threads here, worker processes, or Ray tasks (runners/run/executors.py)."""
+    ray_address: Annotated[
+        str | None,
+        Flag(metavar="ADDRESS", group=EXECUTION,
+             help="with --executor ray: an existing cluster (e.g. ray://head:10001 or auto); default: start a local"
+                  " instance"),
+    ] = None  # fmt: skip
+    """Address of an existing Ray cluster (None: start a local instance)."""
+
+
+class Replay(FlagModel):
+    """Whether the model's HTTP is recorded to or replayed from vcrpy cassettes (an openai:<model-name> only)."""
+
+    cassettes: Annotated[
+        Path | None,
+        Flag(metavar="DIR", group=CASSETTES,
+             help="record/replay the model's HTTP with vcrpy (openai:<model-name> only)"),
+        Stored(encode=_path_text, decode=lambda v: Path(v) if isinstance(v, str) and v else None),
+    ] = None  # fmt: skip
+    """Cassette folder (openai models only)."""
+    record_mode: Annotated[
+        RecordMode | None,
+        Flag(group=CASSETTES,
+             help="vcrpy record mode with --cassettes (default none: replay only, no network; all: re-record,"
+                  " replacing stale episodes)"),
+        # `none` is the default: stored and saved as such, restored as not given
+        Stored(encode=lambda v: RecordMode(v or RecordMode.NONE).value,
+               decode=lambda v: None if v in (None, RecordMode.NONE) else RecordMode(str(v))),
+    ] = None  # fmt: skip
+    """vcrpy record mode with `cassettes` (None: not given, a replay as `none`; the flag rules refuse a mode given
+    without cassettes). Read it as `mode`."""
 
     @property
     def mode(self) -> RecordMode:
         """The record mode that applies (`none` unless one is given)."""
-        return RecordMode(self.record_mode or RecordMode.NONE)  # RecordMode(): the Python API may pass the text
+        return self.record_mode or RecordMode.NONE
 
     @property
     def replays(self) -> bool:
         """Cassettes in replay-only mode: no request reaches the network, so no key or preflight is needed."""
         return self.cassettes is not None and self.mode is RecordMode.NONE
 
+    def column_values(self) -> dict[str, StoredValue]:
+        """A record mode is stored only with cassettes (a run without them records nothing)."""
+        values = super().column_values()
+        if self.cassettes is None:
+            values["record_mode"] = None
+        return values
 
-def default_of(name: str) -> Any:
-    """The declared default of `BenchOptions` field `name` (a flag's default and its help read it here)."""
-    f = BenchOptions.__dataclass_fields__[name]
-    return f.default_factory() if callable(f.default_factory) else f.default
+
+class ResumeFlag(FlagModel):
+    """`--resume ID` of `run` and `sweep`."""
+
+    resume: Annotated[
+        str | None,
+        Flag(group=BENCH, metavar=lambda command: "SWEEP_ID" if command == "sweep" else "BENCH_RUN_ID",
+             help=lambda command: "finish an interrupted " + ("sweep" if command == "sweep" else "bench run")
+                                  + " with its stored settings (only --db, --concurrency, --executor, --ray-address,"
+                                  " --base-url and --api-key-env may be given with it)"),
+    ] = None  # fmt: skip
+    """The bench run (or sweep) to finish."""
 
 
-def default_epochs(command: str) -> int:
-    """The epochs of `command` (`run`, `sweep`, ...) when `--epochs` is not given."""
-    return SWEEP_EPOCHS if command == "sweep" else int(default_of("epochs"))
+@dataclass(frozen=True, slots=True)
+class ResumeRequest:
+    """`--resume ID`: finish a stored bench run (or sweep) with what it stored; only where and how it executes, and
+    where the model is reached, come from this invocation."""
+
+    run_id: str
+    """The bench run (or sweep) id."""
+    overrides: Mapping[str, SettingValue] = field(default_factory=dict)
+    """Endpoint settings given (base URL, key variable), by public name: they replace the stored ones."""
+    refused: tuple[str, ...] = ()
+    """The flags given that a resume would ignore (the rules refuse them)."""
+
+
+# -- the options of one run ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class BenchOptions:
+    """Everything one bench run needs, by concern."""
+
+    selection: Selection = field(default_factory=Selection)
+    """Which cases, how many epochs."""
+    settings: RunSettings = field(default_factory=RunSettings.of)
+    """What the run measures: thresholds, budgets, the model and how it is asked."""
+    storage: Storage = field(default_factory=Storage)
+    """The database, the label, transcripts, the run's name."""
+    execution: Execution = field(default_factory=Execution)
+    """Concurrency, executor, shard, agent loop."""
+    replay: Replay = field(default_factory=Replay)
+    """Cassettes and record mode."""
+    resume: ResumeRequest | None = None
+    """The stored run to finish, when resuming (the rest is then the stored run's)."""
+
+    CONCERNS: ClassVar[dict[str, type[FlagModel]]] = {
+        "selection": Selection, "storage": Storage, "execution": Execution, "replay": Replay,
+    }  # fmt: skip
+    """The option models by the field that holds each, in the order their flags are listed (read at call time: a test
+    may declare a concern with one more option)."""
+
+    @classmethod
+    def of(cls, **values: object) -> BenchOptions:
+        """Options from values by name — an option's field name (`case_ids`, `epochs`, `db`, ...), a setting's public
+        name (`model`, `no_gain_threshold`, ...), `settings` (a `RunSettings` the named settings go over, or its two
+        models `config` and `model_settings`) and `resume` (a run id) — each in its concern, the rest their
+        defaults. A value refused is one line naming the flag (`FlagError`, `SettingsError`)."""
+        return cls().replaced(**values)
+
+    def replaced(self, **values: object) -> BenchOptions:
+        """These options with the values by name changed (the names of `of`)."""
+        values = dict(values)
+        resume = values.pop("resume", self.resume)
+        base = values.pop("settings", self.settings)
+        if not isinstance(base, RunSettings):
+            raise FlagError(f"settings: expected RunSettings, not {type(base).__name__}")
+        config, model_settings = values.pop("config", None), values.pop("model_settings", None)
+        if config is not None or model_settings is not None:  # the two models a RunSettings is made of
+            if not isinstance(config, HarnessConfig | None) or not isinstance(model_settings, ModelSettings | None):
+                raise FlagError("config and model_settings: expected a HarnessConfig and a ModelSettings")
+            base = RunSettings.of(config or base.config, model_settings or base.model_settings)
+        owners = _owners()
+        names = set(declaration().names())
+        unknown = sorted(k for k in values if k not in owners and k not in names)
+        if unknown:
+            known = sorted(set(owners) | names)
+            raise FlagError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
+        groups: dict[str, FlagModel] = {}
+        for attribute, concern in self.CONCERNS.items():
+            mine = {k: v for k, v in values.items() if owners.get(k) is concern}
+            current: FlagModel = getattr(self, attribute)
+            changed = mine or type(current) is not concern
+            groups[attribute] = concern.checked(dict(current) | mine) if changed else current
+        settings = base.with_values(cast("dict[str, SettingValue]", {k: v for k, v in values.items() if k in names}))
+        if resume is not None and not isinstance(resume, ResumeRequest):
+            resume = ResumeRequest(str(resume))
+        return BenchOptions.of_concerns(groups, settings, resume)
+
+    @classmethod
+    def of_concerns(
+        cls, concerns: Mapping[str, FlagModel], settings: RunSettings, resume: ResumeRequest | None = None
+    ) -> BenchOptions:
+        """Options of one model per concern, by the field that holds it (each as `CONCERNS` declares it)."""
+        return BenchOptions(
+            selection=cast(Selection, concerns["selection"]), settings=settings,
+            storage=cast(Storage, concerns["storage"]), execution=cast(Execution, concerns["execution"]),
+            replay=cast(Replay, concerns["replay"]), resume=resume,
+        )  # fmt: skip
+
+    def column_values(self) -> dict[str, StoredValue]:
+        """`bench_runs` column -> value of every option the run keeps in a column."""
+        out: dict[str, StoredValue] = {}
+        for attribute in self.CONCERNS:
+            out |= getattr(self, attribute).column_values()
+        return out
+
+    def saved_values(self) -> dict[str, StoredValue]:
+        """Name -> value of every option a sweep saves with its shared options (`sweeps.options_json`)."""
+        out: dict[str, StoredValue] = {}
+        for attribute in self.CONCERNS:
+            out |= getattr(self, attribute).stored_values()
+        return out
+
+    @classmethod
+    def column_types(cls) -> list[tuple[str, str]]:
+        """(column, DuckDB type) of every option a run keeps in `bench_runs`."""
+        return [(d.column, d.sql_type) for c in cls.CONCERNS.values() for d in c.declared() if d.column]
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredColumns:
+    """What the declared settings and options ask of a writer's database: the columns `connect` adds to a file made
+    before one of them was declared (runners/store/migrations.py), and the names the views group by."""
+
+    bench_columns: tuple[tuple[str, str], ...]
+    """(column, DuckDB type) of `bench_runs`: every setting and every option a run keeps in a column."""
+    case_columns: tuple[tuple[str, str], ...]
+    """(column, DuckDB type) of `case_runs`: every sweepable setting."""
+    swept: tuple[str, ...]
+    """The sweepable settings' names, which the views group by."""
+
+
+def declared_columns() -> DeclaredColumns:
+    """The columns of today's declaration (read at call time: a test may declare one more setting or option)."""
+    return DeclaredColumns(tuple(bench_run_columns() + BenchOptions.column_types()), tuple(case_run_columns()),
+                           tuple(swept_names()))  # fmt: skip
+
+
+def _owners() -> dict[str, type[FlagModel]]:
+    """Option name -> the concern that declares it."""
+    return {d.name: concern for concern in BenchOptions.CONCERNS.values() for d in concern.declared()}

@@ -7,14 +7,14 @@ command line, the Python API and the notebook reach a run only through these rul
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from runners.domain.model_spec import ModelKind, model_kind
+from runners.domain.model_spec import ModelKind, ModelSpec
 from runners.plan.executor import Executor, check_available
-from runners.plan.options import DEFAULT_DB, BenchOptions, RecordMode
+from runners.plan.flags import BenchInputError
+from runners.plan.options import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, BenchOptions, RecordMode, ResumeRequest
 from runners.plan.redact import redact
 
 if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
@@ -30,7 +30,6 @@ __all__ = [
     "UsageError",
     "check_api_key",
     "check_cassettes",
-    "check_counts",
     "check_endpoint_url",
     "check_execution",
     "check_options",
@@ -39,14 +38,6 @@ __all__ = [
 
 RECORD_MODES = tuple(m.value for m in RecordMode)
 """vcrpy's record modes, the values of `--record-mode`."""
-MAX_EPOCHS = 10_000
-"""Upper bound of `--epochs`."""
-MAX_CONCURRENCY = 1_024
-"""Upper bound of `--concurrency` and `--max-in-flight`."""
-
-
-class BenchInputError(ValueError):
-    """Unusable input for a bench run (exit code 2)."""
 
 
 class PlanError(BenchInputError):
@@ -57,28 +48,19 @@ class UsageError(Exception):
     """Unusable command-line input: printed as one line, exit 2."""
 
 
-def check_counts(epochs: int | None, concurrency: int) -> None:
-    """--epochs and --concurrency are at least 1."""
-    if epochs is not None and not 1 <= epochs <= MAX_EPOCHS:
-        raise PlanError(f"--epochs {epochs}: expected 1..{MAX_EPOCHS}")
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise PlanError(f"--concurrency {concurrency}: expected 1..{MAX_CONCURRENCY}")
-
-
-def check_resume(resume: str | None, refused: Mapping[str, object]) -> None:
+def check_resume(resume: ResumeRequest | None) -> None:
     """A resume restores every stored setting and run option: a flag that would be ignored is refused."""
-    given = [flag for flag, value in dict(refused).items() if value is not None]
-    if resume and given:
-        raise PlanError(f"--resume {resume} restores the stored settings; remove {', '.join(given)}")
+    if resume is not None and resume.refused:
+        raise PlanError(f"--resume {resume.run_id} restores the stored settings; remove {', '.join(resume.refused)}")
 
 
-def check_cassettes(model: str, cassettes: Path | None, record_mode: RecordMode | str | None) -> None:
+def check_cassettes(model: ModelSpec, cassettes: Path | None, record_mode: RecordMode | str | None) -> None:
     """--record-mode needs --cassettes; cassettes record an openai model's HTTP; a replay reads a folder."""
     if record_mode is not None and cassettes is None:
         raise PlanError(f"--record-mode {record_mode} needs --cassettes DIR")
     if cassettes is None:
         return
-    if model_kind(model) is not ModelKind.OPENAI:
+    if model.kind is not ModelKind.OPENAI:
         raise PlanError(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
     if cassettes.exists() and not cassettes.is_dir():
         raise PlanError(f"--cassettes {cassettes} is a file, not a folder")
@@ -87,10 +69,10 @@ def check_cassettes(model: str, cassettes: Path | None, record_mode: RecordMode 
                         " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
 
 
-def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> None:
+def check_endpoint_url(model: ModelSpec, base_url: str | None, *, replay: bool) -> None:
     """A base URL (--base-url, else OPENAI_BASE_URL) that is not http(s)://host is refused (a live run's
     --base-url is the preflight's to check; a replay makes no preflight)."""
-    if model_kind(model) is not ModelKind.OPENAI or (base_url and not replay):
+    if model.kind is not ModelKind.OPENAI or (base_url and not replay):
         return
     source, url = ("--base-url", base_url) if base_url else ("OPENAI_BASE_URL", os.environ.get("OPENAI_BASE_URL"))
     if not url:
@@ -106,11 +88,11 @@ def check_endpoint_url(model: str, base_url: str | None, *, replay: bool) -> Non
         raise PlanError(f"{source} {shown!r} is not an http:// or https:// URL with a host; fix it or unset it")
 
 
-def check_api_key(model: str, base_url: str | None, api_key_env: str, *, replay: bool) -> None:
+def check_api_key(model: ModelSpec, base_url: str | None, api_key_env: str, *, replay: bool) -> None:
     """An openai model served by the OpenAI API (no base URL) needs its key variable set; a replay (offline) and
     a local server (which ignores the key) need none. Checked on every invocation, a resume's too: the key is
     this shell's, never stored."""
-    if model_kind(model) is not ModelKind.OPENAI or base_url is not None or replay or os.environ.get(api_key_env):
+    if model.kind is not ModelKind.OPENAI or base_url is not None or replay or os.environ.get(api_key_env):
         return
     raise PlanError(f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME")
 
@@ -128,16 +110,16 @@ def check_execution(
 
 
 def check_options(opts: BenchOptions) -> None:
-    """Every rule, in the order a user fixes them: execution, resume, counts, cassettes, endpoint, API key. A
-    resume is checked twice: its flags before the stored run is read (the model is not known yet: the default,
-    scripted, needs no key), then the stored run's model for this invocation's API key (the rest is the stored
-    run's, checked when it was planned)."""
-    resume = opts.resume is not None
-    check_execution(opts.shard, opts.run_id, opts.executor, opts.ray_address, resume=resume)
-    check_resume(opts.resume, opts.resume_refused)
-    ms = opts.model_settings
-    if not opts.resume:
-        check_counts(opts.epochs, opts.concurrency)
-        check_cassettes(ms.model, opts.cassettes, opts.record_mode)
-        check_endpoint_url(ms.model, ms.base_url, replay=opts.cassettes is not None)
-    check_api_key(ms.model, ms.base_url, ms.api_key_env, replay=opts.replays)
+    """Every rule, in the order a user fixes them: execution, resume, cassettes, endpoint, API key (a count out of
+    its range is refused by its declaration, runners/plan/options.py). A resume is checked twice: its flags before
+    the stored run is read (the model is not known yet: the default, scripted, needs no key), then the stored
+    run's model for this invocation's API key (the rest is the stored run's, checked when it was planned)."""
+    execution, replay = opts.execution, opts.replay
+    check_execution(execution.shard, opts.storage.run_id, execution.executor, execution.ray_address,
+                    resume=opts.resume is not None)  # fmt: skip
+    check_resume(opts.resume)
+    ms = opts.settings.model_settings
+    if opts.resume is None:
+        check_cassettes(ms.model, replay.cassettes, replay.record_mode)
+        check_endpoint_url(ms.model, ms.base_url, replay=replay.cassettes is not None)
+    check_api_key(ms.model, ms.base_url, ms.api_key_env, replay=replay.replays)

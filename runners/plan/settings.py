@@ -2,9 +2,11 @@
 
 Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
 `ModelSettings` (`model_settings.py`), the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
-attribute docstring (help) and a `BenchSetting` marker (public name, flag, sweepable, ...): on a
-`ModelSettings` field as its `Annotated` metadata, for `HarnessConfig`, whose fields keep the library's
-names and carry no bench markup, in `HARNESS_SETTINGS` below.
+attribute docstring (help) and a `BenchSetting` marker (a `Flag` of runners/plan/flags.py, the mechanism every flag
+is declared by, plus public name, sweepable, ...): on a `ModelSettings` field as its `Annotated` metadata, for
+`HarnessConfig`, whose fields keep the library's names and bounds and carry no bench markup, in `HARNESS_SETTINGS`
+below. A setting's bounds are read as every flag's are (`field_bounds`); its refusal adds the BIGINT limit of its
+column, and it is checked again wherever settings come from (the command line, a stored run, the Python API).
 From that come the CLI options of `run` and `sweep`, the sweep's grid axes, the `bench_runs` and
 `case_runs` columns, `--resume` and the flags that reproduce a run. A new field in either model is
 the only edit a new setting needs.
@@ -22,12 +24,12 @@ from enum import Enum, StrEnum
 from functools import lru_cache
 from typing import Any, Union, get_args, get_origin
 
-import annotated_types
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from harness import HarnessConfig
-from runners.domain.model_spec import DEFAULT_MODEL
+from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
+from runners.plan.flags import field_bounds, group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
 from runners.plan.model_settings import BenchSetting as BenchSetting
@@ -51,7 +53,7 @@ HARNESS_SETTINGS: Mapping[str, BenchSetting] = {
     # not one of them: it reads as the per-request cap of a chat request, and this is the run's total.
     "max_tool_invocations": BenchSetting(sweepable=True, aliases=("--max-tool-calls",)),
     "max_total_tokens": BenchSetting(sweepable=True, aliases=("--max-tokens",)),
-    "deadline_seconds": BenchSetting("deadline", metavar="SECONDS"),
+    "deadline_seconds": BenchSetting(public_name="deadline", metavar="SECONDS"),
     "tool_timeout_seconds": _SECONDS,
     "model_timeout_seconds": _SECONDS,
     "retry_backoff_seconds": _SECONDS,
@@ -260,13 +262,6 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _bound(model: type[BaseModel], field: str, value: object) -> float:
-    """A Field's ge/gt/le/lt bound as a number (annotated_types types it only as comparable)."""
-    if isinstance(value, int | float):
-        return float(value)
-    raise TypeError(f"{model.__name__}.{field}: bound {value!r} is not a number")
-
-
 def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
     declared = HARNESS_SETTINGS.get(field) if owner is SettingOwner.HARNESS else None
     marker = next((m for m in info.metadata if isinstance(m, BenchSetting)), declared or BenchSetting())
@@ -282,21 +277,12 @@ def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: Field
         kind = ValueKind.INT
     elif base is float:
         kind = ValueKind.FLOAT
-    elif base is str:
+    elif base is str or base is ModelSpec:  # a model's spec: its text on the command line and in DuckDB
         kind = ValueKind.TEXT
     else:
         raise TypeError(f"{model.__name__}.{field}: type {base!r} cannot be a bench setting (int, float, str, enum)")
-    lower = upper = None
-    lower_strict = upper_strict = False
-    for m in info.metadata:
-        if isinstance(m, annotated_types.Ge):
-            lower, lower_strict = _bound(model, field, m.ge), False
-        elif isinstance(m, annotated_types.Gt):
-            lower, lower_strict = _bound(model, field, m.gt), True
-        elif isinstance(m, annotated_types.Le):
-            upper, upper_strict = _bound(model, field, m.le), False
-        elif isinstance(m, annotated_types.Lt):
-            upper, upper_strict = _bound(model, field, m.lt), True
+    b = field_bounds(f"{model.__name__}.{field}", info)
+    lower, lower_strict, upper, upper_strict = b.lower, b.lower_strict, b.upper, b.upper_strict
     if kind is ValueKind.INT:  # the column is BIGINT: a larger value must be refused, not overflow at insert
         lower = INT64_MIN if lower is None else max(lower, INT64_MIN)
         upper = INT64_MAX if upper is None else min(upper, INT64_MAX)
@@ -309,7 +295,8 @@ def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: Field
         help=" ".join((info.description or field.replace("_", " ")).split()), sweepable=marker.sweepable,
         sweep_default=tuple(_plain(v) for v in marker.sweep_default), choices=choices, nullable=nullable,
         lower=lower, lower_strict=lower_strict, upper=upper, upper_strict=upper_strict,
-        metavar=marker.metavar or _metavar(kind, choices), endpoint=marker.endpoint,
+        metavar=marker.metavar if isinstance(marker.metavar, str) else _metavar(kind, choices),
+        endpoint=marker.endpoint,
         examples=tuple(_plain(v) for v in info.examples or ()), enum_type=enum_type,
     )  # fmt: skip
 
@@ -321,6 +308,8 @@ def _metavar(kind: ValueKind, choices: tuple[str, ...]) -> str:
 def _plain(value: object) -> SettingValue:
     if isinstance(value, Enum):
         return str(value.value)
+    if isinstance(value, ModelSpec):
+        return value.raw
     if value is None or isinstance(value, int | float | str):
         return value
     raise TypeError(f"setting value {value!r} is not an int, float, str or enum")
@@ -484,16 +473,17 @@ def _plain_or_text(value: object) -> object:
 
 
 # -- the command line ---------------------------------------------------------------------------------
-_GROUPS = {
+GROUPS = {
     SettingOwner.MODEL: "model",
     SettingOwner.HARNESS: "harness config (never shown to the model)",
 }
+"""The `--help` group of each owner's settings."""
 
 
 def add_arguments(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
     """One option per declared setting. With `sweep`, sweepable settings take comma lists (grid axes)."""
-    for owner, title in _GROUPS.items():
-        group = parser.add_argument_group(title)
+    for owner, title in GROUPS.items():
+        group = group_of(parser, title)
         for s in declaration().settings:
             if s.owner is not owner:
                 continue

@@ -3,24 +3,25 @@
 A bench run stores its settings and run options in its `bench_runs` row; a sweep stores what its points share in
 `sweeps.options_json`. Both forms (and the forms written before schema v3: `config_json` + `model` + `base_url`
 columns, or `model` + `base_url` keys) are read here, by one function, into the `BenchOptions` a resume is planned
-from: every stored setting and run option restored, the endpoint settings given with `--resume` (base URL, key
-variable) over the stored ones, and where and how this invocation executes (database, concurrency, executor,
-cancellation) taken from the options given. The other direction, `run_argv`, turns options into the
-`harness-bench run` arguments that reproduce them (the re-record command and `show`'s command that runs a case
-again with its transcript, `rerun_argv`, are built from it).
+from: every stored setting and every option the run keeps (a `Stored` field, runners/plan/flags.py) restored, the
+endpoint settings given with `--resume` (base URL, key variable) over the stored ones, and the other options (where
+and how this invocation executes: database, concurrency, executor) taken from the options given. The other
+direction, `run_argv`, turns options into the `harness-bench run` arguments that reproduce them (the re-record
+command and `show`'s command that runs a case again with its transcript, `rerun_argv`, are built from it).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
-from runners.plan import run_options, shard
-from runners.plan.options import BenchOptions, default_of
+from runners.plan import shard
+from runners.plan.flags import Declared, FlagModel, Kind
+from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.plan.settings import (
     RunSettings,
@@ -33,7 +34,6 @@ from runners.plan.settings import (
 
 __all__ = [
     "StoredRuns",
-    "INVOCATION_FIELDS",
     "StoredBenchRun",
     "StoredForm",
     "StoredSweep",
@@ -45,13 +45,6 @@ __all__ = [
     "run_argv",
     "saved_sweep_options",
 ]
-
-INVOCATION_FIELDS = (
-    "db", "concurrency", "max_in_flight", "keep_runs", "cancellation", "executor", "ray_address", "resume",
-    "resume_overrides",
-)  # fmt: skip
-"""The `BenchOptions` fields a resume takes from the options given, not from the stored run: where and how this
-invocation executes, never what the run measures or which work it holds."""
 
 
 class StoredForm(StrEnum):
@@ -85,22 +78,31 @@ def _stored_settings(stored: Mapping[str, Any], form: StoredForm) -> RunSettings
 
 def restore_options(stored: Mapping[str, Any], form: StoredForm, given: BenchOptions, what: str) -> BenchOptions:
     """The options of a stored run (`stored`: a `bench_runs` row by column, or a sweep's saved options by key):
-    every setting and run option restored, the endpoint settings of `given.resume_overrides` over the stored
-    ones, and the `INVOCATION_FIELDS` of `given`. `what` names the run in errors (`--resume ID`)."""
+    every setting and every option the run keeps restored, the endpoint settings of `given.resume` over the stored
+    ones, and the other options (where and how this invocation executes) `given`'s. `what` names the run in errors
+    (`--resume ID`)."""
+    overrides = given.resume.overrides if given.resume is not None else {}
     try:
         restored = _stored_settings(stored, form)
-        restored = restored.with_values(endpoint_overrides(given.resume_overrides, what))
+        restored = restored.with_values(endpoint_overrides(overrides, what))
     except (SettingsError, ValueError) as exc:
         raise BenchInputError(f"{what}: its stored settings are unusable ({exc})") from None
     try:
-        if form is StoredForm.BENCH_RUN:
-            options = run_options.restore_bench_run(stored)
-        else:
-            options = run_options.restore_saved(stored)
+        groups = {name: _restored(concern, getattr(given, name), stored, columns=form is StoredForm.BENCH_RUN)
+                  for name, concern in BenchOptions.CONCERNS.items()}  # fmt: skip
     except ValueError as exc:
         raise BenchInputError(f"{what}: its stored options are unusable ({exc})") from None
-    invocation = {name: getattr(given, name) for name in INVOCATION_FIELDS}
-    return BenchOptions(config=restored.config, model_settings=restored.model_settings, **invocation, **options)
+    return BenchOptions().replaced(settings=restored, resume=given.resume, **{
+        k: v for group in groups.values() for k, v in group.items()
+    })  # fmt: skip
+
+
+def _restored(
+    concern: type[FlagModel], given: FlagModel, stored: Mapping[str, Any], *, columns: bool
+) -> dict[str, Any]:
+    """One concern of a stored run: the options it keeps restored, the others `given`'s."""
+    invocation = {d.name: getattr(given, d.name) for d in concern.declared() if d.stored is None}
+    return invocation | concern.restored(stored, columns=columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,16 +160,15 @@ class StoredRuns(Protocol):
 
 def read_bench_run(bench_run_id: str, stored: StoredBenchRun | None, given: BenchOptions) -> BenchOptions:
     """The options of the stored bench run `bench_run_id` (`stored`: what the file holds of it, None: nothing), to
-    resume it with `given`'s invocation fields; a missing or completed bench run is an input error."""
+    resume it with `given`'s invocation options; a missing or completed bench run is an input error. Its shard comes
+    from the shard rows (a shard's bench run keeps it in the `shards` table)."""
     what = f"--resume {bench_run_id}"
     if stored is None:
-        raise BenchInputError(f"{what}: no such bench run in {given.db}")
+        raise BenchInputError(f"{what}: no such bench run in {given.storage.db}")
     if stored.status == "completed":
         raise BenchInputError(f"{what}: that bench run is already completed")
     options = restore_options(stored.columns, StoredForm.BENCH_RUN, given, what)
-    options.sweep_id = stored.sweep_id
-    options.shard = shard.stored_shard(bench_run_id, stored.shards)  # a shard's bench run keeps it in `shards`
-    return options
+    return options.replaced(shard=shard.stored_shard(bench_run_id, stored.shards))
 
 
 def read_sweep(
@@ -177,7 +178,7 @@ def read_sweep(
     None: nothing); a missing or completed sweep is an input error."""
     what = f"--resume {sweep_id}"
     if stored is None:
-        raise BenchInputError(f"{what}: no such sweep in {given.db}")
+        raise BenchInputError(f"{what}: no such sweep in {given.storage.db}")
     if stored.status == "completed":  # like `run --resume` of a completed bench run: nothing to do, nothing rewritten
         raise BenchInputError(f"{what}: that sweep is already completed")
     try:
@@ -197,41 +198,38 @@ def _json(text: str | None) -> Any:
 
 def saved_sweep_options(base: BenchOptions) -> str:
     """What every point of a sweep shares, as stored in `sweeps.options_json` (read back by `read_sweep`)."""
-    return json.dumps({**run_options.saved_values(base), "settings": base.settings.stored_values()})
+    return json.dumps({**base.saved_values(), "settings": base.settings.stored_values()})
 
 
-def _default(option: run_options.RunOption) -> Any:
-    return default_of(option.name) if option.name in BenchOptions.__dataclass_fields__ else option.default
-
-
-def _option_argv(option: run_options.RunOption, opts: BenchOptions) -> list[str]:
-    value = option.value(opts)
-    if option.to_argv is not None:
-        return option.to_argv(value)
-    if value is None or value == _default(option):
+def _option_argv(d: Declared, value: object) -> list[str]:
+    """The arguments that give option `d` the value `value` in `harness-bench run` (none for its default)."""
+    if value is None or value == d.default_in("run"):
         return []
-    if isinstance(value, list):
-        return [a for v in value for a in (option.flag, str(v))]
-    return [option.flag, str(option.encode(value))]
+    if d.kind is Kind.SWITCH:
+        return [d.flag]
+    if d.kind is Kind.LIST and isinstance(value, tuple | list):
+        return [a for v in value for a in (d.flag, str(v))]
+    return [d.flag, str(d.encode(value))]
 
 
 def run_argv(
     opts: BenchOptions, *, always: Iterable[str] = (), skip: Iterable[str] = (), skip_options: Iterable[str] = ()
 ) -> list[str]:
     """The `harness-bench run` arguments that reproduce `opts`: the case selection, every setting that differs
-    from its default (plus the settings named in `always`, minus `skip`), then every other declared run option
+    from its default (plus the settings named in `always`, minus `skip`), then every other option the run keeps
     that differs from its default (minus `skip_options`), in declaration order. Where and how it executes
     (database, concurrency, executor) is not part of it."""
     dropped = set(skip_options)
-    declared = [o for o in run_options.declared() if o.name not in dropped]
-    selection = [o for o in declared if o.name in ("evalsets", "case_ids")]
-    rest = [o for o in declared if o.name not in ("evalsets", "case_ids")]
+    kept = [(name, d) for name, concern in BenchOptions.CONCERNS.items() for d in concern.declared()
+            if d.stored is not None and d.name not in dropped]  # fmt: skip
     argv = ["harness-bench", "run"]
-    for o in selection:
-        argv += _option_argv(o, opts)
+    for name, d in kept:
+        if name == "selection" and d.kind is Kind.LIST:
+            argv += _option_argv(d, getattr(getattr(opts, name), d.name))
     argv += reproduce_flags(opts.settings, always=always, skip=skip)
-    for o in rest:
-        argv += _option_argv(o, opts)
+    for name, d in kept:
+        if not (name == "selection" and d.kind is Kind.LIST):
+            argv += _option_argv(d, getattr(getattr(opts, name), d.name))
     return argv
 
 
@@ -240,11 +238,9 @@ def rerun_argv(stored: Mapping[str, Any], db: str, case_id: str, epoch: int) -> 
     row) again into `db` with its transcript stored: its evaluation files, model, label, every other setting and
     run option, the case up to `epoch`; None when the row is too old or damaged to say (the caller falls back to
     naming the case). Where it executed (shard, run id) is not part of it."""
-    from pathlib import Path
-
     try:
-        opts = restore_options(stored, StoredForm.BENCH_RUN, BenchOptions(db=Path(db)), "show")
+        opts = restore_options(stored, StoredForm.BENCH_RUN, BenchOptions.of(db=Path(db)), "show")
     except BenchInputError:
         return None
-    again = replace(opts, case_ids=[case_id], epochs=max(1, epoch), transcripts=True, shard=None, run_id=None)
+    again = opts.replaced(case_ids=(case_id,), epochs=max(1, epoch), transcripts=True, shard=None, run_id=None)
     return [*run_argv(again, always=("model",)), "--db", db]

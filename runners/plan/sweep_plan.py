@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from runners.plan import shard, stored_plan
-from runners.plan.options import BenchOptions
+from runners.plan.options import BenchOptions, ResumeRequest
 from runners.plan.rules import BenchInputError, check_options
-from runners.plan.run_plan import RunPlan, planned, refuse_taken
+from runners.plan.run_plan import RunPlan, planned, point_plan, refuse_taken
 from runners.plan.settings import RunSettings, SettingsError, SettingValue, declaration
 from runners.plan.stored_plan import StoredRuns
 
@@ -63,7 +63,7 @@ class SweepGrid:
         return f"SweepGrid({self.axes!r})"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class SweepOptions:
     """A sweep: the grid plus what every point shares."""
 
@@ -71,8 +71,8 @@ class SweepOptions:
     """The grid."""
     base: BenchOptions = field(default_factory=BenchOptions)
     """Options shared by every point (model settings, cases, epochs, cassettes, db, non-swept settings)."""
-    resume: str | None = None
-    """Sweep id to finish."""
+    resume: ResumeRequest | None = None
+    """The sweep to finish (its flags the resume would ignore among `refused`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +83,8 @@ class SweepPlan:
     """What every point shares, planned as one bench run (cases, model, epochs, cassettes, database)."""
     grid: SweepGrid
     """The grid (the stored one on resume)."""
-    points: tuple[RunSettings, ...]
-    """Every grid point's settings, in grid order."""
+    points: tuple[RunPlan, ...]
+    """Every grid point's plan, in grid order."""
     sweep_id: str | None = None
     """The id the sweep writes: the stored sweep's on resume, derived from `--run-id`, or None (a new one when
     it starts)."""
@@ -94,21 +94,27 @@ class SweepPlan:
 
 def plan_sweep(opts: SweepOptions, stored: StoredRuns) -> SweepPlan:
     """Apply every flag rule to the sweep (its shared options, resuming `opts.resume`), validate every
-    grid point and plan the shared options; with `opts.resume`, read the stored sweep (read only, through `stored`:
-    the store's reads) and plan it.
+    grid point and plan the shared options and each point; with `opts.resume`, read the stored sweep (read only,
+    through `stored`: the store's reads) and plan it.
     Raises `BenchInputError` (exit 2) naming what is wrong; nothing is written."""
-    base = opts.base
-    check_options(replace(base, resume=opts.resume))
-    stored.check_file(base.db, must_exist=opts.resume is not None)
-    if opts.resume:
-        resume = opts.resume
-        axes, restored = stored_plan.read_sweep(resume, stored.sweep(base.db, resume), base)
-        check_options(replace(restored, resume=resume))  # this invocation's API key
+    base = replace(opts.base, resume=opts.resume)
+    check_options(base)
+    db = base.storage.db
+    stored.check_file(db, must_exist=opts.resume is not None)
+    if opts.resume is not None:
+        resume = opts.resume.run_id
+        axes, restored = stored_plan.read_sweep(resume, stored.sweep(db, resume), base)
+        check_options(restored)  # this invocation's API key
         grid = SweepGrid(axes)
-        return SweepPlan(planned(restored), grid, tuple(grid.points(restored.settings)), resume, resumes=True)
+        return _plan(replace(restored, resume=None), grid, resume, resumes=True)
     sweep_id = None
-    if base.run_id:
-        sweep_id = shard.sweep_id(base.run_id)
-        refuse_taken(base.db, "sweeps", [sweep_id], stored)
-    points = tuple(opts.grid.points(base.settings))
-    return SweepPlan(planned(base), opts.grid, points, sweep_id)
+    if base.storage.run_id:
+        sweep_id = shard.sweep_id(base.storage.run_id)
+        refuse_taken(db, "sweeps", [sweep_id], stored)
+    return _plan(base, opts.grid, sweep_id)
+
+
+def _plan(base: BenchOptions, grid: SweepGrid, sweep_id: str | None, *, resumes: bool = False) -> SweepPlan:
+    shared = planned(base)
+    points = tuple(point_plan(shared, settings) for settings in grid.points(base.settings))
+    return SweepPlan(shared, grid, points, sweep_id, resumes)

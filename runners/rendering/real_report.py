@@ -199,7 +199,7 @@ class RealModelsReport(BaseModel):
 # -- recordings -----------------------------------------------------------------------------------
 def find_recordings(cassettes: Path) -> list[Recording]:
     """Every `cassettes/*/summary.json`, validated; RecordingError names the first unusable one."""
-    from runners.plan.run_options import LABEL_PATTERN
+    from runners.plan.labels import LABEL_PATTERN
 
     if not cassettes.is_dir():
         raise RecordingError(f"--cassettes {cassettes}: not a folder")

@@ -9,13 +9,13 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from harness import ChatModel, ModelErrorKind
+from harness import CancellationToken, ChatModel, ModelErrorKind
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase
-from runners.domain.model_spec import ModelKind, ModelSpec
+from runners.domain.model_spec import ModelKind
 from runners.domain.scripted import ScriptedChatModel
-from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
+from runners.plan.run_plan import RunPlan
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
 from runners.run.verdict import trajectory_applies
@@ -24,33 +24,38 @@ __all__ = ["ModelFactory", "execute_case"]
 
 
 class ModelFactory:
-    """The model of each case run of one bench run."""
+    """The model of each case run of one bench run (`plan`)."""
 
-    def __init__(self, spec: ModelSpec, opts: BenchOptions) -> None:
-        self.spec = spec
-        self.opts = opts
+    def __init__(self, plan: RunPlan) -> None:
+        self.plan = plan
+        self.spec = plan.model
+        # the plain loop has no Harness: neither its invariants nor a scripted trajectory's bounds are judged (the
+        # plan says which loop; the bounds are the run's own rule, asked once per run)
+        scripted = self.spec.kind is ModelKind.SCRIPTED
+        self.judge_trajectory = plan.harnessed and trajectory_applies(plan.options.settings.config, scripted=scripted)
         self._shared: ChatModel | None = None
-        if spec.kind is ModelKind.OPENAI:
+        if self.spec.kind is ModelKind.OPENAI:
             # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
             # scripted run (the main job, every test subprocess) never needs
             from harness import OpenAIChatModel
             from runners.store.cassettes import OFFLINE_KEY, CassetteTransport
 
-            ms = opts.model_settings
+            opts = plan.options
+            ms, execution, replay = opts.settings.model_settings, opts.execution, opts.replay
             self._shared = OpenAIChatModel(
-                spec.name,
+                self.spec.name,
                 base_url=ms.base_url,
                 api_key_env=ms.api_key_env,
-                timeout_seconds=opts.config.model_timeout_seconds,
+                timeout_seconds=opts.settings.config.model_timeout_seconds,
                 tool_choice=ms.tool_choice,
                 parallel_tool_calls=ms.parallel_tool_calls.wire,
                 tool_call_format=ms.tool_call_format,
                 temperature=ms.temperature,
-                max_in_flight=opts.max_in_flight or opts.concurrency,
+                max_in_flight=execution.max_in_flight or execution.concurrency,
                 # Each case run binds its own cassette to its thread (runners/store/cassettes.py).
-                transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
+                transport=partial(CassetteTransport, require_binding=True) if replay.cassettes is not None else None,
                 # a replay never reaches an endpoint: it needs no key (a set one is used, as the recording was)
-                api_key=(os.environ.get(ms.api_key_env) or OFFLINE_KEY) if opts.replays else None,
+                api_key=(os.environ.get(ms.api_key_env) or OFFLINE_KEY) if replay.replays else None,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -60,30 +65,29 @@ class ModelFactory:
         return ScriptedChatModel(traj, name=self.spec.raw)
 
 
-def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchOptions) -> CaseRun:
-    """Run one case at one epoch through `factory`'s model (under its cassette when the run has one)."""
+def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, cancellation: CancellationToken) -> CaseRun:
+    """Run one case at one epoch through `factory`'s model (under its cassette when the run has one); once
+    `cancellation` is set, the run ends CANCELLED."""
     model = factory.for_case(case, epoch)
-    harnessed = opts.agent.harnessed
-    judge = harnessed and trajectory_applies(opts.config, scripted=factory.spec.kind is ModelKind.SCRIPTED)
-    if opts.cassettes is None or factory.spec.kind is not ModelKind.OPENAI:
-        return run_case(case, model, config=opts.config, cancellation=opts.cancellation, loop=loop_for(opts.agent),
+    opts = factory.plan.options
+    config, loop, replay = opts.settings.config, loop_for(opts.execution.agent), opts.replay
+    harnessed, judge = factory.plan.harnessed, factory.judge_trajectory
+    if replay.cassettes is None or factory.spec.kind is not ModelKind.OPENAI:
+        return run_case(case, model, config=config, cancellation=cancellation, loop=loop,
                         judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
-    from runners.plan.redact import Secrets
     from runners.store.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
-    secrets = Secrets.of(opts.model_settings.base_url, opts.model_settings.api_key_env)
-    path = cassette_path(opts.cassettes, factory.spec.raw, case.id, epoch)
+    path = cassette_path(replay.cassettes, factory.spec.raw, case.id, epoch)
     try:
-        with use_cassette(path, opts.mode, secrets) as tape:
-            run = run_case(case, model, config=opts.config, cancellation=opts.cancellation,
-                           deadline_clock=tape.deadline_clock, loop=loop_for(opts.agent),
-                           judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
+        with use_cassette(path, replay.mode, factory.plan.secrets) as tape:
+            run = run_case(case, model, config=config, cancellation=cancellation, deadline_clock=tape.deadline_clock,
+                           loop=loop, judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
     if run.result.error_kind is ModelErrorKind.REPLAY_MISS:
         command = rerecord_command(opts, case.id, epoch)
-        message = f"request not in cassette {path} (record mode {opts.mode}); re-record with: {command}"
+        message = f"request not in cassette {path} (record mode {replay.mode}); re-record with: {command}"
         verdicts = replace(run.verdicts, outcome_failures=(*run.verdicts.outcome_failures, message))
         run = CaseRun(run.case, _with_error(run, message), run.metrics, verdicts, run.evidence_calls)
     return run

@@ -12,15 +12,15 @@ from datetime import UTC, datetime
 
 import duckdb
 
-from harness import __version__
+from harness import CancellationToken, __version__
 from runners.domain.case_setup import import_tool_backends
-from runners.domain.evalset import EvalCase, content_hash
-from runners.plan import run_options, run_plan, shard
+from runners.domain.evalset import EvalCase
+from runners.plan import run_plan
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
-from runners.plan.redact import Secrets, redact
+from runners.plan.redact import redact
 from runners.plan.run_plan import RunPlan
-from runners.plan.settings import RunSettings, case_run_columns
+from runners.plan.settings import RunSettings
 from runners.run._execute import ModelFactory, execute_case
 from runners.run.case_runner import CaseRun
 from runners.run.executors import iterate_processes, iterate_ray
@@ -97,12 +97,6 @@ def _new_id() -> str:
     return f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
 
 
-def _planned(cases: Sequence[EvalCase], epochs: int) -> Iterator[tuple[EvalCase, int]]:
-    for epoch in range(1, epochs + 1):
-        for case in cases:
-            yield case, epoch
-
-
 ProgressHook = Callable[[int, int, CaseRun | None], None]
 StartHook = Callable[[str], None]
 """Called with the bench run (or sweep) id once its row is committed (the CLI names it if killed)."""
@@ -117,28 +111,31 @@ def plan_run(opts: BenchOptions) -> RunPlan:
 
 
 def run_bench(
-    plan: RunPlan, *, on_progress: ProgressHook | None = None, on_start: StartHook | None = None,
+    plan: RunPlan, *, cancellation: CancellationToken | None = None, keep_runs: bool = True,
+    on_progress: ProgressHook | None = None, on_start: StartHook | None = None,
 ) -> BenchSummary:  # fmt: skip
-    """Run the bench run `plan` (from `plan_run`: a new run, or the resume of a stored one). Once its options'
-    cancellation is set (or on KeyboardInterrupt), finished case runs are kept, the ones in flight discarded, and
-    the bench run is marked interrupted."""
+    """Run the bench run `plan` (from `plan_run`: a new run, or the resume of a stored one). Once `cancellation`
+    is set (the CLI's one Ctrl-C/SIGTERM flag, runners/run/interrupts.py; or on KeyboardInterrupt), no case run
+    starts, finished ones are kept, the ones in flight discarded, and the bench run is marked interrupted.
+    `keep_runs`: keep every CaseRun in the summary (off for large runs: memory stays flat)."""
     if not isinstance(plan, RunPlan):
         raise TypeError("run_bench runs a RunPlan: run_bench(plan_run(BenchOptions(...)))")
     t0 = time.perf_counter()
-    preflight(plan.options, plan.model)  # an unusable endpoint is exit 2 before the database is even opened
-    own = connect(plan.db)
+    preflight(plan)  # an unusable endpoint is exit 2 before the database is even opened
+    own = connect(plan.options.storage.db, columns=plan.record.columns)
     try:
-        return _run(own, plan, t0, on_progress, on_start)
+        return _run(own, plan, t0, cancellation or CancellationToken(), keep_runs, on_progress, on_start)
     finally:
         own.close()
 
 
 def run_point(
-    con: duckdb.DuckDBPyConnection, plan: RunPlan, *, on_progress: ProgressHook | None = None
-) -> BenchSummary:
+    con: duckdb.DuckDBPyConnection, plan: RunPlan, *, cancellation: CancellationToken | None = None,
+    on_progress: ProgressHook | None = None,
+) -> BenchSummary:  # fmt: skip
     """One grid point of a sweep: the bench run `plan` on the sweep's open connection, its endpoint already probed
     once for the whole sweep (`run_sweep`)."""
-    return _run(con, plan, time.perf_counter(), on_progress, None)
+    return _run(con, plan, time.perf_counter(), cancellation or CancellationToken(), False, on_progress, None)
 
 
 def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
@@ -147,46 +144,41 @@ def case_run_id(bench_run_id: str, case_id: str, epoch: int) -> str:
 
 
 def _run(
-    con: duckdb.DuckDBPyConnection, plan: RunPlan, t0: float, on_progress: ProgressHook | None,
-    on_start: StartHook | None = None,
+    con: duckdb.DuckDBPyConnection, plan: RunPlan, t0: float, cancellation: CancellationToken, keep_runs: bool,
+    on_progress: ProgressHook | None, on_start: StartHook | None,
 ) -> BenchSummary:  # fmt: skip
-    opts = plan.options
+    opts, record = plan.options, plan.record
     bench_run_id = plan.bench_run_id or _new_id()
     done: set[str] = set()
     if plan.resumes:
         done = set(stored_case_run_ids(con, bench_run_id))
-    cases = list(plan.cases)
-    factory = ModelFactory(plan.model, opts)
+    factory = ModelFactory(plan)
     spec = plan.model
-    run_settings = plan.settings
-    concurrency = opts.concurrency
-    values = run_settings.values()
-    swept = {name: values[name] for name, _ in case_run_columns()}
-    planned = shard.select(opts.shard, run_settings, list(_planned(cases, opts.epochs)))
+    planned = plan.work
     start_bench_run(con, BenchRunStart(
-        bench_run_id, plan.resumes, opts.sweep_id, git_commit(), content_hash(cases), len(planned), __version__,
-        opts.shard, run_settings, run_options.bench_run_values(opts),
+        bench_run_id, plan.resumes, plan.sweep_id, git_commit(), record.evalset_hash, len(planned), __version__,
+        opts.execution.shard, record.settings_json, record.setting_columns, record.option_columns,
     ))  # fmt: skip
     if on_start:
         on_start(bench_run_id)
     todo = [(c, e) for c, e in planned if case_run_id(bench_run_id, c.id, e) not in done]
-    secrets = Secrets.of(opts.model_settings.base_url, opts.model_settings.api_key_env)
+    secrets = plan.secrets
     writer = MetricsWriter(con, secrets=secrets)
     summary = BenchSummary(bench_run_id, "running", len(planned), 0, len(planned) - len(todo), 0.0, 0.0, 0)
-    summary.settings = run_settings
+    summary.settings = opts.settings
     status = "failed"
     error: str | None = None
     try:
         if on_progress:
             on_progress(summary.skipped, len(planned), None)
-        for run, epoch in _iterate(todo, factory, opts, concurrency):
-            if opts.cancellation.cancelled:
+        for run, epoch in _iterate(todo, factory, plan, cancellation):
+            if cancellation.cancelled:
                 # In flight when Ctrl-C/SIGTERM came: discarded, never a row shaped by the interrupt
                 # (CANCELLED, or a backend cut short); --resume re-runs it under the same id.
                 continue
             run_id = case_run_id(bench_run_id, run.case.id, epoch)
-            rows = case_run_rows(bench_run_id, run_id, spec.raw, opts.label, epoch, swept, run)
-            if opts.transcripts:  # buffered with the case run's rows: one transaction
+            rows = case_run_rows(bench_run_id, run_id, spec.raw, opts.storage.label, epoch, record.swept, run)
+            if opts.storage.transcripts:  # buffered with the case run's rows: one transaction
                 writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result))
             writer.add(rows)
             summary.executed += 1
@@ -196,14 +188,14 @@ def _run(
             summary.infra_errors += kind is not None and kind.infrastructure
             if run.result.error and len(summary.errors) < 50:
                 summary.errors.append((run.case.id, redact(run.result.error, secrets)))  # printed on stderr
-            if opts.keep_runs:
+            if keep_runs:
                 summary.runs.append(run)
             if on_progress:
                 on_progress(summary.skipped + summary.executed, len(planned), run)
         writer.flush()  # before the status: a run whose last rows were not stored is never `completed`
         status = "completed" if summary.executed == len(todo) else "interrupted"
     except MetricsWriteError as exc:  # full disk, I/O error: stop, keep what is stored, resumable
-        opts.cancellation.cancel()  # no new case run starts; the ones in flight are discarded
+        cancellation.cancel()  # no new case run starts; the ones in flight are discarded
         status, summary.storage_error = "interrupted", str(exc)
         summary.executed = writer.cases_written  # what this invocation stored
     except KeyboardInterrupt:
@@ -237,20 +229,21 @@ def _run(
 
 
 def _iterate(
-    todo: Sequence[tuple[EvalCase, int]], factory: ModelFactory, opts: BenchOptions, concurrency: int
+    todo: Sequence[tuple[EvalCase, int]], factory: ModelFactory, plan: RunPlan, cancellation: CancellationToken
 ) -> Iterator[tuple[CaseRun, int]]:
-    cancellation = opts.cancellation  # once set, no case run starts (the ones in flight end CANCELLED)
-    if opts.executor is Executor.RAY:
-        yield from iterate_ray(todo, factory.spec, opts, concurrency)
+    execution = plan.options.execution
+    concurrency = execution.concurrency
+    if execution.executor is Executor.RAY:
+        yield from iterate_ray(todo, plan, cancellation)
         return
-    if opts.executor is Executor.PROCESSES:
-        yield from iterate_processes(todo, factory.spec, opts, concurrency)
+    if execution.executor is Executor.PROCESSES:
+        yield from iterate_processes(todo, plan, cancellation)
         return
     if concurrency == 1:
         for case, epoch in todo:
-            if cancellation.cancelled:
+            if cancellation.cancelled:  # once set, no case run starts
                 return
-            yield execute_case(case, epoch, factory, opts), epoch
+            yield execute_case(case, epoch, factory, cancellation), epoch
         return
     import_tool_backends()
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
@@ -260,7 +253,7 @@ def _iterate(
         for case, epoch in it:
             if cancellation.cancelled:
                 break
-            pending[pool.submit(execute_case, case, epoch, factory, opts)] = epoch
+            pending[pool.submit(execute_case, case, epoch, factory, cancellation)] = epoch
             if len(pending) >= concurrency * 2:
                 break
         while pending:
@@ -270,7 +263,7 @@ def _iterate(
                 yield fut.result(), epoch
                 nxt = None if cancellation.cancelled else next(it, None)
                 if nxt is not None:
-                    pending[pool.submit(execute_case, nxt[0], nxt[1], factory, opts)] = nxt[1]
+                    pending[pool.submit(execute_case, nxt[0], nxt[1], factory, cancellation)] = nxt[1]
     finally:
         for fut in pending:
             fut.cancel()

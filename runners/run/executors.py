@@ -31,10 +31,10 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from harness import CancellationToken
 from runners.domain.case_setup import import_tool_backends
-from runners.domain.model_spec import ModelSpec
 from runners.plan.executor import RAY_EXTRA, Executor, ExecutorError, check_available
-from runners.plan.options import BenchOptions
+from runners.plan.run_plan import RunPlan
 from runners.run._execute import ModelFactory, execute_case
 
 if TYPE_CHECKING:
@@ -48,53 +48,56 @@ __all__ = ["RAY_EXTRA", "Executor", "ExecutorError", "check_available", "iterate
 _WORKER_FACTORY: tuple[str, Any] | None = None
 
 
-def _run_one(token: str, spec: ModelSpec, opts: BenchOptions, case: EvalCase, epoch: int) -> CaseRun:
-    """Body of a Ray task: one case run, exactly as the local executor runs it."""
+def _run_one(token: str, plan: RunPlan, case: EvalCase, epoch: int) -> CaseRun:
+    """Body of a Ray task: one case run, exactly as the local executor runs it (a task is cancelled by Ray, never
+    by a flag of the driver's)."""
     global _WORKER_FACTORY
     if _WORKER_FACTORY is None or _WORKER_FACTORY[0] != token:
-        _WORKER_FACTORY = (token, ModelFactory(spec, opts))
-    return execute_case(case, epoch, _WORKER_FACTORY[1], opts)
+        _WORKER_FACTORY = (token, ModelFactory(plan))
+    return execute_case(case, epoch, _WORKER_FACTORY[1], CancellationToken())
 
 
 def iterate_ray(
-    todo: Sequence[tuple[EvalCase, int]], spec: ModelSpec, opts: BenchOptions, concurrency: int
+    todo: Sequence[tuple[EvalCase, int]], plan: RunPlan, cancellation: CancellationToken
 ) -> Iterator[tuple[CaseRun, int]]:
-    """Run `todo` (model `spec`, the plan's) as Ray tasks and yield each (CaseRun, epoch) as it finishes
-    (completion order).
+    """Run `todo` (of `plan`) as Ray tasks and yield each (CaseRun, epoch) as it finishes (completion order); once
+    `cancellation` is set, no task is submitted and the queued ones are cancelled.
 
-    Connects to `opts.ray_address`, or reuses an initialised Ray, or starts a local instance (shut down
+    Connects to `--ray-address`, or reuses an initialised Ray, or starts a local instance (shut down
     at the end). At most max(concurrency, cluster CPUs) × 2 tasks are submitted at a time, so a large
     run never floods the object store and an interrupt cancels little."""
     check_available(Executor.RAY)
     import ray
 
+    address = plan.options.execution.ray_address
     started = False
     if not ray.is_initialized():
-        ray.init(address=opts.ray_address, include_dashboard=False, log_to_driver=False)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
         started = True
-    elif opts.ray_address is not None:
-        raise ExecutorError(f"--ray-address {opts.ray_address}: Ray is already initialised in this process")
+    elif address is not None:
+        raise ExecutorError(f"--ray-address {address}: Ray is already initialised in this process")
     remote = ray.remote(num_cpus=1, max_retries=0)(_run_one)
     token = uuid.uuid4().hex
-    opts_ref = ray.put(opts)
+    plan_ref = ray.put(plan)
+    concurrency = plan.options.execution.concurrency
     cluster_resources: Callable[[], dict[str, float]] = ray.cluster_resources  # Ray leaves it unannotated
     window = 2 * max(concurrency, int(cluster_resources().get("CPU", 1)))
     pending: dict[Any, int] = {}
     it = iter(todo)
 
     def submit() -> bool:
-        if opts.cancellation.cancelled:  # Ctrl-C/SIGTERM: no new case run starts (runners/run/interrupts.py)
+        if cancellation.cancelled:  # Ctrl-C/SIGTERM: no new case run starts (runners/run/interrupts.py)
             return False
         nxt = next(it, None)
         if nxt is None:
             return False
-        pending[remote.remote(token, spec, opts_ref, nxt[0], nxt[1])] = nxt[1]
+        pending[remote.remote(token, plan_ref, nxt[0], nxt[1])] = nxt[1]
         return True
 
     try:
         while len(pending) < window and submit():
             pass
-        while pending and not opts.cancellation.cancelled:  # queued tasks are cancelled below
+        while pending and not cancellation.cancelled:  # queued tasks are cancelled below
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
                 epoch = pending.pop(ref)
@@ -125,14 +128,14 @@ ResultItem = tuple[int, int, "CaseRun | None", "BaseException | None"]
 """(index, epoch, the finished case run, or the exception it raised)."""
 
 
-def _process_worker(spec: ModelSpec, opts: BenchOptions, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+def _process_worker(plan: RunPlan, tasks: Any, results: Any, stop: Any, threads: int) -> None:
     """Body of one worker process: `threads` threads take (case, epoch) items until a None, run each
     exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
     from concurrent.futures import ThreadPoolExecutor
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
-    token = opts.cancellation  # this process's own copy of the flag
+    token = CancellationToken()  # this process's own flag, set when the driver sets `stop`
 
     def watch() -> None:
         # a lock-free shared flag, polled: a multiprocessing Event takes a shared lock even to read, and a
@@ -145,7 +148,7 @@ def _process_worker(spec: ModelSpec, opts: BenchOptions, tasks: Any, results: An
         token.cancel()  # case runs in flight end CANCELLED; the driver discards them
 
     threading.Thread(target=watch, name="stop-watch", daemon=True).start()
-    factory = ModelFactory(spec, opts)
+    factory = ModelFactory(plan)
 
     def loop() -> None:
         while not token.cancelled:
@@ -154,7 +157,7 @@ def _process_worker(spec: ModelSpec, opts: BenchOptions, tasks: Any, results: An
                 return
             index, case, epoch = item
             try:
-                results.put((index, epoch, execute_case(case, epoch, factory, opts), None))
+                results.put((index, epoch, execute_case(case, epoch, factory, token), None))
             except BaseException as exc:  # reported to the driver, which raises it there
                 results.put((index, epoch, None, exc))
 
@@ -165,29 +168,32 @@ def _process_worker(spec: ModelSpec, opts: BenchOptions, tasks: Any, results: An
 
 
 def iterate_processes(
-    todo: Sequence[tuple[EvalCase, int]], spec: ModelSpec, opts: BenchOptions, concurrency: int
+    todo: Sequence[tuple[EvalCase, int]], plan: RunPlan, cancellation: CancellationToken
 ) -> Iterator[tuple[CaseRun, int]]:
-    """Run `todo` (model `spec`, the plan's) in one worker process per CPU (each with its share of `concurrency`
-    threads) and yield each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
+    """Run `todo` (of `plan`) in one worker process per CPU (each with its share of `--concurrency` threads) and
+    yield each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
 
     Workers are spawned (never forked: the driver holds DuckDB and HTTP state that must not be copied);
-    a cancellation of the driver's flag stops them taking work, and a worker that dies is an error."""
+    once `cancellation` is set they stop taking work, and a worker that dies is an error."""
     if not todo:
         return
+    execution = plan.options.execution
+    concurrency = execution.concurrency
     workers = max(1, min(os.cpu_count() or 1, concurrency, len(todo)))
     threads = math.ceil(concurrency / workers)
-    cap = math.ceil((opts.max_in_flight or concurrency) / workers)
+    cap = math.ceil((execution.max_in_flight or concurrency) / workers)
     ctx = multiprocessing.get_context("spawn")
     tasks: Any = ctx.Queue()
     results: Any = ctx.Queue()
     stop = ctx.RawValue(ctypes.c_bool, False)
-    worker_opts = replace(opts, max_in_flight=cap, keep_runs=False)
+    capped = execution.model_copy(update={"max_in_flight": cap})
+    worker_plan = replace(plan, options=replace(plan.options, execution=capped))
     for index, (case, epoch) in enumerate(todo):
         tasks.put((index, case, epoch))
     for _ in range(workers * threads):
         tasks.put(None)
     procs = [
-        ctx.Process(target=_process_worker, args=(spec, worker_opts, tasks, results, stop, threads), daemon=True,
+        ctx.Process(target=_process_worker, args=(worker_plan, tasks, results, stop, threads), daemon=True,
                     name=f"harness-bench-worker-{i + 1}")
         for i in range(workers)
     ]  # fmt: skip
@@ -196,7 +202,7 @@ def iterate_processes(
     try:
         for _ in range(len(todo)):
             while True:
-                if opts.cancellation.cancelled:
+                if cancellation.cancelled:
                     return  # the finally stops the workers; runs in flight are discarded by the bench
                 try:
                     item: ResultItem = results.get(timeout=_POLL_SECONDS)

@@ -5,7 +5,7 @@ DuckDB statement the Python client turns it into `RuntimeError: Query interrupte
 that became a FAILED tool call (a case run stored FALLBACK instead of SUCCESS — a fake regression),
 inside a metrics write a traceback and a sweep marked failed; elsewhere it was swallowed by a
 catch-all and the interrupt was ignored. Here the handler only sets a flag shared by every case
-run (`BenchOptions.cancellation` → `RunContext.cancellation`): every DuckDB statement and HTTP call
+run (`run_bench(..., cancellation=)` → `RunContext.cancellation`): every DuckDB statement and HTTP call
 completes, the bench starts no new case run, the case run in flight ends CANCELLED and is discarded
 (`--resume` re-runs it), finished ones are flushed and the run is marked `interrupted`. The command
 exits 130 (SIGINT) or 143 (SIGTERM). A second signal exits at once, without waiting for the case

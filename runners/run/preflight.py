@@ -26,14 +26,13 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 from harness import ModelErrorKind
-from runners.domain.model_spec import DEFAULT_API_KEY_ENV
+from runners.domain.model_spec import DEFAULT_API_KEY_ENV, ModelKind
 
 if TYPE_CHECKING:
     import openai
 
     from harness import OpenAIChatModel
-    from runners.domain.model_spec import ModelSpec
-    from runners.plan.options import BenchOptions
+    from runners.plan.run_plan import RunPlan
 
 PROBE_TIMEOUT_SECONDS = 15.0
 """Upper bound of one probe request (the run's model timeout when shorter)."""
@@ -140,27 +139,26 @@ def _unusable(url: str, exc: openai.APIError, api_key_env: str) -> str:
     return f"{head} {what}"[:400]
 
 
-def needs_preflight(opts: BenchOptions, spec: ModelSpec) -> bool:
+def needs_preflight(plan: RunPlan) -> bool:
     """An `openai:` model that may reach the network (not a replay-only cassette run)."""
-    return spec.is_openai and not opts.replays
+    return plan.model.kind is ModelKind.OPENAI and not plan.options.replay.replays
 
 
-def preflight(opts: BenchOptions, spec: ModelSpec) -> ProbeResult | None:
-    """Probe the endpoint of a bench run (model `spec`, the plan's) when it may reach the network; PreflightError
-    when unusable."""
-    if not needs_preflight(opts, spec):
+def preflight(plan: RunPlan) -> ProbeResult | None:
+    """Probe the endpoint of a bench run (its model parsed by the plan) when it may reach the network;
+    PreflightError when unusable."""
+    if not needs_preflight(plan):
         return None
     from harness import OpenAIChatModel
+    from runners.plan.redact import redact
 
-    ms = opts.model_settings
-    name = spec.name
-    timeout = min(PROBE_TIMEOUT_SECONDS, opts.config.model_timeout_seconds)
-    from runners.plan.redact import Secrets, redact
-
+    ms = plan.options.settings.model_settings
+    name = plan.model.name
+    timeout = min(PROBE_TIMEOUT_SECONDS, plan.options.settings.config.model_timeout_seconds)
     model = OpenAIChatModel(name, base_url=ms.base_url, api_key_env=ms.api_key_env, timeout_seconds=timeout)
     try:
         return probe(model, name, timeout=timeout, api_key_env=ms.api_key_env)
     except PreflightError as exc:  # printed on stderr: it names the URL, credentials included
-        raise PreflightError(redact(str(exc), Secrets.of(ms.base_url, ms.api_key_env))) from None
+        raise PreflightError(redact(str(exc), plan.secrets)) from None
     finally:
         model.close()

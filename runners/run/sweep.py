@@ -1,6 +1,6 @@
 """Sweeps: the full grid of sweepable settings, each point a bench run tagged with one sweep id. `run_sweep`
-executes a `SweepPlan` (runners/plan/sweep_plan.py: the grid points and the shared `RunPlan`, a resume's read
-from the stored sweep); each point runs as `plan.base.point(...)`, through `run_point` on the sweep's connection.
+executes a `SweepPlan` (runners/plan/sweep_plan.py: the shared `RunPlan` and one per grid point, a resume's read
+from the stored sweep); each point's plan runs through `run_point` on the sweep's connection.
 
 The axes are the sweepable settings of the one declaration (`runners/plan/settings.py`); a setting
 declared sweepable later is an axis with no edit here. Resumable as a whole: `--resume SWEEP_ID`
@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import duckdb
 
-from runners.plan import shard, sweep_plan
-from runners.plan.settings import RunSettings
+from harness import CancellationToken
+from runners.plan import sweep_plan
+from runners.plan.run_plan import RunPlan
 from runners.plan.stored_plan import saved_sweep_options
 from runners.plan.sweep_plan import SweepGrid, SweepOptions, SweepPlan
 from runners.run.bench import BenchSummary, StartHook, run_point
@@ -55,69 +56,63 @@ def plan_sweep(opts: SweepOptions) -> SweepPlan:
 
 
 def run_sweep(
-    plan: SweepPlan, *, on_progress: SweepProgress | None = None, on_start: StartHook | None = None
-) -> SweepSummary:
-    """Run (or resume) every grid point of `plan` (from `plan_sweep`). Once the base options' cancellation is
-    set, no new point starts and the sweep ends `interrupted` (unless every point had already completed)."""
+    plan: SweepPlan, *, cancellation: CancellationToken | None = None, on_progress: SweepProgress | None = None,
+    on_start: StartHook | None = None,
+) -> SweepSummary:  # fmt: skip
+    """Run (or resume) every grid point of `plan` (from `plan_sweep`). Once `cancellation` is set, no new point
+    starts and the sweep ends `interrupted` (unless every point had already completed)."""
     if not isinstance(plan, SweepPlan):
         raise TypeError("run_sweep runs a SweepPlan: run_sweep(plan_sweep(SweepOptions(...)))")
     # once for every point, before the sweeps row: an unusable endpoint writes nothing
-    preflight(plan.base.options, plan.base.model)
-    con = connect(plan.base.db)
+    preflight(plan.base)
+    con = connect(plan.base.options.storage.db, columns=plan.base.record.columns)
     try:
-        return _sweep(con, plan, on_progress, on_start)
+        return _sweep(con, plan, cancellation or CancellationToken(), on_progress, on_start)
     finally:
         con.close()
 
 
 def _sweep(
-    con: duckdb.DuckDBPyConnection, plan: SweepPlan, on_progress: SweepProgress | None,
-    on_start: StartHook | None = None,
+    con: duckdb.DuckDBPyConnection, plan: SweepPlan, cancellation: CancellationToken,
+    on_progress: SweepProgress | None, on_start: StartHook | None = None,
 ) -> SweepSummary:  # fmt: skip
     base = plan.base.options
     sweep_id = plan.sweep_id or f"sw-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    points, cases = plan.points, plan.base.cases
-
-    def size(point: RunSettings) -> int:
-        # this shard's share of the point (progress only): every (case, epoch) when unsharded
-        if base.shard is None:
-            return len(cases) * base.epochs
-        return len(shard.select(base.shard, point, ((c, e) for e in range(1, base.epochs + 1) for c in cases)))
-
-    start = SweepStart(sweep_id, base.model_settings.model, base.label, plan.grid.to_json(), saved_sweep_options(base))
+    start = SweepStart(sweep_id, base.settings.model_settings.model.raw, base.storage.label, plan.grid.to_json(),
+                       saved_sweep_options(base))  # fmt: skip
     start_sweep(con, start, resumes=plan.resumes)
     if on_start:
         on_start(sweep_id)
-    total = sum(size(p) for p in points)
+    total = sum(len(p.work) for p in plan.points)  # this shard's share of each point (every item unsharded)
     if on_progress:
         on_progress(0, total)
     done_before = 0
     summaries: list[BenchSummary] = []
     status = "failed"
-    stopped = False  # Ctrl-C/SIGTERM (base.cancellation): no new point starts
+    stopped = False  # Ctrl-C/SIGTERM (`cancellation`): no new point starts
     try:
-        for point in points:
-            if base.cancellation.cancelled:
+        for point in plan.points:
+            if cancellation.cancelled:
                 stopped = True
                 break
-            found = find_point(con, sweep_id, point)
+            found = find_point(con, sweep_id, point.record.settings_json)
             if found and found.status == "completed":
-                done_before += size(point)
+                done_before += len(point.work)
                 if on_progress:
                     on_progress(done_before, total)
                 continue
-            point_plan = plan.base.point(point, sweep_id, resume=found.bench_run_id if found else None)
             offset = done_before
 
             def hook(done: int, _total: int, _run: object, offset: int = offset) -> None:
                 if on_progress:
                     on_progress(offset + done, total)
 
-            summaries.append(run_point(con, point_plan, on_progress=hook))
+            at = _at(point, sweep_id, found.bench_run_id if found else None)
+            summaries.append(run_point(con, at, cancellation=cancellation, on_progress=hook))
             if summaries[-1].status != "completed":
                 stopped = True
                 break
-            done_before += size(point)
+            done_before += len(point.work)
         status = "interrupted" if stopped else "completed"
     except KeyboardInterrupt:
         status = "interrupted"
@@ -129,4 +124,11 @@ def _sweep(
             if not summaries or summaries[-1].storage_error is None:
                 raise  # (else left `running`: the next writer marks it `interrupted`)
             status = "interrupted"
-    return SweepSummary(sweep_id, status, len(points), summaries)
+    return SweepSummary(sweep_id, status, len(plan.points), summaries)
+
+
+def _at(point: RunPlan, sweep_id: str, stored: str | None) -> RunPlan:
+    """A point's plan in sweep `sweep_id`: resuming its stored bench run `stored`, if any."""
+    if stored is None:
+        return replace(point, sweep_id=sweep_id)
+    return replace(point, sweep_id=sweep_id, bench_run_id=stored, resumes=True)

@@ -48,7 +48,6 @@ from collections import deque
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
-from dataclasses import replace
 from enum import StrEnum
 from functools import lru_cache, partial
 from pathlib import Path
@@ -65,7 +64,6 @@ from vcr.serialize import serialize
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness import ModelCallError, ModelErrorKind
-from runners.domain.model_spec import parse_model
 from runners.plan.options import BenchOptions
 from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr's own `RecordMode` is above
 from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
@@ -551,14 +549,14 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
     (vcrpy >= 8.4 replaces a matching recording instead of appending beside it) and keeps the episodes of other
     thresholds that share the file. `delete_first` prefixes an `rm` of the cassette (for a corrupted file, which
     vcrpy cannot load). Where it executes (shard, run id, database) is not part of it."""
-    assert opts.cassettes is not None, "a re-record command is for a run with cassettes"
-    cassettes = opts.cassettes
-    ms = opts.model_settings
-    record = replace(opts, case_ids=[case_id], epochs=epoch, record_mode=RunRecordMode.ALL, shard=None, run_id=None)
+    cassettes = opts.replay.cassettes
+    assert cassettes is not None, "a re-record command is for a run with cassettes"
+    ms = opts.settings.model_settings
+    record = opts.replaced(case_ids=(case_id,), epochs=epoch, record_mode=RunRecordMode.ALL, shard=None, run_id=None)
     argv = run_argv(record, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
-    name = parse_model(ms.model).name  # the rules let cassettes record an openai:<model-name> only
+    name = ms.model.name  # the rules let cassettes record an openai:<model-name> only
     base_url = safe_url(ms.base_url)  # printed and stored: credentials in the URL are given again by the user
-    if base_url and not opts.replays:
+    if base_url and not opts.replay.replays:
         argv += ["--base-url", base_url]
         note = f"--base-url is the endpoint this run recorded from: it must be serving {name} live"
     elif base_url:
@@ -571,6 +569,6 @@ def rerecord_command(opts: BenchOptions, case_id: str, epoch: int, *, delete_fir
         note = f"records from the OpenAI API with the key in ${ms.api_key_env}"
     command = shlex.join(argv)
     if delete_first:
-        path = cassette_path(cassettes, ms.model, case_id, epoch)
+        path = cassette_path(cassettes, ms.model.raw, case_id, epoch)
         command = f"rm -- {shlex.quote(str(path))} && {command}"
     return f"{command} ({note})"

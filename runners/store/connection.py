@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 
+from runners.plan.options import DeclaredColumns
 from runners.store import migrations
 from runners.store._files import NamedPath, OutputPathError, check_output_path, path_kind
 from runners.store.errors import DatabaseLockedError, MetricsDbError, MetricsWriteError
@@ -57,8 +58,11 @@ def check_database_file(path: str | Path, *, must_exist: bool = False, writing: 
         raise MetricsDbError(f"{p} is {what}; use another --db")
 
 
-def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) -> duckdb.DuckDBPyConnection:
-    """Open (and migrate) a metrics database with readable errors.
+def connect(
+    path: str | Path, *, read_only: bool = False, upgrade: bool = True, columns: DeclaredColumns | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Open (and migrate) a metrics database with readable errors (a writer: with the `columns` the declared settings
+    and options ask for, a run's plan has them; None: today's declaration).
 
     Read-only, a database written by an older harness-bench (an older schema version, or settings
     declared since) is read through an upgraded temporary copy, so every reading command reads every
@@ -89,7 +93,7 @@ def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) 
     try:
         if not read_only:
             try:
-                migrations.prepare(con, target)
+                migrations.prepare(con, target, columns)
             except duckdb.TransactionException as exc:  # the only writer's COMMIT failed: the storage (full disk)
                 raise MetricsWriteError(exc) from exc
         else:

@@ -35,7 +35,8 @@ from typing import Any
 import duckdb
 
 from harness import CancellationToken
-from runners.plan import run_options, settings
+from runners.plan import settings
+from runners.plan.options import BenchOptions
 from runners.plan.shard import RunStatus
 from runners.store._files import replacing, same_file
 from runners.store.connection import check_database_file, connect
@@ -150,9 +151,10 @@ def _plan(row: dict[str, Any]) -> dict[str, Any]:
     plan["cassettes"] = bool(row.get("cassettes"))
     # the agent loop and whether transcripts were stored, as `--resume` reads them back (a NULL column: the old
     # default), so a native shard and a NULL-agent one agree while an openai-agents shard does not
-    for option in run_options.declared():
-        if option.column in FIT_COLUMNS:
-            plan[option.column] = option.encode(option.from_column(row.get(option.column)))
+    for concern in BenchOptions.CONCERNS.values():
+        for d in concern.declared():
+            if d.column in FIT_COLUMNS:
+                plan[d.column] = d.encode(d.decode(row.get(d.column)))
     return plan
 
 

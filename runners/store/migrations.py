@@ -13,11 +13,11 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
 import duckdb
 
-from runners.plan import run_options, settings
+from runners.plan import settings
+from runners.plan.options import DeclaredColumns, declared_columns
 from runners.store.errors import MetricsDbError
 from runners.store.runs import store_settings
 from runners.store.views import VIEWS, view_statements
@@ -415,23 +415,25 @@ def _check_complete(con: duckdb.DuckDBPyConnection, target: str, version: int, t
         )
 
 
-def prepare(con: duckdb.DuckDBPyConnection, target: str = "<db>") -> None:
-    """What a writer's connection needs before its first row: `migrate`, then `ensure_settings_columns`. A new
-    database gets both in one transaction — its creation is one commit instead of a dozen (a third of the time a
-    one-case run spends), and a file whose creation failed holds no half-made schema. Once the history has given a
-    process one new database, its later empty new files get that schema at once (`_FreshSchema`)."""
+def prepare(con: duckdb.DuckDBPyConnection, target: str = "<db>", columns: DeclaredColumns | None = None) -> None:
+    """What a writer's connection needs before its first row: `migrate`, then `ensure_settings_columns` (`columns`:
+    the declared ones, a run's plan has them; None: today's declaration). A new database gets both in one
+    transaction — its creation is one commit instead of a dozen (a third of the time a one-case run spends), and a
+    file whose creation failed holds no half-made schema. Once the history has given a process one new database, its
+    later empty new files get that schema at once (`_FreshSchema`)."""
+    declared = columns or declared_columns()
     if current_version(con) is not None:
         migrate(con, target)
-        ensure_settings_columns(con)
+        ensure_settings_columns(con, columns=declared)
         return
     with _transaction(con):
-        fresh = _fresh_schema()
+        fresh = _fresh_schema(declared)
         if fresh is not None and not _table_names(con):  # an empty file (anything else: the history's checks)
             fresh.create(con)
             return
         migrate(con, target, transaction=False)
-        ensure_settings_columns(con, transaction=False)
-        _FRESH[:] = [_FreshSchema.of(con)]
+        ensure_settings_columns(con, transaction=False, columns=declared)
+        _FRESH[:] = [_FreshSchema.of(con, declared)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -443,7 +445,7 @@ class _FreshSchema:
 
     migrations: dict[int, list[Step]]
     """The schema history it was read under (the object itself: a replaced history is another schema)."""
-    declared: _Declared
+    declared: DeclaredColumns
     """The declared settings' columns and the swept names it was read under."""
     statements: tuple[str, ...]
     """Each table's and then each view's CREATE statement, in creation order."""
@@ -451,13 +453,13 @@ class _FreshSchema:
     """The schema_version rows' versions."""
 
     @staticmethod
-    def of(con: duckdb.DuckDBPyConnection) -> _FreshSchema:
-        """The schema `con`'s new database was just given (inside its creating transaction)."""
+    def of(con: duckdb.DuckDBPyConnection, declared: DeclaredColumns) -> _FreshSchema:
+        """The schema `con`'s new database was just given (inside its creating transaction), under `declared`."""
         mine = "WHERE database_name = current_database() AND NOT internal ORDER BY"
         tables = con.execute(f"SELECT sql FROM duckdb_tables() {mine} table_oid").fetchall()
         views = con.execute(f"SELECT sql FROM duckdb_views() {mine} view_oid").fetchall()
         versions = con.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
-        return _FreshSchema(_MIGRATIONS, _declared(), tuple(str(r[0]) for r in (*tables, *views)),
+        return _FreshSchema(_MIGRATIONS, declared, tuple(str(r[0]) for r in (*tables, *views)),
                             tuple(int(r[0]) for r in versions))  # fmt: skip
 
     def create(self, con: duckdb.DuckDBPyConnection) -> None:
@@ -471,30 +473,13 @@ _FRESH: list[_FreshSchema] = []
 """The schema this process last gave a new database through the history (at most one entry)."""
 
 
-class _Declared(NamedTuple):
-    """What the declared settings and run options ask of a writer's database (`ensure_settings_columns` brings a
-    file up to it; a kept fresh schema holds only while it is unchanged)."""
-
-    bench_columns: tuple[tuple[str, str], ...]
-    """(column, DuckDB type) of `bench_runs`: every declared setting and stored run option."""
-    case_columns: tuple[tuple[str, str], ...]
-    """(column, DuckDB type) of `case_runs`: every sweepable setting."""
-    swept: tuple[str, ...]
-    """The sweepable settings' names, which the views group by."""
-
-
-def _declared() -> _Declared:
-    return _Declared(tuple(settings.bench_run_columns() + run_options.bench_run_columns()),
-                     tuple(settings.case_run_columns()), tuple(settings.swept_names()))  # fmt: skip
-
-
-def _fresh_schema() -> _FreshSchema | None:
+def _fresh_schema(declared: DeclaredColumns) -> _FreshSchema | None:
     """The schema a new database is given at once, if this process has read it under today's migrations and
-    settings (else None: the history is applied, and read)."""
+    `declared` columns (else None: the history is applied, and read)."""
     if not _FRESH:
         return None
     fresh = _FRESH[0]
-    if fresh.migrations is not _MIGRATIONS or fresh.declared != _declared():
+    if fresh.migrations is not _MIGRATIONS or fresh.declared != declared:
         _FRESH.clear()
         return None
     return fresh
@@ -553,10 +538,12 @@ def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
     return {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
 
 
-def ensure_settings_columns(con: duckdb.DuckDBPyConnection, *, transaction: bool = True) -> None:
-    """Idempotent: a column per declared setting (bench_runs) and per sweepable one (case_runs), legacy
-    bench runs given their settings, and the views recreated when they lack a swept setting — in one transaction,
-    or in the caller's when `transaction` is False."""
+def ensure_settings_columns(
+    con: duckdb.DuckDBPyConnection, *, transaction: bool = True, columns: DeclaredColumns | None = None
+) -> None:
+    """Idempotent: a column per declared setting and kept option (bench_runs) and per sweepable setting (case_runs),
+    legacy bench runs given their settings, and the views recreated when they lack a swept setting — in one
+    transaction, or in the caller's when `transaction` is False (`columns`: the declared ones; None: today's)."""
     existing: dict[str, set[str]] = {}
     if transaction:  # no caller's transaction: each relation probed (see `_columns_of`)
         for relation in ("bench_runs", "case_runs", *VIEWS):
@@ -568,7 +555,7 @@ def ensure_settings_columns(con: duckdb.DuckDBPyConnection, *, transaction: bool
         ).fetchall()
         for table, column in rows:
             existing.setdefault(table, set()).add(column)
-    declared = _declared()
+    declared = columns or declared_columns()
     missing = [(table, name, sql_type)
                for table, columns in (("bench_runs", declared.bench_columns), ("case_runs", declared.case_columns))
                for name, sql_type in columns if name not in existing.get(table, set())]  # fmt: skip
@@ -596,4 +583,4 @@ def _backfill_settings(con: duckdb.DuckDBPyConnection, rows: list[tuple[str, str
             run = settings.legacy_settings(config_json, model, base_url)
         except ValueError:
             continue  # unreadable legacy row: left without settings; resume says so
-        store_settings(con, bench_run_id, run)
+        store_settings(con, bench_run_id, run.stored_values(), run.to_json())

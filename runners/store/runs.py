@@ -10,7 +10,8 @@ from enum import StrEnum
 
 import duckdb
 
-from runners.plan import settings
+from runners.plan.flags import StoredValue
+from runners.plan.settings import SettingValue
 from runners.plan.shard import ShardSpec
 from runners.plan.stored_plan import StoredBenchRun, StoredSweep
 from runners.store.errors import MetricsWriteError
@@ -57,18 +58,20 @@ def stale_runs(con: duckdb.DuckDBPyConnection) -> StaleRuns:
     return StaleRuns(tuple((str(b), None if s is None else str(s)) for b, s in runs), tuple(ids))
 
 
-def store_settings(con: duckdb.DuckDBPyConnection, bench_run_id: str, run: settings.RunSettings) -> None:
-    """Write every setting of a bench run: one column each and the JSON that resume reads."""
-    values = run.stored_values()
+def store_settings(
+    con: duckdb.DuckDBPyConnection, bench_run_id: str, values: Mapping[str, SettingValue], settings_json: str
+) -> None:
+    """Write every setting of a bench run: one column each (`values`, as stored) and the JSON that resume reads."""
     assignments = ", ".join(f'"{name}" = ?' for name in values)
     con.execute(
         f"UPDATE bench_runs SET settings_json = ?, {assignments} WHERE bench_run_id = ?",
-        [run.to_json(), *values.values(), bench_run_id],
+        [settings_json, *values.values(), bench_run_id],
     )
 
 
-def store_run_options(con: duckdb.DuckDBPyConnection, bench_run_id: str, values: Mapping[str, object]) -> None:
-    """Write a bench run's run options (runners/plan/run_options.py): column -> value."""
+def store_run_options(con: duckdb.DuckDBPyConnection, bench_run_id: str, values: Mapping[str, StoredValue]) -> None:
+    """Write the options a bench run keeps in columns (declared with `Stored`, runners/plan/options.py): column ->
+    value."""
     assignments = ", ".join(f'"{name}" = ?' for name in values)
     con.execute(f"UPDATE bench_runs SET {assignments} WHERE bench_run_id = ?", [*values.values(), bench_run_id])
 
@@ -136,10 +139,12 @@ class BenchRunStart:
     """The harness-bench version."""
     shard: ShardSpec | None
     """The shard this file runs, if sharded."""
-    settings: settings.RunSettings
-    """Every setting (on resume: a new base URL is recorded)."""
-    options: Mapping[str, object]
-    """The run options by column (runners/plan/run_options.py)."""
+    settings_json: str
+    """Every setting as stored, as canonical JSON (on resume: a new base URL is recorded)."""
+    settings: Mapping[str, SettingValue]
+    """Every setting as stored, by column."""
+    options: Mapping[str, StoredValue]
+    """The options the run keeps in columns, by column (runners/plan/options.py)."""
 
 
 def start_bench_run(con: duckdb.DuckDBPyConnection, start: BenchRunStart) -> None:
@@ -165,7 +170,7 @@ def start_bench_run(con: duckdb.DuckDBPyConnection, start: BenchRunStart) -> Non
                 [start.bench_run_id],
             )
             _set_shard_status(con, start.bench_run_id, "running", finished=False)
-        store_settings(con, start.bench_run_id, start.settings)
+        store_settings(con, start.bench_run_id, start.settings, start.settings_json)
         store_run_options(con, start.bench_run_id, start.options)
         commit(con)  # a full disk here: MetricsWriteError, nothing started
     except MetricsWriteError:
@@ -261,12 +266,12 @@ class StoredPoint:
     """Its status."""
 
 
-def find_point(con: duckdb.DuckDBPyConnection, sweep_id: str, point: settings.RunSettings) -> StoredPoint | None:
-    """The latest bench run of the sweep with exactly the settings `point`, if any."""
+def find_point(con: duckdb.DuckDBPyConnection, sweep_id: str, settings_json: str) -> StoredPoint | None:
+    """The latest bench run of the sweep with exactly the settings `settings_json` (as stored), if any."""
     row = con.execute(
         "SELECT bench_run_id, status FROM bench_runs WHERE sweep_id = ? AND settings_json = ? "
         "ORDER BY started_at DESC LIMIT 1",
-        [sweep_id, point.to_json()],
+        [sweep_id, settings_json],
     ).fetchone()
     return StoredPoint(str(row[0]), str(row[1])) if row else None
 

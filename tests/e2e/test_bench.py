@@ -81,13 +81,13 @@ def test_interrupted_run_resumes_without_duplicates(tmp_path: Path) -> None:
             if len(seen) == 3:
                 raise KeyboardInterrupt
 
-    opts = BenchOptions(case_ids=[ONE], epochs=6, db=db)
+    opts = BenchOptions.of(case_ids=[ONE], epochs=6, db=db)
     with pytest.raises(KeyboardInterrupt):
         run_bench(plan_run(opts), on_progress=interrupt_after_three)
     ((bench_id, status),) = _q(db, "SELECT bench_run_id, status FROM bench_runs")
     assert status == "interrupted"
     assert _q(db, "SELECT count(*) FROM case_runs")[0][0] == 3, "every completed case run is kept"
-    summary = run_bench(plan_run(BenchOptions(db=db, resume=bench_id)))
+    summary = run_bench(plan_run(BenchOptions.of(db=db, resume=bench_id)))
     assert summary.executed == 3 and summary.skipped == 3
     rows = _q(db, "SELECT case_run_id FROM case_runs ORDER BY case_run_id")
     assert [r[0] for r in rows] == sorted(case_run_id(bench_id, ONE, e) for e in range(1, 7))
@@ -232,9 +232,9 @@ def test_record_through_serve_sim_then_replay_offline(
     ids = [c.id for c in cases][:8]
     monkeypatch.setenv("HB_SIM_KEY", "sk-canary-record-test-0000")
     cassettes = tmp_path / "cassettes"
-    inproc = run_bench(plan_run(BenchOptions(case_ids=ids, db=tmp_path / "a.duckdb")))
+    inproc = run_bench(plan_run(BenchOptions.of(case_ids=ids, db=tmp_path / "a.duckdb")))
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
-        recorded = run_bench(plan_run(BenchOptions(
+        recorded = run_bench(plan_run(BenchOptions.of(
             case_ids=ids, db=tmp_path / "b.duckdb",
             model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY"),
             cassettes=cassettes, record_mode="once",
@@ -245,7 +245,7 @@ def test_record_through_serve_sim_then_replay_offline(
     for f in files:
         assert "sk-canary-record-test" not in f.read_text()
     request.getfixturevalue("no_network")
-    replayed = run_bench(plan_run(BenchOptions(
+    replayed = run_bench(plan_run(BenchOptions.of(
         case_ids=ids, db=tmp_path / "c.duckdb",
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://127.0.0.1:1/v1", api_key_env="HB_SIM_KEY",
@@ -262,7 +262,7 @@ def test_cassette_miss_names_the_cassette_and_the_rerecord_command(
     monkeypatch.setenv("HB_SIM_KEY", "x")
     cassettes = tmp_path / "empty"
     cassettes.mkdir()  # a replay of a missing folder is refused by the plan (tests/runners/plan/test_plan_rules.py)
-    summary = run_bench(plan_run(BenchOptions(
+    summary = run_bench(plan_run(BenchOptions.of(
         case_ids=[ONE], db=tmp_path / "m.duckdb",
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://127.0.0.1:1/v1", api_key_env="HB_SIM_KEY",

@@ -289,7 +289,7 @@ def test_a_run_with_url_credentials_resumes(tmp_path: Path, monkeypatch: pytest.
         url = sim.base_url.replace("http://", f"http://{USER}:{PASSWORD}@")
         ms = ModelSettings(model="openai:scripted", base_url=url, api_key_env="HB_CANARY_KEY")
         with pytest.raises(KeyboardInterrupt):
-            run_bench(plan_run(BenchOptions(case_ids=cases, db=db, model_settings=ms, epochs=2)),
+            run_bench(plan_run(BenchOptions.of(case_ids=cases, db=db, model_settings=ms, epochs=2)),
                       on_progress=interrupt_after_one)  # fmt: skip
         con = duckdb.connect(str(db), read_only=True)
         ((bench_run_id, stored, status),) = con.execute(

@@ -21,7 +21,7 @@ from runners.cli import main
 from runners.plan.agent import AgentFramework
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
-from runners.plan.settings import ModelSettings, RunSettings
+from runners.plan.settings import RunSettings
 from runners.plan.shard import ShardError, ShardSpec, identity_json, shard_of
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
@@ -55,11 +55,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One unsharded run and its 4 shards (same --run-id), every built-in case × 2 epochs."""
     d = tmp_path_factory.mktemp("shards")
     paths = {"full": d / "full.duckdb", **{f"s{i}": d / f"shard-{i}.duckdb" for i in range(1, N + 1)}}
-    run_bench(plan_run(BenchOptions(db=paths["full"], run_id=RUN, epochs=EPOCHS, keep_runs=False)))
+    run_bench(plan_run(BenchOptions.of(db=paths["full"], run_id=RUN, epochs=EPOCHS)))
     for i in range(1, N + 1):
-        run_bench(
-            plan_run(BenchOptions(db=paths[f"s{i}"], run_id=RUN, epochs=EPOCHS, shard=ShardSpec(i, N), keep_runs=False))
-        )
+        run_bench(plan_run(BenchOptions.of(db=paths[f"s{i}"], run_id=RUN, epochs=EPOCHS, shard=ShardSpec(i, N))))
     paths["merged"] = d / "merged.duckdb"
     assert main(["merge", str(paths["merged"]), *(str(paths[f"s{i}"]) for i in range(1, N + 1))]) == 0
     return paths
@@ -74,8 +72,8 @@ def small(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("small")
     paths = {f"s{i}": d / f"shard-{i}.duckdb" for i in range(1, N + 1)}
     for i in range(1, N + 1):
-        run_bench(plan_run(BenchOptions(db=paths[f"s{i}"], run_id=RUN, epochs=EPOCHS, evalsets=SMALL,
-                                        shard=ShardSpec(i, N), keep_runs=False)))  # fmt: skip
+        run_bench(plan_run(BenchOptions.of(db=paths[f"s{i}"], run_id=RUN, epochs=EPOCHS, evalsets=SMALL,
+                                        shard=ShardSpec(i, N))))  # fmt: skip
     return paths
 
 
@@ -177,7 +175,7 @@ def _refused(argv: list[str], needle: str, root: Path, capsys: pytest.CaptureFix
 
 
 def _one_shard(db: Path, index: int = N, count: int = N, run_id: str = RUN, **opts: Any) -> Path:
-    run_bench(plan_run(BenchOptions(db=db, run_id=run_id, shard=ShardSpec(index, count), keep_runs=False,
+    run_bench(plan_run(BenchOptions.of(db=db, run_id=run_id, shard=ShardSpec(index, count),
                            **{"epochs": EPOCHS, "evalsets": SMALL, **opts})))  # fmt: skip
     return db
 
@@ -243,7 +241,7 @@ def test_missing_or_unfinished_shards_are_refused_without_partial(
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        run_bench(plan_run(BenchOptions(db=db, run_id=RUN, epochs=EPOCHS, shard=ShardSpec(3, N), keep_runs=False)),
+        run_bench(plan_run(BenchOptions.of(db=db, run_id=RUN, epochs=EPOCHS, shard=ShardSpec(3, N))),
                   on_progress=stop)  # fmt: skip
     assert _q(db, "SELECT status FROM shards") == [("interrupted",)]
     _refused(["merge", str(work / "out.duckdb"), *three, str(db)], "shard 3/4 is interrupted", work, capsys)
@@ -318,8 +316,8 @@ def test_bad_execution_flags_are_one_line_exit_2(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     metrics = tmp_path / "metrics.duckdb"
-    run_bench(plan_run(BenchOptions(db=metrics, run_id="taken", evalsets=["missing_context"], keep_runs=False)))
-    base = BenchOptions(db=metrics, run_id="taken", evalsets=["missing_context"], epochs=1)
+    run_bench(plan_run(BenchOptions.of(db=metrics, run_id="taken", evalsets=["missing_context"])))
+    base = BenchOptions.of(db=metrics, run_id="taken", evalsets=["missing_context"], epochs=1)
     run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2,)), base)))
     world = {"metrics": str(metrics), "tmp": str(tmp_path)}
     _refused([a.format(**world) for a in argv], needle, tmp_path, capsys)
@@ -356,7 +354,7 @@ def test_an_interrupted_sweep_shard_resumes_its_own_share(
     for i, db in enumerate(files, start=1):
         assert main(["sweep", *common, "--shard", f"{i}/{N}", "--db", str(db)]) == 0
     again = tmp_path / "again-2.duckdb"
-    base = BenchOptions(db=again, evalsets=SMALL, epochs=2, run_id="swp", shard=ShardSpec(2, N), keep_runs=False)
+    base = BenchOptions.of(db=again, evalsets=SMALL, epochs=2, run_id="swp", shard=ShardSpec(2, N))
 
     def stop(done: int, total: int) -> None:
         if done >= 3:
@@ -380,11 +378,11 @@ def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def sweep(db: Path, shard: ShardSpec | None, concurrency: int = 1) -> None:
-        run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4)), BenchOptions(
+        run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4)), BenchOptions.of(
             db=db,
-            model_settings=ModelSettings(model="scripted:rewriter"),
+            model="scripted:rewriter",
             evalsets=["diagnosable", "empty_logs"], epochs=2, run_id="cal",
-            shard=shard, keep_runs=False, concurrency=concurrency,
+            shard=shard, concurrency=concurrency,
         ))))  # fmt: skip
 
     full = tmp_path / "full.duckdb"

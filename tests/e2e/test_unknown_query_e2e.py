@@ -22,7 +22,7 @@ CASE = "empty_logs_gateway_timeout_t1"
 def test_unknown_query_over_http_is_an_honest_fallback(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("HB_E2E_KEY", "x")
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model) as sim:
-        summary = run_bench(plan_run(BenchOptions(case_ids=[CASE],
+        summary = run_bench(plan_run(BenchOptions.of(case_ids=[CASE],
         model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_E2E_KEY"),
                                          db=tmp_path / "e2e.duckdb")))  # fmt: skip
         requests = sim.requests

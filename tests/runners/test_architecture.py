@@ -293,15 +293,17 @@ def test_the_agent_loop_protocol_is_the_librarys() -> None:
 
 # -- layers point one way ---------------------------------------------------------------------------------------
 LAYERS = (
-    "domain", "plan", "store", "run", "endpoints", "interchange", "decisions", "rendering", "live", "commands", "cli"
+    "domain", "plan", "store", "run", "endpoints", "interchange", "decisions", "rendering", "api", "live", "commands",
+    "cli",
 )  # fmt: skip
 """The bench's layers, lowest first: a module may import its own layer and those before it, never one after.
 `domain` is the bench's world (cases, tools, profiles, the model spec), `plan` decides what a run is (options,
 rules, the run's secrets), `store` owns every byte on disk, `run` executes a plan, `endpoints` serve what the run
 talks to (serve-sim), `interchange` carries runs in and out (OpenTelemetry, event logs, Inspect logs, captures),
 `decisions` judge stored runs (gate, power, recommend, what-if), `rendering` writes what a person reads (tables,
-transcripts, reports, the gate's files), `live` drives real local models, `commands` are the CLI's commands and `cli`
-their parser. Developer tools live outside the package, in scripts/."""
+transcripts, reports, the gate's files), `api` is the Python API of notebooks and scripts (one module), `live` drives
+real local models, `commands` are the CLI's commands and `cli` their parser. Developer tools live outside the package,
+in scripts/."""
 TOP: tuple[str, ...] = ()
 """Programs of their own inside the package, above every layer (none: developer tools are in scripts/)."""
 
@@ -330,8 +332,8 @@ def imports_against_the_layers(graph: dict[str, set[str]]) -> list[str]:
 def test_every_package_is_in_a_layer() -> None:
     packages = {p.name for p in ROOT.iterdir() if (p / "__init__.py").exists()}
     modules = {p.stem for p in ROOT.glob("*.py") if p.stem != "__init__"}
-    assert packages | {"cli"} == set(LAYERS), "a package of runners/ missing from LAYERS, or one too many"
-    assert {f"runners.{m}" for m in modules - {"cli"}} == set(TOP), "a top-level module missing from TOP"
+    assert packages | {"cli", "api"} == set(LAYERS), "a package of runners/ missing from LAYERS, or one too many"
+    assert {f"runners.{m}" for m in modules - {"cli", "api"}} == set(TOP), "a top-level module missing from TOP"
 
 
 def test_imports_point_down_the_layers() -> None:

@@ -249,3 +249,20 @@ def test_the_gate_path_reads_top_to_bottom(tmp_path: Path, monkeypatch: pytest.M
     for module in ("runners.commands.gate", "runners.store.gate_pairs", "runners.decisions.gate.statistics"):
         assert module in seen.path, f"{module} not on the gate path\n{shown}"
     assert len(seen.returns()) <= MAX_RETURNS_UP, shown
+
+
+MAX_CLIMBS = 5
+"""The most climbs back up `scripts/run_path_climbs.py` may count on `run`'s path (today 3: the store's reads handed
+to the planner, and the two progress callbacks of the CLI)."""
+
+
+def test_the_run_path_climbs_back_up_at_most_five_times(tmp_path: Path) -> None:
+    """The path from `run`'s command function to the first case run, as scripts/run_path_climbs.py measures it:
+    into a higher layer, or back into a phase (the planner) once it was left, at most MAX_CLIMBS times."""
+    from scripts.run_path_climbs import trace
+
+    assert _run(tmp_path / "warm.duckdb") == 0  # every import done
+    walk = trace(["run", "--db", str(tmp_path / "traced.duckdb"), "--case", CASES[0]])
+    shown = "\n".join(f"{s.caller} -> {s.callee}.{s.function} ({s.climb})" for s in walk.climbs)
+    assert len(walk.climbs) <= MAX_CLIMBS, f"{walk.summary()}\n{shown}"
+    assert not [s for s in walk.climbs if s.climb == "re-entry"], f"the runner asked the planner again:\n{shown}"

@@ -54,17 +54,7 @@ from runners.decisions.gate.result import (
     Pair,
     SequentialLook,
 )
-from runners.decisions.gate_flags import (
-    ALPHA_RANGE,
-    COST_RANGE,
-    DEFAULTS,
-    DROP_RANGE,
-    EPOCHS_RANGE,
-    K_RANGE,
-    MAX_LOOKS,
-    MDE_RANGE,
-    TARGET_MDE_RANGE,
-)
+from runners.decisions.gate_flags import DEFAULTS, MAX_LOOKS, GateThresholds
 from runners.plan.rules import MAX_EPOCHS
 
 __all__ = [
@@ -228,10 +218,11 @@ def validate_flags(
     *, k: int, max_recall_drop: float, max_cost_increase: float, alpha: float, max_mde: float = DEFAULTS.max_mde
 ) -> None:
     """Refuse out-of-range flags before anything is computed or written (exit 2)."""
-    for flag, value, bounds in (
-        ("--max-mde", max_mde, MDE_RANGE), ("--k", k, K_RANGE), ("--max-recall-drop", max_recall_drop, DROP_RANGE),
-        ("--max-cost-increase", max_cost_increase, COST_RANGE), ("--alpha", alpha, ALPHA_RANGE),
+    for flag, value, name in (
+        ("--max-mde", max_mde, "max_mde"), ("--k", k, "k"), ("--max-recall-drop", max_recall_drop, "max_recall_drop"),
+        ("--max-cost-increase", max_cost_increase, "max_cost_increase"), ("--alpha", alpha, "alpha"),
     ):  # fmt: skip
+        bounds = GateThresholds.bounds(name)
         if not bounds.inside(value):
             raise GateInputError(f"{flag} {value:g}: {bounds.refusal()}")
 
@@ -371,7 +362,7 @@ def _inconclusive(result: GateResult) -> str | None:
 
 def sequential_looks(budget: int, stage: int) -> tuple[int, ...]:
     """The planned looks: every `stage` epochs, and the budget."""
-    if not (EPOCHS_RANGE.inside(stage) and EPOCHS_RANGE.inside(budget)):
+    if not (GateThresholds.bounds("stage").inside(stage) and GateThresholds.bounds("budget").inside(budget)):
         raise GateInputError(f"--stage {stage} / --budget {budget}: both must be >= 1 and <= {MAX_EPOCHS}")
     if stage > budget:
         raise GateInputError(f"--stage {stage}: more than the --budget of {budget} epochs")
@@ -412,8 +403,9 @@ def evaluate_sequential(
     function of the case runs present only, so it resumes and works on merged shards like every run.
     """
     looks = sequential_looks(budget, stage)
-    if target_mde is not None and not TARGET_MDE_RANGE.inside(target_mde):
-        raise GateInputError(f"--target-mde {target_mde:g}: {TARGET_MDE_RANGE.refusal()}")
+    target = GateThresholds.bounds("target_mde")
+    if target_mde is not None and not target.inside(target_mde):
+        raise GateInputError(f"--target-mde {target_mde:g}: {target.refusal()}")
     have = min(c.epochs for c in per_case(pairs)) if pairs else 0
     done = [e for e in looks if e <= have]
     if not done:

@@ -17,7 +17,7 @@ from runners.domain.evalset import load_cases
 from runners.domain.profiles import UnknownProfileError, parse_profile, trajectory_for, trajectory_for_model
 from runners.domain.scripted import Mistake, ScriptedChatModel
 from runners.endpoints.simulator import SimulatorServer
-from runners.plan.options import BenchOptions
+from runners.plan.options import BenchOptions, ResumeRequest
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
@@ -78,16 +78,16 @@ def test_serve_sim_plays_profiles_like_in_process(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("HB_KEY", "x")
     inproc = run_bench(
         plan_run(
-            BenchOptions(
+            BenchOptions.of(
                 evalsets=["diagnosable"],
-                model_settings=ModelSettings(model="scripted:rewriter?k=2"),
+                model="scripted:rewriter?k=2",
                 db=tmp_path / "a.duckdb",
             )
         )
     )
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
         http = run_bench(
-            plan_run(BenchOptions(
+            plan_run(BenchOptions.of(
                 evalsets=["diagnosable"],
                 model_settings=ModelSettings(
                     model="openai:scripted:rewriter?k=2", base_url=sim.base_url, api_key_env="HB_KEY",
@@ -106,8 +106,8 @@ def sweep_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     ids = {}
     for model in ("scripted", "scripted:rewriter?k=2"):
         s = run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5)),
-                                   BenchOptions(evalsets=CALIBRATION_SET,
-                                   model_settings=ModelSettings(model=model),
+                                   BenchOptions.of(evalsets=CALIBRATION_SET,
+                                   model=model,
                                    db=db, epochs=2))))  # fmt: skip
         ids[model] = s.sweep_id
     return db, ids
@@ -148,7 +148,7 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
     grid = SweepGrid(no_gain_threshold=(1, 2), max_tool_invocations=(6, 10))
     with pytest.raises(KeyboardInterrupt):
         run_sweep(
-            plan_sweep(SweepOptions(grid, BenchOptions(evalsets=["empty_logs"], db=db, epochs=2))),
+            plan_sweep(SweepOptions(grid, BenchOptions.of(evalsets=["empty_logs"], db=db, epochs=2))),
             on_progress=interrupt,
         )
     con = duckdb.connect(str(db), read_only=True)
@@ -156,7 +156,7 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
     kept = con.execute("SELECT count(*) FROM case_runs").fetchone()[0]  # type: ignore[index]
     con.close()
     assert status == "interrupted" and kept >= 14
-    done = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions(db=db), resume=sweep_id)))
+    done = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions.of(db=db), resume=ResumeRequest(sweep_id))))
     assert done.status == "completed"
     con = duckdb.connect(str(db), read_only=True)
     n_cases = len(load_cases(["empty_logs"]))
@@ -178,16 +178,12 @@ def gate_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("gate") / "gate.duckdb"
     for model, label in [("scripted", "base"), ("scripted", "base-again"), ("scripted:sloppy?seed=3", "sloppy"),
                          ("scripted:fabricator?seed=3", "fabricator")]:  # fmt: skip
-        run_bench(
-            plan_run(
-                BenchOptions(evalsets=GATE_SET, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3)
-            )
-        )
+        run_bench(plan_run(BenchOptions.of(evalsets=GATE_SET, model=model, label=label, db=db, epochs=3)))
     run_bench(
         plan_run(
-            BenchOptions(
+            BenchOptions.of(
                 evalsets=["diagnosable"],
-                model_settings=ModelSettings(model="scripted"),
+                model="scripted",
                 label="partial",
                 db=db,
                 epochs=3,
@@ -326,9 +322,9 @@ def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
     db = tmp_path / "o.duckdb"
     run_bench(
         plan_run(
-            BenchOptions(
+            BenchOptions.of(
                 evalsets=["diagnosable"],
-                model_settings=ModelSettings(model="scripted:sloppy?seed=1"),
+                model="scripted:sloppy?seed=1",
                 label="s1",
                 db=db,
                 epochs=2,
@@ -356,9 +352,7 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     import dataclasses
 
     db = tmp_path / "r.duckdb"
-    opts = BenchOptions(
-        evalsets=["diagnosable"], model_settings=ModelSettings(model="scripted:sloppy?seed=2"), db=db, epochs=2
-    )
+    opts = BenchOptions.of(evalsets=["diagnosable"], model="scripted:sloppy?seed=2", db=db, epochs=2)
     sweep_id = run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2, 3)), opts))).sweep_id
     con = duckdb.connect(str(db), read_only=True)
     stats = measure(con, sweep_id)

@@ -8,8 +8,10 @@ import dataclasses
 import inspect
 import re
 from pathlib import Path
+from typing import Annotated
 
 import pytest
+from pydantic import Field
 
 from runners.cli import build_parser
 from runners.decisions.gate import (
@@ -22,8 +24,7 @@ from runners.decisions.gate import (
     pick_bench_runs,
     validate_flags,
 )
-from runners.decisions.gate_flags import DEFAULTS
-from runners.plan.settings import ModelSettings
+from runners.decisions.gate_flags import DEFAULTS, GateThresholds
 from runners.rendering.gate import failing_case_lines
 from runners.store import gate_pairs
 from runners.store.gate_pairs import FailingCaseRun, LabelRun, PairedRun
@@ -75,7 +76,13 @@ def test_the_command_and_the_library_take_their_defaults_from_one_place(monkeypa
     # the help texts say the default the parser gives: changing the one declaration changes both
     import runners.commands.gate as command
 
-    monkeypatch.setattr(command, "DEFAULTS", dataclasses.replace(DEFAULTS, k=2, alpha=0.1, max_mde=0.2, stage=5))
+    class Changed(GateThresholds):  # the same fields (markers, bounds), other defaults
+        k: Annotated[int, GateThresholds.field("k").marker] = Field(default=2, ge=1, le=10)
+        alpha: Annotated[float, GateThresholds.field("alpha").marker] = Field(default=0.1, gt=0.0, lt=1.0)
+        max_mde: Annotated[float, GateThresholds.field("max_mde").marker] = Field(default=0.2, gt=0.0, le=1.0)
+        stage: Annotated[int, GateThresholds.field("stage").marker] = Field(default=5, ge=1, le=10)
+
+    monkeypatch.setattr(command, "GateThresholds", Changed)
     parser = _gate_parser()
     args = parser.parse_args(["--baseline", "a", "--candidate", "b"])
     assert (args.k, args.alpha, args.max_mde) == (2, 0.1, 0.2)
@@ -115,7 +122,7 @@ def two_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     db = tmp_path_factory.mktemp("gate_pairs") / "two.duckdb"
     for label, model in (("base", "scripted"), ("cand", "scripted:eager"), ("cand", "scripted")):
-        options = BenchOptions(case_ids=CASES, model_settings=ModelSettings(model=model), label=label, db=db, epochs=2)
+        options = BenchOptions.of(case_ids=CASES, model=model, label=label, db=db, epochs=2)
         run_bench(plan_run(options))
     return db
 

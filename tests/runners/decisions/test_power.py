@@ -25,7 +25,6 @@ from runners.decisions.gate import (
     paired_p_value,
     sequential_looks,
 )
-from runners.plan.settings import ModelSettings
 from runners.rendering.gate import junit, markdown, plan, to_json
 
 COST = (2.0, 3.0, 1000.0)
@@ -162,11 +161,7 @@ def test_cli_exit_codes_for_inconclusive(tmp_path: Path, capsys: pytest.CaptureF
     db = tmp_path / "two.duckdb"
     cases = ["diagnosable_gateway_risk_pool_exhausted_t1", "diagnosable_duplicate_settlement_batch_rerun_shop42"]
     for label, model in (("base", "scripted"), ("cand", "scripted:rewriter?k=3")):
-        run_bench(
-            plan_run(
-                BenchOptions(case_ids=cases, model_settings=ModelSettings(model=model), label=label, db=db, epochs=3)
-            )
-        )
+        run_bench(plan_run(BenchOptions.of(case_ids=cases, model=model, label=label, db=db, epochs=3)))
     out = [f"--summary={tmp_path / 's.md'}", f"--junit={tmp_path / 'j.xml'}", f"--json={tmp_path / 'r.json'}"]
     argv = ["gate", "--db", str(db), "--baseline", "base", "--candidate", "cand", *out]
     assert main(argv) == EXIT_INCONCLUSIVE == 3

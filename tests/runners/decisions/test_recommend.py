@@ -23,7 +23,6 @@ from runners.decisions.recommend import (
     wilson,
 )
 from runners.plan.options import BenchOptions
-from runners.plan.settings import ModelSettings
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 
 FAMILIES = ["diagnosable", "empty_logs"]
@@ -104,9 +103,7 @@ def epochs_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[tupl
                 plan_sweep(
                     SweepOptions(
                         grid,
-                        BenchOptions(
-                            evalsets=FAMILIES, model_settings=ModelSettings(model=model), db=db, epochs=epochs
-                        ),
+                        BenchOptions.of(evalsets=FAMILIES, model=model, db=db, epochs=epochs),
                     )
                 )
             )

@@ -4,7 +4,6 @@ replay whose cassettes miss, it records against the 127.0.0.1 simulator, and the
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,13 +11,11 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from harness.context import CancellationToken
 from runners.cli import build_parser, main
 from runners.commands._bench import _bench_options
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
-from runners.plan import run_options, settings
 from runners.plan.agent import AgentFramework
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings, RunSettings
@@ -40,24 +37,30 @@ def _parsed(argv: list[str]) -> BenchOptions:
     """The options the `run` command builds from `harness-bench run ARGV`."""
     assert argv[:2] == ["harness-bench", "run"], argv
     args = build_parser().parse_args(argv[1:])
-    return _bench_options(args, settings.settings_from_args(args), command="run", cancellation=CancellationToken())
+    return _bench_options(args, command="run")
+
+
+def _kept(opts: BenchOptions) -> list[object]:
+    """The value of every option a run keeps (declared `Stored`), in declaration order."""
+    return [getattr(getattr(opts, name), d.name) for name, concern in BenchOptions.CONCERNS.items()
+            for d in concern.declared() if d.stored is not None]  # fmt: skip
 
 
 def _plan_inputs(opts: BenchOptions) -> tuple[object, ...]:
-    return (opts.settings.values(), *(o.value(opts) for o in run_options.declared()))
+    return (opts.settings.values(), *_kept(opts))
 
 
 def test_every_run_option_and_setting_round_trips_through_the_reproducing_flags(tmp_path: Path) -> None:
     """A run option (or setting) the re-record command would drop is caught here: every declared one is given a
     value other than its default, and the flags `run_argv` writes parse back to the same plan inputs."""
     run = RunSettings.of().with_values({"model": "openai:m", "no_gain_threshold": 3, "tool_choice": "log_search"})
-    opts = BenchOptions(
+    opts = BenchOptions.of(
         evalsets=["empty_logs", "missing_context"], case_ids=[ONE, "x"], label="a label", epochs=4,
         cassettes=tmp_path / "c d", record_mode="new_episodes", shard=ShardSpec(2, 3), run_id="ci-7",
         transcripts=False, agent=AgentFramework.PYDANTIC_AI, config=run.config, model_settings=run.model_settings,
     )  # fmt: skip
-    defaults = BenchOptions()
-    assert all(o.value(opts) != o.value(defaults) for o in run_options.declared()), "every option is non-default"
+    defaults = BenchOptions.of()
+    assert all(a != b for a, b in zip(_kept(opts), _kept(defaults), strict=True)), "every option is non-default"
     argv = run_argv(opts)
     assert _plan_inputs(_parsed(argv)) == _plan_inputs(opts), shlex.join(argv)
     assert _plan_inputs(_parsed(run_argv(defaults))) == _plan_inputs(defaults)
@@ -85,7 +88,7 @@ def test_the_printed_rerecord_command_is_the_stored_plan_and_makes_the_replay_pa
         stored = read_bench_run_any(con, str(bench_run_id))
     finally:
         con.close()
-    recording = dataclasses.replace(stored, record_mode="all")  # the stored run holds one case, two epochs
+    recording = stored.replaced(record_mode="all")  # the stored run holds one case, two epochs
     expected = run_argv(recording, always=("model", "tool_choice", "schema_mode"), skip=("base_url",))
     assert argv[: argv.index("--base-url")] == expected, command
     given = (("--evalset", "empty_logs"), ("--case", ONE), ("--label", "nightly"), ("--epochs", "2"),
@@ -111,7 +114,7 @@ def read_bench_run_any(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> Ben
     from runners.plan.stored_plan import StoredForm, restore_options
 
     stored = dict(zip([d[0] for d in cur.description], row, strict=True))
-    return restore_options(stored, StoredForm.BENCH_RUN, BenchOptions(), f"bench run {bench_run_id}")
+    return restore_options(stored, StoredForm.BENCH_RUN, BenchOptions.of(), f"bench run {bench_run_id}")
 
 
 def test_a_stored_bench_run_is_read_back_as_the_options_it_ran_with(tmp_path: Path) -> None:
@@ -123,11 +126,12 @@ def test_a_stored_bench_run_is_read_back_as_the_options_it_ran_with(tmp_path: Pa
     con.execute("UPDATE bench_runs SET status = 'interrupted'")
     (bench_run_id,) = con.execute("SELECT bench_run_id FROM bench_runs").fetchone() or ("",)
     restored = read_bench_run(
-        str(bench_run_id), stored_bench_run(con, str(bench_run_id)), BenchOptions(db=db, concurrency=3)
+        str(bench_run_id), stored_bench_run(con, str(bench_run_id)), BenchOptions.of(db=db, concurrency=3)
     )
     con.close()
     given = _parsed(["harness-bench", "run", "--case", ONE, "--label", "x", "--epochs", "2",
                      "--no-gain-threshold", "4", "--no-transcripts"])  # fmt: skip
     assert _plan_inputs(restored) == _plan_inputs(given)
-    assert (restored.db, restored.concurrency) == (db, 3), "where and how it executes: this invocation's"
-    assert restored.model_settings == ModelSettings()
+    invocation = (restored.storage.db, restored.execution.concurrency)
+    assert invocation == (db, 3), "where and how it executes: this invocation's"
+    assert restored.settings.model_settings == ModelSettings()

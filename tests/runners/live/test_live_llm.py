@@ -32,7 +32,6 @@ from runners.live.server import LlamaServer, ServerKind, SetupError, _step, serv
 from runners.live.sizing import plan_live, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
-from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
 from runners.store.live_invariants import comparable_rows, live_figures
@@ -155,8 +154,8 @@ def test_schedule_interleaves_modes() -> None:
 def _scripted_live_db(tmp_path: Path) -> tuple[Path, list[str]]:
     db = tmp_path / "live.duckdb"
     ids = [
-        run_bench(plan_run(BenchOptions(case_ids=[c],
-        model_settings=ModelSettings(model="scripted"),
+        run_bench(plan_run(BenchOptions.of(case_ids=[c],
+        model="scripted",
         db=db, label="live-auto"))).bench_run_id
         for c in ("diagnosable_gateway_risk_pool_exhausted_t1", "generic_kb_gateway_runbook_timeout_t3",
                   "missing_context_no_tenant_gateway_429")
@@ -554,11 +553,11 @@ def test_the_live_check_takes_its_model_from_the_registry() -> None:
     gemma = parse_args([])
     assert gemma.model is registry.GEMMA3_270M and gemma.modes == ("auto", "required")
     s = live_model_settings(gemma.model, "auto", "http://127.0.0.1:9/v1")
-    assert (s.model, s.tool_choice, s.tool_call_format) == ("openai:gemma3-270m", "auto", ToolCallFormat.NATIVE)
+    assert (s.model.raw, s.tool_choice, s.tool_call_format) == ("openai:gemma3-270m", "auto", ToolCallFormat.NATIVE)
     qwen = parse_args(["--model", "qwen2.5-coder-0.5b"])
     assert qwen.model is registry.QWEN25_CODER_05B and qwen.modes == ("required-first",)
     s = live_model_settings(qwen.model, qwen.modes[0], "http://127.0.0.1:9/v1")
-    assert (s.model, s.tool_choice) == ("openai:qwen2.5-coder-0.5b", "required-first")
+    assert (s.model.raw, s.tool_choice) == ("openai:qwen2.5-coder-0.5b", "required-first")
     assert s.tool_call_format is ToolCallFormat.JSON
     assert s.base_url == "http://127.0.0.1:9/v1" and live_model_settings(qwen.model, "required").base_url is None
     assert parse_args(["--model", "qwen2.5-coder-1.5b", "--modes", "auto,required"]).modes == ("auto", "required")

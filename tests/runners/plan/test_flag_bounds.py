@@ -16,9 +16,9 @@ import pytest
 
 from runners.cli import build_parser, main
 from runners.decisions.gate_flags import MAX_LOOKS
-from runners.plan._bounded import Bounded
+from runners.plan.flags import Bounded
 from runners.plan.rules import MAX_EPOCHS
-from runners.plan.settings import ModelSettings, declaration
+from runners.plan.settings import declaration
 from tests.runners.domain.test_input_bounds import _MEASURE, PEAK_MB
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -199,7 +199,7 @@ def two_labels(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     db = tmp_path_factory.mktemp("bounds") / "two.duckdb"
     for label, model in (("base", "scripted"), ("cand", "scripted:rewriter?k=3")):
-        options = BenchOptions(case_ids=CASES, model_settings=ModelSettings(model=model), label=label, db=db, epochs=1)
+        options = BenchOptions.of(case_ids=CASES, model=model, label=label, db=db, epochs=1)
         run_bench(plan_run(options))
     return db
 

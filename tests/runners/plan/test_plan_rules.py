@@ -10,7 +10,8 @@ import pytest
 from runners.cli import main
 from runners.plan import rules
 from runners.plan.executor import Executor
-from runners.plan.options import BenchOptions
+from runners.plan.flags import BenchInputError, FlagError
+from runners.plan.options import BenchOptions, ResumeRequest
 from runners.plan.rules import PlanError, check_options
 from runners.plan.settings import ModelSettings
 from runners.plan.shard import ShardSpec
@@ -22,7 +23,7 @@ def _opts(model: str = "scripted", base_url: str | None = None, api_key_env: str
           **options: object) -> BenchOptions:  # fmt: skip
     """Options of a run of `model` (the endpoint settings given only when not None)."""
     endpoint = {k: v for k, v in {"base_url": base_url, "api_key_env": api_key_env}.items() if v is not None}
-    return BenchOptions(model_settings=ModelSettings(model=model, **endpoint), **options)  # type: ignore[arg-type]
+    return BenchOptions.of(model_settings=ModelSettings(model=model, **endpoint), **options)  # type: ignore[arg-type]
 
 
 def _refused(opts: BenchOptions, *words: str) -> None:
@@ -82,14 +83,18 @@ def test_ray_address_needs_the_ray_executor() -> None:
 
 
 def test_resume_refuses_flags_it_would_ignore() -> None:
-    request = _opts(resume="br-x", resume_refused={"--epochs": 3, "--label": None, "--case": ["a"]})
+    request = BenchOptions(resume=ResumeRequest("br-x", refused=("--epochs", "--case")))
     _refused(request, "--resume br-x restores the stored settings; remove --epochs, --case")
-    check_options(_opts(resume="br-x", resume_refused={"--epochs": None}))
+    check_options(BenchOptions(resume=ResumeRequest("br-x")))
 
 
 def test_counts_are_in_range() -> None:
-    _refused(_opts("scripted", epochs=0), "--epochs 0")
-    _refused(_opts("scripted", concurrency=rules.MAX_CONCURRENCY + 1), "--concurrency")
+    """A count is refused by its declaration (runners/plan/options.py), one line naming the flag, before a rule."""
+    for values, words in (({"epochs": 0}, "--epochs 0: must be an integer from 1 to 10000"),
+                          ({"concurrency": rules.MAX_CONCURRENCY + 1}, "--concurrency 1025")):  # fmt: skip
+        with pytest.raises(FlagError) as info:
+            _opts("scripted", **values)
+        assert words in str(info.value) and "\n" not in str(info.value), str(info.value)
 
 
 def test_every_rule_is_applied_by_the_one_entry_point() -> None:
@@ -138,20 +143,20 @@ def test_executor_choices_come_from_the_vocabulary() -> None:
 def test_the_python_api_is_refused_by_the_same_rules(tmp_path: Path) -> None:
     """run_bench applies the rules to BenchOptions before the database is opened."""
     from runners.plan.options import BenchOptions
-    from runners.plan.settings import ModelSettings
     from runners.run.bench import plan_run, run_bench
 
     db = tmp_path / "api.duckdb"
     bad = [
-        BenchOptions(db=db, ray_address="auto"),
-        BenchOptions(db=db, shard=ShardSpec.parse("1/2")),
-        BenchOptions(db=db, cassettes=tmp_path),
-        BenchOptions(db=db, model_settings=ModelSettings(model=OPENAI), cassettes=tmp_path / "none"),
-        BenchOptions(db=db, epochs=0),
+        BenchOptions.of(db=db, ray_address="auto"),
+        BenchOptions.of(db=db, shard=ShardSpec.parse("1/2")),
+        BenchOptions.of(db=db, cassettes=tmp_path),
+        BenchOptions.of(db=db, model=OPENAI, cassettes=tmp_path / "none"),
     ]
     for opts in bad:
         with pytest.raises(PlanError):
             run_bench(plan_run(opts))
+    with pytest.raises(BenchInputError, match="--epochs 0"):  # refused by its declaration, before any plan
+        run_bench(plan_run(BenchOptions.of(db=db, epochs=0)))
     assert not db.exists(), "nothing is written"
 
 
@@ -161,9 +166,10 @@ def test_a_plan_is_frozen_and_holds_what_the_runner_reads(tmp_path: Path) -> Non
     from runners.plan.options import BenchOptions
     from runners.run.bench import plan_run
 
-    plan = plan_run(BenchOptions(db=tmp_path / "p.duckdb", evalsets=["empty_logs"], epochs=2))
+    plan = plan_run(BenchOptions.of(db=tmp_path / "p.duckdb", evalsets=["empty_logs"], epochs=2))
     assert plan.model.kind == "scripted" and plan.cases and all(c.family.value == "empty_logs" for c in plan.cases)
-    assert plan.db == tmp_path / "p.duckdb" and plan.executor is Executor.LOCAL and plan.shard is None
+    assert plan.options.storage.db == tmp_path / "p.duckdb" and plan.options.execution.executor is Executor.LOCAL
+    assert plan.options.execution.shard is None and len(plan.work) == 2 * len(plan.cases), "every (case, epoch)"
     with pytest.raises(dataclasses.FrozenInstanceError):
         plan.cases = ()  # type: ignore[misc]
     assert not (tmp_path / "p.duckdb").exists()
@@ -196,12 +202,13 @@ def test_cli_choices_come_from_their_one_declaration() -> None:
     ],
 )  # fmt: skip
 def test_the_plan_parses_the_model_once_naming_the_flag(text: str, message: str) -> None:
-    """The plan's one call of the parser: the spec it holds, or one line naming `--model`, its value and the fix."""
+    """The one parse of a model text, when the settings are made: the spec they hold, or one line naming `--model`,
+    its value and the fix."""
     from runners.domain.model_spec import ModelKind
-    from runners.plan.run_plan import plan_model
+    from runners.plan.settings import RunSettings, SettingsError
 
-    with pytest.raises(rules.BenchInputError) as info:
-        plan_model(text)
+    with pytest.raises(SettingsError) as info:
+        RunSettings.from_values({"model": text})
     assert str(info.value) == message
-    assert plan_model("scripted:sloppy?seed=2").name == "sloppy?seed=2"
-    assert plan_model("openai:m").kind is ModelKind.OPENAI
+    assert ModelSettings(model="scripted:sloppy?seed=2").model.name == "sloppy?seed=2"
+    assert ModelSettings(model="openai:m").model.kind is ModelKind.OPENAI

@@ -127,8 +127,8 @@ def test_the_model_defaults_are_declared_beside_the_model_parser() -> None:
 
     decl = declaration()
     assert decl["model"].default == DEFAULT_MODEL and decl["api_key_env"].default == DEFAULT_API_KEY_ENV
-    assert settings.ModelSettings().model == DEFAULT_MODEL
-    assert settings.legacy_settings(None, None, None).model_settings.model == DEFAULT_MODEL
+    assert settings.ModelSettings().model.raw == DEFAULT_MODEL
+    assert settings.legacy_settings(None, None, None).model_settings.model.raw == DEFAULT_MODEL
     with pytest.raises(ValueError, match=f"like {DEFAULT_API_KEY_ENV}"):
         settings.ModelSettings(model="openai:m", api_key_env="1 bad")
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from runners.plan.options import BenchOptions
+from runners.plan.options import BenchOptions, ResumeRequest
 from runners.plan.rules import BenchInputError
-from runners.plan.settings import ModelSettings, RunSettings
+from runners.plan.settings import RunSettings
 from runners.plan.stored_plan import StoredForm, restore_options, saved_sweep_options
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
@@ -21,14 +21,14 @@ ONE = "empty_logs_gateway_timeout_t1"
 
 
 def _inputs(opts: BenchOptions) -> tuple[object, ...]:
-    return (opts.settings.values(), opts.evalsets, opts.case_ids, opts.label, opts.epochs, opts.cassettes,
-            opts.record_mode, opts.transcripts, opts.agent)  # fmt: skip
+    return (opts.settings.values(), opts.selection, opts.storage.label, opts.storage.transcripts, opts.replay,
+            opts.execution.agent)  # fmt: skip
 
 
 def test_both_stored_forms_and_their_pre_v3_forms_restore_the_same_options() -> None:
     run = RunSettings.of().with_values({"model": "openai:m", "base_url": "http://127.0.0.1:9/v1"})
-    opts = BenchOptions(case_ids=[ONE], label="l", epochs=2, config=run.config, model_settings=run.model_settings)
-    given = BenchOptions(db=Path("x.duckdb"), concurrency=4, max_in_flight=2)
+    opts = BenchOptions.of(case_ids=[ONE], label="l", epochs=2, config=run.config, model_settings=run.model_settings)
+    given = BenchOptions.of(db=Path("x.duckdb"), concurrency=4, max_in_flight=2)
     saved = json.loads(saved_sweep_options(opts))
     row = {"settings_json": run.to_json(), "evalset_specs": "[]", "case_ids_json": json.dumps([ONE]), "label": "l",
            "epochs": 2, "cassettes": None, "record_mode": None, "transcripts": True, "agent": "native"}  # fmt: skip
@@ -45,11 +45,13 @@ def test_both_stored_forms_and_their_pre_v3_forms_restore_the_same_options() -> 
     ]
     for r in restored:
         assert _inputs(r) == _inputs(opts)
-        assert (r.db, r.concurrency, r.max_in_flight) == (Path("x.duckdb"), 4, 2), "this invocation's execution"
-    moved = BenchOptions(resume_overrides={"base_url": "http://127.0.0.1:8/v1"})
-    assert restore_options(row, StoredForm.BENCH_RUN, moved, "w").model_settings.base_url == "http://127.0.0.1:8/v1"
+        invocation = (r.storage.db, r.execution.concurrency, r.execution.max_in_flight)
+        assert invocation == (Path("x.duckdb"), 4, 2), "this invocation's execution"
+    moved = BenchOptions(resume=ResumeRequest("br", {"base_url": "http://127.0.0.1:8/v1"}))
+    restored_settings = restore_options(row, StoredForm.BENCH_RUN, moved, "w").settings
+    assert restored_settings.model_settings.base_url == "http://127.0.0.1:8/v1"
     with pytest.raises(BenchInputError, match="only endpoint settings may change"):
-        restore_options(row, StoredForm.BENCH_RUN, BenchOptions(resume_overrides={"epochs": 3}), "--resume br")
+        restore_options(row, StoredForm.BENCH_RUN, BenchOptions(resume=ResumeRequest("br", {"epochs": 3})), "w")
     with pytest.raises(BenchInputError, match="--resume br: its stored settings are unusable"):
         restore_options(row | {"settings_json": "[1]"}, StoredForm.BENCH_RUN, given, "--resume br")
 
@@ -62,28 +64,29 @@ def _interrupt(db: Path, table: str) -> None:
 
 def test_planning_a_resume_reads_the_stored_run_and_writes_nothing(tmp_path: Path) -> None:
     db = tmp_path / "r.duckdb"
-    first = run_bench(plan_run(BenchOptions(case_ids=[ONE], epochs=2, label="x", db=db, max_in_flight=3)))
+    first = run_bench(plan_run(BenchOptions.of(case_ids=[ONE], epochs=2, label="x", db=db, max_in_flight=3)))
     _interrupt(db, "bench_runs")
     before = db.stat().st_mtime_ns, db.read_bytes()
-    plan = plan_run(BenchOptions(db=db, resume=first.bench_run_id, concurrency=2, max_in_flight=5))
+    plan = plan_run(BenchOptions.of(db=db, resume=first.bench_run_id, concurrency=2, max_in_flight=5))
     assert (db.stat().st_mtime_ns, db.read_bytes()) == before, "planning opened the file read only"
     assert plan.resumes and plan.bench_run_id == first.bench_run_id
-    assert (plan.options.label, plan.options.epochs, [c.id for c in plan.cases]) == ("x", 2, [ONE])
-    assert (plan.options.concurrency, plan.options.max_in_flight) == (2, 5), "a resume keeps --max-in-flight"
+    assert (plan.options.storage.label, plan.options.selection.epochs, [c.id for c in plan.cases]) == ("x", 2, [ONE])
+    execution = plan.options.execution
+    assert (execution.concurrency, execution.max_in_flight) == (2, 5), "a resume keeps --max-in-flight"
     assert run_bench(plan).skipped == 2, "the resume's finished case runs are kept"
 
 
 def test_planning_a_sweep_resume_restores_its_grid_and_shared_options(tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    base = BenchOptions(case_ids=[ONE], epochs=1, label="s", db=db, model_settings=ModelSettings(model="scripted"))
+    base = BenchOptions.of(case_ids=[ONE], epochs=1, label="s", db=db, model="scripted")
     new = plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2)), base))
-    assert not new.resumes and [p.config.no_gain_threshold for p in new.points] == [1, 2]
+    assert not new.resumes and [p.options.settings.config.no_gain_threshold for p in new.points] == [1, 2]
     assert not db.exists(), "a plan writes nothing"
     sweep_id = run_sweep(new).sweep_id
     _interrupt(db, "sweeps")
-    resumed = plan_sweep(SweepOptions(SweepGrid(), BenchOptions(db=db), resume=sweep_id))
+    resumed = plan_sweep(SweepOptions(SweepGrid(), BenchOptions.of(db=db), resume=ResumeRequest(sweep_id)))
     assert resumed.resumes and resumed.sweep_id == sweep_id
-    assert [p.to_json() for p in resumed.points] == [p.to_json() for p in new.points]
+    assert [p.record.settings_json for p in resumed.points] == [p.record.settings_json for p in new.points]
     assert _inputs(resumed.base.options) == _inputs(new.base.options)
     assert run_sweep(resumed).status == "completed"
 
@@ -92,7 +95,7 @@ def test_the_runner_takes_only_a_plan(tmp_path: Path) -> None:
     """Options reach the runner only through planning: passing them straight is a TypeError naming the fix."""
     db = tmp_path / "t.duckdb"
     with pytest.raises(TypeError, match=r"plan_run\(BenchOptions"):
-        run_bench(BenchOptions(db=db))  # type: ignore[arg-type]
+        run_bench(BenchOptions.of(db=db))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match=r"plan_sweep\(SweepOptions"):
-        run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1,)), BenchOptions(db=db)))  # type: ignore[arg-type]
+        run_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1,)), BenchOptions.of(db=db)))  # type: ignore[arg-type]
     assert not db.exists()

@@ -12,7 +12,6 @@ import pytest
 from runners.cli import main
 from runners.decisions.recommend import METRIC_DEFINITIONS
 from runners.plan.options import BenchOptions
-from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from tests._browser import chromium, measure
@@ -26,8 +25,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     tmp = tmp_path_factory.mktemp("report")
     db = tmp / "r.duckdb"
     grid = SweepGrid(no_gain_threshold=(1, 2, 3, 4), max_tool_invocations=(6, 10))
-    sweep = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions(evalsets=FAMILIES,
-    model_settings=ModelSettings(model="scripted:rewriter?k=2"),
+    sweep = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions.of(evalsets=FAMILIES,
+    model="scripted:rewriter?k=2",
     db=db,
                                                       epochs=EPOCHS))))  # fmt: skip
     out = tmp / "out"
@@ -106,7 +105,7 @@ def test_report_fits_a_1100_pixel_page_in_chromium(report: tuple[Path, Path, str
 
 def test_bench_run_report_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "b.duckdb"
-    s = run_bench(plan_run(BenchOptions(evalsets=["missing_context"], db=db, label="x")))
+    s = run_bench(plan_run(BenchOptions.of(evalsets=["missing_context"], db=db, label="x")))
     out = tmp_path / "br"
     assert main(["report", "--db", str(db), "--bench-run", s.bench_run_id, "--out", str(out)]) == 0
     md = (out / "report.md").read_text()

@@ -194,7 +194,7 @@ def test_exported_inspect_logs_do_not_trust_their_content(tmp_path: object) -> N
 
     assert isinstance(tmp_path, Path)
     db = tmp_path / "i.duckdb"
-    run_bench(plan_run(BenchOptions(evalsets=["missing_context"], db=db, label="x")))
+    run_bench(plan_run(BenchOptions.of(evalsets=["missing_context"], db=db, label="x")))
     written = export_inspect(db, tmp_path / "logs")
     assert written
     for path, _ in written:
@@ -205,7 +205,7 @@ def test_exported_inspect_logs_do_not_trust_their_content(tmp_path: object) -> N
 @pytest.mark.parametrize("label", ["ci", "base", "cand", "gpt-4o-mini", "a label", "openai:gpt-4o", "v1.2_rc+3",
                                    "ngt=3", "br-20261202-075419-890c4f"])  # fmt: skip
 def test_labels_of_the_readme_and_the_tests_are_accepted(label: str) -> None:
-    from runners.plan.run_options import label_arg
+    from runners.plan.labels import label_arg
 
     assert label_arg(label) == label
 
@@ -215,7 +215,7 @@ def test_labels_of_the_readme_and_the_tests_are_accepted(label: str) -> None:
 def test_labels_outside_the_allowlist_are_refused(label: str) -> None:
     import argparse
 
-    from runners.plan.run_options import label_arg
+    from runners.plan.labels import label_arg
 
     with pytest.raises(argparse.ArgumentTypeError, match="a label is 1-200 letters, digits, spaces"):
         label_arg(label)

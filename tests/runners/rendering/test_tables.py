@@ -40,10 +40,10 @@ def _assert_fits(lines: list[str], width: int) -> None:
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
     path = tmp_path_factory.mktemp("tables") / "t.duckdb"
-    bench_run_id = run_bench(plan_run(BenchOptions(db=path, keep_runs=False))).bench_run_id
+    bench_run_id = run_bench(plan_run(BenchOptions.of(db=path))).bench_run_id
     sweep = run_sweep(plan_sweep(SweepOptions(
         SweepGrid(no_gain_threshold=(1, 2), protocol_violation_threshold=(1, 2)),
-        BenchOptions(evalsets=["empty_logs", "diagnosable"], db=path),
+        BenchOptions.of(evalsets=["empty_logs", "diagnosable"], db=path),
     )))  # fmt: skip
     yield path, bench_run_id, sweep.sweep_id
 

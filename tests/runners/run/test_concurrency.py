@@ -30,7 +30,7 @@ def test_a_429_backoff_does_not_stall_the_other_runs(tmp_path: Path, monkeypatch
     monkeypatch.setenv("HB_CC_KEY", "x")
     fault = InjectedFault(LIMITED, 0, InjectedFaultKind.RATE_LIMIT, retry_after=2.0)
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=[fault], latency_ms=100) as sim:
-        summary = run_bench(plan_run(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions.of(
             case_ids=[LIMITED, *OTHERS], db=tmp_path / "c.duckdb",
             model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_CC_KEY"),
             concurrency=3, max_in_flight=1,
@@ -53,7 +53,7 @@ def test_the_endpoint_cap_bounds_requests_in_flight(tmp_path: Path, monkeypatch:
     peaks = {}
     for cap in (2, None):
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, latency_ms=60) as sim:
-            run_bench(plan_run(BenchOptions(
+            run_bench(plan_run(BenchOptions.of(
                 case_ids=cases, db=tmp_path / f"cap{cap}.duckdb",
                 model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_CC_KEY"),
                 concurrency=8, max_in_flight=cap,

@@ -56,7 +56,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HB_DEADLINE_KEY", "sk-live-deadline-test-0123456789")
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, latency_ms=1500) as sim:
-            summary = run_bench(plan_run(BenchOptions(
+            summary = run_bench(plan_run(BenchOptions.of(
                 case_ids=CASES, db=db,
                 model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_DEADLINE_KEY"),
                 cassettes=cassettes, record_mode="once", config=CONFIG, concurrency=2,
@@ -104,9 +104,9 @@ def test_replay_reproduces_the_deadline_cut_run_exactly(
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     replay_db = tmp_path / "replay.duckdb"
-    summary = run_bench(plan_run(BenchOptions(
+    summary = run_bench(plan_run(BenchOptions.of(
         case_ids=CASES, db=replay_db,
-        model_settings=ModelSettings(model=MODEL),
+        model=MODEL,
         cassettes=cassettes, record_mode="none", config=CONFIG,
         concurrency=2,
     )))  # fmt: skip
@@ -151,10 +151,10 @@ def test_a_200_json_without_choices_is_not_a_completion_either(tmp_path: Path) -
     with serve() as ep:
         for _ in range(3):
             ep.push(200, {"status": "ok"})
-        summary = run_bench(plan_run(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions.of(
             case_ids=["empty_logs_gateway_timeout_t1"], db=tmp_path / "j.duckdb",
             model_settings=ModelSettings(model="openai:m", base_url=ep.base_url),
-            config=HarnessConfig(retry_backoff_seconds=0), keep_runs=True,
+            config=HarnessConfig(retry_backoff_seconds=0),
         )))  # fmt: skip
     (run,) = summary.runs
     assert run.result.error_kind is ModelErrorKind.NOT_A_COMPLETION and summary.infra_errors == 1

@@ -621,14 +621,14 @@ def test_a_cancelled_bench_discards_what_was_in_flight_and_resumes(tmp_path: Pat
                 token.cancel()  # as the signal handler does: no exception
 
     db = tmp_path / "b.duckdb"
-    opts = BenchOptions(case_ids=list(CASES), epochs=2, db=db, concurrency=concurrency, cancellation=token)
-    summary = run_bench(plan_run(opts), on_progress=cancel_after_three)
+    opts = BenchOptions.of(case_ids=list(CASES), epochs=2, db=db, concurrency=concurrency)
+    summary = run_bench(plan_run(opts), cancellation=token, on_progress=cancel_after_three)
     assert summary.status == "interrupted" and summary.executed == 3 == len(seen)
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*), count(*) FILTER (outcome = 'CANCELLED') FROM case_runs").fetchone() == (3, 0)
     assert con.execute("SELECT status FROM bench_runs").fetchone() == ("interrupted",)
     con.close()
-    done = run_bench(plan_run(BenchOptions(db=db, resume=summary.bench_run_id)))
+    done = run_bench(plan_run(BenchOptions.of(db=db, resume=summary.bench_run_id)))
     assert done.status == "completed" and done.executed == 2 * len(CASES) - 3
 
 

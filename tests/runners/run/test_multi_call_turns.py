@@ -122,7 +122,7 @@ def test_multi_call_cases_over_http_match_in_process_and_duckdb_agrees(tmp_path:
     expected = {c.id: run_case(c) for c in cases}
     db = tmp_path / "mc.duckdb"
     with SimulatorServer(cases) as sim:
-        summary = run_bench(plan_run(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions.of(
             evalsets=["multi_call_turns"],
             model_settings=ModelSettings(
                 model="openai:scripted", base_url=sim.base_url, api_key_env="HB_UNSET_KEY_FOR_TEST",

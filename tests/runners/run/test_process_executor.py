@@ -11,6 +11,7 @@ from typing import Any
 
 import duckdb
 
+from harness.context import CancellationToken
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
@@ -23,9 +24,9 @@ _rows = behaviour_rows
 
 
 def test_worker_processes_write_what_the_local_executor_writes(tmp_path: Path) -> None:
-    common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 2, "run_id": "same", "keep_runs": False}
-    local = run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common)))
-    procs = run_bench(plan_run(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=4,
+    common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 2, "run_id": "same"}
+    local = run_bench(plan_run(BenchOptions.of(db=tmp_path / "local.duckdb", **common)))
+    procs = run_bench(plan_run(BenchOptions.of(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=4,
                                    **common)))  # fmt: skip
     assert procs.status == "completed" and procs.executed == local.executed == local.planned > 40
     assert procs.failed == local.failed
@@ -36,12 +37,12 @@ def test_worker_processes_write_what_the_local_executor_writes(tmp_path: Path) -
 def test_cassette_replay_runs_in_worker_processes(tmp_path: Path) -> None:
     """vcrpy patches a whole process's transport; each worker is its own process, so replays run side by
     side (concurrency 2 is not clamped to 1 here) and match the in-process replay case by case."""
-    common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
+    common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay"}
     replay = {"model_settings": ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
               "cassettes": ROOT / "cassettes", "record_mode": "none"}  # fmt: skip
-    run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay)))
-    summary = run_bench(plan_run(BenchOptions(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES, concurrency=2,
-                                     **common, **replay)))  # fmt: skip
+    run_bench(plan_run(BenchOptions.of(db=tmp_path / "local.duckdb", **common, **replay)))
+    summary = run_bench(plan_run(BenchOptions.of(db=tmp_path / "procs.duckdb", executor=Executor.PROCESSES,
+                                                 concurrency=2, **common, **replay)))  # fmt: skip
     assert summary.errors == [] and summary.executed > 10
     assert _rows(tmp_path / "procs.duckdb", "case_runs") == _rows(tmp_path / "local.duckdb", "case_runs")
 
@@ -57,21 +58,22 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
     every stored row is a finished case run (none CANCELLED), and `--resume` completes it to exactly the
     rows of an uninterrupted run."""
     db = tmp_path / "cut.duckdb"
-    opts = BenchOptions(db=db, evalsets=FAMILIES, epochs=4, run_id="same", keep_runs=False,
+    opts = BenchOptions.of(db=db, evalsets=FAMILIES, epochs=4, run_id="same",
                         executor=Executor.PROCESSES, concurrency=4)  # fmt: skip
 
     cancelled_at: list[float] = []
+    token = CancellationToken()
 
     def hook(done: int, total: int, run: object) -> None:
         if run is None:
             return
         if done >= 10:
             cancelled_at.append(time.monotonic())
-            opts.cancellation.cancel()
+            token.cancel()
         else:
             time.sleep(0.2)  # the workers run ahead: their results fill the pipe while the driver sleeps
 
-    cut = run_bench(plan_run(opts), on_progress=hook)
+    cut = run_bench(plan_run(opts), cancellation=token, on_progress=hook)
     stopped_after = time.monotonic() - cancelled_at[0]
     assert multiprocessing.active_children() == [], "every worker process has exited"
     # workers that finished their share into an unread pipe used to wait for the driver's kill, 10 s each
@@ -83,11 +85,10 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
     finally:
         con.close()
     assert stored == (cut.executed, 0)
-    resumed = run_bench(plan_run(BenchOptions(db=db, resume=cut.bench_run_id, keep_runs=False,
+    resumed = run_bench(plan_run(BenchOptions.of(db=db, resume=cut.bench_run_id,
                                      executor=Executor.PROCESSES, concurrency=2)))  # fmt: skip
     assert resumed.status == "completed" and resumed.skipped == cut.executed
-    run_bench(plan_run(BenchOptions(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=4, run_id="same",
-                           keep_runs=False)))  # fmt: skip
+    run_bench(plan_run(BenchOptions.of(db=tmp_path / "whole.duckdb", evalsets=FAMILIES, epochs=4, run_id="same")))
     for table in ("case_runs", "tool_calls"):
         assert _rows(db, table) == _rows(tmp_path / "whole.duckdb", table), table
 

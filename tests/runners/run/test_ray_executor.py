@@ -41,10 +41,10 @@ def local_ray() -> Iterator[str]:
 
 
 def test_ray_tasks_write_what_the_local_executor_writes(local_ray: str, tmp_path: Path) -> None:
-    common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 1, "run_id": "same", "keep_runs": False}
-    local = run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common)))
+    common: dict[str, Any] = {"evalsets": FAMILIES, "epochs": 1, "run_id": "same"}
+    local = run_bench(plan_run(BenchOptions.of(db=tmp_path / "local.duckdb", **common)))
     remote = run_bench(
-        plan_run(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, concurrency=2, **common))
+        plan_run(BenchOptions.of(db=tmp_path / "ray.duckdb", executor=Executor.RAY, concurrency=2, **common))
     )
     assert remote.status == "completed" and remote.executed == local.executed == local.planned > 30
     assert remote.failed == local.failed
@@ -73,7 +73,7 @@ def test_finished_case_runs_stream_to_duckdb_while_tasks_still_run(local_ray: st
     try:
         # on the connection the hook reads (run_point: what a sweep runs each grid point through)
         summary = run_point(
-            con, plan_run(BenchOptions(db=db, evalsets=FAMILIES, epochs=3, executor=Executor.RAY, keep_runs=False)),
+            con, plan_run(BenchOptions.of(db=db, evalsets=FAMILIES, epochs=3, executor=Executor.RAY)),
             on_progress=hook,
         )  # fmt: skip
     finally:
@@ -90,11 +90,13 @@ def test_finished_case_runs_stream_to_duckdb_while_tasks_still_run(local_ray: st
 def test_cassette_replay_runs_in_ray_workers(local_ray: str, tmp_path: Path) -> None:
     """vcrpy patches the HTTP transport of a whole process; each Ray worker is its own process, so cassette
     replays run side by side and still match the in-process run case by case."""
-    common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay", "keep_runs": False}
+    common: dict[str, Any] = {"evalsets": ["empty_logs", "diagnosable"], "run_id": "replay"}
     replay = {"model_settings": ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
               "cassettes": ROOT / "cassettes", "record_mode": "none"}  # fmt: skip
-    run_bench(plan_run(BenchOptions(db=tmp_path / "local.duckdb", **common, **replay)))
-    summary = run_bench(plan_run(BenchOptions(db=tmp_path / "ray.duckdb", executor=Executor.RAY, **common, **replay)))
+    run_bench(plan_run(BenchOptions.of(db=tmp_path / "local.duckdb", **common, **replay)))
+    summary = run_bench(
+        plan_run(BenchOptions.of(db=tmp_path / "ray.duckdb", executor=Executor.RAY, **common, **replay))
+    )
     assert summary.errors == []
     assert _rows(tmp_path / "ray.duckdb", "case_runs") == _rows(tmp_path / "local.duckdb", "case_runs")
 

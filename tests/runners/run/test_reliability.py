@@ -224,7 +224,7 @@ def test_fault_corrupted_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     err = capsys.readouterr().err
     assert str(dst) in err and "re-record with" in err
     with pytest.raises(BenchInputError):
-        run_bench(plan_run(BenchOptions(case_ids=[case], db=tmp_path / "d.duckdb",
+        run_bench(plan_run(BenchOptions.of(case_ids=[case], db=tmp_path / "d.duckdb",
         model_settings=ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_KEY"),
 
                                cassettes=tmp_path / "cas")))  # fmt: skip

@@ -75,7 +75,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("HB_FAULTS_KEY", "sk-live-fault-test-0123456789")
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=FAULTS) as sim:
-            summary = run_bench(plan_run(BenchOptions(
+            summary = run_bench(plan_run(BenchOptions.of(
                 case_ids=CASES, db=db,
                 model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY"),
                 cassettes=cassettes, record_mode="once", config=CONFIG, concurrency=3,
@@ -132,9 +132,9 @@ def test_replay_reproduces_the_live_run_exactly(
     _block_network(monkeypatch)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     replay_db = tmp_path / "replay.duckdb"
-    summary = run_bench(plan_run(BenchOptions(
+    summary = run_bench(plan_run(BenchOptions.of(
         case_ids=CASES, db=replay_db,
-        model_settings=ModelSettings(model=MODEL),
+        model=MODEL,
         cassettes=cassettes, record_mode="none", config=CONFIG,
         concurrency=concurrency,
     )))  # fmt: skip
@@ -151,7 +151,7 @@ def test_a_retry_while_recording_reaches_the_endpoint_again(tmp_path: Path, monk
     case = "empty_logs_gateway_timeout_t1"
     fault = InjectedFault(case, 0, InjectedFaultKind.SERVER_ERROR)
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model, faults=[fault]) as sim:
-        summary = run_bench(plan_run(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions.of(
             case_ids=[case], db=tmp_path / "r.duckdb",
             model_settings=ModelSettings(model=MODEL, base_url=sim.base_url, api_key_env="HB_FAULTS_KEY"),
             cassettes=tmp_path / "cas", record_mode="new_episodes", config=CONFIG,

@@ -44,7 +44,7 @@ def _verdict(r: CaseRun) -> tuple[object, ...]:
 
 
 def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    inproc = run_bench(plan_run(BenchOptions(db=tmp_path / "in.duckdb")))
+    inproc = run_bench(plan_run(BenchOptions.of(db=tmp_path / "in.duckdb")))
     expected = {r.case.id: _verdict(r) for r in inproc.runs}
 
     def refuse(*args: object, **kwargs: object) -> None:
@@ -53,7 +53,7 @@ def test_replay_matches_in_process_per_case(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
     monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
-    replay = run_bench(plan_run(BenchOptions(
+    replay = run_bench(plan_run(BenchOptions.of(
         db=tmp_path / "replay.duckdb",
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_REPLAY_KEY",
@@ -137,13 +137,13 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
 
     # the merged database is what one unsharded job would have written
     monkeypatch.setenv("HB_REPLAY_KEY", "not-used")
-    whole = run_bench(plan_run(BenchOptions(
+    whole = run_bench(plan_run(BenchOptions.of(
         db=tmp_path / "whole.duckdb",
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://model-endpoint/v1", api_key_env="HB_REPLAY_KEY",
         ),
         cassettes=CASSETTES, record_mode="none", label="baseline",
-        run_id="4242-1-baseline", keep_runs=False,
+        run_id="4242-1-baseline",
     )))  # fmt: skip
     q = (
         "SELECT case_run_id, outcome, fallback_kind, stop_reason, passed, model_calls, tool_invocations,"
@@ -180,7 +180,7 @@ def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch:
     db = tmp_path / "sweep.duckdb"
     run_sweep(plan_sweep(SweepOptions(
         SweepGrid(no_gain_threshold=(2, 3)),
-        BenchOptions(evalsets=["empty_logs", "missing_context"], db=db,
+        BenchOptions.of(evalsets=["empty_logs", "missing_context"], db=db,
         model_settings=ModelSettings(
             model="openai:scripted", base_url="http://127.0.0.1:9/v1", api_key_env="HB_SWEEP_KEY",
         ),

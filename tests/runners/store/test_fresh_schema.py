@@ -4,11 +4,13 @@ read under another history or other declared settings."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import duckdb
 import pytest
 
+from runners.plan.options import declared_columns
 from runners.store import migrations
 from runners.store.connection import connect
 from runners.store.errors import MetricsDbError
@@ -39,7 +41,7 @@ def _through_the_history(db: Path) -> None:
 
 
 def _replayed(db: Path) -> None:
-    assert migrations._fresh_schema() is not None, "a new file is given the kept schema"
+    assert migrations._fresh_schema(declared_columns()) is not None, "a new file is given the kept schema"
     connect(db).close()
 
 
@@ -65,9 +67,9 @@ def test_another_history_or_other_settings_are_not_replayed(tmp_path: Path, monk
     monkeypatch.undo()
     connect(tmp_path / "again.duckdb").close()  # the history as it is: no probe table
     assert _describe(tmp_path / "again.duckdb") == _describe(tmp_path / "first.duckdb")
-    swept = migrations.settings.swept_names()
-    monkeypatch.setattr(migrations.settings, "swept_names", lambda: (*swept, "no_gain_threshold_again"))
-    assert migrations._fresh_schema() is None, "other declared settings: the history is applied again"
+    today = declared_columns()
+    other = dataclasses.replace(today, swept=(*today.swept, "no_gain_threshold_again"))
+    assert migrations._fresh_schema(other) is None, "other declared settings: the history is applied again"
 
 
 def test_a_foreign_file_is_refused_after_a_replay_too(tmp_path: Path) -> None:

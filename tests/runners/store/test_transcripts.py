@@ -355,7 +355,7 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
     cassettes = tmp_path / "cassettes"
     db = tmp_path / "live.duckdb"
     with SimulatorServer(cases, trajectory_for=trajectory_for_model) as sim:
-        summary = run_bench(plan_run(BenchOptions(
+        summary = run_bench(plan_run(BenchOptions.of(
             case_ids=ids, db=db,
             model_settings=ModelSettings(model="openai:scripted", base_url=sim.base_url, api_key_env="HB_SIM_KEY"),
             cassettes=cassettes, record_mode="once",
@@ -397,7 +397,7 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
 def test_export_inspect_of_every_case_reads_back_with_every_sample(tmp_path: Path) -> None:
     log_api = pytest.importorskip("inspect_ai.log")
     db = tmp_path / "all.duckdb"
-    summary = run_bench(plan_run(BenchOptions(db=db)))
+    summary = run_bench(plan_run(BenchOptions.of(db=db)))
     n = summary.executed
     assert n == len(load_cases())
     out = tmp_path / "logs"
