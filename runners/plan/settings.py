@@ -1,6 +1,7 @@
 """One declaration of run settings: each setting of a bench run is declared once.
 
-Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
+Harness settings are derived from `HarnessConfig`'s pydantic fields (as the bench's `BenchHarnessConfig`, which adds
+the stop rule), model settings from
 `ModelSettings` (`model_settings.py`), the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
 attribute docstring (help) and a `BenchSetting` marker (public name, flag, sweepable, ...): on a
 `ModelSettings` field as its `Annotated` metadata, for `HarnessConfig`, whose fields keep the library's
@@ -28,6 +29,7 @@ from pydantic.fields import FieldInfo
 
 from harness.config import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL
+from runners.plan.bench_config import BenchHarnessConfig
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
 from runners.plan.model_settings import BenchSetting as BenchSetting
@@ -351,8 +353,9 @@ class Declaration:
         return tuple(s for s in self.settings if s.sweepable)
 
 
-HARNESS_CONFIG: type[HarnessConfig] = HarnessConfig
-"""The class harness settings are derived from (a test may swap in a subclass with a new field)."""
+HARNESS_CONFIG: type[HarnessConfig] = BenchHarnessConfig
+"""The class harness settings are derived from: HarnessConfig and the bench's stop rule (a test may swap in a
+subclass with a new field)."""
 
 
 @lru_cache(maxsize=8)

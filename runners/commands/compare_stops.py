@@ -1,0 +1,81 @@
+"""`harness-bench compare-stops`: which stop rule pays — the information-gain contract's thresholds, caps and loop
+detectors compared on the same stored runs, each exact up to its cut; what cannot be known is printed as such."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
+from runners.store._files import NamedPath
+
+__all__ = ["register", "run"]
+
+
+def _policy(text: str) -> Any:
+    from runners.domain.stop_rules import StopRuleError, parse_rules
+
+    try:
+        return parse_rules(text)
+    except StopRuleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def register(sub: Any) -> None:
+    p = _sub(sub, "compare-stops", "compare stop rules on stored runs: the NO_GAIN contract, caps and loop detectors",
+             "Each policy (a NO_GAIN threshold, a tool-call, model-call or token cap, a loop detector — an exact"
+             " repeat, an error cycle, an A-B alternation — or a combination with +) is applied to every stored case"
+             " run, exact up to the place it would have stopped the run: the runs it cuts and where, the recall and"
+             " honest fallback it keeps or loses, the tool calls, model calls and tokens it saves against the run as"
+             " recorded (95% intervals over cases), and the Pareto front of recall kept and tool calls saved. What"
+             " cannot be known is printed as such: the Draft written after an earlier STOP_REQUIRED (unknown), and a"
+             " run that was stopped where a policy would have let it go on (censored).")  # fmt: skip
+    _add_db(p)
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--label", default=None, help="the case runs of this label (every bench run of it)")
+    which.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="the case runs of one bench run")
+    p.add_argument("--policy", type=_policy, action="append", required=True, metavar="SPEC",
+                   help="a stop policy (repeatable): no-gain:T, tool-cap:N, turn-cap:N, token-cap:N, repeat:k=K,w=W,"
+                        " error-cycle:k=K, alternation:k=K, or several joined with + (whichever stops first), e.g."
+                        " no-gain:2+tool-cap:8")  # fmt: skip
+    p.add_argument("--cut-points", action="store_true",
+                   help="also list every cut run: its case, the rule that fired, where, what it saves")  # fmt: skip
+    p.add_argument("--json", type=Path, default=None, metavar="PATH",
+                   help="also write, per policy, what the runs spend under it and every run's cut (or none) as"
+                        " JSON")  # fmt: skip
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from runners.decisions.case_alternatives import with_alternatives
+    from runners.decisions.compare_stops import compare_stops
+    from runners.rendering.compare_stops import render
+    from runners.store._files import write_text
+    from runners.store.connection import connect
+    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
+
+    if args.json is not None:
+        _check_outputs([NamedPath("--json", args.json)], [NamedPath("--db", args.db)])
+    db = str(args.db)
+    con = connect(args.db, read_only=True)
+    try:
+        if args.bench_run is not None:
+            if not bench_run_exists(con, args.bench_run):
+                _fail(f"--bench-run: unknown bench run {args.bench_run!r} in {db}")
+            runs = runs_of_bench_run(con, db, args.bench_run)
+        else:
+            if not label_exists(con, args.label):
+                _fail(f"--label: no case runs labelled {args.label!r} in {db}")
+            runs = runs_of_label(con, db, args.label)
+    finally:
+        con.close()
+    policies = list({p.spec: p for p in args.policy}.values())  # a policy given twice is compared once
+    result = compare_stops(with_alternatives(runs), policies)  # refuses before anything is written
+    selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
+    title = f"stop rules on {selection} in {db}: {len(runs)} case runs"
+    out.print(render(title, result, cut_points=args.cut_points))
+    if args.json is not None:
+        write_text(args.json, result.model_dump_json(indent=2) + "\n")
+        _say(f"wrote {args.json}")
+    return EXIT_OK
