@@ -12,10 +12,18 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
 
+## The wheels of the package's pinned dependencies (from pip's cache once filled): tests/e2e/test_wheel.py installs
+## the built wheel into a fresh venv from them alone, offline (`--no-index`).
+WHEELHOUSE := $(VENV)/wheelhouse
+
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters,otel,docs]"
+	rm -rf $(WHEELHOUSE) && $(BIN)/python -c 'import tomllib; print(*tomllib.load(open("pyproject.toml", "rb"))["project"]["dependencies"], sep="\n")' \
+	  > $(VENV)/dependencies.txt
+	$(BIN)/python -m pip download --quiet --disable-pip-version-check -c constraints.txt -d $(WHEELHOUSE) \
+	  -r $(VENV)/dependencies.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 ## mypy's cache (.mypy_cache) filled with the installed packages' types, once per venv (about 35 CPU-s): `make test`

@@ -30,7 +30,7 @@ class DeadlineClock(Protocol):
 
 
 class MonotonicDeadline:
-    """The live clock: `deadline - time.monotonic()`. (A cassette run's clock also logs each reading, and a
+    """The live clock: `deadline - time.monotonic()`. (A recorded run's clock also logs each reading, and a
     replay answers with the recorded readings, so a deadline cut replays as one.)"""
 
     __slots__ = ()

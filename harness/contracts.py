@@ -5,12 +5,14 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Union
 
-from pydantic import JsonValue as JsonValue
+from pydantic.types import JsonValue as JsonValue
 
 # JSON values as they cross tool and model boundaries (instead of `Any`); pydantic's named
 # recursive alias works both for mypy and for validation inside models.
 JsonScalar = Union[str, int, float, bool, None]
+"""One JSON scalar (a database cell, a log field)."""
 JsonObject = dict[str, JsonValue]
+"""One JSON object (a tool's input, a row, a log event); `JsonValue` is any JSON value."""
 
 
 class InvocationStatus(StrEnum):
@@ -180,8 +182,10 @@ class ModelErrorKind(StrEnum):
     CLIENT_ERROR = "CLIENT_ERROR"
     NOT_A_COMPLETION = "NOT_A_COMPLETION"
     """The endpoint answered 2xx with a body that is not a chat completion (not JSON, no choices): its fault."""
-    CASSETTE_MISS = "CASSETTE_MISS"
-    """A replayed run sent a request its cassette does not hold (never retried: it would miss again)."""
+    REPLAY_MISS = "CASSETTE_MISS"
+    """A transport that replays recorded answers holds none for this request (never retried: it would miss again).
+    Raised by such a transport through `OpenAIChatModel`'s `transport` hook. Stored as "CASSETTE_MISS": the text
+    metrics databases and event logs written before the name was the library's have always held."""
 
     @property
     def retryable(self) -> bool:
@@ -190,7 +194,7 @@ class ModelErrorKind(StrEnum):
 
     @property
     def infrastructure(self) -> bool:
-        """The endpoint, the network or the cassette failed, not the model's answer (only BAD_RESPONSE is)."""
+        """The endpoint, the network or a replaying transport failed, not the model's answer (only BAD_RESPONSE is)."""
         return self is not ModelErrorKind.BAD_RESPONSE
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 AGENT_MARKER = "[harness-bench:diagnosis-agent]"
+"""Opens the diagnosis agent's system prompt: a server (a simulator, a recording proxy) tells a diagnosis call by it."""
 
 _PROTOCOL = """Tool protocol:
 - Every tool takes {"previous_observation": {...}, "input": {...}}. Business parameters go in "input".

@@ -18,6 +18,8 @@ from harness.models.base import ChatModel, ChatRequest, SystemMessage, UserMessa
 from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, call_model
 
 GUARD_MARKER = "[harness-bench:semantic-guard]"
+"""Opens the SemanticGuard's system prompt: an OpenAI-compatible server (a simulator, a recording proxy) tells the
+guard's isolated call from a diagnosis call by it."""
 GUARD_SYSTEM_PROMPT = (
     f"{GUARD_MARKER} You review a diagnosis report. You receive the user's question, the report's "
     "conclusion and claims, and the only evidence that was verified to exist. Decide whether the "
@@ -36,7 +38,7 @@ class SemanticGuardResult:
     reason: str
     """Why (the guard's words, or why it failed closed)."""
     call_error: str | None = None
-    """The guard call's failure (endpoint, network, cassette) when that, not the guard, decided UNSUPPORTED."""
+    """The guard call's failure (endpoint, network, replay) when that, not the guard, decided UNSUPPORTED."""
     budget: BudgetKind | None = None
     """The run budget that forbade the guard's call, cut it (the deadline) or its next retry, when that decided
     UNSUPPORTED: Release records it as the run's budget stop."""

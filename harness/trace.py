@@ -1,8 +1,7 @@
 """The audit trace: typed metadata events, never raw payloads (docs/architecture.md §6.3).
 
 One frozen dataclass per event kind; `Trace.emit(event)` stamps its position and time. Consumers
-pattern-match on the classes (`match e: case ToolInvocation(scope=s): ...`). The columns of the
-`events` table are the union of the event fields (`event_columns()`), kept in step by a test.
+pattern-match on the classes (`match e: case ToolInvocation(scope=s): ...`); `EVENT_TYPES` lists every class.
 """
 
 from __future__ import annotations
@@ -50,7 +49,6 @@ __all__ = [
     "ToolRequestRejected",
     "Trace",
     "TraceEvent",
-    "event_columns",
 ]
 
 
@@ -280,16 +278,6 @@ EVENT_TYPES: tuple[type[TraceEvent], ...] = (
     Released,
 )
 """Every event class, one per EventKind."""
-
-
-def event_columns() -> tuple[str, ...]:
-    """The `events` table's columns: `kind`, then the union of every event class's fields, in first-seen order."""
-    names: list[str] = ["kind"]
-    for cls in EVENT_TYPES:
-        for f in dataclasses.fields(cls):
-            if f.name not in names:
-                names.append(f.name)
-    return tuple(names)
 
 
 E = TypeVar("E", bound=TraceEvent)

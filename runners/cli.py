@@ -47,6 +47,7 @@ from runners.commands._common import (
     Parser,
     err,
     error,
+    plug_closed_streams,
     say,
     stdout_may_close,
 )
@@ -81,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    plug_closed_streams()  # started with stdout or stderr closed: the command runs, and exits, as with them
     for stream in (sys.stdout, sys.stderr):  # an ASCII-only terminal gets '?' for '…', never an exit 2
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":

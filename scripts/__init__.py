@@ -1,2 +1,3 @@
 """Developer tools of the project (not installed with the package): the Phoenix venv for the trace tests, the notebook
-runner, and the re-recording of the scripted cassettes."""
+runner, the re-recording of the scripted cassettes, the calibration study's run (its figures and tables for the docs)
+and the large evaluation file the streaming reader's tests and benchmark read."""

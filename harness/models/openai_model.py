@@ -4,10 +4,11 @@ The SDK's hidden retries are off (`max_retries=0`); the Harness retries on a sta
 classification (harness/retry.py). Assistant `content` is sent as "" rather than null when it
 carries tool calls (llama.cpp's server answers 500 to null), and missing usage is tolerated.
 
-Transport stack of the SDK client, outermost first: an optional wrapper (the bench's cassette
-transport), the per-endpoint in-flight cap (one semaphore per base URL, shared by every model
-against it), httpx2's connection pool (keep-alive sized to the cap, so connections are reused
-rather than churned).
+Transport stack of the SDK client, outermost first: an optional wrapper (the `transport` hook: the
+bench records and replays there), the per-endpoint in-flight cap (one semaphore per base URL, shared by
+every model against it), httpx2's connection pool (keep-alive sized to the cap, so connections are reused
+rather than churned). A wrapper that knows better than the SDK why a request failed (a replaying transport
+that holds no answer for it) raises a `ModelCallError` of its own: the caller gets it as raised.
 """
 
 from __future__ import annotations
@@ -42,25 +43,14 @@ class ModelConfigError(ValueError):
 
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-OFFLINE_KEY = "offline-replay-no-key"
 REQUIRED_FIRST = "required-first"
 """The `tool_choice` setting that requires a call on the first turn and lets the model call or finish after it."""
 REQUIRED_UNTIL_EVIDENCE = "required-until-evidence"
 """The `tool_choice` setting that requires a call until an observation has held records, then lets the model call or
 finish (STOP_REQUIRED still allows the Draft alone)."""
-"""Sent (and scrubbed) when replaying cassettes: replay must not need a real key."""
 
 TransportWrapper = Callable[[httpx2.BaseTransport], httpx2.BaseTransport]
-"""Wraps the SDK's HTTP transport (the bench's per-run cassette binding)."""
-
-
-class ReplayedCause(Exception):
-    """The innermost cause of a transport failure as a cassette recorded it: replay raises it as the
-    cause of the recorded httpx2 error, so classification gives the live text word for word."""
-
-    def __init__(self, type_name: str, message: str) -> None:
-        super().__init__(message)
-        self.type_name = type_name
+"""Wraps the SDK's HTTP transport (record, replay, inspect); a `ModelCallError` it raises reaches the caller."""
 
 
 class _EndpointSlots:
@@ -75,7 +65,7 @@ _SLOTS: dict[str, _EndpointSlots] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
-def endpoint_key(base_url: str | None) -> str:
+def _endpoint_key(base_url: str | None) -> str:
     """The endpoint a base URL names, as the SDK resolves it (OPENAI_BASE_URL when none is given)."""
     return (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
 
@@ -90,7 +80,7 @@ def _tls_context() -> ssl.SSLContext:
 
 def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemaphore:
     """The in-flight semaphore of one endpoint (a new limit replaces the old one for later requests)."""
-    key = endpoint_key(base_url)
+    key = _endpoint_key(base_url)
     with _SLOTS_LOCK:
         slots = _SLOTS.get(key)
         if slots is None or slots.limit != limit:
@@ -98,7 +88,7 @@ def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemapho
         return slots.semaphore
 
 
-def read_body(response: httpx2.Response) -> bytes:
+def _read_body(response: httpx2.Response) -> bytes:
     """The whole body of a transport-level response, its stream closed (answers are small)."""
     stream = response.stream
     assert isinstance(stream, httpx2.SyncByteStream)
@@ -126,7 +116,7 @@ class CappedTransport(httpx2.BaseTransport):
             raise httpx2.PoolTimeout("no free in-flight slot for this endpoint within the timeout", request=request)
         try:
             response = self._inner.handle_request(request)
-            content = read_body(response)
+            content = _read_body(response)
         finally:
             self._slots.release()
         response.stream = httpx2.ByteStream(content)
@@ -154,7 +144,7 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
         return None
 
 
-def exception_chain(exc: BaseException) -> Iterator[BaseException]:
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
     """`exc` and its causes/contexts, outermost first, each once."""
     seen: set[int] = set()
     cur: BaseException | None = exc
@@ -164,39 +154,24 @@ def exception_chain(exc: BaseException) -> Iterator[BaseException]:
         cur = cur.__cause__ or cur.__context__
 
 
-def innermost_cause(exc: BaseException) -> BaseException:
-    """The last exception of `exc`'s cause/context chain (`exc` itself when it has none)."""
-    *_, last = exception_chain(exc)
-    return last
-
-
-def explain_connection_error(exc: BaseException) -> str:
+def _explain_connection_error(exc: BaseException) -> str:
     """The innermost cause of a connection error, as one readable line."""
-    last = innermost_cause(exc)
-    name = last.type_name if isinstance(last, ReplayedCause) else type(last).__name__
-    return f"{name}: {last}"
+    *_, last = _exception_chain(exc)
+    return f"{type(last).__name__}: {last}"
 
 
-def _cassette_miss(exc: BaseException) -> str | None:
-    """vcrpy's CannotOverwriteExistingCassetteException, raw or inside the SDK's connection error."""
-    for cur in exception_chain(exc):
-        if type(cur).__name__ == "CannotOverwriteExistingCassetteException":
-            return str(cur).splitlines()[0]
-    return None
-
-
-def classify(exc: Exception) -> ModelCallError:
-    """Map SDK exceptions onto the Harness's stable classification."""
-    miss = _cassette_miss(exc)
-    if miss is not None:
-        # Not retryable: replaying the same request against the same cassette misses again.
-        return ModelCallError(ModelErrorKind.CASSETTE_MISS, f"cassette miss: {miss}")
+def _classify(exc: Exception) -> ModelCallError:
+    """Map SDK exceptions onto the Harness's stable classification; a `ModelCallError` a transport wrapper raised
+    (as is, or inside the SDK's connection error) is its own classification."""
+    for cur in _exception_chain(exc):
+        if isinstance(cur, ModelCallError):
+            return cur
     if isinstance(exc, openai.RateLimitError):
         return ModelCallError(ModelErrorKind.RATE_LIMIT, f"429 rate limited: {exc.message}", _retry_after(exc))
     if isinstance(exc, openai.APITimeoutError):
         return ModelCallError(ModelErrorKind.TIMEOUT, "request timed out")
     if isinstance(exc, openai.APIConnectionError):
-        inner = explain_connection_error(exc)
+        inner = _explain_connection_error(exc)
         return ModelCallError(ModelErrorKind.CONNECTION, f"connection error: {inner}"[:500])
     if isinstance(exc, openai.APIStatusError):
         code = exc.status_code
@@ -348,7 +323,13 @@ def parse_completion(payload: Any, *, text_calls: bool = False) -> ModelResponse
 
 
 class OpenAIChatModel:
-    """A model behind an OpenAI-compatible `/v1/chat/completions` endpoint."""
+    """A model behind an OpenAI-compatible `/v1/chat/completions` endpoint.
+
+    The key is `api_key` when given, else the environment variable `api_key_env`; a local server (a `base_url`
+    given) needs none. `transport` wraps the SDK's HTTP transport (`TransportWrapper`): the hook a recording or
+    replaying layer binds to. `max_in_flight` caps the requests in flight to the endpoint over every model of the
+    process that uses it.
+    """
 
     def __init__(
         self,
@@ -364,13 +345,11 @@ class OpenAIChatModel:
         tool_call_format: ToolCallFormat = ToolCallFormat.NATIVE,
         max_in_flight: int | None = None,
         transport: TransportWrapper | None = None,
-        offline: bool = False,
+        api_key: str | None = None,
     ) -> None:
-        key = os.environ.get(api_key_env)
+        key = api_key or os.environ.get(api_key_env)
         if not key:
-            if offline:
-                key = OFFLINE_KEY  # cassette replay never reaches an endpoint
-            elif base_url is None:
+            if base_url is None:
                 raise ModelConfigError(
                     f"environment variable {api_key_env} is not set; export it or pass --api-key-env NAME"
                 )
@@ -392,7 +371,7 @@ class OpenAIChatModel:
         self._tool_call_format = tool_call_format
         self._temperature = temperature
         self._max_output_tokens = max_output_tokens
-        self._base_url = endpoint_key(base_url)
+        self._base_url = _endpoint_key(base_url)
         # Keep-alive as large as the cap: above httpx2's 20 idle connections each extra request in
         # flight would open (and later close) a fresh TCP connection.
         keepalive = 100 if max_in_flight is None else max_in_flight
@@ -415,6 +394,18 @@ class OpenAIChatModel:
             api_key=key, base_url=base_url, max_retries=0, timeout=timeout_seconds, http_client=http_client
         )
 
+    @staticmethod
+    def resolve_base_url(base_url: str | None) -> str:
+        """The endpoint a base URL names, as the SDK resolves it (`OPENAI_BASE_URL`, else the OpenAI API, when
+        none is given), without a trailing slash."""
+        return _endpoint_key(base_url)
+
+    @staticmethod
+    def classify_error(exc: Exception) -> ModelCallError:
+        """An exception of the `openai` SDK (or of the transport under it) as the Harness's stable classification:
+        what `complete` raises for it, and what a caller probing the endpoint through `client` reports."""
+        return _classify(exc)
+
     @property
     def client(self) -> openai.OpenAI:
         """The SDK client (the endpoint preflight probes through it: same URL, key and transport)."""
@@ -433,7 +424,7 @@ class OpenAIChatModel:
     def complete(self, request: ChatRequest) -> ModelResponse:
         """One HTTP round trip; errors become ModelCallError."""
         # messages and tools are plain JSON built here; sending them through `extra_body` skips the
-        # SDK's recursive TypedDict transform (measured: ~40% of a cassette replay). Same wire body.
+        # SDK's recursive TypedDict transform (measured: ~40% of a replayed run). Same wire body.
         body: dict[str, Any] = {"messages": to_openai_messages(request.messages)}
         if request.tools:
             body["tools"] = [
@@ -465,10 +456,10 @@ class OpenAIChatModel:
             response = self._client.post(
                 "/chat/completions", cast_to=httpx2.Response, body=payload, options={"timeout": request.timeout_seconds}
             )
-        except ModelCallError:
-            raise
+        except ModelCallError as err:  # the transport wrapper's own classification
+            raise self._redacted(err) from None
         except Exception as exc:
-            raise self._redacted(classify(exc)) from None
+            raise self._redacted(_classify(exc)) from None
         try:
             completion = response.json()
         except (ValueError, RecursionError):  # a 2xx that is not JSON (an HTML page, a banner, a cut or too deep body)
@@ -480,7 +471,7 @@ class OpenAIChatModel:
                 raise self._redacted(ModelCallError(err.kind, f"endpoint {self._base_url}: {err}"[:500])) from None
             raise
         except Exception as exc:
-            raise self._redacted(classify(exc)) from None
+            raise self._redacted(_classify(exc)) from None
 
     def _not_a_completion(self, response: httpx2.Response) -> ModelCallError:
         """The typed error of a 2xx answer whose body is not JSON, naming the endpoint and what came back."""

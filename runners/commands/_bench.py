@@ -21,7 +21,7 @@ from runners.plan.rules import MAX_CONCURRENCY
 from runners.run import interrupts
 
 if TYPE_CHECKING:
-    from harness.context import CancellationToken
+    from harness import CancellationToken
 
 __all__ = [
     "_add_bench",
@@ -191,10 +191,10 @@ def _warn_unchecked(db: Path) -> None:
 
 def _endpoint_named(run: settings.RunSettings | None, opts: Any) -> str:
     """The endpoint (and the cassettes) a bench run used, for the one-line error when none of it served."""
-    from harness.models.openai_model import endpoint_key
+    from harness import OpenAIChatModel
     from runners.plan.redact import safe_url
 
-    name = safe_url(endpoint_key(run.model_settings.base_url if run is not None else None)) or ""
+    name = safe_url(OpenAIChatModel.resolve_base_url(run.model_settings.base_url if run is not None else None)) or ""
     cassettes = getattr(opts, "cassettes", None)
     return f"{name} (cassettes {cassettes})" if cassettes is not None else name
 

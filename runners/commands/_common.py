@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.text import Text
 
 from runners.plan._bounded import bounded_float, bounded_int
+from runners.plan.redact import redact
 from runners.plan.rules import DEFAULT_DB, UsageError
 from runners.rendering import tables
 from runners.rendering.safe_text import terminal
@@ -44,10 +45,10 @@ __all__ = [
     "_add_db",
     "_add_recommend_choices",
     "_check_db",
-    "_check_output_file",
     "_check_outputs",
     "_load_with_progress",
     "_progress",
+    "plug_closed_streams",
     "stdout_may_close",
 ]
 
@@ -57,23 +58,24 @@ EXIT_INCONCLUSIVE = 3
 EXIT_STORAGE = 74
 """The database could not be written (full disk, I/O error): the run stopped `interrupted` (sysexits EX_IOERR)."""
 
-out = tables.make_console()
-err = tables.make_console(stderr=True)
+out = tables.deferred_console()
+err = tables.deferred_console(stderr=True)
 
 
 def _fail(message: str) -> NoReturn:
     raise UsageError(message)
 
 
-def say(text: str, *, stderr: bool = False) -> None:
-    """Print plain text: never read as markup, control characters shown escaped; wrapped between words at the
-    console width."""
-    (err if stderr else out).print(Text(terminal(text)))
+def say(text: str, *, stderr: bool = False, wrap: bool = True) -> None:
+    """Print plain text: never read as markup, control characters shown escaped, anything shaped like a secret
+    redacted (a path or a trace's id may hold one); wrapped between words at the console width (`wrap=False`: a
+    line never broken, e.g. a command to copy)."""
+    (err if stderr else out).print(Text(terminal(redact(text))), soft_wrap=not wrap)
 
 
 def error(text: str) -> None:
-    """One line on stderr (control characters shown escaped)."""
-    err.print(Text.assemble(("error: ", "red"), " ".join(terminal(text).split())), soft_wrap=True)
+    """One line on stderr (control characters shown escaped, anything shaped like a secret redacted)."""
+    err.print(Text.assemble(("error: ", "red"), " ".join(terminal(redact(text)).split())), soft_wrap=True)
 
 
 # The commands' own spelling of the two (they sit beside this module); the CLI entry point, in another package,
@@ -83,6 +85,25 @@ _error = error
 
 
 # -- a closed stdout ----------------------------------------------------------------------------------
+def plug_closed_streams() -> None:
+    """A process started with stdout or stderr closed (`>&-`, `2>&-`: Python sets the stream to None) gets
+    /dev/null in its place, at its descriptor when that is still free: what would be printed there is discarded,
+    the exit code stays the command's, and no file the command opens later (a database) takes descriptor 1 or 2,
+    where a stray write would land in it."""
+    for fd, name in ((1, "stdout"), (2, "stderr")):
+        if getattr(sys, name) is not None:
+            continue
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.fstat(fd)
+        except OSError:  # still free: /dev/null takes it
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+            null = fd
+        setattr(sys, name, open(null, "w", encoding="utf-8", errors="replace", closefd=null != fd))
+
+
 @contextlib.contextmanager
 def stdout_may_close() -> Iterator[None]:
     """While a command runs, sys.stdout is a `_ReaderMayLeave` (the consoles look sys.stdout up at each write)."""
@@ -206,20 +227,11 @@ def _check_db(path: Path, *, must_exist: bool) -> None:
     check_database_file(path, must_exist=must_exist)
 
 
-def _check_output_file(flag: str, path: Path) -> None:
-    if path.is_dir():
-        _fail(f"{flag} {path} is a folder; give a file path")
-    for parent in path.parents:
-        if parent.exists() and not parent.is_dir():
-            _fail(f"{flag} {path}: {parent} is a file, not a folder")
-
-
 def _check_outputs(outputs: Sequence[NamedPath], inputs: Sequence[NamedPath]) -> None:
-    """Every output file a command will write: a file path in a folder that is or can be created, never one of
-    the command's `inputs` nor another output, however named (a symlink, a hard link, another relative path) —
-    all checked before anything is written."""
-    for output in outputs:
-        _check_output_file(output.name, output.path)
+    """Every output file a command will write, by the one output-path rule (runners/store/_files.py): a regular
+    file or nothing yet (never a device, FIFO, socket, folder or symlink; `/dev/stdout` only where the output is a
+    stream), never one of the command's `inputs` nor another output, however named — all checked before anything
+    is written."""
     check_outputs(outputs, inputs)
 
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from pathlib import Path
 from typing import Any
 
-from runners.commands._common import EXIT_OK, _check_outputs, _fail, _sub
+from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub
 from runners.plan.rules import DEFAULT_DB
-from runners.store._files import NamedPath
+from runners.store._files import NamedPath, OutputKind, check_output_path
 
 __all__ = ["register", "run"]
 
@@ -30,7 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument("--trace", type=Path, default=None, metavar="FILE",
                    help="an OTLP/JSON file (one trace per line) instead of --db")  # fmt: skip
     p.add_argument("--run", default=None, metavar="ID", help="with --trace: the run's gen_ai.conversation.id")
-    p.add_argument("--out", type=Path, required=True, metavar="FILE", help="the evaluation file to write (.yaml)")
+    p.add_argument("--out", type=Path, required=True, metavar="FILE",
+                   help="the evaluation file to write (.yaml; /dev/stdout: to stdout)")  # fmt: skip
     p.add_argument("--force", action="store_true", help="overwrite --out if it exists")
     p.set_defaults(func=run)
 
@@ -49,8 +49,10 @@ def run(args: argparse.Namespace) -> int:
         _fail("name the run: CASE_RUN_ID [--db D], or --trace FILE --run ID")
     else:
         source = NamedPath("--db", args.db if args.db is not None else DEFAULT_DB)
-    _check_outputs([NamedPath("--out", args.out)], [source])
-    if args.out.exists() and not args.force:
+    out = NamedPath("--out", args.out, stream=True)  # /dev/stdout: the case printed, the notes on stderr
+    _check_outputs([out], [source])
+    streamed = check_output_path(out) is OutputKind.STREAM
+    if args.out.exists() and not args.force and not streamed:
         _fail(f"--out {args.out} exists; give --force to overwrite it or choose another path")
     if args.trace is not None:
         captured = _from_trace(args.trace, str(args.run))
@@ -60,10 +62,12 @@ def run(args: argparse.Namespace) -> int:
         case = build_case(captured)
     except CaptureError as exc:
         _fail(str(exc))
-    write_text(args.out, case_yaml(captured, case, str(args.out)))
+    write_text(out, case_yaml(captured, case, str(args.out)))
     steps = len(case.trajectory.steps)
-    sys.stdout.write(f"wrote {args.out} (case {case.id}: {steps} steps, expectations marked for review)\n")
-    sys.stdout.write(f"replay: {shlex.join(replay_argv(captured, str(args.out)))}\n")
+    _say(
+        f"wrote {args.out} (case {case.id}: {steps} steps, expectations marked for review)", stderr=streamed, wrap=False
+    )
+    _say(f"replay: {shlex.join(replay_argv(captured, str(args.out)))}", stderr=streamed, wrap=False)
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from runners.commands._common import EXIT_OK, _add_db, _fail, _say, _sub
+from runners.plan.run_options import label_arg
 
 __all__ = ["register", "run"]
 
@@ -18,12 +19,17 @@ def register(sub: Any) -> None:
              " producer of the same invoke_agent/chat/execute_tool spans and harness.* attributes) or the library's"
              " event log (HarnessSession(event_log=...): one typed event per line). Every run becomes a case run of"
              " one new bench run (source imported, no expectations: expected_*, passed and failures are empty), with"
-             " its tool_calls and events rows. A trace that is not a set of whole runs (a span missing, an unknown"
-             " attribute, a run cut off, two runs under one id, malformed JSON) is one line naming the line and"
-             " span, exit 2, and nothing is written.")  # fmt: skip
+             " its tool_calls and events rows; gate, show and diff give it no verdict. A trace that is not a set of"
+             " whole runs (a span missing, an unknown attribute, a run cut off, two runs under one id, malformed JSON)"
+             " or holds a value its field does not allow (a count that is not an integer from 0 within BIGINT, a"
+             " threshold outside what `run` accepts, a span ending before it starts, misshapen gen_ai messages) is"
+             " one line naming the line, span and field, exit 2, and nothing is written. The same runs imported"
+             " again under one label are refused.")  # fmt: skip
     p.add_argument("traces", type=Path, metavar="TRACES", help="the OTLP/JSON or event-log file (JSON Lines)")
     _add_db(p)
-    p.add_argument("--label", required=True, help="the label of the imported bench run")
+    p.add_argument("--label", required=True, type=label_arg, metavar="LABEL",
+                   help="the label of the imported bench run (a label as `run --label` takes it); the same runs"
+                        " imported again under one label are refused")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -32,23 +38,32 @@ def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from harness import __version__
-    from runners.interchange.otel_import import import_rows, read_traces
+    from runners.interchange.otel_import import fingerprint, import_rows, read_traces
     from runners.store.connection import check_database_file, connect
-    from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
+    from runners.store.imported_runs import ImportedBenchRun, imported_before, write_imported_bench_run
 
-    if not args.label.strip():
-        _fail("--label: empty")
     traces: Path = args.traces
     if not traces.is_file():
         _fail(f"{traces}: no such file" if not traces.exists() else f"{traces}: not a file")
-    check_database_file(args.db)
-    runs = read_traces(traces)  # every run whole before the database is opened
+    db: Path = args.db
+    check_database_file(db, writing=True)
+    runs = read_traces(traces)  # every run whole and every value checked before the database is opened
     bench_run_id = f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     rows = import_rows(runs, bench_run_id, args.label)
     models = {str(r.case_run["model"]) for r, _ in rows}
     bench = ImportedBenchRun(bench_run_id, args.label, models.pop() if len(models) == 1 else None, str(traces),
-                             tuple(r.case_id for r in runs), max(r.epoch for r in runs), __version__)  # fmt: skip
-    db: Path = args.db
+                             tuple(r.case_id for r in runs), max(r.epoch for r in runs), __version__,
+                             fingerprint(runs))  # fmt: skip
+    if db.exists():  # read-only: a refused import leaves the file as it was, byte for byte
+        con = connect(db, read_only=True)
+        try:
+            earlier = imported_before(con, args.label, str(bench.fingerprint))
+        finally:
+            con.close()
+        if earlier is not None:
+            _fail(f"{traces}: these {len(runs)} runs are already imported under label {args.label!r} (bench run"
+                  f" {earlier.bench_run_id}, from {earlier.traces}); nothing imported — give another --label to"
+                  " import them again")  # fmt: skip
     existed = db.exists()
     try:
         con = connect(db)

@@ -22,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.connection import check_database_file, connect
     from runners.store.migrations import SCHEMA_VERSION, current_version
 
-    check_database_file(args.db, must_exist=True)
+    check_database_file(args.db, must_exist=True, writing=True)
     before = connect(args.db, read_only=True, upgrade=False)
     try:
         version = current_version(before)

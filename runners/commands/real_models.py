@@ -108,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_REGRESSION
     command = "harness-bench real-models" + ("" if args.cassettes == Path("cassettes") else f" --cassettes"
                                              f" {args.cassettes}")  # fmt: skip
-    write_text(md_path, render_markdown(built, command))
-    write_text(html_path, render_html(built, command))
+    write_text(NamedPath("--out", md_path), render_markdown(built, command))
+    write_text(NamedPath("--out", html_path), render_html(built, command))
     for gate in built.gates:
         if gate.downgrade_passed:
             _say(f"warning: the downgrade {gate.baseline} → {gate.candidate} PASSED the gate", stderr=True)

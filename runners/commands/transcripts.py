@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _sub
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub
 from runners.plan._bounded import bounded_float, bounded_int
 from runners.plan.redact import safe_url
 from runners.plan.rules import MAX_EPOCHS
@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
                    help="the label's newest case run of --case (and --epoch)")  # fmt: skip
     p.add_argument("--case", default=None, metavar="CASE", help="case id (with --bench-run or --label)")
     p.add_argument("--epoch", type=_EPOCH, default=None, metavar="N", help="epoch (default: the first)")
-    p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write a self-contained HTML page")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE",
+                   help="write a self-contained HTML page (/dev/stdout: to stdout)")  # fmt: skip
     p.add_argument("--full", action="store_true", help="print the system prompt in full")
     p.add_argument("--width", type=_WIDTH, default=80, metavar="COLS", help=_WIDTH_HELP)
     p.set_defaults(func=run)
@@ -69,7 +70,8 @@ def register(sub: Any) -> None:
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--inspect", type=Path, default=None, metavar="DIR", help="folder for the .eval files")
     what.add_argument("--otel", type=Path, default=None, metavar="FILE",
-                      help="OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line")  # fmt: skip
+                      help="OTLP/JSON file: one ExportTraceServiceRequest (one case run's trace) per line"
+                           " (/dev/stdout: the lines to stdout)")  # fmt: skip
     what.add_argument("--otlp-endpoint", default=None, metavar="URL",
                       help="OTLP/HTTP traces endpoint, e.g. http://127.0.0.1:4318/v1/traces")  # fmt: skip
     p.add_argument("--bench-run", default=None, metavar="ID", help="only this bench run")
@@ -77,7 +79,8 @@ def register(sub: Any) -> None:
     p.add_argument("--otel-content", action="store_true",
                    help="with --otel or --otlp-endpoint: include the message contents (gen_ai.*.messages)")  # fmt: skip
     p.add_argument("--otlp-timeout", type=_TIMEOUT, default=None, metavar="SECONDS",
-                   help="with --otlp-endpoint: seconds a request may take, retries included (default 10)")  # fmt: skip
+                   help="with --otlp-endpoint: seconds the whole export may take, every request and retry"
+                        " included (default 10)")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -104,8 +107,9 @@ def _show(args: argparse.Namespace) -> int:
         _fail(f"give --bench-run {args.bench_run!r} or --label {args.label!r}, not both")
     if args.case and not (args.bench_run or args.label is not None):
         _fail(f"--case {args.case} needs --bench-run ID or --label LABEL")
-    if args.html is not None:  # never the database it reads, however named
-        _check_outputs([NamedPath("--html", args.html)], [NamedPath("--db", args.db)])
+    html = NamedPath("--html", args.html, stream=True) if args.html is not None else None
+    if html is not None:  # never the database it reads, however named
+        _check_outputs([html], [NamedPath("--db", args.db)])
     con = _open(args.db)
     try:
         run_id = args.case_run or resolve_case_run(
@@ -114,11 +118,11 @@ def _show(args: argparse.Namespace) -> int:
         info = load_case_run(con, str(args.db), run_id)
     finally:
         con.close()
-    if args.html is not None:
+    if html is not None:
         from runners.store._files import write_text
 
-        write_text(args.html, render_html(info))
-        sys.stdout.write(f"wrote {args.html}\n")
+        write_text(html, render_html(info))
+        _wrote(html, f"wrote {args.html}")
     else:
         sys.stdout.write(render_text(info, width=args.width, full=args.full))
     return EXIT_OK
@@ -177,7 +181,7 @@ def _export(args: argparse.Namespace) -> int:
 
 def _export_otel(args: argparse.Namespace) -> int:
     if args.otel is not None:
-        _check_outputs([NamedPath("--otel", args.otel)], [NamedPath("--db", args.db)])
+        _check_outputs([NamedPath("--otel", args.otel, stream=True)], [NamedPath("--db", args.db)])
     else:
         _check_url(args.otlp_endpoint)
     try:
@@ -188,7 +192,8 @@ def _export_otel(args: argparse.Namespace) -> int:
     if args.otel is not None:
         done = otel_export.export_otel_file(args.db, args.otel, bench_run=args.bench_run, label=args.label,
                                             content=args.otel_content)  # fmt: skip
-        sys.stdout.write(f"wrote {args.otel} ({done.case_runs} case runs, {done.spans} spans)\n")
+        _wrote(NamedPath("--otel", args.otel, stream=True), f"wrote {args.otel} ({done.case_runs} case runs,"
+                                                              f" {done.spans} spans)")  # fmt: skip
     else:
         done = otel_export.export_otlp_endpoint(args.db, args.otlp_endpoint, bench_run=args.bench_run,
                                                 label=args.label, content=args.otel_content,
@@ -198,17 +203,32 @@ def _export_otel(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _wrote(output: NamedPath, note: str) -> None:
+    """What was written: on stdout, or on stderr when the output itself went to stdout (a stream)."""
+    from runners.store._files import OutputKind, check_output_path
+
+    _say(note, stderr=check_output_path(output) is OutputKind.STREAM, wrap=False)
+
+
 def _check_url(url: str) -> None:
     """--otlp-endpoint: an http(s) URL with a host (the exporter would take anything and fail on each batch)."""
     from urllib.parse import urlsplit
 
+    example = "e.g. http://127.0.0.1:4318/v1/traces"
     try:
         parts = urlsplit(url)
         ok = parts.scheme in ("http", "https") and bool(parts.hostname)
     except ValueError:
         ok = False
     if not ok:
-        _fail(f"--otlp-endpoint {safe_url(url)}: give an http:// or https:// URL, e.g. http://127.0.0.1:4318/v1/traces")
+        _fail(f"--otlp-endpoint {safe_url(url)}: give an http:// or https:// URL, {example}")
+    try:
+        port = parts.port  # None: the scheme's own
+    except ValueError:  # past 65535, or not a number
+        port = 0
+    if port == 0:
+        shown = parts.netloc.rpartition("@")[2].rpartition(":")[2]
+        _fail(f"--otlp-endpoint {safe_url(url)}: port {shown!r} is not a port (1 to 65535), {example}")
 
 
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"show": _show, "diff": _diff, "export": _export}

@@ -11,7 +11,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from harness.contracts import StopReason
+from harness import StopReason
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
 from runners.plan.settings import axis_type
 from runners.rendering.safe_text import terminal
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
     out.print(_render(f"what-if of {selection} in {db}: {len(runs)} case runs", result))
     if args.json is not None:
-        write_text(args.json, result.model_dump_json(indent=2) + "\n")
+        write_text(NamedPath("--json", args.json), result.model_dump_json(indent=2) + "\n")
         _say(f"wrote {args.json}")
     return EXIT_OK
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.contracts import RejectionReason
+from harness import RejectionReason
 from runners.decisions.funnel import FunnelStage, stage_of
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.splits import Split, split_of_cases

@@ -30,7 +30,7 @@ import duckdb
 import numpy as np
 import scipy.stats
 
-from harness.contracts import FallbackKind, ReleaseOutcome
+from harness import FallbackKind, ReleaseOutcome
 from runners.decisions.choices import DEFAULT_MARGIN as DEFAULT_MARGIN
 from runners.decisions.choices import Objective as Objective
 from runners.decisions.choices import RecommendInputError as RecommendInputError

@@ -29,28 +29,29 @@ from enum import StrEnum
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
-from harness.contracts import (
-    GainProducer,
-    InvocationStatus,
-    ModelPurpose,
-    RejectionReason,
-    ReleaseOutcome,
-    StopReason,
-)
-from harness.draft import parse_draft
-from harness.trace import (
+from harness import (
+    AdmissionKind,
     BudgetExhausted,
     CollectionStopped,
+    DiagnosisProgressTracker,
     DraftReceived,
     GainApplied,
+    GainProducer,
+    InvocationStatus,
     ModelCall,
+    ModelPurpose,
+    PreviousObservation,
+    RejectionReason,
     Released,
+    ReleaseOutcome,
+    StopReason,
     StopRequiredDelivered,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
+    Violation,
+    parse_draft,
 )
-from harness.tracker import AdmissionKind, DiagnosisProgressTracker, PreviousObservation, Violation
 from runners.store.whatif_runs import ReplayableRun
 
 __all__ = [

@@ -14,8 +14,15 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-from harness.contracts import EvidenceStatus, FallbackKind, JsonValue, RejectionReason, ReleaseOutcome, Relevance
-from harness.scope import normalize_timestamp
+from harness import (
+    EvidenceStatus,
+    FallbackKind,
+    JsonValue,
+    RejectionReason,
+    ReleaseOutcome,
+    Relevance,
+    normalize_timestamp,
+)
 from runners.domain.scripted import Mistake, Trajectory
 from runners.domain.tools.db_query import TableFixture
 from runners.domain.tools.kb_search import KbDocument

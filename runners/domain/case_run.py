@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.agent import RunResult
-from harness.contracts import BudgetKind, RejectionReason
+from harness import BudgetKind, RejectionReason, RunResult
 from runners.domain.evalset import EvalCase
 
 __all__ = ["CaseMetrics", "CaseRun", "Verdicts"]

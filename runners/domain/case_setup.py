@@ -7,8 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from harness.prompts import DiagnosisTask, TaskContext
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from harness import BusinessTool, DiagnosisTask, TaskContext, ToolExecutionError, ToolResult
 from runners.domain.evalset import EvalCase, FaultKind, ToolFault, db_tables
 from runners.domain.tools import kb_search
 from runners.domain.tools.captured_results import RecordedAnswer, with_recorded

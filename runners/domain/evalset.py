@@ -16,6 +16,7 @@ number of cases).
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import json
 import pickle
 import tempfile
@@ -74,7 +75,19 @@ __all__ = [
     "spool_cases",
     "step_input_problems",
 ]
-BUILTIN_DIR = Path(__file__).resolve().parents[2] / "evalsets"
+
+
+def builtin_dir() -> Path:
+    """The folder of the built-in evaluation sets: the `evalsets` package's, wherever it is installed (a wheel's
+    site-packages, or a source checkout in development)."""
+    found = importlib.resources.files("evalsets")
+    if not isinstance(found, Path):  # a zip import: the cases are read as files, one at a time
+        raise RuntimeError(f"the built-in evaluation sets are not files on disk ({found}); install the wheel unpacked")
+    return found
+
+
+BUILTIN_DIR = builtin_dir()
+"""`builtin_dir()`, as this process found it."""
 
 
 class EvalSetError(ValueError):

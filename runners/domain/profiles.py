@@ -34,7 +34,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from harness.contracts import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
+from harness import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from runners.domain.evalset import EvalCase
 from runners.domain.model_spec import DEFAULT_PROFILE, ModelKind, ModelSpecError, parse_model
 from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.prompts import AGENT_MARKER, system_prompt
+from harness import AGENT_MARKER, system_prompt
 
 PAYMENT_PLATFORM_ROLE = (
     "You are a diagnosis assistant for a multi-tenant payment and order platform (gateway, order, settlement, risk "

@@ -13,21 +13,19 @@ from enum import StrEnum
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import (
+from harness import (
+    AssistantMessage,
+    ChatMessage,
+    ChatRequest,
     ControlSignal,
     InformationGain,
     InvocationStatus,
     JsonObject,
     JsonValue,
     ModelPurpose,
+    ModelResponse,
     RejectionReason,
     SemanticVerdict,
-)
-from harness.models.base import (
-    AssistantMessage,
-    ChatMessage,
-    ChatRequest,
-    ModelResponse,
     ToolCallRequest,
     ToolMessage,
     ToolSpec,

@@ -22,7 +22,8 @@ from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from harness.models.base import (
+from harness import (
+    GUARD_MARKER,
     AssistantMessage,
     ChatMessage,
     ChatRequest,
@@ -31,9 +32,8 @@ from harness.models.base import (
     ToolMessage,
     ToolSpec,
     UserMessage,
+    render_task,
 )
-from harness.prompts import render_task
-from harness.semantic_guard import GUARD_MARKER
 from runners.domain.case_setup import task_of
 from runners.domain.evalset import EvalCase
 from runners.domain.scripted import Trajectory, estimate_usage, guard_answer, next_turn, plain_tools

@@ -28,7 +28,8 @@ import pydantic_core
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.contracts import (
+from harness import (
+    EntryKind,
     EvidenceStatus,
     GuardName,
     InformationGain,
@@ -41,7 +42,6 @@ from harness.contracts import (
     SemanticVerdict,
     ViolationKind,
 )
-from harness.transcript import EntryKind
 from runners.domain.evalset import EvalCase, ExpectedStop, Family, FaultKind
 from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
 from runners.domain.tools.db_query import DbQueryInput, analyse_sql, tables_in_description

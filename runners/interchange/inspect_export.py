@@ -16,8 +16,7 @@ from typing import Any
 
 import pydantic_core
 
-from harness.contracts import ModelPurpose
-from harness.transcript import EntryKind
+from harness import EntryKind, ModelPurpose
 from runners.plan.redact import safe_url
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_run
 
@@ -103,7 +102,9 @@ def _sample(info: CaseRunInfo) -> Any:
         or ""
     )
     outcome = r["outcome"] + (f"/{r['fallback_kind']}" if r.get("fallback_kind") else "")
-    expected = r["expected_outcome"] + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind") else "")
+    judged = r["passed"] is not None  # an imported run is observed: held to no expectation, no verdict
+    expected = (r["expected_outcome"] or "") + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind")
+                                                else "")  # fmt: skip
     decisions = [_decision(m) for m in info.messages if m.kind == EntryKind.TOOL_CALL]
     verdicts = [{"guard": m.get("guard"), "verdict": m.get("verdict"), "detail": m.content}
                 for m in info.messages if m.kind == GUARD_VERDICT]  # fmt: skip
@@ -117,10 +118,12 @@ def _sample(info: CaseRunInfo) -> Any:
                        total_tokens=int(r.get("input_tokens") or 0) + int(r.get("output_tokens") or 0))  # fmt: skip
     failures = json.loads(r["failures"]) if r.get("failures") else []
     scores = {
-        "passed": Score(value="C" if r["passed"] else "I", answer=outcome, explanation="; ".join(failures) or None),
         "outcome": Score(value=outcome, answer=outcome, explanation=r.get("reason")),
         "stop_reason": Score(value=r.get("stop_reason") or "NONE"),
     }
+    if judged:
+        scores = {"passed": Score(value="C" if r["passed"] else "I", answer=outcome,
+                                  explanation="; ".join(failures) or None), **scores}  # fmt: skip
     events = [InfoEvent(source="harness", data={"decision": d}) for d in decisions]
     events += [InfoEvent(source="harness", data={"guard_verdict": v}) for v in verdicts]
     return EvalSample(
@@ -219,6 +222,7 @@ def export_inspect(
         tokens_in = sum(int(i.row.get("input_tokens") or 0) for i in infos)
         tokens_out = sum(int(i.row.get("output_tokens") or 0) for i in infos)
         passed = sum(bool(i.row["passed"]) for i in infos)
+        judged = sum(i.row["passed"] is not None for i in infos)  # imported runs: observed, no verdict
         settings = json.loads(run["settings_json"]) if run.get("settings_json") else {}
         if isinstance(settings.get("base_url"), str):  # a database written before URLs were stored without credentials
             settings["base_url"] = safe_url(settings["base_url"])
@@ -237,8 +241,9 @@ def export_inspect(
 
         results = EvalResults(
             total_samples=len(samples), completed_samples=len(samples),
-            scores=[EvalScore(name="passed", scorer="harness-bench", scored_samples=len(samples),
-                              metrics={"accuracy": EvalMetric(name="accuracy", value=passed / len(samples))})],
+            scores=[EvalScore(name="passed", scorer="harness-bench", scored_samples=judged,
+                              metrics={"accuracy": EvalMetric(name="accuracy", value=passed / judged)})]
+            if judged else [],
         )  # fmt: skip
         stats = EvalStats(
             started_at=_iso(run.get("started_at")), completed_at=_iso(run.get("finished_at")),
@@ -247,7 +252,7 @@ def export_inspect(
         )  # fmt: skip
         status = "success" if run.get("status") == "completed" else "started"
         log = EvalLog(eval=spec, status=status, results=results, stats=stats, samples=samples)
-        with replacing(path) as tmp:  # each log whole or absent, also on Ctrl-C
+        with replacing(NamedPath("--inspect", path)) as tmp:  # each log whole or absent, also on Ctrl-C
             write_eval_log(log, str(tmp), format="eval")
         written.append((path, len(samples)))
     return written

@@ -33,18 +33,24 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanLimits, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.semconv.attributes.service_attributes import SERVICE_NAME as SERVICE_NAME_KEY
 from opentelemetry.trace import Tracer
 
-from harness import __version__
-from harness.config import RunLimits
-from harness.contracts import ModelPurpose
-from harness.otel import Evaluation, SpanRecorder
-from harness.trace import Released, RunStarted, TraceEvent
-from harness.transcript import EntryKind, TranscriptEntry
+from harness import (
+    EntryKind,
+    Evaluation,
+    ModelPurpose,
+    Released,
+    RunLimits,
+    RunStarted,
+    SpanRecorder,
+    TraceEvent,
+    TranscriptEntry,
+    __version__,
+)
 from runners.plan.redact import Secrets, redact
 
 __all__ = [
@@ -60,7 +66,8 @@ __all__ = [
 SERVICE_NAME = "harness-bench"
 """`service.name` of the exported spans' resource."""
 OTLP_TIMEOUT_SECONDS = 10.0
-"""How long one request to the endpoint may take, retries included, unless told (the SDK exporter's default)."""
+"""How long an export to the endpoint may take, every request and retry included, unless told (the SDK exporter's
+default for one request)."""
 _ID_FIELDS = frozenset({"traceId", "spanId", "parentSpanId"})
 """The byte fields OTLP/JSON writes as hex (protobuf's JSON mapping would write base64)."""
 
@@ -266,57 +273,32 @@ def export_otel_file(
     db: Path, out: Path, *, bench_run: str | None = None, label: str | None = None, content: bool = False
 ) -> ExportSummary:
     """Write the selected case runs to `out`, one OTLP/JSON request (one trace) per case run per line: the file
-    whole or, on any error or interrupt, as it was."""
-    from runners.store._files import NamedPath, OutputWriteError, check_outputs, replacing
+    whole or, on any error or interrupt, as it was (`/dev/stdout`: the lines written to stdout as they are made)."""
+    from runners.store._files import NamedPath, check_outputs, opened_text
 
-    check_outputs([NamedPath("--otel", out)], [NamedPath("--db", db)])
+    output = NamedPath("--otel", out, stream=True)
+    check_outputs([output], [NamedPath("--db", db)])
     runs = _read(db, bench_run, label, content)
     exporter = InMemorySpanExporter()
     provider = _provider(SimpleSpanProcessor(exporter))
     tracer = _tracer(provider)
     spans = 0
     try:
-        with replacing(out) as tmp:
-            try:
-                with tmp.open("w", encoding="utf-8") as f:
-                    for run in runs:
-                        _record(run, tracer)
-                        finished = exporter.get_finished_spans()
-                        exporter.clear()
-                        spans += len(finished)
-                        f.write(_otlp_json(finished) + "\n")
-            except OSError as exc:
-                raise OutputWriteError(out, exc) from None
+        with opened_text(output) as f:
+            for run in runs:
+                _record(run, tracer)
+                finished = exporter.get_finished_spans()
+                exporter.clear()
+                spans += len(finished)
+                f.write(_otlp_json(finished) + "\n")
     finally:
         provider.shutdown()
     return ExportSummary(len(runs), spans)
 
 
 # -- OTLP/HTTP ------------------------------------------------------------------------------------
-class _Checked(SpanExporter):
-    """The SDK's OTLP exporter, counting the spans it did not deliver (a batch processor drops its results)."""
-
-    def __init__(self, inner: SpanExporter) -> None:
-        self.inner = inner
-        self.failed = 0
-        self.sent = 0
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            result = self.inner.export(spans)
-        except Exception:  # the processor would log a traceback and go on: counted as not delivered instead
-            result = SpanExportResult.FAILURE
-        if result is SpanExportResult.SUCCESS:
-            self.sent += len(spans)
-        else:
-            self.failed += len(spans)
-        return result
-
-    def shutdown(self) -> None:
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return bool(self.inner.force_flush(timeout_millis))
+_BATCH_SPANS = 512
+"""Spans per request to the endpoint (the SDK batch processor's own default batch size)."""
 
 
 class _LastError(logging.Handler):
@@ -348,28 +330,52 @@ def export_otlp_endpoint(
     db: Path, url: str, *, bench_run: str | None = None, label: str | None = None, content: bool = False,
     timeout: float | None = None,
 ) -> ExportSummary:  # fmt: skip
-    """Send the selected case runs' spans to an OTLP/HTTP (protobuf) traces endpoint; every span delivered, or an
-    OtelExportError saying how many were not and why. `timeout`: seconds per request, retries included (default
-    `OTLP_TIMEOUT_SECONDS`)."""
-    timeout = OTLP_TIMEOUT_SECONDS if timeout is None else timeout
+    """Send the selected case runs' spans to an OTLP/HTTP (protobuf) traces endpoint, `_BATCH_SPANS` per request;
+    every span delivered, or an OtelExportError saying how many were not and why. `timeout`: seconds the whole
+    export may take, every request and retry included (default `OTLP_TIMEOUT_SECONDS`): each request gets what is
+    left of it, and none starts once it has passed."""
+    import time
+
     from runners.plan.redact import safe_url
 
+    timeout = OTLP_TIMEOUT_SECONDS if timeout is None else timeout
     runs = _read(db, bench_run, label, content)
-    exporter = _Checked(OTLPSpanExporter(endpoint=url, timeout=timeout))
-    with _sdk_logs_kept() as logs:
-        provider = _provider(BatchSpanProcessor(exporter))
+    deadline = time.monotonic() + timeout
+    recorded = InMemorySpanExporter()
+    provider = _provider(SimpleSpanProcessor(recorded))
+    try:
         tracer = _tracer(provider)
-        try:
-            for run in runs:
-                _record(run, tracer)
-            flushed = provider.force_flush(int(timeout * 1000) * max(1, len(runs)))
-        finally:
-            provider.shutdown()
-    spans = exporter.sent + exporter.failed
-    if exporter.failed or not flushed:
-        why = redact(logs.last) if logs.last else "no answer in time"
+        for run in runs:
+            _record(run, tracer)
+        spans = recorded.get_finished_spans()
+    finally:
+        provider.shutdown()
+    sent = 0
+    why: str | None = None
+    with _sdk_logs_kept() as logs:
+        for start in range(0, len(spans), _BATCH_SPANS):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                why = f"--otlp-timeout {timeout:g} s passed before they were sent"
+                break
+            batch = spans[start : start + _BATCH_SPANS]
+            exporter: SpanExporter = OTLPSpanExporter(endpoint=url, timeout=left)
+            try:
+                result = exporter.export(batch)
+            except Exception:  # the SDK logs and returns FAILURE for what it expects; anything else is a failure too
+                result = SpanExportResult.FAILURE
+            finally:
+                exporter.shutdown()
+            if result is not SpanExportResult.SUCCESS:
+                if time.monotonic() >= deadline:  # the request ran out of the time left: the deadline is the cause
+                    why = f"--otlp-timeout {timeout:g} s passed before they were accepted"
+                else:
+                    why = redact(logs.last) if logs.last else "the endpoint refused them"
+                break
+            sent += len(batch)
+    if sent < len(spans):
         raise OtelExportError(
-            f"--otlp-endpoint {safe_url(url)}: {exporter.failed or spans} of {spans} spans not accepted ({why});"
+            f"--otlp-endpoint {safe_url(url)}: {len(spans) - sent} of {len(spans)} spans not accepted ({why});"
             " is an OTLP/HTTP traces endpoint listening there?"
         )
-    return ExportSummary(len(runs), spans)
+    return ExportSummary(len(runs), len(spans))

@@ -9,47 +9,86 @@ Two inputs, told apart by their first line:
   (`gen_ai.evaluation.result`) is not read: imported runs are observations, without expectations.
 - the library's event log (`harness.event_log`): one typed event per line, each with its run's id.
 
-Every run must be whole (RUN_STARTED … RELEASED, no event missing, no attribute or field unknown); the first
-problem is one line naming the file and line, and the span id where there is one, and nothing is imported.
+Every run must be whole (RUN_STARTED … RELEASED, no event missing, no attribute or field unknown) and every value
+what its field says (`_trace_values.py`: types and ranges, the settings' bounds, the GenAI message shapes, times in
+order); the first problem is one line naming the file and line, the span id where there is one, and the field, and
+nothing is imported. Lines end at `\n` only: any other line separator (U+2028, U+2029, U+0085) is text inside a
+JSON string.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import json
+import math
 import re
 import typing
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from enum import Enum, StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from harness.config import RunLimits
-from harness.context import BudgetUsage
-from harness.contracts import ModelPurpose, ReleaseOutcome
-from harness.draft import parse_draft
-from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json
-from harness.release import ReleaseDecision
-from harness.session import RunResult
-from harness.trace import (
+from harness import (
     EVENT_TYPES,
     BudgetExhausted,
+    BudgetUsage,
+    EntryKind,
+    EventLogError,
+    EventLogLine,
     ModelCall,
+    ModelPurpose,
     Released,
+    ReleaseDecision,
+    ReleaseOutcome,
+    RunLimits,
+    RunResult,
     RunStarted,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
+    TranscriptEntry,
+    event_adapter,
+    event_from_json,
+    event_line,
+    parse_draft,
 )
-from harness.transcript import EntryKind, TranscriptEntry
+from runners.interchange._trace_values import (
+    INT64_MAX,
+    BadValue,
+    ChatMessage,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+    check_bool,
+    check_count,
+    check_enum,
+    check_event_fields,
+    check_limit,
+    check_text,
+    check_times,
+    check_totals,
+    read_messages,
+)
 
 if TYPE_CHECKING:
     from runners.plan.settings import SettingValue
     from runners.store.schema import CaseRunRows
 
-__all__ = ["ObservedRun", "TraceImportError", "import_rows", "observed_result", "read_traces"]
+__all__ = [
+    "Contents",
+    "ObservedRun",
+    "TraceFormat",
+    "TraceImportError",
+    "fingerprint",
+    "import_rows",
+    "observed_result",
+    "read_traces",
+]
 
 
 class TraceImportError(ValueError):
@@ -57,13 +96,13 @@ class TraceImportError(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
-class CallContents:
-    """What one model call attempt's span says of its messages, in the conventions' JSON (None: not recorded)."""
+class Contents:
+    """The messages of one model call attempt, as its span carries them (None: the attribute is absent)."""
 
-    given: str | None
-    """`gen_ai.input.messages`: the messages the call sent that the conversation had not sent before."""
-    answered: str | None
-    """`gen_ai.output.messages`: its answer."""
+    given: tuple[ChatMessage, ...] | None
+    """`gen_ai.input.messages`: what the call added to the conversation."""
+    answered: tuple[ChatMessage, ...] | None
+    """`gen_ai.output.messages`: the model's answer."""
     tools: str | None = None
     """`gen_ai.tool.definitions`: the tools it offered, where they first appear or change."""
 
@@ -84,9 +123,11 @@ class ObservedRun:
     """The thresholds and budgets it ran under, when the trace says."""
     final_text: str | None = None
     """The text of its last diagnosis answer, when the trace carries message contents (the Draft)."""
-    contents: tuple[CallContents, ...] = ()
-    """Per model call attempt, in order, what its span carries of its messages, when the trace carries message
-    contents; else empty."""
+    contents: tuple[Contents, ...] = ()
+    """Per model call attempt, in order: its `gen_ai.input.messages` and `gen_ai.output.messages`, when the trace
+    carries message contents; else empty."""
+    source: str = ""
+    """Where it was read (`FILE:LINE`, and its run span), for a message about it."""
 
 
 _BENCH_ID = re.compile(r"(?P<bench>.+)/(?P<case>[^/]+)/(?P<epoch>[1-9][0-9]{0,8})")
@@ -98,27 +139,60 @@ def _identity(run_id: str) -> tuple[str, int]:
     return (m["case"], int(m["epoch"])) if m else (run_id, 1)
 
 
-def read_traces(path: Path) -> tuple[ObservedRun, ...]:
-    """Every run in `path` (OTLP/JSON or the event log), each whole, in file order; else a TraceImportError."""
+class TraceFormat(StrEnum):
+    """What a trace file holds, told apart by its first line."""
+
+    OTLP_JSON = "OTLP/JSON"
+    """OpenTelemetry spans: one ExportTraceServiceRequest per line."""
+    EVENT_LOG = "event log"
+    """The library's event log: one typed event per line."""
+
+
+def read_traces(path: Path, *, formats: Collection[TraceFormat] = tuple(TraceFormat)) -> tuple[ObservedRun, ...]:
+    """Every run in `path` (OTLP/JSON or the event log: one of `formats`), each whole, in file order; else a
+    TraceImportError."""
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise TraceImportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise TraceImportError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+    # `\n` alone ends a line: str.splitlines() would also end one at U+2028, U+2029 or U+0085, which JSON (and
+    # what the bench exports) may hold raw inside a string
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
     if not lines:
         raise TraceImportError(f"{path}: no trace in it (an empty file)")
     first_no, first = lines[0]
     head = _json(path, first_no, first)
     if isinstance(head, dict) and "resourceSpans" in head:
-        runs = _OtlpReader(path).read(lines)
+        found = TraceFormat.OTLP_JSON
     elif isinstance(head, dict) and "run_id" in head:
-        runs = _read_event_log(path, lines)
+        found = TraceFormat.EVENT_LOG
     else:
-        raise TraceImportError(f"{path}:{first_no}: neither an OTLP/JSON traces request (resourceSpans) nor an"
-                               " event-log line (run_id, event)")  # fmt: skip
+        wanted = " nor ".join(_FORMAT_SHAPES[f] for f in formats)
+        raise TraceImportError(f"{path}:{first_no}: {'neither ' if len(formats) > 1 else 'not '}{wanted}")
+    if found not in formats:
+        raise TraceImportError(f"{path}:{first_no}: {_FORMAT_SHAPES[found]}, not"
+                               f" {' or '.join(_FORMAT_SHAPES[f] for f in formats)}")  # fmt: skip
+    runs = _OtlpReader(path).read(lines) if found is TraceFormat.OTLP_JSON else _read_event_log(path, lines)
     return _distinct_epochs(runs)
+
+
+_FORMAT_SHAPES = {
+    TraceFormat.OTLP_JSON: "an OTLP/JSON traces request (resourceSpans)",
+    TraceFormat.EVENT_LOG: "an event-log line (run_id, event)",
+}
+
+
+def fingerprint(runs: Sequence[ObservedRun]) -> str:
+    """The runs as a hash of their ids, events and limits (not of the file's bytes: the same runs exported again,
+    under new span ids, hash the same) — how an import finds runs imported before."""
+    digest = hashlib.sha256()
+    for run in runs:
+        for e in run.events:
+            digest.update(event_line(run.run_id, e, run.limits if isinstance(e, RunStarted) else None).encode())
+            digest.update(b"\n")
+    return f"trace-sha256:{digest.hexdigest()}"
 
 
 def _distinct_epochs(runs: Sequence[ObservedRun]) -> tuple[ObservedRun, ...]:
@@ -158,6 +232,36 @@ class _OpenRun:
     released: bool = False
 
 
+def _event_log_values(where: str, text: str) -> None:
+    """A line's values strictly as they are written (pydantic would read `true` or `"1"` as 1): the run id a
+    non-empty string, every event field of its type and range, the limits within the settings' bounds."""
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        return  # pydantic read it: json can too (it is refused there otherwise)
+    if not isinstance(raw, dict):
+        return
+    try:
+        check_text("run_id", raw.get("run_id"), empty=False)
+        event, limits = raw.get("event"), raw.get("limits")
+        if isinstance(event, dict):
+            cls = EVENT_TYPES_BY_KIND.get(str(event.get("kind")))
+            if cls is not None:
+                check_event_fields(cls, event, {f: f"event.{f}" for f in event})
+        if isinstance(limits, dict):
+            for name, value in limits.items():
+                if name in RunLimits.model_fields and not (value is None and name == _OPTIONAL_LIMIT):
+                    check_limit(f"limits.{name}", name, value)
+    except BadValue as exc:
+        raise TraceImportError(f"{where}: {exc}") from None
+
+
+EVENT_TYPES_BY_KIND: dict[str, type[TraceEvent]] = {cls.kind.value: cls for cls in EVENT_TYPES}
+"""Every event class by its kind's value."""
+_OPTIONAL_LIMIT = "schema_mode"
+"""The one limit a trace may leave unknown (every `RunLimits` field is the setting of the same name)."""
+
+
 def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[ObservedRun]:
     runs: dict[str, _OpenRun] = {}
     for n, text in lines:
@@ -168,6 +272,7 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
             first = exc.errors()[0]
             loc = ".".join(str(p) for p in first["loc"]) or "line"
             raise TraceImportError(f"{where}: not an event-log line ({loc}: {first['msg']})") from None
+        _event_log_values(where, text)
         name = _short(line.run_id)
         try:
             event = event_from_json(line.event)
@@ -190,16 +295,24 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
         if line.limits is not None:
             raise TraceImportError(f"{where}: run {name}: limits on a {event.kind.value} line (only"
                                    " RUN_STARTED carries them)")  # fmt: skip
+        try:
+            check_times([run.events[-1], event], {"t_ms": "event.t_ms"})
+        except BadValue as exc:
+            raise TraceImportError(f"{where}: run {name}: {exc}") from None
         run.events.append(event)
         run.released = isinstance(event, Released)
     out = []
     for run_id, run in runs.items():
+        at = f"{path}:{run.line}: run {_short(run_id)}"
         if not run.released:
             last = run.events[-1]
-            raise TraceImportError(f"{path}:{run.line}: run {_short(run_id)}: cut off (no RELEASED; its last event is"
-                                   f" {last.kind.value} seq {last.seq})")  # fmt: skip
+            raise TraceImportError(f"{at}: cut off (no RELEASED; its last event is {last.kind.value} seq {last.seq})")
+        try:
+            check_totals(run.events, {f: f"event.{f}" for f in ("input_tokens", "output_tokens", "observation_bytes")})
+        except BadValue as exc:
+            raise TraceImportError(f"{at}: {exc}") from None
         case_id, epoch = _identity(run_id)
-        out.append(ObservedRun(run_id, case_id, epoch, tuple(run.events), run.limits))
+        out.append(ObservedRun(run_id, case_id, epoch, tuple(run.events), run.limits, source=f"{path}:{run.line}"))
     return out
 
 
@@ -209,11 +322,11 @@ _EVALUATION = "gen_ai.evaluation.result"
 
 
 def _attribute_names() -> dict[type[TraceEvent], dict[str, str]]:
-    """Per event class: attribute name -> field (`harness.otel.attribute_name`), timings aside."""
-    from harness.otel import attribute_name
+    """Per event class: attribute name -> field (`harness.otel_attribute_name`), timings aside."""
+    from harness import otel_attribute_name
 
     timing = {"t_ms", "latency_ms"}
-    return {cls: {attribute_name(f.name): f.name for f in dataclasses.fields(cls) if f.name not in timing}
+    return {cls: {otel_attribute_name(f.name): f.name for f in dataclasses.fields(cls) if f.name not in timing}
             for cls in EVENT_TYPES}  # fmt: skip
 
 
@@ -246,13 +359,17 @@ class _Span:
     events: tuple[tuple[str, int, dict[str, object]], ...]
 
 
+_Check = Callable[[str, object], object]
+"""The check of one span attribute (its name, its value): the value it reads as, or BadValue."""
+
+
 class _OtlpReader:
     def __init__(self, path: Path) -> None:
-        from harness.otel import NAMESPACE, HarnessAttribute
+        from harness import OTEL_NAMESPACE, BudgetKind, HarnessAttribute
 
         self.path = path
         self.names = _attribute_names()
-        self.namespace = NAMESPACE
+        self.namespace = OTEL_NAMESPACE
         self.limits = {
             HarnessAttribute.NO_GAIN_THRESHOLD.value: "no_gain_threshold",
             HarnessAttribute.PROTOCOL_VIOLATION_THRESHOLD.value: "protocol_violation_threshold",
@@ -261,12 +378,21 @@ class _OtlpReader:
             HarnessAttribute.MAX_TOTAL_TOKENS.value: "max_total_tokens",
             HarnessAttribute.SCHEMA_MODE.value: "schema_mode",
         }
-        self.run_extra = {_OPERATION, "gen_ai.agent.name", "gen_ai.conversation.id",
-                          HarnessAttribute.STOP_REQUIRED_DELIVERED.value, HarnessAttribute.BUDGET_HIT.value,
-                          "gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", *self.limits}  # fmt: skip
-        self.chat_extra = {_OPERATION, "gen_ai.request.model", HarnessAttribute.SEMANTIC_GUARD.value,
-                           "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.definitions"}  # fmt: skip
-        self.by_event_name = {f"{NAMESPACE}.{cls.kind.value.lower()}": cls for cls in EVENT_TYPES
+        # the attributes a span may carry besides its event's fields, each with its check
+        self.run_extra: dict[str, _Check] = {
+            _OPERATION: check_text, "gen_ai.agent.name": check_text, _CONVERSATION: _run_id,
+            HarnessAttribute.STOP_REQUIRED_DELIVERED.value: check_bool,
+            HarnessAttribute.BUDGET_HIT.value: functools.partial(_budget_kind, kinds=BudgetKind),
+            "gen_ai.usage.input_tokens": check_count, "gen_ai.usage.output_tokens": check_count,
+            **{a: functools.partial(_limit, setting=setting) for a, setting in self.limits.items()},
+        }  # fmt: skip
+        self.chat_extra: dict[str, _Check] = {
+            _OPERATION: check_text, "gen_ai.request.model": check_text,
+            HarnessAttribute.SEMANTIC_GUARD.value: check_bool, _INPUT: read_messages, _OUTPUT: read_messages,
+            _TOOLS: check_text,
+        }  # fmt: skip
+        self.tool_extra: dict[str, _Check] = {_OPERATION: check_text}
+        self.by_event_name = {f"{OTEL_NAMESPACE}.{cls.kind.value.lower()}": cls for cls in EVENT_TYPES
                               if cls not in (RunStarted, ModelCall, ToolInvocation, Released)}  # fmt: skip
 
     # reading ------------------------------------------------------------------------------------------------------
@@ -287,16 +413,18 @@ class _OtlpReader:
                 continue
             parent = children.get((s.trace_id, s.parent))
             if parent is None:
-                raise TraceImportError(f"{self.path}:{s.line}: span {s.span_id} ({s.name}): its run span"
-                                       f" {s.parent or '(none)'} is not in the file (a run cut off, or spans"
-                                       " missing)")  # fmt: skip
+                raise TraceImportError(self._orphan(s, spans.get((s.trace_id, s.parent))))
             parent.append(s)
         seen: dict[str, _Span] = {}
         out = []
         for r in runs:
-            run_id = r.attributes.get("gen_ai.conversation.id")
-            if not isinstance(run_id, str) or not run_id:
-                raise TraceImportError(f"{self._at(r)}: no gen_ai.conversation.id (the run's id)")
+            run_id = r.attributes.get(_CONVERSATION)
+            if run_id is None:
+                raise TraceImportError(f"{self._at(r)}: no {_CONVERSATION} (the run's id)")
+            try:
+                run_id = _run_id(_CONVERSATION, run_id)
+            except BadValue as exc:
+                raise TraceImportError(f"{self._at(r)}: {exc}") from None
             if run_id in seen:
                 raise TraceImportError(f"{self._at(r)}: run {_short(run_id)} also has run span"
                                        f" {seen[run_id].span_id} (two runs interleaved under one id)")  # fmt: skip
@@ -305,6 +433,16 @@ class _OtlpReader:
         if not out:
             raise TraceImportError(f"{self.path}: no invoke_agent span: no run to import")
         return out
+
+    def _orphan(self, s: _Span, parent: _Span | None) -> str:
+        """Why a chat or execute_tool span belongs to no run: its parent is missing, or is not a run span."""
+        at = f"{self.path}:{s.line}: span {s.span_id} ({s.name})"
+        if parent is None:
+            return f"{at}: its run span {s.parent or '(none)'} is not in the file (a run cut off, or spans missing)"
+        op = parent.attributes.get(_OPERATION)
+        what = f"{_OPERATION} {op!r}" if op is not None else f"no {_OPERATION}"
+        return (f"{at}: its parent span {parent.span_id} ({parent.name}, line {parent.line}) is not a run span: it"
+                f" has {what}, where a run span has 'invoke_agent'")  # fmt: skip
 
     def _spans(self, n: int, text: str) -> Iterable[_Span]:
         from google.protobuf.json_format import ParseError
@@ -342,17 +480,24 @@ class _OtlpReader:
         return f"{self.path}:{s.line}: span {s.span_id} ({s.name})"
 
     # one run ------------------------------------------------------------------------------------------------------
-    def _event(self, where: str, cls: type[TraceEvent], attrs: dict[str, object], extra: set[str],
+    def _event(self, where: str, cls: type[TraceEvent], attrs: dict[str, object], extra: Mapping[str, _Check],
                timing: dict[str, float]) -> TraceEvent:  # fmt: skip
         names = self.names[cls]
         data: dict[str, object] = dict.fromkeys(_NULLABLE[cls])  # the recorder leaves a None field out
         data.update(timing)
+        given: dict[str, object] = {}
         for key, value in attrs.items():
             field = names.get(key)
             if field is not None:
-                data[field] = value
+                given[field] = value
             elif key not in extra:
                 raise TraceImportError(f"{where}: unknown attribute {key!r} on a {cls.kind.value}")
+        try:
+            check_event_fields(cls, given, {f: a for a, f in names.items()})
+            check_event_fields(cls, timing, {"t_ms": "endTimeUnixNano", "latency_ms": "startTimeUnixNano"})
+        except BadValue as exc:
+            raise TraceImportError(f"{where}: {exc}") from None
+        data.update(given)
         try:
             event: TraceEvent = event_adapter(cls.kind).validate_python(data)
         except pydantic.ValidationError as exc:
@@ -361,6 +506,27 @@ class _OtlpReader:
             raise TraceImportError(f"{where} ({cls.kind.value}): {field}: {first['msg']}") from None
         return event
 
+    def _extra(self, where: str, attrs: Mapping[str, object], checks: Mapping[str, _Check]
+               ) -> dict[str, object]:  # fmt: skip
+        """The span's attributes besides its event's fields, each checked (`checks`); the values they read as."""
+        out: dict[str, object] = {}
+        for key, check in checks.items():
+            if key in attrs:
+                try:
+                    out[key] = check(key, attrs[key])
+                except BadValue as exc:
+                    raise TraceImportError(f"{where}: {exc}") from None
+        return out
+
+    def _times(self, where: str, s: _Span, run_start: int) -> None:
+        """A span's times: an end not before its start, and neither before its run's start."""
+        if s.end < s.start:
+            raise TraceImportError(f"{where}: endTimeUnixNano {s.end} is before startTimeUnixNano {s.start}: the"
+                                   " span ends before it starts")  # fmt: skip
+        if s.start < run_start:
+            raise TraceImportError(f"{where}: startTimeUnixNano {s.start} is before its run span's start"
+                                   f" ({run_start})")  # fmt: skip
+
     def _run(self, r: _Span, run_id: str, kids: list[_Span]) -> ObservedRun:
         at = self._at(r)
         t0 = r.start
@@ -368,15 +534,17 @@ class _OtlpReader:
         def ms(ns: int) -> float:
             return round((ns - t0) / 1e6, 3)
 
+        self._times(at, r, t0)
         run_names, release_names = self.names[RunStarted], self.names[Released]
         start_attrs = {k: v for k, v in r.attributes.items() if k in run_names}
         release_attrs = {k: v for k, v in r.attributes.items() if k in release_names and k not in run_names}
         rest = set(r.attributes) - set(start_attrs) - set(release_attrs)
-        unknown = sorted(rest - self.run_extra)
+        unknown = sorted(rest - set(self.run_extra))
         if unknown:
             raise TraceImportError(f"{at}: unknown attribute {unknown[0]!r} on an invoke_agent span")
         if f"{self.namespace}.outcome" not in release_attrs:
             raise TraceImportError(f"{at}: no {self.namespace}.outcome: the run was never released (cut off?)")
+        self._extra(at, r.attributes, self.run_extra)
         limit_values = {self.limits[k]: v for k, v in r.attributes.items() if k in self.limits}
         limits = None
         if limit_values:
@@ -385,32 +553,37 @@ class _OtlpReader:
             except pydantic.ValidationError as exc:
                 first = exc.errors()[0]
                 raise TraceImportError(f"{at}: harness.config.{first['loc'][0]}: {first['msg']}") from None
-        events: list[TraceEvent] = [self._event(at, RunStarted, {**start_attrs, "harness.seq": 0}, set(),
+        events: list[TraceEvent] = [self._event(at, RunStarted, {**start_attrs, "harness.seq": 0}, {},
                                                 {"t_ms": 0.0})]  # fmt: skip
         final: tuple[int, str | None] = (-1, None)
-        contents: list[tuple[int, CallContents]] = []
+        contents: list[tuple[int, Contents]] = []
         for k in kids:
             where = self._at(k)
-            cls: type[TraceEvent] = ModelCall if k.attributes[_OPERATION] == "chat" else ToolInvocation
-            extra = self.chat_extra if cls is ModelCall else {_OPERATION}
+            self._times(where, k, t0)
+            is_chat = k.attributes[_OPERATION] == "chat"
+            cls: type[TraceEvent] = ModelCall if is_chat else ToolInvocation
+            extra = self.chat_extra if is_chat else self.tool_extra
+            checked = self._extra(where, k.attributes, extra)
             timing = {"t_ms": ms(k.end), "latency_ms": round((k.end - k.start) / 1e6, 3)}
             event = self._event(where, cls, k.attributes, extra, timing)
             events.append(event)
-            if isinstance(event, ModelCall) and event.purpose is ModelPurpose.DIAGNOSIS and event.seq > final[0]:
-                final = (event.seq, _answer_text(where, k.attributes.get("gen_ai.output.messages")))
             if isinstance(event, ModelCall):
-                given, answered = k.attributes.get("gen_ai.input.messages"), k.attributes.get("gen_ai.output.messages")
-                tools = k.attributes.get("gen_ai.tool.definitions")
-                contents.append((event.seq, CallContents(None if given is None else str(given),
-                                                         None if answered is None else str(answered),
-                                                         None if tools is None else str(tools))))  # fmt: skip
+                given = typing.cast("tuple[ChatMessage, ...] | None", checked.get(_INPUT))
+                answered = typing.cast("tuple[ChatMessage, ...] | None", checked.get(_OUTPUT))
+                tools = checked.get(_TOOLS)
+                if event.purpose is ModelPurpose.DIAGNOSIS and event.seq > final[0]:
+                    final = (event.seq, _answer_text(answered))
+                contents.append((event.seq, Contents(given, answered, tools if isinstance(tools, str) else None)))
         for name, ts, attrs in r.events:
             if name == _EVALUATION:
                 continue  # the bench's verdict: imported runs carry no expectations
             ev_cls = self.by_event_name.get(name)
             if ev_cls is None:
                 raise TraceImportError(f"{at}: unknown span event {name!r}")
-            events.append(self._event(f"{at}, event {name}", ev_cls, attrs, set(), {"t_ms": ms(ts)}))
+            where = f"{at}, event {name}"
+            if ts < t0:
+                raise TraceImportError(f"{where}: timeUnixNano {ts} is before its run span's start ({t0})")
+            events.append(self._event(where, ev_cls, attrs, {}, {"t_ms": ms(ts)}))
         events.sort(key=lambda e: e.seq)
         for expected, e in enumerate(events):
             if e.seq != expected:
@@ -418,29 +591,45 @@ class _OtlpReader:
                 missing = expected if e.seq > expected else e.seq
                 raise TraceImportError(f"{at}: harness.seq {missing} {what} among its spans and span events (a"
                                        " span missing, or two runs interleaved under one run span)")  # fmt: skip
-        events.append(self._event(at, Released, {**release_attrs, "harness.seq": len(events)}, set(),
+        events.append(self._event(at, Released, {**release_attrs, "harness.seq": len(events)}, {},
                                   {"t_ms": ms(r.end)}))  # fmt: skip
+        try:
+            check_times(events, {"t_ms": "the span times"})
+            check_totals(events, {"input_tokens": "gen_ai.usage.input_tokens",
+                                  "output_tokens": "gen_ai.usage.output_tokens",
+                                  "observation_bytes": "harness.observation_bytes"})  # fmt: skip
+        except BadValue as exc:
+            raise TraceImportError(f"{at}: {exc}") from None
         case_id, epoch = _identity(run_id)
         carried = any(c.given is not None or c.answered is not None for _, c in contents)
         in_order = tuple(c for _, c in sorted(contents, key=lambda sc: sc[0])) if carried else ()
-        return ObservedRun(run_id, case_id, epoch, tuple(events), limits, final[1], in_order)
+        return ObservedRun(run_id, case_id, epoch, tuple(events), limits, final[1], in_order,
+                           source=f"{self.path}:{r.line}: span {r.span_id}")  # fmt: skip
 
 
-def _answer_text(where: str, messages: object) -> str | None:
-    """The text of an answer's `gen_ai.output.messages` (the conventions' JSON), None when it has none."""
-    if messages is None:
-        return None
-    try:
-        parsed = json.loads(str(messages))
-    except RecursionError:
-        raise TraceImportError(f"{where}: gen_ai.output.messages: JSON nested too deep") from None
-    except ValueError:
-        raise TraceImportError(f"{where}: gen_ai.output.messages: not JSON") from None
-    texts = [part.get("content") for m in parsed if isinstance(m, dict) and m.get("role") == "assistant"
-             for part in m.get("parts") or () if isinstance(part, dict) and part.get("type") == "text"
-             ] if isinstance(parsed, list) else []  # fmt: skip
-    strings = [t for t in texts if isinstance(t, str)]
-    return strings[-1] if strings else None
+def _budget_kind(name: str, value: object, *, kinds: type[Enum]) -> str:
+    return check_enum(name, value, kinds)
+
+
+def _limit(name: str, value: object, *, setting: str) -> None:
+    check_limit(name, setting, value)
+
+
+_CONVERSATION = "gen_ai.conversation.id"
+_INPUT = "gen_ai.input.messages"
+_OUTPUT = "gen_ai.output.messages"
+_TOOLS = "gen_ai.tool.definitions"
+
+
+def _run_id(name: str, value: object) -> str:
+    """A run's id: a string with more than spaces in it (it names the case run the import stores)."""
+    return check_text(name, value, empty=False)
+
+
+def _answer_text(messages: Sequence[ChatMessage] | None) -> str | None:
+    """The text of an answer (its assistant messages' last text part), None when it has none."""
+    texts = [p.content for m in messages or () if m.role == "assistant" for p in m.parts if isinstance(p, TextPart)]
+    return texts[-1] if texts else None
 
 
 # -- as a result ---------------------------------------------------------------------------------------------------
@@ -474,15 +663,31 @@ def observed_result(run: ObservedRun) -> RunResult:
 _ROLES = {"system": EntryKind.SYSTEM, "user": EntryKind.USER, "tool": EntryKind.OBSERVATION}
 
 
-def _parts(text: str | None) -> list[dict[str, Any]]:
-    """The messages of a `gen_ai.*.messages` attribute (already read once as JSON by `_answer_text`)."""
-    if text is None:
-        return []
-    try:
-        parsed = json.loads(text)
-    except (ValueError, RecursionError):
-        return []
-    return [m for m in parsed if isinstance(m, dict)] if isinstance(parsed, list) else []
+def _extra_text(part: Any, key: str) -> str | None:
+    """A string field a part of another type carries beyond its `type` (None: absent or not a string)."""
+    value = (part.model_extra or {}).get(key)
+    return value if isinstance(value, str) else None
+
+
+def _given_text(part: Any) -> str | None:
+    """What a part sent to the model says: a text's content, a tool answer's response when it is text."""
+    if isinstance(part, TextPart):
+        return part.content
+    if isinstance(part, ToolCallResponsePart):
+        return part.response if isinstance(part.response, str) else None
+    return _extra_text(part, "content")
+
+
+def _part_id(part: Any) -> str | None:
+    if isinstance(part, ToolCallPart | ToolCallResponsePart):
+        return part.id
+    return _extra_text(part, "id")
+
+
+def _arguments(part: ToolCallPart) -> str | None:
+    """A tool call's arguments as stored: the text the model sent, or a JSON value written as JSON."""
+    args = part.arguments
+    return args if isinstance(args, str) or args is None else json.dumps(args, ensure_ascii=False)
 
 
 def _offered(definitions: str | None) -> str | None:
@@ -514,30 +719,30 @@ def _transcript(run: ObservedRun) -> tuple[TranscriptEntry, ...]:
             call += 1
             if e.purpose is ModelPurpose.DIAGNOSIS:
                 diagnosis_call = call
-            this = next(contents, CallContents(None, None))
-            offered = _offered(this.tools)
+            carried = next(contents, Contents(None, None))
+            offered = _offered(carried.tools)
             if offered is not None:
                 add(e.purpose, EntryKind.TOOLS, call, offered)
-            for m in _parts(this.given):
-                kind = _ROLES.get(str(m.get("role")))
-                for part in m.get("parts") or ():
-                    if kind is not None and isinstance(part, dict):
-                        text = part.get("content", part.get("response"))
-                        add(e.purpose, kind, call, text if isinstance(text, str) else None,
-                            tool_call_id=part.get("id") if kind is EntryKind.OBSERVATION else None)  # fmt: skip
+            for m in carried.given or ():
+                kind = _ROLES.get(m.role)
+                if kind is None:
+                    continue  # an assistant's own earlier words, or a role the transcript has no entry for
+                for part in m.parts:
+                    add(e.purpose, kind, call, _given_text(part),
+                        tool_call_id=_part_id(part) if kind is EntryKind.OBSERVATION else None)  # fmt: skip
             if e.error_kind is not None:
                 add(e.purpose, EntryKind.MODEL_ERROR, call, e.detail, error_kind=e.error_kind)
                 continue
-            answer = [m for m in _parts(this.answered) if m.get("role") == "assistant"]
-            texts = [p.get("content") for m in answer for p in m.get("parts") or () if p.get("type") == "text"]
-            add(e.purpose, EntryKind.ASSISTANT, call, next((t for t in texts if isinstance(t, str)), None),
+            answer = [m for m in carried.answered or () if m.role == "assistant"]
+            texts = [p.content for m in answer for p in m.parts if isinstance(p, TextPart)]
+            add(e.purpose, EntryKind.ASSISTANT, call, texts[0] if texts else None,
                 input_tokens=e.input_tokens, output_tokens=e.output_tokens,
-                finish_reason=answer[0].get("finish_reason") if answer else None)  # fmt: skip
+                finish_reason=answer[0].finish_reason if answer else None)  # fmt: skip
             for m in answer:
-                for p in m.get("parts") or ():
-                    if p.get("type") == "tool_call":
-                        add(e.purpose, EntryKind.TOOL_CALL, call, None, tool_call_id=p.get("id"), tool=p.get("name"),
-                            arguments=p.get("arguments"))  # fmt: skip
+                for p in m.parts:
+                    if isinstance(p, ToolCallPart):
+                        add(e.purpose, EntryKind.TOOL_CALL, call, None, tool_call_id=p.id, tool=p.name,
+                            arguments=_arguments(p))  # fmt: skip
         elif isinstance(e, ToolInvocation | ToolRequestRejected) and not run.contents:
             add(ModelPurpose.DIAGNOSIS, EntryKind.TOOL_CALL, diagnosis_call, None, tool_call_id=e.tool_call_id,
                 tool=e.tool)  # fmt: skip
@@ -574,5 +779,25 @@ def import_rows(
         if any(isinstance(e, ToolRequestRejected) for e in run.events):
             # a rejection's answer has a size too, which no event records: the run's total is not known
             rows = dataclasses.replace(rows, case_run={**rows.case_run, "observation_bytes": None})
-        out.append((rows, transcript_rows(bench_run_id, str(rows.case_run["case_run_id"]), result)))
+        transcript = transcript_rows(bench_run_id, str(rows.case_run["case_run_id"]), result)
+        _storable(run, rows, transcript[0])
+        out.append((rows, transcript))
     return out
+
+
+def _storable(run: ObservedRun, rows: CaseRunRows, messages: Sequence[tuple[Any, ...]]) -> None:
+    """Every number the run's rows hold fits its column (a BIGINT, a finite DOUBLE) — what the readers' checks
+    already ensure, checked once more on what is about to be written, so that no value the database cannot hold
+    is found after it has been opened."""
+    cells: list[tuple[str, object]] = [(f"case_runs.{k}", v) for k, v in rows.case_run.items()]
+    cells += [(f"tool_calls.{f.name}", getattr(r, f.name)) for r in rows.tool_calls for f in dataclasses.fields(r)]
+    cells += [("events", v) for row in rows.events for v in row]
+    cells += [("messages", v) for row in messages for v in row]
+    for column, value in cells:
+        if isinstance(value, bool):
+            continue
+        if (isinstance(value, int) and not -(2**63) <= value <= INT64_MAX) or (
+            isinstance(value, float) and not math.isfinite(value)
+        ):
+            raise TraceImportError(f"{run.source}: run {_short(run.run_id)}: {column} would be {value}, which the"
+                                   " database cannot store")  # fmt: skip

@@ -16,11 +16,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness import __version__
-from harness.contracts import InvocationStatus, ModelPurpose
-from harness.trace import ModelCall, ToolInvocation
-from harness.transcript import EntryKind
-from runners.interchange.otel_import import ObservedRun, TraceImportError, import_rows, read_traces
+from harness import EntryKind, InvocationStatus, ModelCall, ModelPurpose, ToolInvocation, __version__
+from runners.interchange.otel_import import ObservedRun, TraceFormat, TraceImportError, import_rows, read_traces
 from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSourceError, load_captured_run
 from runners.store.connection import connect
 from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
@@ -36,8 +33,8 @@ class TraceError(ValueError):
 
 
 def _the_runs(path: Path, run_ids: Sequence[str]) -> list[ObservedRun]:
-    try:
-        traces = read_traces(path)
+    try:  # the event log carries no message contents: only spans make a case
+        traces = read_traces(path, formats=(TraceFormat.OTLP_JSON,))
     except TraceImportError as exc:
         raise TraceError(f"--trace {exc}") from None
     runs: dict[str, ObservedRun] = {}

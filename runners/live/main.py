@@ -41,8 +41,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import HarnessConfig
-from harness.contracts import SchemaMode
+from harness import HarnessConfig, SchemaMode
 from runners.live import models as registry
 from runners.live._log import log, phase
 from runners.live.cases import DEFAULT_CASES, MODES

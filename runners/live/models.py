@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.resources
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import SchemaMode
-from harness.models.base import ToolCallFormat
+from harness import SchemaMode, ToolCallFormat
 
 __all__ = [
     "MODELS",
@@ -20,7 +20,17 @@ __all__ = [
     "parts_of",
 ]
 
-TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+def _templates() -> Path:
+    """The chat templates' folder, as installed with the package (package data, found by `importlib.resources`)."""
+    found = importlib.resources.files("runners.live") / "templates"
+    if not isinstance(found, Path):  # llama-server reads a template by its path
+        raise RuntimeError(f"the chat templates are not files on disk ({found}); install the wheel unpacked")
+    return found
+
+
+TEMPLATES = _templates()
+"""The Jinja chat templates a registered model is served with (`--chat-template-file`)."""
 
 
 class WeightsPart(BaseModel):

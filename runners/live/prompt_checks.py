@@ -169,7 +169,7 @@ def check_conversations(server_root: str, records: Sequence[Recorded]) -> Conver
 
 def reference_conversations(case_ids: Sequence[str]) -> list[Recorded]:
     """The Harness's own wire bodies for scripted reference runs (serve-sim over HTTP, recorded)."""
-    from harness.models.openai_model import OpenAIChatModel
+    from harness import OpenAIChatModel
     from runners.endpoints.simulator import SimulatorServer
     from runners.plan.run_plan import select_cases
     from runners.run.case_runner import run_case

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config import HarnessConfig
+from harness import HarnessConfig
 from runners.live._log import log
 from runners.live.models import LocalModel
 from runners.live.proxy import Recorded, RecordingProxy

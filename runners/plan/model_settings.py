@@ -11,7 +11,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from harness.models.base import ToolCallFormat
+from harness import ToolCallFormat
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, model_kind
 
 __all__ = ["TOOL_CHOICE_MODES", "WIRE_TOOL_CHOICES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]

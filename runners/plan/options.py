@@ -11,8 +11,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.config import HarnessConfig
-from harness.context import CancellationToken
+from harness import CancellationToken, HarnessConfig
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.settings import ModelSettings, RunSettings, SettingValue

@@ -27,7 +27,7 @@ import annotated_types
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from harness.config import HarnessConfig
+from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL
 from runners.plan.bench_config import BenchHarnessConfig
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES

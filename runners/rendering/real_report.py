@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 from runners.rendering.safe_text import html, markdown, markdown_code
 from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
-from runners.store.recorded_sweeps import read_recorded
+from runners.store.recorded_sweeps import cassette_misses, read_recorded
 from runners.store.runs import label_sweep_ids
 
 __all__ = [
@@ -228,7 +229,26 @@ def replay(recording: Recording, db: Path) -> RecordedSummary:
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.strip()] or [f"exit {done.returncode}"]
         raise RecordingError(f"{recording.folder / 'summary.json'}: its sweep did not replay ({lines[-1].strip()})")
+    _check_cassettes_present(recording, db)
     return summarize(summary.model, read_recorded(db, summary.model), summary.sweep_args)
+
+
+_MISSED = re.compile(r"request not in cassette (?P<path>.+?) \(record mode")
+"""How a replayed case run names the cassette it found no answer in (runners/run/_execute.py)."""
+
+
+def _check_cassettes_present(recording: Recording, db: Path) -> None:
+    """A replay whose case runs found no cassette file at all is a recording with its cassettes missing (a partial
+    checkout, a deleted folder): said as such, not as the numbers that then differ from the summary."""
+    misses = cassette_misses(db, recording.summary.model)
+    absent = [m["path"] for e in misses.errors if (m := _MISSED.match(e)) and not Path(m["path"]).exists()]
+    if absent:
+        files = sorted(set(absent))
+        raise RecordingError(
+            f"{recording.folder}: the recording's cassettes are missing: {len(files)} cassette file(s) (e.g."
+            f" {files[0]}), needed by {len(absent)} of {misses.case_runs} replayed case runs; restore them (git"
+            " checkout -- cassettes) or record the model again"
+        )
 
 
 def _flat(value: object, path: str, into: dict[str, object]) -> None:

@@ -435,10 +435,10 @@ def build_report(
     written = dict.fromkeys([*(p for p, _ in figures), md_path, html_path])  # a figure name may repeat
     check_outputs([NamedPath("--out", p) for p in written], [NamedPath("--db", Path(db))])
     for path, png in figures:  # each file complete or not written (no 0-byte PNG on a full disk)
-        write_bytes(path, png)
+        write_bytes(NamedPath("--out", path), png)
     title = f"harness-bench report — {scope}"
-    write_text(md_path, _markdown(title, str(db), sections))
-    write_text(html_path, _html(title, str(db), sections))
+    write_text(NamedPath("--out", md_path), _markdown(title, str(db), sections))
+    write_text(NamedPath("--out", html_path), _html(title, str(db), sections))
     return md_path, html_path
 
 

@@ -16,14 +16,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.contracts import InvocationStatus, ModelPurpose
-from harness.transcript import EntryKind
+from harness import EntryKind, InvocationStatus, ModelPurpose
 from runners.decisions.funnel import stage_of
 from runners.rendering.safe_text import html as safe_html
 from runners.rendering.safe_text import terminal
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message
 
-__all__ = ["Block", "blocks", "diff_command", "first_divergence", "render_diff", "render_html", "render_text"]
+__all__ = [
+    "Block",
+    "blocks",
+    "diff_command",
+    "first_divergence",
+    "render_diff",
+    "render_html",
+    "render_text",
+    "verdict",
+]
 
 WIDTH = 80
 _SYSTEM_LINES = 3
@@ -200,6 +208,12 @@ def _header(info: CaseRunInfo) -> list[str]:
     ]
 
 
+def verdict(passed: bool | None) -> str:
+    """A case run's verdict as shown: `yes`, `NO`, or `no verdict (observed run)` for an imported run, which was
+    held to no expectation (its `passed` is NULL) and so neither passed nor failed."""
+    return "no verdict (observed run)" if passed is None else "yes" if passed else "NO"
+
+
 def _footer(info: CaseRunInfo, width: int) -> list[str]:
     r = info.row
     outcome = r["outcome"] + (f"/{r['fallback_kind']}" if r.get("fallback_kind") else "")
@@ -207,8 +221,7 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
         "═" * width,
         *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width),
     ]
-    passed = "-" if r["passed"] is None else "yes" if r["passed"] else "NO"  # None: an observed run, no verdict
-    lines += _wrap(f"passed: {passed}   model calls {r['model_calls']}, tool invocations"
+    lines += _wrap(f"passed: {verdict(r['passed'])}   model calls {r['model_calls']}, tool invocations"
                    f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
                    f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip
     if r["passed"] is not None and r.get("outcome_passed") is not None:
@@ -283,7 +296,7 @@ def render_diff(a: CaseRunInfo, b: CaseRunInfo, name_a: str, name_b: str, *, wid
     for tag, info in (("A", a), ("B", b)):
         r = info.row
         head.append(f"{tag}: {r['outcome']}{'/' + r['fallback_kind'] if r.get('fallback_kind') else ''}, stop"
-                    f" {r.get('stop_reason') or 'NONE'}, passed {'yes' if r['passed'] else 'NO'}")  # fmt: skip
+                    f" {r.get('stop_reason') or 'NONE'}, passed {verdict(r['passed'])}")  # fmt: skip
     lines = [wrapped for line in head for wrapped in _wrap(line, "", width)]
     if at is None:
         lines.append("the two transcripts are the same turn for turn")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from rich import box
 from rich.cells import cell_len
@@ -18,7 +18,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from harness.contracts import FallbackKind, ReleaseOutcome, StopReason
+from harness import FallbackKind, ReleaseOutcome, StopReason
 from runners.rendering.safe_text import TerminalSafe, terminal
 
 PIPE_WIDTH = 100
@@ -47,11 +47,12 @@ STOP_MEANINGS = {
 
 
 def console_width(stream: Any) -> int | None:
-    """COLUMNS when set, the terminal's width on a terminal (None: rich measures it), else PIPE_WIDTH."""
+    """COLUMNS when set, the terminal's width on a terminal (None: rich measures it), else PIPE_WIDTH (also for a
+    closed stream: None, as Python sets it when the process started without it)."""
     columns = os.environ.get("COLUMNS", "")
     if columns.isdigit() and int(columns) >= 20:
         return int(columns)
-    return None if stream.isatty() else PIPE_WIDTH
+    return None if stream is not None and stream.isatty() else PIPE_WIDTH
 
 
 def make_console(*, stderr: bool = False) -> Console:
@@ -61,6 +62,38 @@ def make_console(*, stderr: bool = False) -> Console:
     console = Console(stderr=stderr, width=console_width(stream), highlight=False)
     console.push_render_hook(TerminalSafe())
     return console
+
+
+class _Deferred:
+    """A console built at its first use (`make_console`), never at import: importing a command touches neither
+    stdout nor stderr (either may be closed, or replaced before the command runs)."""
+
+    __slots__ = ("_console", "_stderr")
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def _built(self) -> Console:
+        console = self._console
+        if console is None:
+            console = self._console = make_console(stderr=self._stderr)
+        return console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._built(), name)
+
+    # a special method is looked up on the type, never through __getattr__: the one rich uses (`with console:`)
+    def __enter__(self) -> Console:
+        return self._built().__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._built().__exit__(*exc)
+
+
+def deferred_console(*, stderr: bool = False) -> Console:
+    """A `make_console` console built when first used (a module-level console is one of these)."""
+    return cast(Console, _Deferred(stderr))
 
 
 def _table(title: str | None = None) -> Table:

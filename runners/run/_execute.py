@@ -4,12 +4,12 @@ when a cassette is missing or does not match."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from harness.contracts import ModelErrorKind
-from harness.models.base import ChatModel
+from harness import ChatModel, ModelErrorKind
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase
 from runners.domain.model_spec import ModelKind, ModelSpec
@@ -33,8 +33,8 @@ class ModelFactory:
         if spec.kind is ModelKind.OPENAI:
             # imported here: the openai SDK and the cassette machinery cost ~1 s of start-up that a
             # scripted run (the main job, every test subprocess) never needs
-            from harness.models.openai_model import OpenAIChatModel
-            from runners.store.cassettes import CassetteTransport
+            from harness import OpenAIChatModel
+            from runners.store.cassettes import OFFLINE_KEY, CassetteTransport
 
             ms = opts.model_settings
             self._shared = OpenAIChatModel(
@@ -49,7 +49,8 @@ class ModelFactory:
                 max_in_flight=opts.max_in_flight or opts.concurrency,
                 # Each case run binds its own cassette to its thread (runners/store/cassettes.py).
                 transport=partial(CassetteTransport, require_binding=True) if opts.cassettes is not None else None,
-                offline=opts.replays,
+                # a replay never reaches an endpoint: it needs no key (a set one is used, as the recording was)
+                api_key=(os.environ.get(ms.api_key_env) or OFFLINE_KEY) if opts.replays else None,
             )
 
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
@@ -80,7 +81,7 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, opts: BenchO
     except CassetteError as exc:
         command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None
-    if run.result.error_kind is ModelErrorKind.CASSETTE_MISS:
+    if run.result.error_kind is ModelErrorKind.REPLAY_MISS:
         command = rerecord_command(opts, case.id, epoch)
         message = f"request not in cassette {path} (record mode {opts.mode}); re-record with: {command}"
         verdicts = replace(run.verdicts, outcome_failures=(*run.verdicts.outcome_failures, message))

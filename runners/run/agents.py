@@ -6,12 +6,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.agent import AgentLoop, run_diagnosis
-from harness.context import RunContext
-from harness.models.base import ChatModel
-from harness.prompts import DiagnosisTask
-from harness.session import HarnessSession, RunResult
-from harness.tools.base import BusinessTool
+from harness import (
+    AgentLoop,
+    BusinessTool,
+    ChatModel,
+    DiagnosisTask,
+    HarnessSession,
+    RunContext,
+    RunResult,
+    run_diagnosis,
+)
 from runners.plan.agent import AgentFramework
 
 
@@ -54,15 +58,15 @@ class AdapterLoop:
 
 
 def _pydantic_ai() -> _AdapterRun:
-    from harness.adapters.pydantic_ai import run_agent
+    from harness import run_pydantic_ai_agent
 
-    return run_agent
+    return run_pydantic_ai_agent
 
 
 def _openai_agents() -> _AdapterRun:
-    from harness.adapters.openai_agents import run_agent
+    from harness import run_openai_agents_agent
 
-    return run_agent
+    return run_openai_agents_agent
 
 
 pydantic_ai_loop = AdapterLoop(_pydantic_ai)

@@ -6,19 +6,27 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from harness.agent import AgentLoop, RunResult, run_diagnosis
-from harness.config import HarnessConfig
-from harness.context import CancellationToken, DeadlineClock, RunContext
-from harness.contracts import (
+from harness import (
+    AgentLoop,
+    BusinessTool,
+    CancellationToken,
+    ChatModel,
+    DeadlineClock,
     EvidenceStatus,
+    GainApplied,
     GainProducer,
+    HarnessConfig,
     InformationGain,
     InvocationStatus,
+    ModelCall,
     RejectionReason,
+    RunContext,
+    RunResult,
+    StopRequiredDelivered,
+    ToolInvocation,
+    ToolRequestRejected,
+    run_diagnosis,
 )
-from harness.models.base import ChatModel
-from harness.tools.base import BusinessTool
-from harness.trace import GainApplied, ModelCall, StopRequiredDelivered, ToolInvocation, ToolRequestRejected
 from runners.domain.case_run import CaseMetrics as CaseMetrics
 from runners.domain.case_run import CaseRun as CaseRun
 from runners.domain.case_setup import build_tools, task_of

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from enum import Enum
 from types import FrameType
 
-from harness.context import CancellationToken
+from harness import CancellationToken
 
 
 class InterruptSignal(Enum):

@@ -26,11 +26,14 @@ from typing import Any
 from pydantic import BaseModel
 
 from harness import (
+    DRAFT_JSON_SCHEMA,
     AssistantMessage,
     BudgetKind,
+    BusinessTool,
     ChatMessage,
     ChatModel,
     ChatRequest,
+    DeadlineReached,
     DiagnosisTask,
     DraftReceived,
     EvidenceCheck,
@@ -38,28 +41,29 @@ from harness import (
     EvidenceStatus,
     FallbackKind,
     InvocationStatus,
+    ModelCallFailed,
     ModelPurpose,
     Released,
     ReleaseDecision,
     ReleaseOutcome,
+    RetriesCutByBudget,
     RunContext,
     RunResult,
     RunStarted,
     SystemMessage,
     ToolCallRequest,
     ToolChoiceMode,
+    ToolInputError,
     ToolInvocation,
     ToolMessage,
     ToolSpec,
     UserMessage,
+    call_model,
+    check_evidence,
     parse_draft,
+    project_result,
+    render_task,
 )
-from harness.draft import DRAFT_JSON_SCHEMA
-from harness.evidence_guard import check_evidence
-from harness.observation import project_result
-from harness.prompts import render_task
-from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, call_model
-from harness.tools.base import BusinessTool, ToolInputError
 from runners.domain.prompt import PLAIN_SYSTEM_PROMPT
 
 __all__ = ["PlainLoop", "plain_loop"]

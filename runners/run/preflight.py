@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from harness.contracts import ModelErrorKind
+from harness import ModelErrorKind
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 
 if TYPE_CHECKING:
     import openai
 
-    from harness.models.openai_model import OpenAIChatModel
+    from harness import OpenAIChatModel
     from runners.domain.model_spec import ModelSpec
     from runners.plan.options import BenchOptions
 
@@ -125,7 +125,7 @@ def _ms(t0: float) -> float:
 def _unusable(url: str, exc: openai.APIError, api_key_env: str) -> str:
     import openai
 
-    from harness.models.openai_model import classify
+    from harness import OpenAIChatModel
 
     head = f"endpoint preflight failed: {url}"
     if isinstance(exc, openai.APIStatusError):
@@ -135,7 +135,7 @@ def _unusable(url: str, exc: openai.APIError, api_key_env: str) -> str:
         elif exc.status_code == 404:
             hint = "; check --base-url (OpenAI-compatible servers usually end in /v1) and the model name"
         return f"{head} answered {_status_text(exc)}: {exc.message}"[:400] + hint
-    err = classify(exc)
+    err = OpenAIChatModel.classify_error(exc)
     what = "timed out" if err.kind is ModelErrorKind.TIMEOUT else f"is unreachable ({err})"
     return f"{head} {what}"[:400]
 
@@ -150,7 +150,7 @@ def preflight(opts: BenchOptions, spec: ModelSpec) -> ProbeResult | None:
     when unusable."""
     if not needs_preflight(opts, spec):
         return None
-    from harness.models.openai_model import OpenAIChatModel
+    from harness import OpenAIChatModel
 
     ms = opts.model_settings
     name = spec.name

@@ -12,7 +12,7 @@ from datetime import datetime
 
 import duckdb
 
-from harness.contracts import ReleaseOutcome, StopReason
+from harness import ReleaseOutcome, StopReason
 from runners.plan.settings import SettingValue, swept_names
 
 __all__ = [

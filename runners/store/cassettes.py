@@ -20,7 +20,8 @@ Replay reproduces live runs attempt by attempt:
 - an attempt that got no HTTP response at all (timeout, refused or dropped connection) is recorded
   as a synthetic interaction marked `x-harness-bench-fault: timeout|connection` (status 599, the
   httpx2 exception and its innermost cause in the body) and replay raises that same httpx2
-  exception, so the SDK and `classify` produce the same ModelCallError as live;
+  exception, its cause an exception of the recorded type's name, so the SDK and the library's classification
+  produce the same ModelCallError as live;
 - a request recurring more often than recorded repeats its last answer (vcrpy's playback
   repeats), and runs at other thresholds share the common prefix, as before;
 - deadlines replay as they were decided live: every reading of the run's deadline clock between one
@@ -30,6 +31,10 @@ Replay reproduces live runs attempt by attempt:
   deadline) is recorded as such (`"cut_by_deadline": true` in its fault) and replays as a deadline
   stop, not as a timeout to retry, although the replay has all its time left; a deadline that passed
   between calls replays at the same reading. (Readings before the first request use the real clock.)
+
+A request a write-protected cassette does not hold is a replay miss: the transport raises the library's
+`ModelCallError` of kind REPLAY_MISS ("cassette miss: ..." and vcrpy's first line naming the request), which the
+run records and never retries. A replay needs no key: `OFFLINE_KEY` stands in for an unset one.
 """
 
 from __future__ import annotations
@@ -59,14 +64,18 @@ from vcr.request import Request
 from vcr.serialize import serialize
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
-from harness.models.openai_model import ReplayedCause, innermost_cause, read_body
+from harness import ModelCallError, ModelErrorKind
 from runners.domain.model_spec import parse_model
 from runners.plan.options import BenchOptions
 from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr's own `RecordMode` is above
 from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
-from runners.store._files import write_text
+from runners.store._files import NamedPath, OutputPathError, check_output_path, path_kind, write_text
+
+OFFLINE_KEY = "offline-replay-no-key"
+"""The API key a replay sends when the run's key variable is unset (the header is scrubbed, the key never checked):
+a replay must not need a real key."""
 
 SCRUB_REQUEST_HEADERS = (
     "authorization", "api-key", "x-api-key", "cookie", "openai-organization", "openai-project",
@@ -76,6 +85,46 @@ SCRUB_RESPONSE_HEADERS = (
     "set-cookie", "openai-organization", "openai-project", "x-request-id", "request-id", "cf-ray",
     "x-amzn-requestid", "apim-request-id",
 )  # fmt: skip
+
+
+class ReplayedCause(Exception):
+    """The innermost cause of a transport failure as a cassette recorded it. Replay raises it, under the recorded
+    name (`replayed_cause`), as the cause of the recorded httpx2 error: the library names a connection error by
+    its innermost cause's type, so a replay gives the live text word for word."""
+
+
+@lru_cache(maxsize=64)
+def _cause_class(type_name: str) -> type[ReplayedCause]:
+    """A `ReplayedCause` subclass named `type_name` (one per name: recorded names are few)."""
+    return type(type_name, (ReplayedCause,), {"__module__": __name__})
+
+
+def replayed_cause(type_name: str, message: str) -> ReplayedCause:
+    """The recorded cause `type_name: message` as an exception whose type has that name."""
+    return _cause_class(type_name)(message)
+
+
+def _innermost_cause(exc: BaseException) -> BaseException:
+    """The last exception of `exc`'s cause/context chain (`exc` itself when it has none)."""
+    seen: set[int] = set()
+    cur: BaseException = exc
+    while id(cur) not in seen:
+        seen.add(id(cur))
+        nxt = cur.__cause__ or cur.__context__
+        if nxt is None:
+            break
+        cur = nxt
+    return cur
+
+
+def _read_body(response: httpx2.Response) -> bytes:
+    """The whole body of a transport-level response, its stream closed (answers are small)."""
+    stream = response.stream
+    assert isinstance(stream, httpx2.SyncByteStream)
+    try:
+        return b"".join(stream)
+    finally:
+        stream.close()
 
 
 def _slug(text: str) -> str:
@@ -158,7 +207,7 @@ class AtomicPersister(FilesystemPersister):  # type: ignore[misc]  # vcrpy ships
     @staticmethod
     def save_cassette(cassette_path: str | Path, cassette_dict: dict[str, Any], serializer: Any) -> None:
         """Serialize as vcrpy does and write the file whole."""
-        write_text(Path(cassette_path), serialize(cassette_dict, serializer))
+        write_text(NamedPath("cassette", Path(cassette_path)), serialize(cassette_dict, serializer))
 
 
 def make_vcr(record_mode: str, secrets: Secrets = NO_SECRETS) -> vcr.VCR:
@@ -182,8 +231,18 @@ class CassetteError(ValueError):
     """A cassette file exists but cannot be read (truncated, corrupted, not a cassette)."""
 
 
-def check_cassette(path: Path) -> None:
-    """Raise CassetteError naming the file when it exists but is not a readable cassette."""
+def check_cassette(path: Path, *, writing: bool = False) -> None:
+    """Raise CassetteError naming the file when it exists but is not a readable cassette — or, for a run that
+    records (`writing`), is not one it may write by the output-path rule (a device, FIFO or symlink is never read,
+    written through or replaced)."""
+    if writing:
+        try:
+            check_output_path(NamedPath("cassette", path))
+        except OutputPathError as exc:
+            raise CassetteError(str(exc)) from None
+    what = path_kind(path)
+    if what is not None:  # read, a FIFO would block and a device give nothing a cassette holds
+        raise CassetteError(f"cassette {path} is {what}, not a cassette file")
     if not path.exists():
         return
     try:
@@ -231,8 +290,8 @@ def _fault_response(
     """The synthetic interaction recorded for an attempt that failed without a response (`cut_by_deadline`:
     its timeout was what was left of the run's deadline, so the deadline, not the endpoint, ended it)."""
     kind = FaultKind.TIMEOUT if isinstance(exc, httpx2.TimeoutException) else FaultKind.CONNECTION
-    cause = innermost_cause(exc)
-    cause_type = cause.type_name if isinstance(cause, ReplayedCause) else type(cause).__name__
+    cause = _innermost_cause(exc)
+    cause_type = type(cause).__name__
     body = {
         "fault": kind.value,
         "exception": type(exc).__name__,
@@ -305,7 +364,7 @@ def _raise_fault(response: dict[str, Any], kind: FaultKind, request: httpx2.Requ
     if not (isinstance(cls, type) and issubclass(cls, httpx2.TransportError)):
         cls = httpx2.ReadTimeout if kind is FaultKind.TIMEOUT else httpx2.ConnectError
     cause = data.get("cause") or {}
-    raise cls(str(data.get("message", "")), request=request) from ReplayedCause(
+    raise cls(str(data.get("message", "")), request=request) from replayed_cause(
         str(cause.get("type", "Exception")), str(cause.get("message", ""))
     )
 
@@ -388,11 +447,14 @@ class CassetteSession:
             return response
         self._replayed = None
         if self.cassette.write_protected:
-            raise CannotOverwriteExistingCassetteException(cassette=self.cassette, failed_request=vcr_request)
+            miss = CannotOverwriteExistingCassetteException(cassette=self.cassette, failed_request=vcr_request)
+            # Not retryable: replaying the same request against the same cassette misses again.
+            first = str(miss).splitlines()[0]
+            raise ModelCallError(ModelErrorKind.REPLAY_MISS, f"cassette miss: {first}") from miss
         t0 = time.perf_counter()
         try:
             response = inner.handle_request(request)
-            content = read_body(response)
+            content = _read_body(response)
         except (httpx2.TransportError, OSError) as exc:
             cut = _cut_by_deadline(exc, last_read, _timeout_of(request))
             fault = _fault_response(exc, request, time.perf_counter() - t0, cut_by_deadline=cut, secrets=self._secrets)
@@ -476,7 +538,7 @@ def use_cassette(
     are unaffected."""
     if record_mode not in RECORD_MODES:
         raise ValueError(f"record mode {record_mode!r} is not one of {RECORD_MODES}")
-    check_cassette(path)
+    check_cassette(path, writing=record_mode != RecordMode.NONE.value)
     path.parent.mkdir(parents=True, exist_ok=True)
     return _bound(path, record_mode, secrets)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 
 from runners.store import migrations
+from runners.store._files import NamedPath, OutputPathError, check_output_path, path_kind
 from runners.store.errors import DatabaseLockedError, MetricsDbError, MetricsWriteError
 from runners.store.migrations import SCHEMA_VERSION
 
@@ -20,10 +21,19 @@ _DUCKDB_MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def check_database_file(path: str | Path, *, must_exist: bool = False) -> None:
+def check_database_file(path: str | Path, *, must_exist: bool = False, writing: bool = False,
+                        flag: str = "--db") -> None:  # fmt: skip
     """Refuse, without opening it, a path that is not a DuckDB database (DuckDB would otherwise try to
-    download the sqlite extension for a SQLite file); a missing file is fine unless `must_exist`."""
+    download the sqlite extension for a SQLite file); a missing file is fine unless `must_exist`. A database
+    `writing` commands write is an output: the one output-path rule holds (a regular file or nothing yet, never a
+    device, FIFO, socket or symlink, which are left as they are); one only read may be a symlink to a database, never
+    a device or FIFO (reading one would block or read nothing a database holds)."""
     p = Path(path)
+    if writing:
+        try:
+            check_output_path(NamedPath(flag, p))
+        except OutputPathError as exc:
+            raise MetricsDbError(str(exc)) from None
     if p.is_dir():
         raise MetricsDbError(f"{p} is a folder, not a DuckDB database file")
     if not p.exists():
@@ -32,6 +42,9 @@ def check_database_file(path: str | Path, *, must_exist: bool = False) -> None:
         if not p.parent.is_dir():
             raise MetricsDbError(f"{p}: folder {p.parent} does not exist")
         return
+    what = path_kind(p)
+    if what is not None:  # opened, a FIFO would block and a device read as an empty or endless file
+        raise MetricsDbError(f"{p} is {what}, not a DuckDB database file; use another --db")
     try:
         with p.open("rb") as f:
             head = f.read(16)
@@ -52,7 +65,7 @@ def connect(path: str | Path, *, read_only: bool = False, upgrade: bool = True) 
     version this project wrote; the file itself is never changed (`upgrade=False`: the file as it is).
     """
     target = str(path)
-    check_database_file(path, must_exist=read_only)
+    check_database_file(path, must_exist=read_only, writing=not read_only)
     existed = Path(path).exists()
     try:
         con = duckdb.connect(target, read_only=read_only)

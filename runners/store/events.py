@@ -1,6 +1,6 @@
 """A stored case run's trace read back as the typed events it was written from (`harness.trace`).
 
-The `events` table has one column per field of every event class (`harness.trace.event_columns`); a row is
+The `events` table has one column per field of every event class (`schema.EVENT_COLUMNS`); a row is
 rebuilt as the class its `kind` names, from that class's columns only, validated by pydantic (each enum from its
 stored value), never parsed from text.
 """
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import duckdb
 import pydantic
 
-from harness.event_log import event_adapter
-from harness.trace import EVENT_TYPES, EventKind, TraceEvent, event_columns
+from harness import EVENT_TYPES, EventKind, TraceEvent, event_adapter
+from runners.store.schema import EVENT_COLUMNS
 
 __all__ = ["StoredEventError", "read_bench_run_events", "read_events"]
 
@@ -48,7 +48,7 @@ _KINDS: dict[str, _Kind] = {
 }
 
 
-_COLUMNS = event_columns()
+_COLUMNS = EVENT_COLUMNS
 _SELECT = ", ".join(f'"{c}"' for c in ("case_run_id", *_COLUMNS))
 
 

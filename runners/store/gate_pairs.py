@@ -17,6 +17,7 @@ __all__ = [
     "PairedRun",
     "failing_case_runs",
     "label_of_bench_run",
+    "judged",
     "label_runs",
     "labels",
     "latest_case_runs",
@@ -91,6 +92,16 @@ def label_runs(con: duckdb.DuckDBPyConnection, label: str) -> list[LabelRun]:
         [label],
     ).fetchall()
     return [LabelRun(str(r[0]), int(r[1]), int(r[2])) for r in rows]
+
+
+def judged(con: duckdb.DuckDBPyConnection, label: str, bench_run_id: str | None = None) -> bool:
+    """Whether any case run of `label` (in `bench_run_id`, when given) was held to expectations: an imported run
+    is observed, not judged (`passed` NULL)."""
+    where = " AND bench_run_id = ?" if bench_run_id is not None else ""
+    params = [label] if bench_run_id is None else [label, bench_run_id]
+    sql = f"SELECT count(*) FROM case_runs WHERE label = ?{where} AND passed IS NOT NULL"
+    row = con.execute(sql, params).fetchone()
+    return bool(row and row[0])
 
 
 def latest_case_runs(con: duckdb.DuckDBPyConnection, label: str, bench_run_id: str) -> list[PairedRun]:

@@ -1,7 +1,9 @@
 """Imported bench runs: runs observed elsewhere (`harness-bench import`), stored as a bench run of their own.
 
 The bench run's row (`source = 'imported'`, status `completed`) and every case run's rows go in one transaction
-(the writer's): a file gets the whole import or nothing of it.
+(the writer's): a file gets the whole import or nothing of it. Every text goes through the bench's one redaction
+(runners/plan/redact.py) on its way in: the case runs' cells in the writer, the bench run's model, case ids and
+trace file name here — a trace may carry a key anywhere.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Any
 
 import duckdb
 
+from runners.plan.redact import NO_SECRETS, redact, redact_cells
 from runners.store.schema import CaseRunRows
 from runners.store.writer import MetricsWriter
 
-__all__ = ["ImportedBenchRun", "RunSource", "write_imported_bench_run"]
+__all__ = ["EarlierImport", "ImportedBenchRun", "RunSource", "imported_before", "write_imported_bench_run"]
 
 
 class RunSource(StrEnum):
@@ -44,6 +47,9 @@ class ImportedBenchRun:
     """The highest epoch among them."""
     version: str
     """The harness-bench version that imported it."""
+    fingerprint: str | None = None
+    """What was imported, hashed (`bench_runs.evalset_hash`): the same runs imported again under one label are
+    found by it."""
 
 
 Transcript = tuple[list[tuple[Any, ...]], dict[str, str]]
@@ -62,11 +68,40 @@ def write_imported_bench_run(
     def bench_row(c: duckdb.DuckDBPyConnection) -> None:
         c.execute(
             "INSERT INTO bench_runs (bench_run_id, started_at, finished_at, status, model, label, evalset_specs,"
-            " case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source)"
-            " VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, true, ?)",
-            [run.bench_run_id, run.model, run.label, json.dumps([run.traces]), json.dumps(list(run.case_ids)),
-             run.epochs, len(rows), run.version, RunSource.IMPORTED.value],
+            " evalset_hash, case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source)"
+            " VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, ?, true, ?)",
+            list(redact_cells((
+                run.bench_run_id, run.model, run.label, json.dumps([redact(run.traces)], ensure_ascii=False),
+                run.fingerprint, json.dumps([redact(c) for c in run.case_ids], ensure_ascii=False), run.epochs,
+                len(rows), run.version, RunSource.IMPORTED.value,
+            ), NO_SECRETS)),
         )  # fmt: skip
 
     writer.flush(also=bench_row)
     return writer.rows_written + 1
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierImport:
+    """A bench run an earlier import stored from the same runs."""
+
+    bench_run_id: str
+    """Its id."""
+    traces: str
+    """The trace file it was read from."""
+
+
+def imported_before(con: duckdb.DuckDBPyConnection, label: str, fingerprint: str) -> EarlierImport | None:
+    """The imported bench run of `label` holding the runs `fingerprint` names, if one does."""
+    row = con.execute(
+        "SELECT bench_run_id, evalset_specs FROM bench_runs WHERE source = ? AND label = ? AND evalset_hash = ?"
+        " ORDER BY started_at LIMIT 1",
+        [RunSource.IMPORTED.value, label, fingerprint],
+    ).fetchone()
+    if row is None:
+        return None
+    try:
+        specs = json.loads(row[1] or "[]")
+    except ValueError:
+        specs = []
+    return EarlierImport(str(row[0]), str(specs[0]) if specs else "?")

@@ -34,7 +34,7 @@ from typing import Any
 
 import duckdb
 
-from harness.context import CancellationToken
+from harness import CancellationToken
 from runners.plan import run_options, settings
 from runners.plan.shard import RunStatus
 from runners.store._files import replacing, same_file
@@ -273,7 +273,7 @@ def merge(
         named = "" if both == out else f" (as {both})"
         raise MergeError(f"{out} is both OUT and an input{named}; merge into another file")
     try:
-        check_database_file(out, must_exist=False)
+        check_database_file(out, must_exist=False, writing=True, flag="OUT")
     except MetricsDbError as exc:
         raise MergeError(str(exc).replace("; use another --db", "")) from None
     expected = _expected_columns()

@@ -255,7 +255,7 @@ _MIGRATIONS: dict[int, list[Step]] = {
         )""",
         "ALTER TABLE bench_runs ADD COLUMN IF NOT EXISTS transcripts BOOLEAN",
     ],
-    # v6: typed events and run errors. Each event class's fields are columns (harness.trace.event_columns; a
+    # v6: typed events and run errors. Each event class's fields are columns (schema.event_columns; a
     # test keeps the two in step): RUN_STARTED names its model, DRAFT_RECEIVED says whether the Draft was
     # valid (no longer "detail IS NULL"), the EvidenceGuard's verdict is EVIDENCE_CHECKED with PASSED/FAILED
     # (no longer a SemanticVerdict). `case_runs.error_kind`: the typed classification of `error`, from where

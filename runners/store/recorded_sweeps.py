@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict
 from runners.store.connection import connect
 from runners.store.diagnosis_reads import FunnelRow, GainTagRow, funnel_rows, gain_tag_rows
 
-__all__ = ["CaseRunRow", "RecordedRows", "RejectionRow", "read_recorded"]
+__all__ = ["CaseRunRow", "CassetteMisses", "RecordedRows", "RejectionRow", "cassette_misses", "read_recorded"]
 
 
 class CaseRunRow(BaseModel):
@@ -141,3 +141,31 @@ def _records(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> 
     cur = con.execute(sql, params)
     names = [d[0] for d in cur.description or ()]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+
+class CassetteMisses(BaseModel):
+    """The case runs of a replay that found no answer in their cassette (`case_runs.error`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    case_runs: int
+    """Case runs of the label replayed."""
+    errors: tuple[str, ...]
+    """The error of each that found no answer (`request not in cassette PATH (record mode …`)."""
+
+
+_MISS = "request not in cassette %"
+"""How a replayed case run's error begins when its cassette held no answer (runners/run/_execute.py)."""
+
+
+def cassette_misses(db: Path, label: str) -> CassetteMisses:
+    """The case runs of `label` in `db` whose cassette held no answer, and how many case runs it has."""
+    con = connect(db, read_only=True)
+    try:
+        row = con.execute(
+            "SELECT count(*), coalesce(list(error) FILTER (WHERE error LIKE ?), []) FROM case_runs WHERE label = ?",
+            [_MISS, label],
+        ).fetchone()
+    finally:
+        con.close()
+    return CassetteMisses(case_runs=int(row[0]) if row else 0, errors=tuple(str(e) for e in (row[1] if row else ())))

@@ -45,7 +45,7 @@ class _StoreReads:
 
     def check_file(self, db: Path, *, must_exist: bool) -> None:
         """Refuse a path that is not a DuckDB database (a missing one unless `must_exist`)."""
-        check_database_file(db, must_exist=must_exist)
+        check_database_file(db, must_exist=must_exist, writing=True)
 
     def bench_run(self, db: Path, bench_run_id: str) -> StoredBenchRun | None:
         """The stored bench run, or None."""

@@ -18,9 +18,9 @@ from runners.store.writer import commit, write_statement
 
 __all__ = [
     "BenchRunStart", "FamilyRow", "RunTable", "StaleRuns", "StoredPoint", "SweepStart", "TakenId", "bench_run_exists",
-    "case_run_ids_in_order", "family_rows", "find_point", "finish_bench_run", "finish_sweep", "label_sweep_ids",
-    "mark_stale_runs", "stale_runs", "start_bench_run", "start_sweep", "store_run_options", "store_settings",
-    "stored_bench_run", "stored_case_run_ids", "stored_sweep", "sweep_ids", "taken_ids",
+    "case_run_ids_in_order", "completed_sweeps", "family_rows", "find_point", "finish_bench_run", "finish_sweep",
+    "label_sweep_ids", "mark_stale_runs", "stale_runs", "start_bench_run", "start_sweep", "store_run_options",
+    "store_settings", "stored_bench_run", "stored_case_run_ids", "stored_sweep", "sweep_ids", "taken_ids",
 ]  # fmt: skip
 
 
@@ -239,6 +239,16 @@ def stored_sweep(con: duckdb.DuckDBPyConnection, sweep_id: str) -> StoredSweep |
     """The stored sweep `sweep_id`, or None when the file has none."""
     row = con.execute("SELECT grid_json, options_json, status FROM sweeps WHERE sweep_id = ?", [sweep_id]).fetchone()
     return None if row is None else StoredSweep(sweep_id, _text(row[0]), _text(row[1]), str(row[2]))
+
+
+def completed_sweeps(con: duckdb.DuckDBPyConnection, model: str) -> list[StoredSweep]:
+    """The completed sweeps of `model`, the earliest started first."""
+    rows = con.execute(
+        "SELECT sweep_id, grid_json, options_json, status FROM sweeps WHERE model = ? AND status = 'completed'"
+        " ORDER BY started_at, sweep_id",
+        [model],
+    ).fetchall()
+    return [StoredSweep(str(r[0]), _text(r[1]), _text(r[2]), str(r[3])) for r in rows]
 
 
 @dataclass(frozen=True, slots=True)

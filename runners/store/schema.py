@@ -3,7 +3,7 @@ each table's column list derived from it (the table itself is created by the mig
 keeps the two in step).
 
 `case_runs` has one column per sweepable setting besides the fixed ones, so its row is keyed by column; the
-`events` columns are every field of every event class (`harness.trace.event_columns`).
+`events` columns are every field of every event class (`event_columns`).
 """
 
 from __future__ import annotations
@@ -13,19 +13,37 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 
-from harness.contracts import InvocationStatus
-from harness.session import RunResult
-from harness.trace import GainApplied, ToolInvocation, ToolRequestRejected, TraceEvent, event_columns
+from harness import (
+    EVENT_TYPES,
+    GainApplied,
+    InvocationStatus,
+    RunResult,
+    ToolInvocation,
+    ToolRequestRejected,
+    TraceEvent,
+)
 from runners.domain.case_run import CaseMetrics, CaseRun
 from runners.plan import settings
 
 __all__ = [
     "EVENT_COLUMNS", "OBSERVED_FAMILY", "TOOL_CALL_COLUMNS", "CaseRunRows", "ToolCallRow", "case_run_rows",
-    "observed_case_run_rows",
+    "event_columns", "observed_case_run_rows",
 ]  # fmt: skip
 
-EVENT_COLUMNS: tuple[str, ...] = tuple(event_columns())
-"""The events table's columns after the two ids: every field of every event class (harness.trace)."""
+
+def event_columns(types: Sequence[type[TraceEvent]] = EVENT_TYPES) -> tuple[str, ...]:
+    """The `events` table's columns: `kind`, then the union of the fields of every event class of `types`, in
+    first-seen order."""
+    names: list[str] = ["kind"]
+    for cls in types:
+        for f in fields(cls):
+            if f.name not in names:
+                names.append(f.name)
+    return tuple(names)
+
+
+EVENT_COLUMNS: tuple[str, ...] = event_columns()
+"""The events table's columns after the two ids: every field of every event class (harness.EVENT_TYPES)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,20 +21,20 @@ from typing import Any
 
 import duckdb
 
-from harness.agent import RunResult
-from harness.contracts import ModelPurpose
-from harness.trace import (
+from harness import (
     BudgetExhausted,
+    EntryKind,
     EvidenceChecked,
     GainApplied,
     GuardVerdict,
     ModelCall,
+    ModelPurpose,
+    RunResult,
     StopRequiredDelivered,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
 )
-from harness.transcript import EntryKind
 from runners.plan.redact import REDACTED
 from runners.store.diagnosis_reads import FunnelRow, funnel_rows
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from harness.trace import TraceEvent
+from harness import TraceEvent
 from runners.store.events import read_bench_run_events
 
 __all__ = [

@@ -5,6 +5,7 @@ error after it. A test per path; real DuckDB files, real folders, the real CLI."
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -147,7 +148,7 @@ def test_migrate_upgrades_an_old_database_in_place(work: Path, capsys: pytest.Ca
     con.close()
 
 
-# -- output files: read-only folders, full devices ------------------------------------------------------------
+# -- output files: read-only folders, full disks --------------------------------------------------------------
 @pytest.fixture
 def read_only_folder(tmp_path: Path) -> Iterator[Path]:
     """A read-only filesystem (root ignores permission bits, so chmod would prove nothing)."""
@@ -164,6 +165,25 @@ def read_only_folder(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+@pytest.fixture
+def full_folder(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem with no space left (a small tmpfs filled up): a file there is created, and its write fails."""
+    where = tmp_path / "full"
+    where.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a tmpfs needs root and mount(8)")
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)], check=False).returncode:
+        pytest.skip("mount -t tmpfs failed")
+    try:
+        with contextlib.suppress(OSError), (where / "filler").open("wb") as f:
+            while True:
+                f.write(b"\0" * 4096)
+                f.flush()
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
 def test_report_into_a_read_only_folder_is_one_line(
     work: Path, read_only_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -171,18 +191,22 @@ def test_report_into_a_read_only_folder_is_one_line(
     _one_line_exit_2(["report", "--db", "g.duckdb", "--out", str(out)], capsys, "cannot write", str(read_only_folder))
 
 
-def test_gate_prints_its_verdict_before_a_file_it_cannot_write(work: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gate_prints_its_verdict_before_a_file_it_cannot_write(
+    work: Path, full_folder: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     (run_id,) = duckdb.connect("g.duckdb", read_only=True).execute(
         "SELECT bench_run_id FROM bench_runs WHERE label = 'b' AND epochs = 1"
     ).fetchone() or ("",)
     capsys.readouterr()
     argv = ["gate", "--db", "g.duckdb", "--baseline", "a", "--candidate", "b", "--bench-run", str(run_id), "--k", "1"]
     # 7 cases cannot show a 10-point drop: INCONCLUSIVE (exit 3), but a file it cannot write is exit 2
-    assert main([*argv, "--summary", "/dev/full"]) == 2
+    summary = full_folder / "s.md"
+    assert main([*argv, "--summary", str(summary)]) == 2
     captured = capsys.readouterr()
     assert "INCONCLUSIVE" in captured.out, "the verdict is printed even though the file could not be written"
     (line,) = captured.err.strip().splitlines()
-    assert "cannot write /dev/full" in line and "No space left on device" in line
+    assert f"cannot write {summary}" in line and "No space left on device" in line
+    assert sorted(p.name for p in full_folder.iterdir()) == ["filler"], "no half file, no temporary file"
 
 
 def test_gate_in_a_read_only_folder_keeps_its_verdict(

@@ -189,7 +189,7 @@ def test_show_and_whatif_read_an_imported_run(
     assert main(["show", "--db", str(db), case_run]) == 0
     shown = capsys.readouterr().out
     assert "OUTCOME SUCCESS" in shown and "TOOL CALL" in shown and "Harness: ADMITTED" in shown
-    assert "expected nothing: an observed run" in shown and "passed: -" in shown
+    assert "expected nothing: an observed run" in shown and "passed: no verdict (observed run)" in shown
     assert main(["report", "--db", str(db), "--out", str(tmp_path / "report")]) == 0
     assert "| observed | " in (tmp_path / "report" / "report.md").read_text()
     assert "nan" not in (tmp_path / "report" / "report.md").read_text()

@@ -25,7 +25,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
-from runners.store._files import write_text
+from runners.store._files import OutputPathError, write_text
 from tests.runners.run.test_interrupts import PROBE, ROOT, _Child
 
 EMPTY = "empty_logs_gateway_timeout_t1"
@@ -156,13 +156,15 @@ def test_show_html_creates_its_folder_and_a_full_disk_is_one_line(
     assert "\n" not in err and "/dev/full" in err, err
 
 
-def test_a_symlinked_output_is_written_through_whole(tmp_path: Path) -> None:
+def test_a_symlinked_output_is_refused_and_left_as_it_was(tmp_path: Path) -> None:
+    """Written through, a link would change a file the command was never given; replaced, the link would be lost."""
     real = tmp_path / "real.md"
     real.write_text("old")
     link = tmp_path / "link.md"
     link.symlink_to(real.name)
-    write_text(link, "new")
-    assert link.is_symlink() and real.read_text() == "new"
+    with pytest.raises(OutputPathError, match="is a symbolic link"):
+        write_text(link, "new")
+    assert link.is_symlink() and os.readlink(link) == "real.md" and real.read_text() == "old"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["link.md", "real.md"]  # no temporary file left
 
 

@@ -41,12 +41,12 @@ from harness.models.base import (
 )
 from harness.prompts import DiagnosisTask
 from harness.session import HarnessSession, RunResult
-from harness.trace import EventKind, ToolInvocation, ToolRequestRejected, event_columns
+from harness.trace import EventKind, ToolInvocation, ToolRequestRejected
 from runners.domain.evalset import load_cases
 from runners.plan.agent import AgentFramework
 from runners.run.agents import loop_for
 from runners.run.case_runner import CaseRun, run_case
-from runners.store.schema import TOOL_CALL_COLUMNS, case_run_rows
+from runners.store.schema import TOOL_CALL_COLUMNS, case_run_rows, event_columns
 from tests.conftest import LINES, LookupTool
 
 SYSTEM_PROMPT = "You diagnose payment incidents."

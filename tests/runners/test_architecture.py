@@ -348,3 +348,34 @@ def test_the_layer_check_bites(tmp_path: Path) -> None:
     graph = import_graph({"runners.plan.x": tmp_path / "plan.py", "runners.run.y": tmp_path / "run.py",
                           "runners.store.writer": tmp_path / "writer.py"})  # fmt: skip
     assert imports_against_the_layers(graph) == ["runners.plan.x -> runners.store.writer (plan -> store)"]
+
+
+# -- tools where tools live ----------------------------------------------------------------------------------
+def benchmark_imports(tests: Path) -> list[str]:
+    """Every import of the `benchmarks` folder (or a module of it) in `tests` as `file:line: module`, lazy ones
+    included: the benchmarks measure the package, nothing the tests check lives there."""
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            found += [
+                f"{path.relative_to(tests.parent)}:{node.lineno}: {n}" for n in names if n.split(".")[0] == "benchmarks"
+            ]
+    return found
+
+
+def test_no_test_imports_the_benchmarks() -> None:
+    found = benchmark_imports(ROOT.parent / "tests")
+    assert found == [], "tests import from the package (or scripts/), never benchmarks/:\n" + "\n".join(found)
+
+
+def test_the_benchmark_import_check_bites(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_x.py").write_text("import os\n\ndef test() -> None:\n    from benchmarks.calibration import rate\n")
+    assert benchmark_imports(tests) == ["tests/test_x.py:4: benchmarks.calibration"]

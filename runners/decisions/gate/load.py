@@ -62,6 +62,18 @@ def _bench_run_of(con: duckdb.DuckDBPyConnection, label: str, picked: str | None
     return ids[0]
 
 
+def _refuse_unjudged(con: duckdb.DuckDBPyConnection, sides: dict[str, tuple[str, str | None]]) -> None:
+    """No verdict where a side holds only observed runs (imported: held to no expectation, so nothing passed or
+    failed): one line naming the sides, instead of pass rates of 0%."""
+    unjudged = [f"{flag} {label!r}" for flag, (label, run) in sides.items() if not gate_pairs.judged(con, label, run)]
+    if unjudged:
+        which = " and ".join(unjudged)
+        holds = "hold" if len(unjudged) > 1 else "holds"
+        raise GateInputError(f"no verdict: {which} {holds} only observed runs (imported with `harness-bench import`,"
+                             " held to no expectation: nothing passed or failed); the gate compares labels the bench"
+                             " ran and judged (`harness-bench run`)")  # fmt: skip
+
+
 @dataclass(frozen=True, slots=True)
 class _Run:
     """One label's side of a pair."""
@@ -89,8 +101,10 @@ def load_pairs(
             raise GateInputError(
                 f"unknown label {lab!r}; labels in the database: {', '.join(sorted(labels)) or 'none'}"
             )
+    _refuse_unjudged(con, {"--baseline": (baseline, baseline_run), "--candidate": (candidate, candidate_run)})
     base_run = _bench_run_of(con, baseline, baseline_run, "baseline")
     cand_run = _bench_run_of(con, candidate, candidate_run, "candidate")
+    _refuse_unjudged(con, {"--baseline": (baseline, base_run), "--candidate": (candidate, cand_run)})
     if base_run == cand_run:
         raise GateInputError(
             f"--baseline {baseline!r} and --candidate {candidate!r} are the same bench run ({base_run}): a run"

@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from harness.tools.base import ToolExecutionError
+from harness import ToolExecutionError
 from runners.domain.object_columns import object_columns
 
 # Locked down once at connect time: no files, no extensions, no runaway queries. The settings

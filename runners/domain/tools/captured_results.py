@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from harness import BusinessTool, ToolExecutionError, ToolResult
 
 __all__ = ["RecordedAnswer", "with_recorded"]
 

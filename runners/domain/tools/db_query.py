@@ -32,8 +32,7 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError
 from sqlglot.optimizer.scope import Scope, traverse_scope
 
-from harness.contracts import EvidenceStatus, JsonScalar, JsonValue
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
+from harness import BusinessTool, EvidenceStatus, JsonScalar, JsonValue, ToolExecutionError, ToolInputError, ToolResult
 from runners.domain.tools import _duck
 
 MAX_ROWS_CEILING = 1000

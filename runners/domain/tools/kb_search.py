@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
-from harness.contracts import EvidenceStatus, JsonObject, Relevance
-from harness.tools.base import BusinessTool, ToolResult
+from harness import BusinessTool, EvidenceStatus, JsonObject, Relevance, ToolResult
 
 if TYPE_CHECKING:
     import bm25s

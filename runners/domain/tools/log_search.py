@@ -20,9 +20,15 @@ from pydantic import (
     field_validator,
 )
 
-from harness.contracts import EvidenceStatus, JsonObject, JsonValue
-from harness.scope import normalize_timestamp
-from harness.tools.base import BusinessTool, ToolExecutionError, ToolResult
+from harness import (
+    BusinessTool,
+    EvidenceStatus,
+    JsonObject,
+    JsonValue,
+    ToolExecutionError,
+    ToolResult,
+    normalize_timestamp,
+)
 from runners.domain.tools import _duck
 
 LIMIT_CEILING = 200

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runners.decisions.gate.result import GateResult
 from runners.rendering.gate.render import finite, junit, markdown, to_json
-from runners.store._files import write_text
+from runners.store._files import NamedPath, write_text
 
 __all__ = ["write_outputs"]
 
@@ -22,8 +22,8 @@ def write_outputs(
 ) -> None:
     """Write the Markdown summary and the JUnit XML (and the JSON result when asked), each whole or not at all
     (OutputWriteError names the path)."""
-    write_text(summary_path, markdown(result))
-    write_text(junit_path, junit(result, allow_inconclusive=allow_inconclusive))
+    write_text(NamedPath("--summary", summary_path), markdown(result))
+    write_text(NamedPath("--junit", junit_path), junit(result, allow_inconclusive=allow_inconclusive))
     if json_path is not None:
         text = json.dumps(finite(to_json(result, allow_inconclusive=allow_inconclusive)), indent=1, allow_nan=False)
-        write_text(json_path, text + "\n")
+        write_text(NamedPath("--json", json_path), text + "\n")

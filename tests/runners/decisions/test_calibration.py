@@ -320,7 +320,7 @@ def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 
 # -- the power study's shortcut: distinct (case, trajectory) run once, reused ---------------------------------
 def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
-    from benchmarks.calibration import outcome_table
+    from runners.decisions.calibration import outcome_table
     from runners.plan.run_plan import select_cases
 
     db = tmp_path / "o.duckdb"
@@ -380,9 +380,25 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
 
 
 def test_power_study_reads_the_80_percent_drop_off_the_measured_curve() -> None:
-    from benchmarks.calibration import _crossing
+    from runners.decisions.calibration import crossing
 
     curve = [(1.0, 0.1), (2.0, 0.5), (4.0, 0.9), (8.0, 1.0)]
-    assert _crossing(curve, 0.8) == pytest.approx(3.5)  # between 2 (50%) and 4 (90%)
-    assert _crossing(curve, 0.05) == pytest.approx(0.5)  # from (0, 0)
-    assert _crossing([(1.0, 0.2), (2.0, 0.4)], 0.8) is None  # never reached on the grid
+    assert crossing(curve, 0.8) == pytest.approx(3.5)  # between 2 (50%) and 4 (90%)
+    assert crossing(curve, 0.05) == pytest.approx(0.5)  # from (0, 0)
+    assert crossing([(1.0, 0.2), (2.0, 0.4)], 0.8) is None  # never reached on the grid
+
+
+def test_the_studys_file_reads_back_typed_and_writes_the_same_shape() -> None:
+    """The committed results (every part) read into the typed results and written again as the same JSON (the
+    reference's power part gains an explicit `"sequential": null`); the docs' tables render from them."""
+    from runners.decisions.calibration_results import CalibrationResults
+    from runners.rendering.calibration import gate_tables, power_tables
+
+    raw = (ROOT / "reports" / "calibration" / "calibration.json").read_text(encoding="utf-8")
+    results = CalibrationResults.model_validate_json(raw)
+    assert set(results.gates) == {"gate", "gate_10_epochs"} and results.recommend and results.power
+    written = json.loads(results.model_dump_json())
+    assert written["power"]["profiles"]["reference"].pop("sequential") is None
+    assert written == json.loads(raw)
+    assert "All profiles: 6/180 false alarms = 3.3%" in gate_tables(results)
+    assert "| reference | 10 | 0.6 / 0.8 | yes |" in power_tables(results.power)

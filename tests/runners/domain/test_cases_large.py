@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.bench_cases_load import write_big_file
 from runners.domain import _case_file, evalset
 from runners.domain.evalset import load_cases, reporting_progress
 from runners.rendering import tables
+from scripts.big_evalset import write_big_file
 
 ROOT = Path(__file__).resolve().parents[3]
 

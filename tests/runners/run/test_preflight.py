@@ -147,7 +147,7 @@ def test_a_partial_outage_warns_but_keeps_the_exit_code(tmp_path: Path, capsys: 
 def test_only_the_models_own_answer_is_not_an_infrastructure_error() -> None:
     infra = {k for k in ModelErrorKind if k.infrastructure}
     assert infra == set(ModelErrorKind) - {ModelErrorKind.BAD_RESPONSE}
-    assert ModelErrorKind.CASSETTE_MISS in infra and not ModelErrorKind.CASSETTE_MISS.retryable
+    assert ModelErrorKind.REPLAY_MISS in infra and not ModelErrorKind.REPLAY_MISS.retryable
 
 
 def test_replay_needs_no_api_key_and_no_probe(

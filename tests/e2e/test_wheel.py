@@ -1,0 +1,154 @@
+"""The package as a user gets it: the wheel built from the sources, checked (`check-wheel-contents`: exactly the
+files of `harness`, `runners` and `evalsets`, data included; `twine check`), installed with its pinned
+dependencies into a fresh venv, and run from an empty folder with no checkout in sight: `--version`, `cases` and
+the main job (`run --db x.duckdb`), the chat templates found where the package is installed.
+
+Offline: the dependencies come from the wheelhouse `make venv` fills from pip's cache (`.venv/wheelhouse`), with
+`--no-index`. The fresh venv (about 400 MB in 10,000 files) lives on /dev/shm where there is one: on this machine's
+disk, under load, writing it took twice as long and deleting it a minute (measured 2026-12-05).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import __version__
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCES = ("pyproject.toml", "README.md", "harness", "runners", "evalsets")
+"""What the build reads: copied out of the checkout first, so that the build's own folders (`build/`, the
+`.egg-info`) never land in it while other tests read it."""
+_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
+WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
+"""The pinned dependencies' wheels, beside the dev venv that runs the tests (`make venv` fills it)."""
+_SHM = Path("/dev/shm")
+
+
+def _run(argv: list[str], *, cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> str:
+    done = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, (
+        f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    )
+    return done.stdout
+
+
+def _copy_sources(into: Path) -> Path:
+    into.mkdir()
+    for name in SOURCES:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, into / name, ignore=_SKIP)
+        else:
+            shutil.copy2(src, into / name)
+    return into
+
+
+def build_wheel(src: Path, out: Path) -> Path:
+    """The wheel of the sources in `src`, built with the dev venv's pinned setuptools (no build isolation: nothing
+    to resolve or download)."""
+    _run([sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(src)], cwd=src)
+    (wheel,) = out.glob("*.whl")
+    return wheel
+
+
+def check_wheel(src: Path, wheel: Path) -> None:
+    """`check-wheel-contents` (its settings in the sources' pyproject.toml) and `twine check --strict`."""
+    bin_dir = Path(sys.executable).parent
+    _run([str(bin_dir / "check-wheel-contents"), "--config", str(src / "pyproject.toml"), str(wheel)], cwd=src)
+    _run([str(bin_dir / "twine"), "check", "--strict", str(wheel)], cwd=src)
+
+
+@pytest.fixture(scope="module")
+def installed() -> Iterator[tuple[Path, dict[str, str], dict[str, float]]]:
+    """A fresh venv holding the wheel and its pinned dependencies, installed offline from the wheelhouse; its bin
+    folder, a clean environment, and how long each step took. Removed afterwards."""
+    assert WHEELHOUSE.is_dir(), f"{WHEELHOUSE}: no wheelhouse; run make venv"
+    ram = _SHM.is_dir() and os.access(_SHM, os.W_OK)
+    with tempfile.TemporaryDirectory(prefix="hb-wheel-", dir=_SHM if ram else None) as tmp:
+        yield _install(Path(tmp))
+
+
+def _install(base: Path) -> tuple[Path, dict[str, str], dict[str, float]]:
+    seconds: dict[str, float] = {}
+    t0 = time.perf_counter()
+    src = _copy_sources(base / "src")
+    wheel = build_wheel(src, base / "dist")
+    assert wheel.name == f"harness_bench-{__version__}-py3-none-any.whl", "the version is harness.__version__'s"
+    seconds["build"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    check_wheel(src, wheel)
+    seconds["check"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    venv = base / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=base)
+    # the dev venv's pip installs into it (no pip of its own to bootstrap); no bytecode compiled ahead: a run
+    # compiles what it imports
+    _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-compile",
+          "--disable-pip-version-check", "--no-index", "--find-links", str(WHEELHOUSE),
+          "-c", str(ROOT / "constraints.txt"), str(wheel)], cwd=base, timeout=600)  # fmt: skip
+    seconds["install"] = time.perf_counter() - t0
+    env = {"PATH": f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8"}
+    return venv / "bin", env, seconds
+
+
+def test_the_wheel_runs_the_main_job_from_an_empty_folder(
+    installed: tuple[Path, dict[str, str], dict[str, float]], tmp_path: Path
+) -> None:
+    bin_dir, env, seconds = installed
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    t0 = time.perf_counter()
+    assert _run([str(bin_dir / "harness-bench"), "--version"], cwd=empty, env=env).strip() == (
+        f"harness-bench {__version__}"
+    )
+    listed = _run([str(bin_dir / "harness-bench"), "cases"], cwd=empty, env=env)
+    assert "diagnosable_" in listed and "generic_kb_" in listed, listed[-2000:]
+    ran = _run([str(bin_dir / "harness-bench"), "run", "--db", "x.duckdb"], cwd=empty, env=env)
+    assert "completed" in ran and (empty / "x.duckdb").is_file(), ran[-2000:]
+    seconds["runs"] = time.perf_counter() - t0
+    print(json.dumps({k: round(v, 1) for k, v in seconds.items()}))  # the test's own cost, shown with -s
+
+
+def test_the_installed_package_finds_its_data_where_it_is_installed(
+    installed: tuple[Path, dict[str, str], dict[str, float]], tmp_path: Path
+) -> None:
+    """Nothing resolves into a checkout: the bench, the evaluation sets, their schema and the chat templates are
+    the venv's."""
+    bin_dir, env, _ = installed
+    probe = (
+        "import json, runners, evalsets\n"
+        "from runners.domain.evalset import BUILTIN_DIR\n"
+        "from runners.live.models import GEMMA3_270M\n"
+        "print(json.dumps([runners.__file__, str(BUILTIN_DIR), (BUILTIN_DIR / 'schema.json').is_file(),"
+        " str(GEMMA3_270M.chat_template), GEMMA3_270M.chat_template.is_file()]))\n"
+    )
+    found = json.loads(_run([str(bin_dir / "python"), "-c", probe], cwd=tmp_path, env=env).strip())
+    site = str(bin_dir.parent)
+    assert [str(p).startswith(site) for p in (found[0], found[1], found[3])] == [True, True, True], found
+    assert found[2] is True and found[4] is True, found
+
+
+def test_the_contents_check_bites(tmp_path: Path) -> None:
+    """A wheel without its chat templates (their package-data line gone) is refused by check-wheel-contents."""
+    src = _copy_sources(tmp_path / "src")
+    project = src / "pyproject.toml"
+    text = project.read_text(encoding="utf-8")
+    line = '"runners.live" = ["templates/*.jinja"]\n'
+    assert line in text
+    project.write_text(text.replace(line, ""), encoding="utf-8")
+    wheel = build_wheel(src, tmp_path / "dist")
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "check-wheel-contents"), "--config", str(project), str(wheel)],
+        cwd=src, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0 and "W101" in done.stdout and "gemma3-tool-use.jinja" in done.stdout, done.stdout
