@@ -52,13 +52,13 @@ from harness import (
     ModelPurpose,
     Released,
     ReleaseOutcome,
+    SeenRequest,
     StopReason,
     StopRequiredDelivered,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
 )
-from harness.request_checks import SeenRequest
 from runners.decisions.whatif import ConclusionRisk, Counts, RunStatus, recorded_counts, replay_run
 from runners.domain.stop_rules import StopRule, parse_rules
 from runners.store.whatif_runs import ReplayableRun

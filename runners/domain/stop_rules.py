@@ -41,7 +41,7 @@ from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.request_checks import SeenRequest
+from harness import SeenRequest
 
 __all__ = [
     "Alternation",

@@ -9,8 +9,7 @@ from typing import Annotated
 
 from pydantic import Field, field_validator
 
-from harness.config import HarnessConfig
-from harness.request_checks import RequestCheck
+from harness import HarnessConfig, RequestCheck
 from runners.domain.stop_rules import RuleKind, StopRule, StopRuleError, parse_rules
 from runners.plan.model_settings import BenchSetting
 
