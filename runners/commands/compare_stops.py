@@ -35,15 +35,20 @@ def register(sub: Any) -> None:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--label", default=None, help="the case runs of this label (every bench run of it)")
     which.add_argument("--bench-run", default=None, metavar="BENCH_RUN_ID", help="the case runs of one bench run")
-    p.add_argument("--policy", type=_policy, action="append", required=True, metavar="SPEC",
+    p.add_argument("--policy", type=_policy, action="append", default=[], metavar="SPEC",
                    help="a stop policy (repeatable): no-gain:T, tool-cap:N, turn-cap:N, token-cap:N, repeat:k=K,w=W,"
                         " error-cycle:k=K, alternation:k=K, or several joined with + (whichever stops first), e.g."
                         " no-gain:2+tool-cap:8")  # fmt: skip
+    p.add_argument("--policy-file", type=Path, default=None, metavar="PATH",
+                   help="policies from a file, one spec a line (blank lines and # comments skipped), compared after"
+                        " the --policy ones")  # fmt: skip
     p.add_argument("--cut-points", action="store_true",
                    help="also list every cut run: its case, the rule that fired, where, what it saves")  # fmt: skip
     p.add_argument("--json", type=Path, default=None, metavar="PATH",
                    help="also write, per policy, what the runs spend under it and every run's cut (or none) as"
                         " JSON")  # fmt: skip
+    p.add_argument("--plot", type=Path, default=None, metavar="PATH",
+                   help="also draw recall kept against tool calls saved, one point per policy, as a PNG")  # fmt: skip
     p.set_defaults(func=run)
 
 
@@ -55,8 +60,17 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.connection import connect
     from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
-    if args.json is not None:
-        _check_outputs([NamedPath("--json", args.json)], [NamedPath("--db", args.db)])
+    policies = list(args.policy)
+    if args.policy_file is not None:
+        policies += _policies_of(args.policy_file)
+    if not policies:
+        _fail("give at least one --policy SPEC or a --policy-file")
+    outputs = [NamedPath(flag, path) for flag, path in (("--json", args.json), ("--plot", args.plot)) if path]
+    inputs = [NamedPath("--db", args.db)]
+    if args.policy_file is not None:
+        inputs.append(NamedPath("--policy-file", args.policy_file))
+    if outputs:
+        _check_outputs(outputs, inputs)
     db = str(args.db)
     con = connect(args.db, read_only=True)
     try:
@@ -70,12 +84,37 @@ def run(args: argparse.Namespace) -> int:
             runs = runs_of_label(con, db, args.label)
     finally:
         con.close()
-    policies = list({p.spec: p for p in args.policy}.values())  # a policy given twice is compared once
+    policies = list({p.spec: p for p in policies}.values())  # a policy given twice is compared once
     result = compare_stops(with_alternatives(runs), policies)  # refuses before anything is written
     selection = f"bench run {args.bench_run}" if args.bench_run is not None else f"label {args.label}"
     title = f"stop rules on {selection} in {db}: {len(runs)} case runs"
     out.print(render(title, result, cut_points=args.cut_points))
     if args.json is not None:
-        write_text(args.json, result.model_dump_json(indent=2) + "\n")
+        write_text(NamedPath("--json", args.json), result.model_dump_json(indent=2) + "\n")
         _say(f"wrote {args.json}")
+    if args.plot is not None:
+        from runners.rendering.compare_stops import pareto_png
+        from runners.store._files import write_bytes
+
+        write_bytes(NamedPath("--plot", args.plot), pareto_png(result, title))
+        _say(f"wrote {args.plot}")
     return EXIT_OK
+
+
+def _policies_of(path: Path) -> list[Any]:
+    """The policies of a policy file; a file that cannot be read or holds a bad spec: one line naming it."""
+    from runners.domain.stop_rules import StopRuleError, parse_policy_file
+    from runners.store._files import path_kind
+
+    kind = path_kind(path)
+    if kind is not None:  # a folder; a FIFO or a device would block the read
+        _fail(f"--policy-file {path} is {kind}, not a file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        _fail(f"--policy-file {path}: cannot be read ({why})")
+    try:
+        return list(parse_policy_file(text))
+    except StopRuleError as exc:
+        _fail(f"--policy-file {path}: {exc}")

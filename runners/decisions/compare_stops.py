@@ -34,7 +34,6 @@ Pure: stored runs in (`runners.store.whatif_runs`), typed results out; no I/O.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -514,15 +513,18 @@ def _draft_call_allowed(run: ReplayableRun, policy: StopRule, spent: Counts) -> 
 
 # -- over runs ------------------------------------------------------------------------------------------------------
 def _interval(values: Sequence[float]) -> Interval:
+    """The mean over cases and its 95% Student t interval (scipy.stats); values equal across cases: no spread."""
     if not values:
         return Interval(mean=None, low=None, high=None, cases=0)
     n = len(values)
-    mean = sum(values) / n
+    mean = float(sum(values) / n)
     if n < 2:
         return Interval(mean=mean, low=None, high=None, cases=n)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
-    return Interval(mean=mean, low=mean - half, high=mean + half, cases=n)
+    sem = float(stats.sem(values))
+    if sem == 0.0:  # (scipy answers nan for a zero scale)
+        return Interval(mean=mean, low=mean, high=mean, cases=n)
+    low, high = stats.t.interval(CONFIDENCE, n - 1, loc=mean, scale=sem)
+    return Interval(mean=mean, low=float(low), high=float(high), cases=n)
 
 
 def _by_case(runs: Sequence[RunUnderPolicy], value: Callable[[RunUnderPolicy], float | None]) -> list[float]:
@@ -644,12 +646,15 @@ def compare_stops(runs: Sequence[ReplayableRun], policies: Sequence[StopRule]) -
 def default_policies(runs: Sequence[ReplayableRun]) -> tuple[StopRule, ...]:
     """The policies a report compares when none is given: the contract at the runs' threshold (their baseline) and
     each lower one, tool and turn caps at a few levels below the runs' budgets, the loop detectors at the peers'
-    settings, and the contract at 2 or a cap of 8."""
+    settings, and the contract at 2 or a cap of 8 (plain-loop runs, which have no contract: the caps and detectors
+    only)."""
     top = max((r.no_gain_threshold for r in runs), default=2)
     tools = max((r.max_tool_invocations for r in runs), default=10)
     calls = max((r.max_model_calls for r in runs), default=12)
-    specs = [f"no-gain:{t}" for t in range(top, 0, -1)]
+    plain = any(r.agent == "plain" for r in runs)  # no contract to replay: caps and detectors only
+    specs = [] if plain else [f"no-gain:{t}" for t in range(top, 0, -1)]
     specs += [f"tool-cap:{n}" for n in (4, 6, 8) if n < tools]
     specs += [f"turn-cap:{n}" for n in (4, 6, 8) if n < calls]
-    specs += ["repeat:k=3,w=10", "repeat:k=5,w=10", "error-cycle:k=2", "alternation:k=2", "no-gain:2+tool-cap:8"]
+    specs += ["repeat:k=3,w=10", "repeat:k=5,w=10", "error-cycle:k=2", "alternation:k=2"]
+    specs += ["tool-cap:8"] if plain else ["no-gain:2+tool-cap:8"]
     return tuple(parse_rules(s) for s in dict.fromkeys(specs))

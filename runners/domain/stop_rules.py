@@ -57,6 +57,7 @@ __all__ = [
     "TokenCap",
     "ToolCap",
     "TurnCap",
+    "parse_policy_file",
     "parse_rules",
 ]
 
@@ -91,7 +92,9 @@ class _Rule(BaseModel):
 
 
 class NoGain(_Rule):
-    """The information-gain contract: a threshold of consecutive NO_GAIN."""
+    """`no-gain:T` — the information-gain contract: T consecutive NO_GAIN saturate the run; STOP_REQUIRED is
+    delivered and the model gets one call to write its Draft from what it verified. No peer ships it: it is what the
+    caps and detectors below are compared with. Live: `--no-gain-threshold T`."""
 
     kind: Literal[RuleKind.NO_GAIN] = RuleKind.NO_GAIN
     """The rule."""
@@ -105,7 +108,10 @@ class NoGain(_Rule):
 
 
 class ToolCap(_Rule):
-    """At most `n` tool calls reach a backend."""
+    """`tool-cap:N` — at most N tool calls reach a backend; the (N+1)-th is refused and the run ends there, no further
+    model call. Mirrors pydantic-ai's `UsageLimits(tool_calls_limit=N)` (checked before a tool call runs, raising
+    `UsageLimitExceeded`). Refused requests (duplicates, bad envelopes) do not count: they never reach a backend.
+    Live: `--max-tool-invocations N`."""
 
     kind: Literal[RuleKind.TOOL_CAP] = RuleKind.TOOL_CAP
     """The rule."""
@@ -123,7 +129,11 @@ class ToolCap(_Rule):
 
 
 class TurnCap(_Rule):
-    """At most `n` model calls."""
+    """`turn-cap:N` — at most N model calls; the (N+1)-th is not made and the run ends there. Mirrors the OpenAI
+    Agents SDK's `Runner.run(max_turns=N)` (a turn is one model invocation; `MaxTurnsExceeded` past it), pydantic-ai's
+    `UsageLimits(request_limit=N)` and Inspect AI's `message_limit`. Live: `--max-model-calls N`, which the
+    SemanticGuard's call counts against too (a Draft written on the N-th call gets no guard call, and is not
+    published as a SUCCESS)."""
 
     kind: Literal[RuleKind.TURN_CAP] = RuleKind.TURN_CAP
     """The rule."""
@@ -141,7 +151,11 @@ class TurnCap(_Rule):
 
 
 class TokenCap(_Rule):
-    """No model call once the run's tokens reach `n`."""
+    """`token-cap:N` — once the run's input plus output tokens reach N, no further model call (nor any tool call of the
+    turn whose answer reached it). Mirrors pydantic-ai's `UsageLimits(total_tokens_limit=...)` and Inspect AI's
+    `token_limit`, both checked between model calls (a call is never cut in the middle); pydantic-ai stops once the
+    total is past its limit, so its limit N-1 is `token-cap:N`. Live: `--max-total-tokens N`, the SemanticGuard's call
+    included."""
 
     kind: Literal[RuleKind.TOKEN_CAP] = RuleKind.TOKEN_CAP
     """The rule."""
@@ -159,7 +173,12 @@ class TokenCap(_Rule):
 
 
 class Repeat(_Rule):
-    """An exact repeat of a tool request `k` times within a window of `w` requests."""
+    """`repeat:k=K,w=W` — a tool request whose tool and normalised scope came K-1 times already among the W-1 requests
+    before it stops the run, before it runs. The exact-repeat tier of the loop detectors peers ship: the pydantic-ai
+    harness's loop-detection proposal (the same tool with the same arguments K times within the last W calls; its
+    default K=5, W=10) and HolmesGPT's repeated identical calls. Identity is the normalised scope, so arguments that
+    differ in case or whitespace only are a repeat, as the Harness's duplicate check sees them. Live:
+    `--stop-rule`."""
 
     kind: Literal[RuleKind.REPEAT] = RuleKind.REPEAT
     """The rule."""
@@ -184,7 +203,9 @@ class Repeat(_Rule):
 
 
 class ErrorCycle(_Rule):
-    """The same failing call requested `k` times in a row."""
+    """`error-cycle:k=K` — a request repeating, for the K-th time in a row, a call whose K-1 requests before it all
+    reached the backend and failed: the proposal's error-cycle tier (a model retrying the call that keeps failing).
+    A call refused before the backend did not fail. Live: `--stop-rule`."""
 
     kind: Literal[RuleKind.ERROR_CYCLE] = RuleKind.ERROR_CYCLE
     """The rule."""
@@ -205,7 +226,8 @@ class ErrorCycle(_Rule):
 
 
 class Alternation(_Rule):
-    """An A-B alternation: `k` cycles of two different requests in turn."""
+    """`alternation:k=K` — the last 2K requests, the new one included, alternate A, B, A, B, … between two different
+    calls: the proposal's A-B alternation tier (a model oscillating between two queries). Live: `--stop-rule`."""
 
     kind: Literal[RuleKind.ALTERNATION] = RuleKind.ALTERNATION
     """The rule."""
@@ -342,3 +364,20 @@ def parse_rules(spec: str) -> StopRule:
     if len({r.spec for r in rules}) < len(rules):
         raise StopRuleError(f"{shown}: a rule given twice (give it once)")
     return AnyOf(rules=rules)
+
+
+def parse_policy_file(text: str) -> tuple[StopRule, ...]:
+    """A policy file's policies: one spec a line; blank lines and `#` comments (whole lines or after a spec) are
+    skipped. StopRuleError names the first bad line (`line N: ...`), or says the file holds no policy."""
+    policies: list[StopRule] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        spec = line.split("#", 1)[0].strip()
+        if not spec:
+            continue
+        try:
+            policies.append(parse_rules(spec))
+        except StopRuleError as exc:
+            raise StopRuleError(f"line {number}: {exc}") from None
+    if not policies:
+        raise StopRuleError("no policy in it (one spec a line, e.g. no-gain:2 or repeat:k=3,w=10)")
+    return tuple(policies)

@@ -164,7 +164,7 @@ def pareto_png(result: CompareStops, title: str) -> bytes:
         x, y = p.tool_invocations_saved.mean or 0.0, p.recall_kept.mean or 0.0
         on = p.policy in result.pareto
         xerr = _err(p.tool_invocations_saved, x)
-        yerr = _err(p.recall_kept, y)
+        yerr = _err(p.recall_kept, y, rate=True)
         ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="D" if on else "o", ms=6 if on else 4, capsize=2,
                     color="tab:orange" if on else "tab:gray", alpha=1.0 if on else 0.6)  # fmt: skip
     front = sorted((p for p in shown if p.policy in result.pareto), key=lambda p: p.tool_invocations_saved.mean or 0)
@@ -187,7 +187,9 @@ def pareto_png(result: CompareStops, title: str) -> bytes:
     return buf.getvalue()
 
 
-def _err(iv: Interval, at: float) -> list[list[float]] | None:
+def _err(iv: Interval, at: float, *, rate: bool = False) -> list[list[float]] | None:
+    """Error bars from an interval (a rate's cut to [0, 1], as the table prints it)."""
     if iv.low is None or iv.high is None:
         return None
-    return [[max(at - iv.low, 0.0)], [max(iv.high - at, 0.0)]]
+    low, high = (max(iv.low, 0.0), min(iv.high, 1.0)) if rate else (iv.low, iv.high)
+    return [[max(at - low, 0.0)], [max(high - at, 0.0)]]

@@ -40,23 +40,17 @@ from runners.store.connection import connect
 from runners.store.whatif_runs import ReplayableRun, runs_of_label
 
 CASES = (
-    "diagnosable_late_settlement_cutoff_t2",
-    "diagnosable_late_visa_rate_limit_mall88",
-    "empty_logs_gateway_timeout_t1",
-    "duplicate_scopes_duplicate_then_evidence_risk_rule",
+    "tool_failures_failing_logs_retried_until_budget_t14",
     "duplicate_scopes_log_field_order_gateway_pool_t1",
     "multi_call_turns_parallel_model_within_tool_budget_t5",
-    "multi_call_turns_calls_after_stop_required_same_message_t5",
-    "multi_call_turns_three_calls_first_evidence_t5",
-    "protocol_violations_unknown_tool_corrected_then_saturated_t6_email",
-    "tool_failures_retry_same_scope_fails_again_t12_webhooks",
-    "tool_failures_failing_logs_retried_until_budget_t14",
     "budget_exhaustion_retrying_failed_log_scope_acme_pay",
-    "unsupported_conclusions_deploy_coincidence_t2",
+    "diagnosable_late_settlement_cutoff_t2",
     "generic_kb_refund_policy_gained_then_generic_northwind",
 )
-"""Cases on which every kind of rule cuts some run of every profile (an error cycle needs a failing backend, an
-alternation two calls asked in turn, a turn cap a Draft the SemanticGuard checks)."""
+"""The fewest cases on which every kind of rule cuts some run of every profile (an error cycle needs a failing
+backend, an alternation two calls asked in turn, a turn cap a Draft the SemanticGuard checks) and every way a cut can
+fall is met: unchanged, censored, STOP_REQUIRED with and without the Draft call, hard at a request, a model call or
+the guard's call, each with the verdict kept, lost or gained — as a wider set of fourteen cases met them."""
 
 POLICIES = {
     RuleKind.NO_GAIN: "no-gain:1",
