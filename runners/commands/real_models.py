@@ -94,7 +94,7 @@ def run(args: argparse.Namespace) -> int:
         recordings = find_recordings(args.cassettes)
     except RecordingError as exc:
         _fail(str(exc))
-    settings = {r.summary.model: _settings(r.summary.sweep_args, r.folder / "summary.json") for r in recordings}
+    settings = {r.summary.label: _settings(r.summary.sweep_args, r.folder / "summary.json") for r in recordings}
     with tempfile.TemporaryDirectory(prefix="hb-real-models-") as tmp:
         db = args.db if args.db is not None else Path(tmp) / "replay.duckdb"
         try:

@@ -24,6 +24,7 @@ from harness import RejectionReason
 from runners.decisions.funnel import FunnelStage, stage_of
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.splits import Split, split_of_cases
+from runners.plan.agent import AgentFramework
 from runners.store.diagnosis_reads import FunnelRow, GainTagRow
 from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow, read_recorded
 
@@ -145,6 +146,19 @@ class RecordedSummary(BaseModel):
     """Distinct cases run."""
     thresholds: tuple[ThresholdSummary, ...]
     """One entry per NO_GAIN threshold, ascending."""
+
+    @property
+    def agent(self) -> AgentFramework:
+        """The loop the sweep drove the model through (its `--agent`; the Harness's own loop when not given)."""
+        args = list(self.sweep_args)
+        given = args[args.index("--agent") + 1] if "--agent" in args[:-1] else AgentFramework.NATIVE.value
+        return AgentFramework(given)
+
+    @property
+    def label(self) -> str:
+        """The recording's name in a replay's database: the model, suffixed by the loop when it is not the Harness's
+        own (a model recorded through both loops is two recordings)."""
+        return self.model if self.agent is AgentFramework.NATIVE else f"{self.model}-{self.agent.value}"
 
 
 class RecordingCost(BaseModel):

@@ -19,11 +19,15 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from harness import ReleaseOutcome
 from runners.decisions.compare_stops import CompareStops
 from runners.decisions.funnel import FunnelStage
 from runners.decisions.gate import Verdict
+from runners.decisions.loop_comparison import LoopComparison, compare_loops
 from runners.decisions.real_models import RecordedSummary, summarize
+from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV
+from runners.plan.agent import AgentFramework
 from runners.rendering.safe_text import html, markdown, markdown_code
 from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
@@ -196,6 +200,8 @@ class RealModelsReport(BaseModel):
     """The recorded models, in registry order."""
     gates: tuple[GateLine, ...]
     """Each upgrade and its reverse."""
+    loops: tuple[LoopComparison, ...] = ()
+    """Per model recorded through both loops: the Harness at the gate's threshold against the plain loop."""
 
 
 # -- recordings -----------------------------------------------------------------------------------
@@ -215,10 +221,14 @@ def find_recordings(cassettes: Path) -> list[Recording]:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "the file"
             raise RecordingError(f"{path}: not a recorded summary ({where}: {first['msg']})") from None
-        if not LABEL_PATTERN.fullmatch(summary.model):  # it becomes the replay's label
-            raise RecordingError(f"{path}: model {summary.model!r} is not a usable label (letters, digits, '._-:/+@=')")
-        if any(r.summary.model == summary.model for r in found):
-            raise RecordingError(f"{path}: model {summary.model!r} is also the model of another summary")
+        try:
+            label = summary.label
+        except ValueError:
+            raise RecordingError(f"{path}: sweep_args name an --agent the bench does not have") from None
+        if not LABEL_PATTERN.fullmatch(label):  # it becomes the replay's label
+            raise RecordingError(f"{path}: recording {label!r} is not a usable label (letters, digits, '._-:/+@=')")
+        if any(r.summary.label == label for r in found):
+            raise RecordingError(f"{path}: recording {label!r} (model and loop) is also another summary's")
         found.append(Recording(folder=path.parent, summary=summary))
     if not found:
         raise RecordingError(f"--cassettes {cassettes}: no recordings (no <model>/summary.json in it)")
@@ -229,7 +239,7 @@ def replay(recording: Recording, db: Path) -> RecordedSummary:
     """Replay the recorded sweep offline (`--record-mode none`) into `db` under the model's name; its summary."""
     summary = recording.summary
     argv = [sys.executable, "-m", "runners.cli", "sweep", *summary.sweep_args, "--cassettes", str(recording.folder),
-            "--record-mode", "none", "--db", str(db), "--label", summary.model]  # fmt: skip
+            "--record-mode", "none", "--db", str(db), "--label", summary.label]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if k != DEFAULT_API_KEY_ENV}  # a replay needs no key: none is sent
     here = str(Path(__file__).resolve().parents[2])  # the replay runs this checkout's bench, whatever is installed
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, env.get("PYTHONPATH")) if p)
@@ -238,7 +248,7 @@ def replay(recording: Recording, db: Path) -> RecordedSummary:
         lines = [line for line in done.stderr.splitlines() if line.strip()] or [f"exit {done.returncode}"]
         raise RecordingError(f"{recording.folder / 'summary.json'}: its sweep did not replay ({lines[-1].strip()})")
     _check_cassettes_present(recording, db)
-    return summarize(summary.model, read_recorded(db, summary.model), summary.sweep_args)
+    return summarize(summary.model, read_recorded(db, summary.label), summary.sweep_args)
 
 
 _MISSED = re.compile(r"request not in cassette (?P<path>.+?) \(record mode")
@@ -248,7 +258,7 @@ _MISSED = re.compile(r"request not in cassette (?P<path>.+?) \(record mode")
 def _check_cassettes_present(recording: Recording, db: Path) -> None:
     """A replay whose case runs found no cassette file at all is a recording with its cassettes missing (a partial
     checkout, a deleted folder): said as such, not as the numbers that then differ from the summary."""
-    misses = cassette_misses(db, recording.summary.model)
+    misses = cassette_misses(db, recording.summary.label)
     absent = [m["path"] for e in misses.errors if (m := _MISSED.match(e)) and not Path(m["path"]).exists()]
     if absent:
         files = sorted(set(absent))
@@ -393,17 +403,19 @@ def build(
     """Replay every recording into `db`, check each against its summary; the report, or the mismatches."""
     mismatches: list[ReplayMismatch] = []
     replayed: dict[str, RecordedSummary] = {}
-    folders = {rec.summary.model: rec.folder.name for rec in recordings}
+    folders = {rec.summary.label: rec.folder.name for rec in recordings}
     for rec in recordings:
         got = replay(rec, db)
         diff = differences(rec.summary, got)
         if diff:
-            mismatches.append(ReplayMismatch(model=rec.summary.model, differences=tuple(diff)))
-        replayed[rec.summary.model] = got
+            mismatches.append(ReplayMismatch(model=rec.summary.label, differences=tuple(diff)))
+        replayed[rec.summary.label] = got
     if mismatches:
         return mismatches
     rank = {name: i for i, name in enumerate(order)}
-    names = sorted(replayed, key=lambda m: (rank.get(m, len(rank)), m))
+    names = sorted(
+        replayed, key=lambda m: (rank.get(replayed[m].model, len(rank)), replayed[m].agent.value != "native", m)
+    )
     reports = []
     for m in names:
         stops, problem = stop_rules(db, m)
@@ -411,8 +423,24 @@ def build(
                                    calls=native_and_text(db, m), recommended=recommended(db, m), stops=stops,
                                    stops_problem=problem))  # fmt: skip
     models = tuple(reports)
-    gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(list(order)))
-    return RealModelsReport(models=models, gates=gates)
+    # The gate compares models through the Harness's own loop: the registry's models that have such a recording.
+    natives = [m for m in order if m in replayed and replayed[m].agent is AgentFramework.NATIVE]
+    gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(natives))
+    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, list(replayed.values())))
+
+
+def loop_comparisons(db: Path, summaries: Sequence[RecordedSummary]) -> tuple[LoopComparison, ...]:
+    """The Harness against the plain loop, for every model recorded through both."""
+    expected = {c.id: c.expect.outcome is ReleaseOutcome.SUCCESS for c in load_cases([str(BUILTIN_DIR)])}
+    natives = {s.model: s for s in summaries if s.agent is AgentFramework.NATIVE}
+    out = []
+    for s in summaries:
+        native = natives.get(s.model)
+        if s.agent is not AgentFramework.PLAIN or native is None:
+            continue
+        harness_runs, plain_runs = read_recorded(db, native.label).runs, read_recorded(db, s.label).runs
+        out.append(compare_loops(s.model, harness_runs, plain_runs, expected, GATE_THRESHOLD))
+    return tuple(out)
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -476,7 +504,7 @@ def _verdict_rows(m: ModelReport) -> list[list[str]]:
 def _funnel(report: RealModelsReport) -> tuple[list[str], list[list[str]]]:
     """Runs expected to succeed, per model and threshold, by the stage where they fell out."""
     stages = [s.value for s in FunnelStage]
-    rows = [[m.summary.model, str(t.no_gain_threshold), str(sum(t.funnel.values())),
+    rows = [[m.summary.label, str(t.no_gain_threshold), str(sum(t.funnel.values())),
              *(str(t.funnel.get(s, 0)) for s in stages)]
             for m in report.models for t in m.summary.thresholds]  # fmt: skip
     return ["model", "NO_GAIN", "runs", *stages], rows
@@ -493,7 +521,7 @@ def _gain_rows(report: RealModelsReport) -> list[list[str]]:
             g = t.gain_tags
             total = g.gained_on_evidence + g.gained_on_nothing + g.no_gain_on_evidence + g.no_gain_on_nothing
             right = g.gained_on_evidence + g.no_gain_on_nothing
-            rows.append([m.summary.model, str(t.no_gain_threshold), str(g.gained_on_evidence),
+            rows.append([m.summary.label, str(t.no_gain_threshold), str(g.gained_on_evidence),
                          str(g.gained_on_nothing), str(g.no_gain_on_evidence), str(g.no_gain_on_nothing),
                          _pct(right, total) if total else "no tag judged"])  # fmt: skip
     return rows
@@ -505,7 +533,7 @@ def _families(report: RealModelsReport) -> tuple[list[str], list[list[str]]]:
     for m in report.models:
         for t in m.summary.thresholds:
             by = {f.family: f for f in t.families}
-            rows.append([m.summary.model, str(t.no_gain_threshold),
+            rows.append([m.summary.label, str(t.no_gain_threshold),
                          *(f"{by[n].passed}/{by[n].runs}" if n in by else "—" for n in names),
                          f"{t.passed}/{t.runs}"])  # fmt: skip
     return ["model", "NO_GAIN", *names, "all"], rows
@@ -535,15 +563,18 @@ GAIN_TEXT = (
 
 
 STOPS_TEXT = (
-    "Each stop policy applied to the model's runs at its highest recorded NO_GAIN threshold, exact up to the place it"
-    " would have stopped each run (a stop rule changes nothing the model saw before it), paired per case against the"
-    " runs as recorded; the NO_GAIN rows are the lower thresholds the recording also ran."
+    "Each stop policy applied to the model's runs (through the Harness: at its highest recorded NO_GAIN threshold),"
+    " exact up to the place it would have stopped each run (a stop rule changes nothing the model saw before it),"
+    " paired per case against the runs as recorded; the NO_GAIN rows are the lower thresholds the recording also ran"
+    " (the plain loop has no contract: its caps and loop detectors only)."
 )
 
 
 def _stops_title(m: ModelReport) -> str:
+    if m.summary.agent is AgentFramework.PLAIN:
+        return f"Which stop rule pays — {m.summary.label} (the plain loop)"
     top = max((t.no_gain_threshold for t in m.summary.thresholds), default=None)
-    return f"Which stop rule pays — {m.summary.model} at NO_GAIN {top}"
+    return f"Which stop rule pays — {m.summary.label} at NO_GAIN {top}"
 
 
 def stops_figures(report: RealModelsReport) -> dict[str, bytes]:
@@ -564,6 +595,36 @@ def _stops_lines(m: ModelReport) -> tuple[list[str], tuple[list[str], list[list[
     return [STOPS_TEXT + f" {recorded_line(m.stops)}.", LEGEND + ".", *notes], pareto_table(m.stops)
 
 
+LOOP_TEXT = (
+    "The same model, cases, tools and budgets through the Harness (at NO_GAIN threshold 2) and through the plain loop "
+    "(`--agent plain`: no envelope, no information-gain contract, no duplicate-scope rejection, no guards on what it "
+    "publishes), paired by case over the cases both ran: the difference is the plain loop's mean minus the Harness's, "
+    "with its 95% bootstrap interval over cases."
+)
+LOOP_HEADER = ["model", "measure", "cases", "Harness", "plain loop", "plain − Harness [95%]"]
+
+
+def _loop_number(name: str, value: float) -> str:
+    return f"{value:.0%}" if name.startswith(("recall", "honest")) else f"{value:,.1f}"
+
+
+def _loop_rows(report: RealModelsReport) -> list[list[str]]:
+    rows = []
+    for c in report.loops:
+        for m in c.metrics:
+            d = m.difference
+            pct = m.name.startswith(("recall", "honest"))
+            diff = (f"{d.value * 100:+.0f} pts [{d.low * 100:+.0f}, {d.high * 100:+.0f}]" if pct
+                    else f"{d.value:+,.1f} [{d.low:+,.1f}, {d.high:+,.1f}]")  # fmt: skip
+            rows.append([c.model, m.name, str(m.cases), _loop_number(m.name, m.harness),
+                         _loop_number(m.name, m.plain), diff])  # fmt: skip
+        rows.append([c.model, "FAILED releases", str(c.cases), str(c.harness_failed), str(c.plain_failed), "—"])
+        rows.append([c.model, "conclusions with rejected citations: blocked / published", str(c.cases),
+                     f"{c.harness_blocked} blocked", f"{c.plain_published_rejected} published", "—"])  # fmt: skip
+        rows.append([c.model, "protocol violations", str(c.cases), str(c.harness_violations), "— (no protocol)", "—"])
+    return rows
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
     lines = ["| " + " | ".join(markdown(h) for h in header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(markdown(c) for c in row) + " |" for row in rows]
@@ -576,7 +637,7 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
              " and checked against each `summary.json`).", "", "## Pass rate per family", ""]  # fmt: skip
     lines += _md_table(*_families(report))
     for m in report.models:
-        lines += ["", f"## {markdown(m.summary.model)}", "",
+        lines += ["", f"## {markdown(m.summary.label)}", "",
                   f"Recorded with: {markdown(_settings_text(m.settings))}.", "",
                   f"Replay: {markdown_code(_replay_command(m))}.", ""]  # fmt: skip
         lines += _md_table(HARNESS_HEADER, _harness_rows(m))
@@ -596,15 +657,24 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
     lines += _md_table(*_funnel(report))
     lines += ["", "## Gain tags", "", GAIN_TEXT, ""]
     lines += _md_table(GAIN_HEADER, _gain_rows(report))
+    if report.loops:
+        lines += ["", "## The Harness against a plain loop", "", LOOP_TEXT, ""]
+        lines += _md_table(LOOP_HEADER, _loop_rows(report))
     lines += ["", "## Gate", ""]
     lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def _replay_command(m: ModelReport) -> str:
-    """The offline replay of a model's sweep, as docs/real-models.md shows it."""
-    args = [*m.summary.sweep_args, "--cassettes", f"cassettes/{m.folder}", "--record-mode", "none"]
-    return "harness-bench sweep " + " ".join(shlex.quote(a) for a in args)
+    """The offline replay of a model's sweep, as docs/real-models.md shows it; a long list of cases is named, not
+    spelled out (it is in `summary.json`'s `sweep_args`)."""
+    given = list(m.summary.sweep_args)
+    cases = [given[i + 1] for i, a in enumerate(given[:-1]) if a == "--case"]
+    rest = [a for i, a in enumerate(given) if a != "--case" and (i == 0 or given[i - 1] != "--case")]
+    shown = [a for c in cases for a in ("--case", c)] if len(cases) <= 5 else ["--case", "…"]
+    args = [*shown, *rest, "--cassettes", f"cassettes/{m.folder}", "--record-mode", "none"]
+    text = "harness-bench sweep " + " ".join(a if a == "…" else shlex.quote(a) for a in args)
+    return text if len(cases) <= 5 else f"{text} (the {len(cases)} cases: summary.json's sweep_args)"
 
 
 def _cell(text: str) -> str:
@@ -635,7 +705,7 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
              _html_table(*_families(report))]  # fmt: skip
     for m in report.models:
         verdict = m.recommended.threshold
-        parts += [f"<h2>{html(m.summary.model)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
+        parts += [f"<h2>{html(m.summary.label)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
                   f"<p>Replay: <code>{html(_replay_command(m))}</code>.</p>",
                   _html_table(HARNESS_HEADER, _harness_rows(m)), "<p>Verdicts and guards:</p>",
                   _html_table(VERDICT_HEADER, _verdict_rows(m)),
@@ -657,6 +727,9 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
         f"<p>{html(GAIN_TEXT)}</p>",
         _html_table(GAIN_HEADER, _gain_rows(report)),
     ]
+    if report.loops:
+        parts += ["<h2>The Harness against a plain loop</h2>", f"<p>{html(LOOP_TEXT)}</p>",
+                  _html_table(LOOP_HEADER, _loop_rows(report))]  # fmt: skip
     parts.append("<h2>Gate</h2><ul>")
     for g in report.gates:
         cls = " class='loud'" if g.downgrade_passed else ""

@@ -5,8 +5,9 @@ The plain loop calls the same model with the same tools and the same budgets (mo
 deadline; retries as the Harness's), and nothing else: no envelope (the tools take their business input as it is),
 no information-gain contract (no GAINED / NO_GAIN, no threshold, no STOP_REQUIRED), no duplicate-scope rejection (a
 repeated query runs again), no guards on what it publishes. Its answer is the model's: a Draft with a conclusion is
-published as SUCCESS, a Draft without one as a FALLBACK (INSUFFICIENT_EVIDENCE when a tool returned records,
-MISSING_REQUIRED_CONTEXT when none did), anything else (a budget, an invalid final message, a failed call) is FAILED —
+published as SUCCESS, a Draft without one as the Harness's Release would name it (FALLBACK/INSUFFICIENT_EVIDENCE when a
+call completed, an empty result included; FALLBACK/MISSING_REQUIRED_CONTEXT when none did and the Draft says what
+context is missing; else FAILED), anything else (a budget, an invalid final message, a failed call) is FAILED —
 as peers raise on a limit. EvidenceGuard is run on a published conclusion, to count what the Harness would have
 blocked, and changes nothing. Optionally a loop detector (`--stop-rule`, the run's request checks) stops it as a
 limit does; it watches the calls the loop runs (an unknown tool or bad input is answered with an error, as peers do,
@@ -38,7 +39,6 @@ from harness import (
     DraftReceived,
     EvidenceCheck,
     EvidenceChecked,
-    EvidenceStatus,
     FallbackKind,
     InvocationStatus,
     ModelCallFailed,
@@ -244,11 +244,16 @@ class PlainLoop:
             ctx.trace.emit(EvidenceChecked(verdict=checked, detail=problems))
             why = "published unguarded" + ("" if verdict.passed else " (EvidenceGuard would have rejected it)")
             return _released(ctx, ReleaseDecision(ReleaseOutcome.SUCCESS, None, stop_reason, draft, None, None, why))
-        found = any(isinstance(e, ToolInvocation) and e.evidence_status is EvidenceStatus.EVIDENCE
-                    for e in ctx.trace.events)  # fmt: skip
-        kind = FallbackKind.INSUFFICIENT_EVIDENCE if found else FallbackKind.MISSING_REQUIRED_CONTEXT
-        return _released(ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, kind, stop_reason, None, None, None,
-                                              "the model reported no conclusion"))  # fmt: skip
+        # The fallback's kind follows the Harness's Release, so the two loops differ by the protocol and not by how a
+        # fallback is named: something was checked (a completed call, empty results too) -> INSUFFICIENT_EVIDENCE;
+        # nothing checked but context declared missing -> MISSING_REQUIRED_CONTEXT; neither -> FAILED.
+        checked_any = any(isinstance(e, ToolInvocation) and e.invocation_status is InvocationStatus.COMPLETED
+                          for e in ctx.trace.events)  # fmt: skip
+        why = "the model reported no conclusion"
+        if checked_any or draft.missing_info:
+            kind = FallbackKind.INSUFFICIENT_EVIDENCE if checked_any else FallbackKind.MISSING_REQUIRED_CONTEXT
+            return _released(ctx, ReleaseDecision(ReleaseOutcome.FALLBACK, kind, stop_reason, None, None, None, why))
+        return _released(ctx, ReleaseDecision(ReleaseOutcome.FAILED, None, stop_reason, None, None, None, why))
 
 
 plain_loop = PlainLoop()

@@ -38,13 +38,15 @@ def _cases() -> list[str]:
 
 def _sweep_args(model: str, cases: list[str], extra: tuple[str, ...] = ()) -> list[str]:
     args = [a for c in cases for a in ("--case", c)]
-    return [*args, "--model", PROFILES[model], "--no-gain-threshold", THRESHOLDS[model], "--epochs", "1",
+    thresholds = "2" if "plain" in extra else THRESHOLDS[model]  # the plain loop has no threshold to sweep
+    return [*args, "--model", PROFILES[model], "--no-gain-threshold", thresholds, "--epochs", "1",
             "--api-key-env", "HB_REAL_KEY", *extra]  # fmt: skip
 
 
-def _record(root: Path, model: str, cases: list[str], base_url: str, extra: tuple[str, ...] = ()) -> None:
-    folder = root / model
-    db = root.parent / f"{model}.duckdb"
+def _record(root: Path, model: str, cases: list[str], base_url: str, extra: tuple[str, ...] = (),
+            folder_name: str | None = None) -> None:  # fmt: skip
+    folder = root / (folder_name or model)
+    db = root.parent / f"{folder.name}.duckdb"
     flags = _sweep_args(model, cases, extra)
     code = main(["sweep", *flags, "--base-url", base_url, "--cassettes", str(folder), "--record-mode",
                  "new_episodes", "--db", str(db), "--label", "rec"])  # fmt: skip
@@ -65,6 +67,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
         with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model) as sim:
             _record(root, SMALL, cases, sim.base_url)
             _record(root, LARGE, cases, sim.base_url)
+            _record(root, LARGE, cases[:6], sim.base_url, ("--agent", "plain"), folder_name=f"{LARGE}-plain")
     finally:
         mp.undo()
     return root
@@ -102,7 +105,24 @@ def test_the_report_is_written_from_the_replay(report: tuple[Path, Path, int]) -
     con = duckdb.connect(str(db), read_only=True)
     labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
     con.close()
-    assert labels == {SMALL, LARGE}
+    assert labels == {SMALL, LARGE, f"{LARGE}-plain"}
+
+
+def test_each_model_says_which_stop_rule_pays(report: tuple[Path, Path, int]) -> None:
+    """Per recording: compare-stops' Pareto table on its runs at its highest threshold (the lower one it ran is a
+    NO_GAIN row), its plot beside the report and inside the page; the plain loop's caps and detectors only."""
+    out, _, _ = report
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    for label, title, contract in ((SMALL, f"{SMALL} at NO_GAIN 2", True), (LARGE, f"{LARGE} at NO_GAIN 2", True),
+                                   (f"{LARGE}-plain", f"{LARGE}-plain (the plain loop)", False)):  # fmt: skip
+        section = md.split(f"### Which stop rule pays — {title}")[1].split("\n## ")[0]
+        assert "| policy | runs cut |" in section and "tool-cap:4" in section and "repeat:k=3,w=10" in section
+        assert ("| no-gain:2 |" in section) is contract and ("| no-gain:1 |" in section) is contract, label
+        assert f"(stop-rules-{label}.png)" in section
+        assert (out / f"stop-rules-{label}.png").read_bytes().startswith(b"\x89PNG")
+        assert f"Which stop rule pays — {title}" in html
+    assert html.count("<img style='max-width:100%' alt='Which stop rule pays") == 3
 
 
 def _db(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
@@ -118,7 +138,8 @@ def test_the_family_table_equals_the_database(report: tuple[Path, Path, int]) ->
     md = (out / "report.md").read_text()
     rows = _db(db, "SELECT label, no_gain_threshold, family, count(*) FILTER (WHERE passed), count(*) FROM case_runs"
                    " GROUP BY ALL")  # fmt: skip
-    assert len(rows) == 3 * 3  # two thresholds of one model, one of the other, three families
+    # two thresholds of one model, one of the other, three families; the plain loop's one diagnosable row
+    assert len(rows) == 3 * 3 + 1
     header = next(line for line in md.splitlines() if line.startswith("| model |"))
     families = [c.strip().replace("\\_", "_") for c in header.strip("|").split("|")][2:-1]
     for label, threshold, family, passed, runs in rows:
@@ -159,14 +180,31 @@ def test_recommend_and_the_gate_are_in_the_report(report: tuple[Path, Path, int]
     assert "**Recommend:**" in large and "Resolution:" in large
     gate = md.split("## Gate\n", 1)[1]
     lines = [ln for ln in gate.splitlines() if ln.startswith("- ")]
-    assert len(lines) == 4
+    assert len(lines) == 2  # only recorded models are paired, and only through the Harness's own loop
     assert lines[0].startswith(f"- {SMALL} → {LARGE} (upgrade), 12 common cases at NO_GAIN 2, k=1: ")
     down = lines[1]
     assert down.startswith(f"- {LARGE} → {SMALL} (downgrade), 12 common cases")
     assert ": REGRESSION, MDE " in down or ": INCONCLUSIVE, MDE " in down
     assert "PASS" not in down.split("MDE", 1)[0]
-    assert lines[2] == f"- {LARGE} → qwen2.5-coder-1.5b (upgrade): skipped: qwen2.5-coder-1.5b not recorded"
-    assert lines[3].startswith(f"- qwen2.5-coder-1.5b → {LARGE} (downgrade): skipped")
+    assert "qwen2.5-coder-1.5b" not in gate and "plain" not in gate
+
+
+def test_a_model_recorded_through_the_plain_loop_is_its_own_recording_and_compared(
+    report: tuple[Path, Path, int],
+) -> None:
+    """The plain loop's recording of a model is a recording of its own (label MODEL-plain), never gated, and compared
+    with the Harness's runs of the same model, paired over the cases both ran."""
+    out, db, _ = report
+    md = (out / "report.md").read_text()
+    assert f"## {LARGE}-plain\n" in md
+    loops = md.split("## The Harness against a plain loop\n", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in loops.splitlines() if ln.startswith(f"| {LARGE} |")]
+    by = {r.split(" | ")[1]: r.split(" | ") for r in rows}
+    assert by["tokens per run"][2] == "6"  # the cases both loops ran
+    assert "recall (SUCCESS with the root cause)" in by and "protocol violations" in by
+    with duckdb.connect(str(db), read_only=True) as con:
+        labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
+    assert labels == {SMALL, LARGE, f"{LARGE}-plain"}
 
 
 def test_the_gate_verdict_is_the_gate_command_s(report: tuple[Path, Path, int], capsys: pytest.CaptureFixture[str],

@@ -55,6 +55,21 @@ def test_a_fabricated_citation_is_published_and_evidenceguard_says_it_would_have
     assert not plain.passed, "the outcome verdict still judges what was published"
 
 
+@pytest.mark.parametrize("family", ["empty_logs", "missing_context", "generic_kb"])
+def test_a_fallback_is_named_as_the_harness_names_it(cases: dict[str, EvalCase], family: str) -> None:
+    """The loops differ by the protocol, not by how a fallback is named: where both end without a conclusion, the
+    plain loop's fallback kind is the Harness's (empty results checked are INSUFFICIENT_EVIDENCE, as the Release
+    says), so a difference in the honest-fallback rate is the protocol's, never the naming's."""
+    compared = 0
+    for case in (c for c in cases.values() if c.family.value == family):
+        harnessed, plain = run_case(case), run_case(case, loop=plain_loop, judge_invariants=False)
+        h, p = harnessed.result.decision, plain.result.decision
+        if h.outcome is ReleaseOutcome.FALLBACK and p.outcome is ReleaseOutcome.FALLBACK:
+            assert p.fallback_kind is h.fallback_kind, case.id
+            compared += 1
+    assert compared >= 2, f"only {compared} {family} cases ended in a fallback through both loops"
+
+
 def test_a_budget_ends_the_plain_loop_without_an_answer(cases: dict[str, EvalCase]) -> None:
     case = cases["diagnosable_duplicate_settlement_batch_rerun_shop42"]
     run = run_case(case, loop=plain_loop, config=HarnessConfig(max_tool_invocations=1), judge_invariants=False)
