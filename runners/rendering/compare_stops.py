@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import io
 
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -124,8 +125,37 @@ def _cut_points(p: PolicyResult) -> Table | None:
     return table
 
 
+class _Fitting:
+    """The table where the terminal is wide enough for every column of it, else one block of lines per policy (a
+    squeezed table would drop the policy's name before any number)."""
+
+    def __init__(self, table: Table, blocks: RenderableType) -> None:
+        self.table, self.blocks = table, blocks
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        natural = Measurement.get(console, options.update(width=10_000), self.table).maximum
+        yield self.table if natural <= options.max_width else self.blocks
+
+
+def _blocks(title: str, result: CompareStops) -> RenderableType:
+    """Each policy as three lines: the runs cut (and where) and censored, the verdicts kept, the savings."""
+    lines: list[RenderableType] = [Text(title)]
+    for p in result.policies:
+        tools, calls, tokens = _saved(p, " ")
+        mark = " ◆" if p.policy in result.pareto else ""
+        where = _where(p, ", ")
+        after = f" (after {where})" if where else ""
+        lines.append(Text.assemble((p.policy, "bold"), f"  cut {p.runs_cut}/{p.run_count}{after} · censored"
+                                   f" {p.runs_censored}{mark}"))  # fmt: skip
+        lines.append(Text(f"  recall kept {_rate(p.recall_kept, p.recall_at_most, p.success_cases, ' ')} · honest"
+                          f" kept {_rate(p.honest_kept, p.honest_at_most, p.fallback_cases, ' ')}"))  # fmt: skip
+        lines.append(Text(f"  saved per run: tool calls {tools} · model calls {calls} · tokens {tokens}"))
+    return Group(*lines)
+
+
 def render(title: str, result: CompareStops, *, cut_points: bool = False) -> RenderableType:
-    """The terminal table: one row per policy, the notes under it (`cut_points`: every cut run too)."""
+    """The terminal table: one row per policy (one block per policy on a terminal too narrow for it), the notes
+    under it (`cut_points`: every cut run too)."""
     summary = _table(title)
     for head in ("policy", "cut", "cens", "recall\nkept", "honest\nkept", "tool calls\nsaved", "model calls\nsaved",
                  "tokens\nsaved", "where", ""):  # fmt: skip
@@ -139,7 +169,7 @@ def render(title: str, result: CompareStops, *, cut_points: bool = False) -> Ren
                         _rate(p.recall_kept, p.recall_at_most, p.success_cases, "\n"),
                         _rate(p.honest_kept, p.honest_at_most, p.fallback_cases, "\n"), tools, calls, tokens,
                         _where(p, "\n"), "◆" if p.policy in result.pareto else "")  # fmt: skip
-    parts: list[RenderableType] = [summary, Text(recorded_line(result), style="dim")]
+    parts: list[RenderableType] = [_Fitting(summary, _blocks(title, result)), Text(recorded_line(result), style="dim")]
     changed = [line for line in (_tally_line(p) for p in result.policies) if line]
     if changed:
         parts.append(Text("verdicts under the policy — " + "; ".join(changed), style="dim"))

@@ -5,6 +5,7 @@ NO_GAIN rows equal the lower thresholds the recording ran."""
 
 from __future__ import annotations
 
+import io
 import json
 import shutil
 from pathlib import Path
@@ -75,6 +76,28 @@ def test_the_table_the_json_and_the_plot(swept: Path, tmp_path: Path, capsys: py
     assert baseline["predicted"]["tool_invocations"] == recorded
     assert lowest["predicted"]["tool_invocations"] < recorded
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("width", [60, 200])
+def test_every_policy_is_named_at_any_terminal_width(swept: Path, width: int) -> None:
+    """A terminal too narrow for the table gets one block per policy: the numbers never squeeze the name out."""
+    from rich.console import Console
+
+    from runners.rendering.compare_stops import render
+
+    con = connect(swept, read_only=True)
+    try:
+        runs = runs_of_label(con, str(swept), "w")
+    finally:
+        con.close()
+    result = compare_stops(with_alternatives(runs), [parse_rules(p) for p in POLICIES[1:]])
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(render("stop rules", result))
+    text = console.export_text()
+    for spec in POLICIES[1:]:
+        assert spec in text, (width, text)
+    assert ("recall kept 0." in text) is (width < 100)
+    assert max(len(line) for line in text.splitlines()) <= width
 
 
 def test_policies_from_a_file(swept: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

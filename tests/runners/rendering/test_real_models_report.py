@@ -314,7 +314,9 @@ def test_hostile_text_in_the_flags_is_escaped(recorded: Path, tmp_path: Path, ca
     assert code == 0, err
     page = (tmp_path / "out" / "report.html").read_text()
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;|*x*\\u202e" in page
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;|*x*\\u202e" in page
+    assert all(tag.startswith("<img style='max-width:100%' alt='Which stop rule pays") for tag in
+               re.findall(r"<img[^>]{0,80}", page)), "the only images are the report's own plots"  # fmt: skip
     assert "\u202e" not in md and "\u202e" not in page
     settings = next(ln for ln in md.splitlines() if ln.startswith("Recorded with: --model openai:") and "img" in ln)
     assert "\\<img src=x onerror=alert(1)\\>\\|\\*x\\*\\\\u202e" in settings
