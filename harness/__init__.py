@@ -69,6 +69,7 @@ from harness.models.base import (
 from harness.observation import Observation, project_result
 from harness.prompts import AGENT_MARKER, DEFAULT_SYSTEM_PROMPT, DiagnosisTask, TaskContext, render_task, system_prompt
 from harness.release import Fallback, ReleaseDecision
+from harness.request_checks import RequestCheck, SeenRequest
 from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, call_model
 from harness.scope import normalize_timestamp
 from harness.semantic_guard import GUARD_MARKER
@@ -234,12 +235,14 @@ __all__ = [
     "ReleaseOutcome",
     "Released",
     "Relevance",
+    "RequestCheck",
     "RetriesCutByBudget",
     "RunContext",
     "RunLimits",
     "RunResult",
     "RunStarted",
     "SchemaMode",
+    "SeenRequest",
     "SemanticVerdict",
     "SpanRecorder",
     "StopReason",

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from harness.canonical_store import CanonicalStore, Clock
 from harness.config import HarnessConfig
 from harness.contracts import BudgetKind
+from harness.request_checks import RequestCheck, SeenRequest
 from harness.trace import BudgetExhausted, Trace
 from harness.tracker import DiagnosisProgressTracker
 from harness.transcript import Transcript
@@ -111,6 +113,10 @@ class RunContext:
     """How the deadline is read (live: the monotonic clock)."""
     transcript: Transcript = field(default_factory=Transcript)
     """What was sent to the model and what it answered (recorded at the model-call boundary)."""
+    request_checks: tuple[RequestCheck, ...] = ()
+    """Stop rules consulted before each tool request is admitted (`harness.request_checks`; none by default)."""
+    seen_requests: list[SeenRequest] = field(default_factory=list)
+    """The tool requests the checks have seen, in order (kept only when there are checks)."""
 
     @classmethod
     def create(
@@ -121,10 +127,12 @@ class RunContext:
         clock: Clock = time.monotonic,
         cancellation: CancellationToken | None = None,
         deadline_clock: DeadlineClock | None = None,
+        request_checks: Sequence[RequestCheck] = (),
     ) -> RunContext:
         """A fresh context with its own tracker, store and trace (`cancellation`: a token shared with
         the caller, e.g. the bench's one flag for Ctrl-C/SIGTERM; default: the run's own;
-        `deadline_clock`: how the deadline is read, default the monotonic clock)."""
+        `deadline_clock`: how the deadline is read, default the monotonic clock; `request_checks`: stop rules
+        consulted before each tool request, `harness.request_checks`)."""
         cfg = config or HarnessConfig()
         now = time.monotonic()
         return cls(
@@ -137,6 +145,7 @@ class RunContext:
             trace=Trace(),
             cancellation=cancellation or CancellationToken(),
             deadline_clock=deadline_clock or MonotonicDeadline(),
+            request_checks=tuple(request_checks),
         )
 
     def remaining_seconds(self) -> float:
@@ -169,6 +178,27 @@ class RunContext:
         if self.config.max_run_observation_bytes - self.usage.observation_bytes < MIN_OBSERVATION_BYTES:
             return BudgetKind.OBSERVATION_BYTES
         return None
+
+    def check_request(self, tool_call_id: str, tool: str, scope: str | None) -> str | None:
+        """Consult the request checks on a request about to be decided: the first one's reason to stop, or None
+        (the request is then remembered for the next ones). Without checks: None, nothing kept."""
+        if not self.request_checks:
+            return None
+        request = SeenRequest(tool_call_id, tool, scope)
+        seen = tuple(self.seen_requests)
+        for check in self.request_checks:
+            why = check.stop_before(seen, request)
+            if why is not None:
+                return why
+        self.seen_requests.append(request)
+        return None
+
+    def request_failed(self, tool_call_id: str) -> None:
+        """The backend call of a seen request failed (an error cycle watches for that)."""
+        for i in range(len(self.seen_requests) - 1, -1, -1):
+            if self.seen_requests[i].tool_call_id == tool_call_id:
+                self.seen_requests[i] = replace(self.seen_requests[i], failed=True)
+                return
 
     def record_budget_stop(
         self, budget: BudgetKind, detail: str | None = None, tool_call_id: str | None = None

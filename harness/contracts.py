@@ -114,6 +114,9 @@ class RejectionReason(StrEnum):
     AWAITING_EVALUATION = "AWAITING_EVALUATION"
     """Queued in the same assistant turn behind a call whose result became pending: not executed, not a
     violation (the model could not have evaluated a result it had not seen), no gain, no budget."""
+    STOP_RULE = "STOP_RULE"
+    """A request check (a loop detector the run was given, `harness.request_checks`) stopped the run at it: not
+    executed, the run ends as at a budget."""
 
 
 class BudgetKind(StrEnum):
@@ -124,6 +127,8 @@ class BudgetKind(StrEnum):
     TOKENS = "TOKENS"
     OBSERVATION_BYTES = "OBSERVATION_BYTES"
     DEADLINE = "DEADLINE"
+    STOP_RULE = "STOP_RULE"
+    """A request check (a loop detector the run was given) said to stop; its reason is the stop's detail."""
 
 
 class SchemaMode(StrEnum):

@@ -1,7 +1,8 @@
 """HarnessToolInterceptor: the only way a model's tool request reaches a backend.
 
-Order (docs/architecture.md §4.2): envelope validation → gain application → duplicate-scope rejection
-→ saturation and budget gate → business tool → canonical record → bounded observation.
+Order (docs/architecture.md §4.2): envelope validation → the run's request checks, if any
+(`harness.request_checks`) → gain application → duplicate-scope rejection → saturation and budget gate → business
+tool → canonical record → bounded observation.
 """
 
 from __future__ import annotations
@@ -191,6 +192,11 @@ class HarnessToolInterceptor:
                 scope = tool.normalize_scope(parsed)
             except ToolInputError as exc:
                 input_problem = Violation(ViolationKind.INVALID_INPUT, str(exc))
+        why = ctx.check_request(call.id, call.name[:100], scope)
+        if why is not None:  # a request check's reason: the Harness stops the run here, as at a budget
+            self._reject(call, scope, RejectionReason.STOP_RULE, None)
+            ctx.record_budget_stop(BudgetKind.STOP_RULE, why[:300], tool_call_id=call.id)
+            raise BudgetLimitReached(BudgetKind.STOP_RULE)
         admission = ctx.tracker.admit(
             call.id,
             call.name if tool is not None else None,
@@ -277,6 +283,7 @@ class HarnessToolInterceptor:
                 status=InvocationStatus.FAILED, result=None, error=message, started_at=started,
             )  # fmt: skip
             ctx.tracker.complete(call.id, call.name, scope, None, turn=turn)
+            ctx.request_failed(call.id)
             observation = obs.failed(call.id, call.name, message, ctx.result_observation_cap())
             ctx.trace.emit(ToolInvocation(
                 tool_call_id=call.id, tool=call.name, scope=scope, invocation_status=InvocationStatus.FAILED,

@@ -20,6 +20,7 @@ from harness import __version__
 from runners.commands import (
     capture,
     cases,
+    compare_stops,
     gate,
     import_traces,
     merge,
@@ -72,8 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, gate, report, real_models, merge,
-                    migrate, transcripts, schema):  # fmt: skip
+    for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, compare_stops, gate, report,
+                    real_models, merge, migrate, transcripts, schema):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     capture.register(sub)
     import_traces.register(sub)

@@ -37,6 +37,7 @@ SLOW_MODULES: tuple[str, ...] = (
     "test_process_executor.py", "test_evalset_stream.py", "test_full_disk.py", "test_bad_flags.py",
     "test_real_models_report.py", "test_calibration.py", "test_cassettes.py", "test_live_llm.py",
     "test_transcripts.py", "test_power.py", "test_otel_import.py", "test_recommend.py", "test_whatif.py",
+    "test_compare_stops_live.py", "test_compare_stops_command.py",
     "test_agent_equivalence.py", "test_readme_commands.py",
     "test_report.py", "test_reliability.py", "test_serve_model.py", "test_preflight.py", "test_real_models.py",
     "test_cassette_faults.py", "test_tables.py", "test_deadline_replay.py", "test_secrets.py", "test_input_bounds.py",

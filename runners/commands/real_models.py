@@ -43,7 +43,8 @@ def register(sub: Any) -> None:
              "Replays each cassettes/<model>/summary.json's sweep offline (--record-mode none, no server, no key)"
              " into one database (label = the model), checks it yields the committed summary (exit 1 naming the"
              " differing numbers), then writes OUT/report.md and OUT/report.html: pass rates per family, what the"
-             " Harness did, recommend per model and the gate on each upgrade and downgrade at NO_GAIN threshold 2."
+             " Harness did, recommend per model, which stop rule pays per model (compare-stops' table and plot,"
+             " OUT/stop-rules-<model>.png) and the gate on each upgrade and downgrade at NO_GAIN threshold 2."
              " Exit 0 written, 1 a replay differs from its summary, 2 unusable input.")  # fmt: skip
     _RealModelsFlags.add_flags(p, "real-models")
     p.set_defaults(func=run)
@@ -81,8 +82,9 @@ def run(args: argparse.Namespace) -> int:
         find_recordings,
         render_html,
         render_markdown,
+        stops_figures,
     )
-    from runners.store._files import write_text
+    from runners.store._files import write_bytes, write_text
 
     flags = _RealModelsFlags.from_args(args, "real-models")
     if flags.out.exists() and not flags.out.is_dir():
@@ -116,8 +118,13 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_REGRESSION
     command = "harness-bench real-models" + ("" if flags.cassettes == Path("cassettes") else f" --cassettes"
                                              f" {flags.cassettes}")  # fmt: skip
+    figures = stops_figures(built)
+    pngs = {flags.out / name: png for name, png in figures.items()}
+    _check_outputs([NamedPath("--out", p) for p in (*pngs, md_path, html_path)], inputs)  # names known only now
+    for path, png in pngs.items():
+        write_bytes(NamedPath("--out", path), png)
     write_text(NamedPath("--out", md_path), render_markdown(built, command))
-    write_text(NamedPath("--out", html_path), render_html(built, command))
+    write_text(NamedPath("--out", html_path), render_html(built, command, figures))
     for gate in built.gates:
         if gate.downgrade_passed:
             _say(f"warning: the downgrade {gate.baseline} → {gate.candidate} PASSED the gate", stderr=True)

@@ -2,28 +2,38 @@
 against the runs as recorded.
 
 A stop rule only stops a run; it never changes what the model saw before the stop. So up to the first place a policy
-would stop a stored run, the run is the recorded run, and everything before that place is known exactly:
+would stop a stored run, the run is the recorded run, and everything before that place is known exactly. Walking the
+recorded events in order, as the live Harness decides them (runners/domain/stop_rules.py says what each rule does):
 
-- a cap or a loop detector (runners/domain/stop_rules.py) stops the run as a budget does: the request (or model
-  call) it fires on does not run, no further model call is made, and what is published follows from what the run had
-  at the cut — a FALLBACK (INSUFFICIENT_EVIDENCE) when a call completed before it, else FAILED; a plain-loop run
-  (`--agent plain`) publishes nothing on a limit: FAILED. These cuts are exact, savings and outcome alike;
+- a cap or a loop detector stops the run as a budget does (HARD): the request (or model call) it fires on does not
+  run, no further model call is made, and what is published follows from what the run had at the cut — a FALLBACK
+  (INSUFFICIENT_EVIDENCE) when a call completed before it, else FAILED; a plain-loop run (`--agent plain`) publishes
+  FAILED on a limit. These cuts are exact, savings and outcome alike. A turn or token cap that leaves the diagnosis
+  alone but leaves no room for the SemanticGuard's call (live, the guard counts against the same budgets) turns a
+  Draft into that same fallback: a cut at the guard's call, with nothing saved but the outcome changed;
 - the contract's `no-gain:T` delivers STOP_REQUIRED earlier (the what-if's replay through the real tracker,
   runners/decisions/whatif.py): the model gets one call for its Draft, whose content, tokens and outcome were never
-  recorded (UNKNOWN); a published conclusion citing a record obtained after the cut is AT_RISK;
+  recorded (UNKNOWN; AT_RISK when the published Draft cites a record obtained after the cut) — unless the policy's
+  caps or the recorded budgets leave no room for that call: then no Draft, and the outcome is the hard cut's;
 - nothing fires before the run's recorded end: UNCHANGED;
-- the recorded run was stopped by the contract (STOP_REQUIRED) where the policy would have let it go on (a policy
-  without `no-gain`, or with a higher threshold): CENSORED — what it would have done next was never recorded.
+- the recorded run was stopped where the policy would have let it go on — by the contract's INFORMATION_SATURATED (a
+  policy without `no-gain`, or with a higher threshold), or by a live stop rule the policy does not fire at: CENSORED
+  — what it would have done next was never recorded.
 
-The recorded budgets hold under every policy (they are the last line of defence whatever the stop rule). The case is
-the unit: per case the runs' (epochs') effects are averaged, and intervals are 95% t intervals over cases.
+At one request the rules are decided in the live order: the token budget (a turn whose answer used the tokens up runs
+none of its calls), the loop detectors (request checks, before admission), the contract's admission (a STOP_REQUIRED
+that refuses the request), the tool budget; a STOP_REQUIRED delivered by the request's own result comes after it ran.
+
+The recorded budgets hold under every policy (they are the last line of defence whatever the stop rule); so does the
+protocol-violation threshold (a policy without `no-gain` turns the information-gain contract off, not the envelope).
+The case is the unit: per case the runs' (epochs') effects are averaged, and intervals are 95% t intervals over
+cases.
 
 Pure: stored runs in (`runners.store.whatif_runs`), typed results out; no I/O.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -32,29 +42,40 @@ from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
 from harness import (
+    BudgetExhausted,
+    BudgetKind,
+    CollectionStopped,
+    DraftReceived,
     InvocationStatus,
     ModelCall,
     ModelPurpose,
+    Released,
     ReleaseOutcome,
+    SeenRequest,
+    StopReason,
     StopRequiredDelivered,
     ToolInvocation,
     ToolRequestRejected,
     TraceEvent,
 )
 from runners.decisions.whatif import ConclusionRisk, Counts, RunStatus, recorded_counts, replay_run
-from runners.domain.stop_rules import CallRule, NoGain, Request, RequestRule, StopRule, TokenCap, ToolCap
+from runners.domain.stop_rules import StopRule, parse_rules
 from runners.store.whatif_runs import ReplayableRun
 
 __all__ = [
+    "CONFIDENCE",
     "NOTES",
     "CompareStops",
+    "CutAt",
     "CutKind",
     "Effect",
     "Interval",
     "PolicyResult",
     "RunUnderPolicy",
     "StopCut",
+    "CompareStopsInputError",
     "compare_stops",
+    "default_policies",
     "run_under",
 ]
 
@@ -63,14 +84,22 @@ CONFIDENCE = 0.95
 
 NOTES = (
     "exact up to the cut: a stop rule changes nothing the model saw before it",
-    "a cap or loop detector ends the run there (no further model call): its outcome and savings are exact",
+    "a cap or loop detector ends the run there (no further model call): its outcome and savings are exact; a turn"
+    " or token cap that leaves no room for the SemanticGuard's call turns the Draft into a fallback (saves nothing)",
     "no-gain: the model writes its Draft after the earlier STOP_REQUIRED; that Draft, its tokens and its outcome"
     " were never recorded (unknown): model calls saved count that call once, tokens saved are at most the figure",
-    "censored: the recorded run was stopped by STOP_REQUIRED where the policy would have let it go on; what it"
-    " would have done next was never recorded, so it is left out of the savings and counted apart",
-    "the recorded budgets (model calls, tool invocations, tokens, deadline) hold under every policy",
+    "censored: the recorded run was stopped (by the contract, or a live stop rule) where the policy would have let"
+    " it go on; what it would have done next was never recorded, so it is left out of the savings",
+    "recall and honest fallback kept count only what is known to pass (unknown, at-risk and censored runs as"
+    " lost); 'at most' counts them as kept",
+    "the recorded budgets (model calls, tool invocations, tokens, deadline) and the protocol-violation threshold"
+    " hold under every policy; a policy without no-gain turns the information-gain contract off",
 )
 """What the comparison cannot know, said once (printed under the table, written into the JSON)."""
+
+
+class CompareStopsInputError(ValueError):
+    """A selection the comparison cannot answer: no runs, or runs without stored events (one line, exit 2)."""
 
 
 class CutKind(StrEnum):
@@ -82,11 +111,22 @@ class CutKind(StrEnum):
     """The contract: STOP_REQUIRED, then one model call for the Draft."""
 
 
+class CutAt(StrEnum):
+    """Where a cut falls."""
+
+    TOOL_REQUEST = "TOOL_REQUEST"
+    """A tool request (refused, or run: its result delivered STOP_REQUIRED)."""
+    MODEL_CALL = "MODEL_CALL"
+    """A diagnosis model call, not made."""
+    GUARD_CALL = "GUARD_CALL"
+    """The SemanticGuard's call after the Draft, not made."""
+
+
 class Effect(StrEnum):
-    """What a policy does to a run's verdict."""
+    """What a policy does to a run's outcome verdict."""
 
     KEPT = "KEPT"
-    """The run publishes what it published (not cut, or cut after nothing that mattered: known)."""
+    """The run's verdict is what it was (not cut, or cut to an outcome judged the same: known)."""
     LOST = "LOST"
     """A passing run that the cut makes fail (known)."""
     GAINED = "GAINED"
@@ -97,6 +137,8 @@ class Effect(StrEnum):
     """A STOP_REQUIRED cut: the Draft written there was never recorded."""
     CENSORED = "CENSORED"
     """Not known: the policy would have let the run go on past where it was stopped."""
+    UNJUDGED = "UNJUDGED"
+    """The run has no outcome verdict to keep or lose (imported from a trace, or stored before verdicts)."""
 
 
 class _Model(BaseModel):
@@ -110,12 +152,18 @@ class StopCut(_Model):
     """The rule that fired first (its spec)."""
     kind: CutKind
     """A hard stop, or STOP_REQUIRED."""
+    at: CutAt
+    """A tool request, a model call or the guard's call."""
+    tool_call_id: str | None
+    """The tool request it fired on (None: a model call)."""
+    executed: bool
+    """The request reached the backend (its result delivered STOP_REQUIRED), or it was refused."""
     model_calls: int
     """Diagnosis model calls made before the cut."""
     tool_requests: int
-    """Tool requests answered before the cut (the request it fired on is not one of them unless it ran)."""
-    tool_call_id: str | None
-    """The tool request it fired on (None: it fired before a model call)."""
+    """Tool requests decided before the cut (the request it fired on included when it ran)."""
+    draft_call: bool
+    """A STOP_REQUIRED cut: the model still gets its one call for the Draft (the budgets and caps allow it)."""
 
 
 class RunUnderPolicy(_Model):
@@ -133,8 +181,11 @@ class RunUnderPolicy(_Model):
     """Where it stops (CUT only)."""
     recorded: Counts
     """What the recorded run spent."""
+    to_cut: Counts | None
+    """What it spends before the cut (the recorded counts when unchanged; None: censored)."""
     saved: Counts | None
-    """Recorded minus what the run spends under the policy (None: censored)."""
+    """Recorded minus what the run spends under the policy (None: censored); a STOP_REQUIRED cut's Draft call is
+    counted as a model call, its tokens are not known (left out)."""
     outcome: ReleaseOutcome | None
     """What it publishes under the policy (None: not known)."""
     effect: Effect
@@ -156,12 +207,40 @@ class Interval(_Model):
     """Cases it is over."""
 
 
+class Predicted(_Model):
+    """What the runs not censored spend under a policy, summed."""
+
+    tool_invocations: int
+    """Backend tool invocations."""
+    model_calls: int
+    """Diagnosis model calls (a STOP_REQUIRED cut's Draft call counted)."""
+    tokens: int
+    """Tokens (a STOP_REQUIRED cut's Draft call's tokens not known: a lower bound when `tokens_exact` is false)."""
+    tokens_exact: bool
+    """No cut left a Draft call's tokens unknown."""
+
+
+class VerdictTally(_Model):
+    """The runs of one expected outcome (SUCCESS: recall; FALLBACK: honest fallback) by what a policy does to them."""
+
+    runs: int
+    """Runs expected to end so (judged ones)."""
+    kept: int
+    """Passed as recorded, and known to pass under the policy."""
+    lost: int
+    """Passed as recorded, known to fail under it."""
+    gained: int
+    """Failed as recorded, known to pass under it."""
+    unknown: int
+    """Not known under it (a Draft never recorded, a conclusion at risk, a censored run)."""
+
+
 class PolicyResult(_Model):
     """One policy over the selected runs."""
 
     policy: str
     """The policy's spec."""
-    runs: int
+    run_count: int
     """Runs."""
     runs_cut: int
     """Runs it stops earlier."""
@@ -170,27 +249,35 @@ class PolicyResult(_Model):
     success_cases: int
     """Cases expected to end in SUCCESS (the recall's denominator)."""
     recall_recorded: float | None
-    """Recall as recorded (per case, then averaged)."""
+    """Recall as recorded (per case, then averaged; None: no such case)."""
     recall_kept: Interval
-    """Recall under the policy, counting only what is known to pass (unknown and at-risk runs as lost)."""
+    """Recall under the policy, counting only what is known to pass."""
     recall_at_most: float | None
-    """Recall under the policy if every unknown and at-risk run kept its SUCCESS."""
+    """Recall under the policy if every unknown, at-risk and censored run kept its verdict's best."""
+    fallback_cases: int
+    """Cases expected to end in an honest FALLBACK."""
     honest_recorded: float | None
-    """Honest fallback as recorded (cases expected to end in FALLBACK)."""
+    """Honest fallback as recorded."""
     honest_kept: Interval
     """Honest fallback under the policy, known only."""
-    effects: dict[str, int]
+    honest_at_most: float | None
+    """Honest fallback if every unknown, at-risk and censored run kept its best."""
+    recall_runs: VerdictTally
+    """The runs expected to end in SUCCESS: kept, lost, gained, unknown."""
+    honest_runs: VerdictTally
+    """The runs expected to end in an honest FALLBACK: kept, lost, gained, unknown."""
+    effects: dict[Effect, int]
     """Runs per effect."""
     tool_invocations_saved: Interval
-    """Tool invocations saved per run (per case, then averaged)."""
+    """Tool invocations saved per run (per case, then averaged; censored runs left out)."""
     model_calls_saved: Interval
     """Model calls saved per run."""
     tokens_saved: Interval
     """Tokens saved per run (an upper bound where a STOP_REQUIRED cut's Draft call is not known)."""
-    predicted: Counts
+    predicted: Predicted
     """What the runs not censored spend under the policy, summed."""
-    per_run: tuple[RunUnderPolicy, ...]
-    """Every run under this policy."""
+    runs: tuple[RunUnderPolicy, ...]
+    """Every run under this policy, its cut or none."""
 
 
 class CompareStops(_Model):
@@ -198,16 +285,10 @@ class CompareStops(_Model):
 
     policies: tuple[PolicyResult, ...]
     """One per policy, in the order given."""
+    pareto: tuple[str, ...]
+    """The policies no other beats on both recall kept and tool calls saved (their specs; ties kept)."""
     notes: tuple[str, ...] = NOTES
     """What cannot be known, and how it is counted."""
-
-    def pareto(self) -> tuple[str, ...]:
-        """The policies no other beats on both recall kept and tool invocations saved (ties kept)."""
-        points = [(p.policy, p.recall_kept.mean or 0.0, p.tool_invocations_saved.mean or 0.0) for p in self.policies]
-        return tuple(
-            name for name, r, s in points
-            if not any((r2 >= r and s2 >= s) and (r2 > r or s2 > s) for _, r2, s2 in points)
-        )  # fmt: skip
 
 
 # -- one run --------------------------------------------------------------------------------------------------------
@@ -217,41 +298,97 @@ class _Fire:
     """The event before which the run stops (events with a lower seq happened)."""
     rule: str
     kind: CutKind
+    at: CutAt
     tool_call_id: str | None
+    executed: bool = False
+    spent_seq: int | None = None
+    """Where the run's spending stopped, when earlier than `seq` (a detector firing on a request left in the message
+    of a STOP_REQUIRED cut: the calls between were refused, not run)."""
+
+    @property
+    def spent_at(self) -> int:
+        """The event before which the run spent what it spent."""
+        return self.seq if self.spent_seq is None else self.spent_seq
 
 
-def _first_hard(events: Sequence[TraceEvent], request_rules: Sequence[RequestRule], call_rules: Sequence[CallRule],
-                ) -> _Fire | None:  # fmt: skip
-    """The first place a cap or detector fires, walking the recorded events in order."""
-    requests: list[Request] = []
+_LOOP_ENDED = (DraftReceived, BudgetExhausted, CollectionStopped, Released)
+"""Events after which no request or diagnosis call of the loop is decided."""
+
+
+def _walk(events: Sequence[TraceEvent], policy: StopRule, harnessed: bool, contract: _Fire | None) -> _Fire | None:
+    """The first place the policy stops the recorded loop, walking it in the live order of decisions: at a model
+    call its caps; at a request the token budget (the Harness re-checks it before a turn's calls; the plain loop does
+    not), the loop detectors (before admission), the contract's refusal (`contract`, from the tracker's replay), the
+    tool cap. After a STOP_REQUIRED cut the rest of its message is still decided — refused, but seen by the
+    detectors, which may end the run there before the Draft call."""
+    seen: list[SeenRequest] = []
     executed = calls = tokens = 0
+    detectors, tool_cap, token_cap = policy.detectors, policy.tool_cap, policy.token_cap
+    stopped = False  # the contract's STOP_REQUIRED was delivered: the rest of the message is refused
     for e in events:
-        if isinstance(e, ModelCall) and e.purpose is ModelPurpose.DIAGNOSIS:
-            for rule in call_rules:
-                if rule.stops_model_call(calls, tokens):
-                    return _Fire(e.seq, rule.spec, CutKind.HARD, None)
-            calls += 1
-            tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
+        if isinstance(e, ModelCall):
+            if stopped:
+                return contract
+            if e.purpose is ModelPurpose.DIAGNOSIS:
+                for rule in policy.call_rules:
+                    if rule.stops_model_call(calls, tokens):
+                        return _Fire(e.seq, rule.spec, CutKind.HARD, CutAt.MODEL_CALL, None)
+                calls += 1
+                tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
             continue
+        if isinstance(e, _LOOP_ENDED):
+            return contract if stopped else None
         if not isinstance(e, ToolInvocation | ToolRequestRejected):
             continue
-        for call_rule in call_rules:  # a turn whose answer used the tokens up runs none of its tool calls
-            if isinstance(call_rule, TokenCap) and call_rule.stops_model_call(calls, tokens):
-                return _Fire(e.seq, call_rule.spec, CutKind.HARD, e.tool_call_id)
-        failed = isinstance(e, ToolInvocation) and e.invocation_status is InvocationStatus.FAILED
-        request = Request(e.tool, e.scope or None, failed=failed)
-        for request_rule in request_rules:
-            if isinstance(request_rule, ToolCap) and not isinstance(e, ToolInvocation):
-                continue  # a request refused before the backend is no backend call
-            if request_rule.stops_request(executed, requests, request):
-                return _Fire(e.seq, request_rule.spec, CutKind.HARD, e.tool_call_id)
-        requests.append(request)
-        executed += isinstance(e, ToolInvocation)
+        if harnessed and not stopped and token_cap is not None and token_cap.stops_model_call(calls, tokens):
+            return _Fire(e.seq, token_cap.spec, CutKind.HARD, CutAt.TOOL_REQUEST, e.tool_call_id)
+        request = SeenRequest(e.tool_call_id, e.tool, e.scope or None)
+        for detector in detectors:
+            if detector.stop_before(seen, request) is not None:
+                spent = contract.seq if stopped and contract is not None else None
+                return _Fire(e.seq, detector.spec, CutKind.HARD, CutAt.TOOL_REQUEST, e.tool_call_id, spent_seq=spent)
+        if stopped or (contract is not None and e.seq == contract.seq and not contract.executed):
+            seen.append(request)  # refused: by STOP_REQUIRED, or after it in the same message
+            stopped = True
+            continue
+        ran = isinstance(e, ToolInvocation)
+        if ran and tool_cap is not None and tool_cap.stops_invocation(executed):
+            return _Fire(e.seq, tool_cap.spec, CutKind.HARD, CutAt.TOOL_REQUEST, e.tool_call_id)
+        seen.append(SeenRequest(e.tool_call_id, e.tool, e.scope or None,
+                                failed=ran and e.invocation_status is InvocationStatus.FAILED))  # fmt: skip
+        executed += ran
+        stopped = contract is not None and contract.executed and contract.tool_call_id == e.tool_call_id
+    return contract if stopped else None
+
+
+def _guard_refused(events: Sequence[TraceEvent], policy: StopRule) -> _Fire | None:
+    """The SemanticGuard's recorded call, when the policy's turn or token cap leaves it no room (live, the guard
+    counts against the same budgets as the diagnosis loop)."""
+    calls = tokens = 0
+    for e in events:
+        if not isinstance(e, ModelCall):
+            continue
+        if e.purpose is ModelPurpose.SEMANTIC_GUARD:
+            for rule in policy.call_rules:
+                if rule.stops_model_call(calls, tokens):
+                    return _Fire(e.seq, rule.spec, CutKind.HARD, CutAt.GUARD_CALL, None)
+            return None
+        calls += 1
+        tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
     return None
 
 
-def _spent_before(events: Sequence[TraceEvent], seq: int) -> tuple[Counts, int]:
+@dataclass(frozen=True, slots=True)
+class _Spent:
+    counts: Counts
+    requests: int
+    facts: bool
+    """A call completed before the cut (Release has a verified fact to publish a fallback from)."""
+
+
+def _spent_before(events: Sequence[TraceEvent], seq: int) -> _Spent:
     tools = calls = tokens = requests = 0
+    facts = False
     for e in events:
         if e.seq >= seq:
             break
@@ -261,16 +398,51 @@ def _spent_before(events: Sequence[TraceEvent], seq: int) -> tuple[Counts, int]:
         elif isinstance(e, ToolInvocation):
             tools += 1
             requests += 1
+            facts = facts or e.invocation_status is InvocationStatus.COMPLETED
         elif isinstance(e, ToolRequestRejected):
             requests += 1
-    return Counts(tool_invocations=tools, model_calls=calls, tokens=tokens), requests
+    return _Spent(Counts(tool_invocations=tools, model_calls=calls, tokens=tokens), requests, facts)
 
 
-def _passes(run: ReplayableRun, outcome: ReleaseOutcome, fallback_kind: str | None) -> bool:
-    """Whether a hard cut's outcome passes the case's outcome expectation (a FALLBACK or FAILED needs no words)."""
-    return outcome.value == run.expected_outcome and (
-        outcome is not ReleaseOutcome.FALLBACK or fallback_kind == run.expected_fallback_kind
-    )
+def _request_seq(events: Sequence[TraceEvent], tool_call_id: str | None) -> int | None:
+    """The seq of the first request event of `tool_call_id`."""
+    return next((e.seq for e in events if isinstance(e, ToolInvocation | ToolRequestRejected)
+                 and e.tool_call_id == tool_call_id), None)  # fmt: skip
+
+
+def _stopped_by_contract(events: Sequence[TraceEvent]) -> int | None:
+    """Where the recorded run was stopped by the information-gain contract: the seq of the request whose decision
+    delivered STOP_REQUIRED for INFORMATION_SATURATED (None: it was not)."""
+    first = next((e for e in events if isinstance(e, StopRequiredDelivered)), None)
+    if first is None or first.stop_reason is not StopReason.INFORMATION_SATURATED:
+        return None
+    return _request_seq(events, first.tool_call_id)
+
+
+def _stopped_by_rule(events: Sequence[TraceEvent]) -> int | None:
+    """Where the recorded run was stopped by a live stop rule (None: it was not): the seq of the request it was
+    refused at (the stop's own event in a plain-loop trace, which records no refused request)."""
+    stop = next((e for e in events if isinstance(e, BudgetExhausted) and e.budget is BudgetKind.STOP_RULE), None)
+    if stop is None:
+        return None
+    at = _request_seq(events, stop.tool_call_id)
+    return stop.seq if at is None else at
+
+
+def _judge(run: ReplayableRun, outcome: ReleaseOutcome, fallback_kind: str | None) -> bool | None:
+    """The outcome verdict of a run that publishes `outcome` (a fallback or FAILED: no conclusion to read) instead
+    of what it published (None: the run is held to no expectation)."""
+    if outcome.value == run.outcome and fallback_kind == run.fallback_kind:
+        return run.outcome_passed
+    if run.expected_outcome is None or run.outcome_passed is None:
+        return None
+    return any(outcome.value == want and fallback_kind == kind for want, kind in run.passing_outcomes())
+
+
+def _effect(was: bool | None, now: bool | None) -> Effect:
+    if was is None or now is None:
+        return Effect.UNJUDGED
+    return Effect.KEPT if now == was else (Effect.LOST if was else Effect.GAINED)
 
 
 def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
@@ -279,68 +451,80 @@ def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
     recorded = recorded_counts(events)
     base = {"case_run_id": run.case_run_id, "case_id": run.case_id, "epoch": run.epoch, "recorded": recorded,
             "expected_outcome": run.expected_outcome}  # fmt: skip
-    passed = bool(run.outcome_passed)
     harnessed = run.agent != "plain"
-    hard = _first_hard(events, policy.request_rules, policy.call_rules)
+    diverges = [_stopped_by_rule(events)]  # where the recorded run was stopped by what the policy does not do
+    no_gain = policy.no_gain
     contract: _Fire | None = None
-    no_gain: NoGain | None = policy.no_gain
-    stop_seq = next((e.seq for e in events if isinstance(e, StopRequiredDelivered)), None)
+    risk: ConclusionRisk | None = None
     if harnessed and no_gain is not None:
         replayed = replay_run(run, no_gain.threshold)
         if replayed.status is RunStatus.CUT and replayed.cut is not None:
-            at = next(e for e in events if isinstance(e, ToolInvocation | ToolRequestRejected)
-                      and e.tool_call_id == replayed.cut.tool_call_id)  # fmt: skip
-            contract = _Fire(at.seq + (1 if replayed.cut.executed else 0), no_gain.spec, CutKind.STOP_REQUIRED,
-                             replayed.cut.tool_call_id)  # fmt: skip
-        elif replayed.status is RunStatus.CENSORED and (hard is None or stop_seq is None or hard.seq > stop_seq):
-            return RunUnderPolicy(**base, status=RunStatus.CENSORED, cut=None, saved=None, outcome=None,
-                                  effect=Effect.CENSORED)  # fmt: skip
-    elif harnessed and stop_seq is not None and (hard is None or hard.seq > stop_seq):
-        # the contract stopped the recorded run where this policy would not have
-        return RunUnderPolicy(**base, status=RunStatus.CENSORED, cut=None, saved=None, outcome=None,
+            at = _request_seq(events, replayed.cut.tool_call_id)
+            assert at is not None
+            ran = replayed.cut.executed
+            contract = _Fire(at + 1 if ran else at, no_gain.spec, CutKind.STOP_REQUIRED, CutAt.TOOL_REQUEST,
+                             replayed.cut.tool_call_id, ran)  # fmt: skip
+            risk = replayed.conclusion
+        elif replayed.status is RunStatus.CENSORED:
+            diverges.append(_stopped_by_contract(events))
+    elif harnessed:
+        diverges.append(_stopped_by_contract(events))
+    fire = _walk(events, policy, harnessed, contract)
+    first_divergence = min((d for d in diverges if d is not None), default=None)
+    if first_divergence is not None and (fire is None or fire.spent_at > first_divergence):
+        return RunUnderPolicy(**base, status=RunStatus.CENSORED, cut=None, to_cut=None, saved=None, outcome=None,
                               effect=Effect.CENSORED)  # fmt: skip
-    fire = min((f for f in (hard, contract) if f is not None), key=lambda f: f.seq, default=None)
+    if fire is None and harnessed:
+        fire = _guard_refused(events, policy)
     if fire is None:
-        return RunUnderPolicy(**base, status=RunStatus.UNCHANGED, cut=None,
-                              saved=Counts(tool_invocations=0, model_calls=0, tokens=0),
-                              outcome=ReleaseOutcome(run.outcome), effect=Effect.KEPT)  # fmt: skip
-    spent, requests = _spent_before(events, fire.seq)
-    cut = StopCut(rule=fire.rule, kind=fire.kind, model_calls=spent.model_calls, tool_requests=requests,
-                  tool_call_id=fire.tool_call_id)  # fmt: skip
-    if fire.kind is CutKind.HARD:
-        facts = spent.tool_invocations > 0 and any(
-            isinstance(e, ToolInvocation) and e.seq < fire.seq and e.invocation_status is InvocationStatus.COMPLETED
-            for e in events
-        )  # fmt: skip
-        outcome = ReleaseOutcome.FALLBACK if harnessed and facts else ReleaseOutcome.FAILED
-        kind = "INSUFFICIENT_EVIDENCE" if outcome is ReleaseOutcome.FALLBACK else None
-        now = _passes(run, outcome, kind)
-        effect = Effect.KEPT if now == passed else (Effect.LOST if passed else Effect.GAINED)
-        saved = Counts(tool_invocations=recorded.tool_invocations - spent.tool_invocations,
-                       model_calls=recorded.model_calls - spent.model_calls,
-                       tokens=recorded.tokens - spent.tokens)  # fmt: skip
-        return RunUnderPolicy(**base, status=RunStatus.CUT, cut=cut, saved=saved, outcome=outcome, effect=effect)
-    # STOP_REQUIRED: the Draft call follows (if the budgets allow), its answer never recorded
-    draft_call = spent.model_calls < run.max_model_calls and spent.tokens < run.max_total_tokens
-    saved = Counts(tool_invocations=recorded.tool_invocations - spent.tool_invocations,
-                   model_calls=max(recorded.model_calls - spent.model_calls - int(draft_call), 0),
-                   tokens=recorded.tokens - spent.tokens)  # fmt: skip
-    risk = replay_run(run, no_gain.threshold).conclusion if no_gain is not None else None
-    effect = Effect.AT_RISK if passed and risk is ConclusionRisk.AT_RISK else Effect.UNKNOWN
-    return RunUnderPolicy(**base, status=RunStatus.CUT, cut=cut, saved=saved, outcome=None, effect=effect)
+        zero = Counts(tool_invocations=0, model_calls=0, tokens=0)
+        return RunUnderPolicy(**base, status=RunStatus.UNCHANGED, cut=None, to_cut=recorded, saved=zero,
+                              outcome=ReleaseOutcome(run.outcome),
+                              effect=_effect(run.outcome_passed, run.outcome_passed))  # fmt: skip
+    spent = _spent_before(events, fire.spent_at)
+    draft_call = fire.kind is CutKind.STOP_REQUIRED and _draft_call_allowed(run, policy, spent.counts)
+    cut = StopCut(rule=fire.rule, kind=fire.kind, at=fire.at, tool_call_id=fire.tool_call_id,
+                  executed=fire.executed, model_calls=spent.counts.model_calls, tool_requests=spent.requests,
+                  draft_call=draft_call)  # fmt: skip
+    saved = Counts(tool_invocations=recorded.tool_invocations - spent.counts.tool_invocations,
+                   model_calls=recorded.model_calls - spent.counts.model_calls - int(draft_call),
+                   tokens=recorded.tokens - spent.counts.tokens)  # fmt: skip
+    if draft_call:  # the Draft written after STOP_REQUIRED was never recorded
+        effect = Effect.AT_RISK if run.outcome_passed and risk is ConclusionRisk.AT_RISK else Effect.UNKNOWN
+        return RunUnderPolicy(**base, status=RunStatus.CUT, cut=cut, to_cut=spent.counts, saved=saved, outcome=None,
+                              effect=effect)  # fmt: skip
+    # no Draft follows: Release publishes from what the run verified before the cut (the plain loop: FAILED); a
+    # Draft refused its guard call passed EvidenceGuard, so it cited completed calls
+    facts = True if fire.at is CutAt.GUARD_CALL else spent.facts
+    outcome = ReleaseOutcome.FALLBACK if harnessed and facts else ReleaseOutcome.FAILED
+    kind = "INSUFFICIENT_EVIDENCE" if outcome is ReleaseOutcome.FALLBACK else None
+    effect = _effect(run.outcome_passed, _judge(run, outcome, kind))
+    return RunUnderPolicy(**base, status=RunStatus.CUT, cut=cut, to_cut=spent.counts, saved=saved, outcome=outcome,
+                          effect=effect)  # fmt: skip
+
+
+def _draft_call_allowed(run: ReplayableRun, policy: StopRule, spent: Counts) -> bool:
+    """Whether the model gets its Draft call after a STOP_REQUIRED cut: the recorded budgets and the policy's caps
+    leave room for it (the deadline and the observation-byte budget are assumed to)."""
+    if spent.model_calls >= run.max_model_calls or spent.tokens >= run.max_total_tokens:
+        return False
+    return not any(rule.stops_model_call(spent.model_calls, spent.tokens) for rule in policy.call_rules)
 
 
 # -- over runs ------------------------------------------------------------------------------------------------------
 def _interval(values: Sequence[float]) -> Interval:
+    """The mean over cases and its 95% Student t interval (scipy.stats); values equal across cases: no spread."""
     if not values:
         return Interval(mean=None, low=None, high=None, cases=0)
     n = len(values)
-    mean = sum(values) / n
+    mean = float(sum(values) / n)
     if n < 2:
         return Interval(mean=mean, low=None, high=None, cases=n)
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1)) * sd / math.sqrt(n)
-    return Interval(mean=mean, low=mean - half, high=mean + half, cases=n)
+    sem = float(stats.sem(values))
+    if sem == 0.0:  # (scipy answers nan for a zero scale)
+        return Interval(mean=mean, low=mean, high=mean, cases=n)
+    low, high = stats.t.interval(CONFIDENCE, n - 1, loc=mean, scale=sem)
+    return Interval(mean=mean, low=float(low), high=float(high), cases=n)
 
 
 def _by_case(runs: Sequence[RunUnderPolicy], value: Callable[[RunUnderPolicy], float | None]) -> list[float]:
@@ -353,60 +537,124 @@ def _by_case(runs: Sequence[RunUnderPolicy], value: Callable[[RunUnderPolicy], f
     return [sum(vs) / len(vs) for vs in groups.values()]
 
 
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+_KNOWN = {Effect.GAINED: 1.0, Effect.LOST: 0.0, Effect.AT_RISK: 0.0, Effect.UNKNOWN: 0.0, Effect.CENSORED: 0.0}
+"""Whether a run is known to pass under the policy, by effect (KEPT: as recorded)."""
+_BEST = {Effect.GAINED: 1.0, Effect.LOST: 0.0, Effect.AT_RISK: 1.0, Effect.UNKNOWN: 1.0, Effect.CENSORED: 1.0}
+"""Whether it passes if everything not known went its best way."""
+
+
+def _tally(runs: Sequence[RunUnderPolicy], passed: dict[str, bool | None]) -> VerdictTally:
+    judged = [(r.effect, passed[r.case_run_id]) for r in runs if passed[r.case_run_id] is not None]
+    return VerdictTally(
+        runs=len(judged),
+        kept=sum(e is Effect.KEPT and bool(was) for e, was in judged),
+        lost=sum(e is Effect.LOST for e, _ in judged),
+        gained=sum(e is Effect.GAINED for e, _ in judged),
+        unknown=sum(e in (Effect.UNKNOWN, Effect.AT_RISK, Effect.CENSORED) for e, _ in judged),
+    )
+
+
 def _policy(runs: Sequence[ReplayableRun], policy: StopRule) -> PolicyResult:
     per_run = tuple(run_under(r, policy) for r in runs)
-    by_id = {r.case_run_id: r for r in runs}
-    known = [r for r in per_run if r.status is not RunStatus.CENSORED]
+    passed = {r.case_run_id: r.outcome_passed for r in runs}
 
-    def was(r: RunUnderPolicy) -> float:
-        return float(bool(by_id[r.case_run_id].outcome_passed))
+    def scored(table: dict[Effect, float]) -> Callable[[RunUnderPolicy], float | None]:
+        def score(r: RunUnderPolicy) -> float | None:
+            was = passed[r.case_run_id]
+            if was is None:
+                return None
+            return float(was) if r.effect is Effect.KEPT else table.get(r.effect)
 
-    def passes_now(r: RunUnderPolicy) -> float | None:
-        """Known to pass under the policy (an unknown or at-risk run counted as failing)."""
-        known_pass = {Effect.KEPT: was(r), Effect.GAINED: 1.0, Effect.LOST: 0.0, Effect.AT_RISK: 0.0,
-                      Effect.UNKNOWN: 0.0}  # fmt: skip
-        return known_pass.get(r.effect)
+        return score
 
-    def passes_at_most(r: RunUnderPolicy) -> float | None:
-        """Passes if every unknown and at-risk run went its best way."""
-        best = {Effect.KEPT: was(r), Effect.GAINED: 1.0, Effect.LOST: 0.0, Effect.AT_RISK: 1.0, Effect.UNKNOWN: 1.0}
-        return best.get(r.effect)
+    def was(r: RunUnderPolicy) -> float | None:
+        value = passed[r.case_run_id]
+        return None if value is None else float(value)
 
     success = [r for r in per_run if r.expected_outcome == ReleaseOutcome.SUCCESS.value]
     fallback = [r for r in per_run if r.expected_outcome == ReleaseOutcome.FALLBACK.value]
-    recorded_recall = _by_case(success, was)
-    recorded_honest = _by_case(fallback, was)
-    at_most = _by_case(success, passes_at_most)
-    effects: dict[str, int] = {}
+    effects: dict[Effect, int] = {}
     for r in per_run:
-        effects[r.effect.value] = effects.get(r.effect.value, 0) + 1
-    saved = [(r, r.saved) for r in known if r.saved is not None]
-    answered = [r for r, _ in saved]
-    by_run = {r.case_run_id: s for r, s in saved}
+        effects[r.effect] = effects.get(r.effect, 0) + 1
+    answered = [r for r in per_run if r.saved is not None]
+
+    def saving(count: Callable[[Counts], int]) -> Interval:
+        return _interval(_by_case(answered, lambda r: None if r.saved is None else count(r.saved)))
+
+    spent = [(r.recorded, r.saved) for r in answered if r.saved is not None]
     return PolicyResult(
         policy=policy.spec,
-        runs=len(per_run),
+        run_count=len(per_run),
         runs_cut=sum(r.status is RunStatus.CUT for r in per_run),
         runs_censored=sum(r.status is RunStatus.CENSORED for r in per_run),
         success_cases=len({r.case_id for r in success}),
-        recall_recorded=sum(recorded_recall) / len(recorded_recall) if recorded_recall else None,
-        recall_kept=_interval(_by_case(success, passes_now)),
-        recall_at_most=sum(at_most) / len(at_most) if at_most else None,
-        honest_recorded=sum(recorded_honest) / len(recorded_honest) if recorded_honest else None,
-        honest_kept=_interval(_by_case(fallback, passes_now)),
-        effects=dict(sorted(effects.items())),
-        tool_invocations_saved=_interval(_by_case(answered, lambda r: by_run[r.case_run_id].tool_invocations)),
-        model_calls_saved=_interval(_by_case(answered, lambda r: by_run[r.case_run_id].model_calls)),
-        tokens_saved=_interval(_by_case(answered, lambda r: by_run[r.case_run_id].tokens)),
-        predicted=Counts(
-            tool_invocations=sum(r.recorded.tool_invocations - s.tool_invocations for r, s in saved),
-            model_calls=sum(r.recorded.model_calls - s.model_calls for r, s in saved),
-            tokens=sum(r.recorded.tokens - s.tokens for r, s in saved),
+        recall_recorded=_mean(_by_case(success, was)),
+        recall_kept=_interval(_by_case(success, scored(_KNOWN))),
+        recall_at_most=_mean(_by_case(success, scored(_BEST))),
+        fallback_cases=len({r.case_id for r in fallback}),
+        honest_recorded=_mean(_by_case(fallback, was)),
+        honest_kept=_interval(_by_case(fallback, scored(_KNOWN))),
+        honest_at_most=_mean(_by_case(fallback, scored(_BEST))),
+        recall_runs=_tally(success, passed),
+        honest_runs=_tally(fallback, passed),
+        effects={e: effects[e] for e in Effect if e in effects},
+        tool_invocations_saved=saving(lambda c: c.tool_invocations),
+        model_calls_saved=saving(lambda c: c.model_calls),
+        tokens_saved=saving(lambda c: c.tokens),
+        predicted=Predicted(
+            tool_invocations=sum(rec.tool_invocations - s.tool_invocations for rec, s in spent),
+            model_calls=sum(rec.model_calls - s.model_calls for rec, s in spent),
+            tokens=sum(rec.tokens - s.tokens for rec, s in spent),
+            tokens_exact=not any(r.cut is not None and r.cut.draft_call for r in per_run),
         ),
-        per_run=per_run,
+        runs=per_run,
     )
+
+
+def _pareto(results: Sequence[PolicyResult]) -> tuple[str, ...]:
+    """The policies no other beats on both recall kept and tool calls saved (a missing mean counts as 0)."""
+    points = [(p.policy, p.recall_kept.mean or 0.0, p.tool_invocations_saved.mean or 0.0) for p in results]
+    return tuple(
+        name for name, r, s in points
+        if not any(r2 >= r and s2 >= s and (r2 > r or s2 > s) for _, r2, s2 in points)
+    )  # fmt: skip
 
 
 def compare_stops(runs: Sequence[ReplayableRun], policies: Sequence[StopRule]) -> CompareStops:
     """Every policy over `runs` (each policy's runs paired per case with the runs as recorded)."""
-    return CompareStops(policies=tuple(_policy(runs, p) for p in policies))
+    if not runs:
+        raise CompareStopsInputError("the selection holds no case runs")
+    empty = [r.case_run_id for r in runs if not r.events]
+    if empty:
+        more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
+        raise CompareStopsInputError(f"case run {empty[0]}{more} has no stored events to compare stop rules on")
+    plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
+    contract = next((p.spec for p in policies if p.no_gain is not None), None)
+    if plain is not None and contract is not None:
+        raise CompareStopsInputError(
+            f"--policy {contract}: case run {plain} ran the plain loop (--agent plain), which has no information-gain"
+            " contract to replay; compare caps and loop detectors on plain runs"
+        )
+    results = tuple(_policy(runs, p) for p in policies)
+    return CompareStops(policies=results, pareto=_pareto(results))
+
+
+def default_policies(runs: Sequence[ReplayableRun]) -> tuple[StopRule, ...]:
+    """The policies a report compares when none is given: the contract at the runs' threshold (their baseline) and
+    each lower one, tool and turn caps at a few levels below the runs' budgets, the loop detectors at the peers'
+    settings, and the contract at 2 or a cap of 8 (plain-loop runs, which have no contract: the caps and detectors
+    only)."""
+    top = max((r.no_gain_threshold for r in runs), default=2)
+    tools = max((r.max_tool_invocations for r in runs), default=10)
+    calls = max((r.max_model_calls for r in runs), default=12)
+    plain = any(r.agent == "plain" for r in runs)  # no contract to replay: caps and detectors only
+    specs = [] if plain else [f"no-gain:{t}" for t in range(top, 0, -1)]
+    specs += [f"tool-cap:{n}" for n in (4, 6, 8) if n < tools]
+    specs += [f"turn-cap:{n}" for n in (4, 6, 8) if n < calls]
+    specs += ["repeat:k=3,w=10", "repeat:k=5,w=10", "error-cycle:k=2", "alternation:k=2"]
+    specs += ["tool-cap:8"] if plain else ["no-gain:2+tool-cap:8"]
+    return tuple(parse_rules(s) for s in dict.fromkeys(specs))

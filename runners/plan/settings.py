@@ -1,6 +1,7 @@
 """One declaration of run settings: each setting of a bench run is declared once.
 
-Harness settings are derived from `HarnessConfig`'s pydantic fields, model settings from
+Harness settings are derived from `HarnessConfig`'s pydantic fields (as the bench's `BenchHarnessConfig`, which adds
+the stop rule), model settings from
 `ModelSettings` (`model_settings.py`), the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
 attribute docstring (help) and a `BenchSetting` marker (a `Flag` of runners/plan/flags.py, the mechanism every flag
 is declared by, plus public name, sweepable, ...): on a `ModelSettings` field as its `Annotated` metadata, for
@@ -29,6 +30,7 @@ from pydantic.fields import FieldInfo
 
 from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
+from runners.plan.bench_config import BenchHarnessConfig
 from runners.plan.flags import field_bounds, group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
@@ -340,8 +342,9 @@ class Declaration:
         return tuple(s for s in self.settings if s.sweepable)
 
 
-HARNESS_CONFIG: type[HarnessConfig] = HarnessConfig
-"""The class harness settings are derived from (a test may swap in a subclass with a new field)."""
+HARNESS_CONFIG: type[HarnessConfig] = BenchHarnessConfig
+"""The class harness settings are derived from: HarnessConfig and the bench's stop rule (a test may swap in a
+subclass with a new field)."""
 
 
 @lru_cache(maxsize=8)

@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness import ReleaseOutcome
+from runners.decisions.compare_stops import CompareStops
 from runners.decisions.funnel import FunnelStage
 from runners.decisions.gate import Verdict
 from runners.decisions.loop_comparison import LoopComparison, compare_loops
@@ -50,6 +51,8 @@ __all__ = [
     "render_html",
     "render_markdown",
     "replay",
+    "stop_rules",
+    "stops_figures",
 ]
 
 GATE_THRESHOLD = 2
@@ -181,6 +184,11 @@ class ModelReport(BaseModel):
     """Per threshold: native and text calls, fallbacks, failures and saturations."""
     recommended: Recommended
     """`recommend` on its sweep."""
+    stops: CompareStops | None = None
+    """Stop rules compared on its runs at its highest recorded threshold (None: not compared, `stops_problem` says
+    why)."""
+    stops_problem: str | None = None
+    """Why the stop rules were not compared."""
 
 
 class RealModelsReport(BaseModel):
@@ -326,6 +334,26 @@ def recommended(db: Path, label: str) -> Recommended:
     return Recommended(threshold=picked, paragraphs=rec.paragraphs)
 
 
+def stop_rules(db: Path, label: str) -> tuple[CompareStops | None, str | None]:
+    """The stop policies (`compare-stops`' defaults) on the model's runs at its highest recorded threshold, each
+    exact up to its cut; or why they were not compared."""
+    from runners.decisions.case_alternatives import with_alternatives
+    from runners.decisions.compare_stops import CompareStopsInputError, compare_stops, default_policies
+    from runners.store.whatif_runs import runs_of_label
+
+    con = connect(db, read_only=True)
+    try:
+        every = runs_of_label(con, str(db), label)
+    finally:
+        con.close()
+    top = max((r.no_gain_threshold for r in every), default=None)
+    runs = [r for r in every if r.no_gain_threshold == top]
+    try:
+        return compare_stops(with_alternatives(runs), default_policies(runs)), None
+    except CompareStopsInputError as exc:
+        return None, str(exc)
+
+
 def gate_pairs(models: Sequence[str]) -> list[tuple[str, str, bool]]:
     """(baseline, candidate, downgrade): each step up the registry's order (smallest model first), then its
     reverse."""
@@ -388,11 +416,13 @@ def build(
     names = sorted(
         replayed, key=lambda m: (rank.get(replayed[m].model, len(rank)), replayed[m].agent.value != "native", m)
     )
-    models = tuple(
-        ModelReport(summary=replayed[m], folder=folders[m], settings=settings[m], calls=native_and_text(db, m),
-                    recommended=recommended(db, m))
-        for m in names
-    )  # fmt: skip
+    reports = []
+    for m in names:
+        stops, problem = stop_rules(db, m)
+        reports.append(ModelReport(summary=replayed[m], folder=folders[m], settings=settings[m],
+                                   calls=native_and_text(db, m), recommended=recommended(db, m), stops=stops,
+                                   stops_problem=problem))  # fmt: skip
+    models = tuple(reports)
     # The gate compares models through the Harness's own loop: the registry's models that have such a recording.
     natives = [m for m in order if m in replayed and replayed[m].agent is AgentFramework.NATIVE]
     gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(natives))
@@ -532,6 +562,39 @@ GAIN_TEXT = (
 )
 
 
+STOPS_TEXT = (
+    "Each stop policy applied to the model's runs (through the Harness: at its highest recorded NO_GAIN threshold),"
+    " exact up to the place it would have stopped each run (a stop rule changes nothing the model saw before it),"
+    " paired per case against the runs as recorded; the NO_GAIN rows are the lower thresholds the recording also ran"
+    " (the plain loop has no contract: its caps and loop detectors only)."
+)
+
+
+def _stops_title(m: ModelReport) -> str:
+    if m.summary.agent is AgentFramework.PLAIN:
+        return f"Which stop rule pays — {m.summary.label} (the plain loop)"
+    top = max((t.no_gain_threshold for t in m.summary.thresholds), default=None)
+    return f"Which stop rule pays — {m.summary.label} at NO_GAIN {top}"
+
+
+def stops_figures(report: RealModelsReport) -> dict[str, bytes]:
+    """Per model whose stop rules were compared: its plot's file name and PNG bytes."""
+    from runners.rendering.compare_stops import pareto_png
+
+    return {f"stop-rules-{m.folder}.png": pareto_png(m.stops, _stops_title(m)) for m in report.models
+            if m.stops is not None}  # fmt: skip
+
+
+def _stops_lines(m: ModelReport) -> tuple[list[str], tuple[list[str], list[list[str]]] | None]:
+    """The paragraphs and the Pareto table of a model's stop rules."""
+    from runners.rendering.compare_stops import LEGEND, pareto_table, recorded_line
+
+    if m.stops is None:
+        return [f"Not compared: {m.stops_problem or 'no runs'}."], None
+    notes = [note[0].upper() + note[1:] + "." for note in m.stops.notes]
+    return [STOPS_TEXT + f" {recorded_line(m.stops)}.", LEGEND + ".", *notes], pareto_table(m.stops)
+
+
 LOOP_TEXT = (
     "The same model, cases, tools and budgets through the Harness (at NO_GAIN threshold 2) and through the plain loop "
     "(`--agent plain`: no envelope, no information-gain contract, no duplicate-scope rejection, no guards on what it "
@@ -584,6 +647,12 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
         lines += ["", f"**Recommend:** {markdown(verdict) if verdict else 'no recommendation'}.", ""]
         for paragraph in m.recommended.paragraphs:
             lines += [markdown(paragraph), ""]
+        paragraphs, table = _stops_lines(m)
+        lines += [f"### {markdown(_stops_title(m))}", ""]
+        for paragraph in paragraphs:
+            lines += [markdown(paragraph), ""]
+        if table is not None:
+            lines += [*_md_table(*table), "", f"![{markdown(_stops_title(m))}](stop-rules-{m.folder}.png)", ""]
     lines += ["## Diagnosis funnel", "", FUNNEL_TEXT, ""]
     lines += _md_table(*_funnel(report))
     lines += ["", "## Gain tags", "", GAIN_TEXT, ""]
@@ -620,8 +689,12 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(report: RealModelsReport, command: str) -> str:
-    """The report as one HTML page; every text from a file passes through `html`."""
+def render_html(report: RealModelsReport, command: str, figures: Mapping[str, bytes] | None = None) -> str:
+    """The report as one HTML page, its figures embedded (`figures`: `stops_figures`, drawn here when not given);
+    every text from a file passes through `html`."""
+    import base64
+
+    drawn = stops_figures(report) if figures is None else figures
     parts = ["<!doctype html><html><head><meta charset='utf-8'><title>Real models</title>",
              "<style>body{font-family:sans-serif;max-width:80em;margin:auto}table{border-collapse:collapse}"
              "td,th{border:1px solid #ccc;padding:2px 4px;font-size:80%}code{overflow-wrap:anywhere}"
@@ -638,6 +711,14 @@ def render_html(report: RealModelsReport, command: str) -> str:
                   _html_table(VERDICT_HEADER, _verdict_rows(m)),
                   f"<p><b>Recommend:</b> {html(verdict) if verdict else 'no recommendation'}.</p>",
                   *(f"<p>{html(p)}</p>" for p in m.recommended.paragraphs)]  # fmt: skip
+        paragraphs, table = _stops_lines(m)
+        parts += [f"<h3>{html(_stops_title(m))}</h3>", *(f"<p>{html(p)}</p>" for p in paragraphs)]
+        png = drawn.get(f"stop-rules-{m.folder}.png")
+        if table is not None:
+            parts.append(_html_table(*table))
+        if png is not None:
+            parts.append(f"<figure><img style='max-width:100%' alt='{html(_stops_title(m))}'"
+                         f" src='data:image/png;base64,{base64.b64encode(png).decode()}'/></figure>")  # fmt: skip
     parts += [
         "<h2>Diagnosis funnel</h2>",
         f"<p>{html(FUNNEL_TEXT)}</p>",

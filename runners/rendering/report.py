@@ -38,6 +38,7 @@ from runners.decisions.recommend import (
     recommend,
     table_rows,
 )
+from runners.plan.settings import SettingValue
 from runners.rendering.safe_text import MarkdownText, markdown, markdown_code
 from runners.rendering.safe_text import html as safe_html
 from runners.store.analysis_reads import (
@@ -310,6 +311,49 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
     return Figure("pareto_front.png", "Pareto front: recall against cost, every front point labelled", _png(fig))
 
 
+# -- which stop rule pays -------------------------------------------------------------------------
+def _stops_section(con: duckdb.DuckDBPyConnection, db: str, bench_run_id: str, what: str) -> Section:
+    """The stop policies a team would weigh (the contract's lower thresholds, caps, loop detectors, a combination),
+    each counterfactual exact up to its cut on the bench run's stored runs: the Pareto table and its plot."""
+    from runners.decisions.case_alternatives import with_alternatives
+    from runners.decisions.compare_stops import CompareStopsInputError, compare_stops, default_policies
+    from runners.rendering.compare_stops import LEGEND, pareto_png, pareto_table, recorded_line
+    from runners.store.whatif_runs import runs_of_bench_run
+
+    title = f"Which stop rule pays — {what}"
+    runs = runs_of_bench_run(con, db, bench_run_id)
+    policies = default_policies(runs)
+    try:
+        result = compare_stops(with_alternatives(runs), policies)
+    except CompareStopsInputError as exc:
+        return Section(title, [f"Not compared: {exc}."])
+    header, rows = pareto_table(result)
+    command = f"harness-bench compare-stops --db {db} --bench-run {bench_run_id} --policy SPEC"
+    paragraphs = [
+        f"Each policy applied to the {len(runs)} stored case runs of {bench_run_id}, exact up to the place it would"
+        " have stopped each run (a stop rule changes nothing the model saw before it), paired per case against the"
+        f" runs as recorded. {recorded_line(result)}. Any other policy: `{command}`.",
+        LEGEND + ".",
+        *(note[0].upper() + note[1:] + "." for note in result.notes),
+    ]
+    figure = Figure("stop_rules_pareto.png", f"Stop rules: recall kept against tool calls saved — {what}",
+                    pareto_png(result, f"Stop rules on {bench_run_id}"))  # fmt: skip
+    return Section(title, paragraphs, [TableBlock(header, rows)], {}, [figure])
+
+
+def _stops_point(con: duckdb.DuckDBPyConnection, sweep_id: str, chosen: tuple[SettingValue, ...]) -> str | None:
+    """The sweep point stop rules are compared on: the highest NO_GAIN threshold among the points that share the
+    recommended configuration's other settings (lower thresholds are then policies, compared exactly)."""
+    points = sweep_points(con, sweep_id)
+    names = [name for name, _ in points[0].settings] if points else []
+    wanted = dict(zip(names, chosen, strict=False))
+    same = [p for p in points if all(v == wanted.get(n) for n, v in p.settings if n != "no_gain_threshold")]
+    if not same:
+        return None
+    best = max(same, key=lambda p: int(dict(p.settings).get("no_gain_threshold") or 0))
+    return best.bench_run_id
+
+
 # -- document -----------------------------------------------------------------------------------------------
 def _sweep_sections(
     con: duckdb.DuckDBPyConnection, sweep_id: str, objective: Objective, rule: Rule, margin: float,
@@ -361,11 +405,16 @@ def _sweep_sections(
         if failing else ["Every case run of this configuration met its expectations."],
     )  # fmt: skip
     configs = {p.bench_run_id: " ".join(f"{c}={v}" for c, v in p.settings) for p in sweep_points(con, sweep_id)}
-    return [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases,
-            _diagnosis_section(con, configs)]  # fmt: skip
+    sections = [Section("Recommendation", list(rec.paragraphs)), per_config, per_family, cases]
+    stops_at = _stops_point(con, sweep_id, tuple(rec.chosen.config))
+    if stops_at is not None:
+        sections.append(_stops_section(con, db, stops_at, configs.get(stops_at) or stops_at))
+    return [*sections, _diagnosis_section(con, configs)]
 
 
-def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Section]:
+def _bench_sections(
+    con: duckdb.DuckDBPyConnection, bench_run_id: str | None, db: str = "bench.duckdb"
+) -> list[Section]:
     runs = bench_run_summaries(con, bench_run_id)
     if not runs:
         raise ValueError(f"no case runs for {'bench run ' + bench_run_id if bench_run_id else 'any bench run'}")
@@ -397,6 +446,7 @@ def _bench_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) ->
             )
         )
     names = {r.bench_run_id: f"{r.bench_run_id} ({r.model}{', label ' + r.label if r.label else ''})" for r in shown}
+    sections.append(_stops_section(con, db, shown[0].bench_run_id, names[shown[0].bench_run_id]))
     sections.append(_diagnosis_section(con, names))
     return sections
 
@@ -425,7 +475,7 @@ def build_report(
             sections = _sweep_sections(con, sweep_id, objective, rule, margin, str(db))
         else:
             scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
-            sections = _bench_sections(con, bench_run_id)
+            sections = _bench_sections(con, bench_run_id, str(db))
     finally:
         con.close()
     from runners.store._files import NamedPath, check_outputs, write_bytes, write_text

@@ -34,6 +34,7 @@ from runners.domain.evalset import EvalCase
 from runners.domain.evidence_marks import carries_evidence, evidence_marks
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT
 from runners.domain.scripted import ScriptedChatModel
+from runners.plan.bench_config import request_checks
 from runners.run.verdict import trajectory_applies, verdicts
 
 
@@ -93,7 +94,8 @@ def run_case(
         judge_trajectory = trajectory_applies(config or HarnessConfig(), scripted=isinstance(chat, ScriptedChatModel))
     backends = tools if tools is not None else build_tools(case)
     # the deadline starts here, as before
-    ctx = RunContext.create(config, cancellation=cancellation, deadline_clock=deadline_clock)
+    ctx = RunContext.create(config, cancellation=cancellation, deadline_clock=deadline_clock,
+                            request_checks=request_checks(config or HarnessConfig()))  # fmt: skip
     result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
     metrics = metrics_of(result)
     judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants)

@@ -9,7 +9,9 @@ published as SUCCESS, a Draft without one as the Harness's Release would name it
 call completed, an empty result included; FALLBACK/MISSING_REQUIRED_CONTEXT when none did and the Draft says what
 context is missing; else FAILED), anything else (a budget, an invalid final message, a failed call) is FAILED —
 as peers raise on a limit. EvidenceGuard is run on a published conclusion, to count what the Harness would have
-blocked, and changes nothing.
+blocked, and changes nothing. Optionally a loop detector (`--stop-rule`, the run's request checks) stops it as a
+limit does; it watches the calls the loop runs (an unknown tool or bad input is answered with an error, as peers do,
+and neither traced nor seen by it).
 
 Its trace has the Harness's event types, so its runs are stored, shown and compared like any other.
 """
@@ -19,7 +21,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel
 
 from harness import (
     DRAFT_JSON_SCHEMA,
@@ -67,6 +72,20 @@ __all__ = ["PlainLoop", "plain_loop"]
 def _error(call_id: str, tool: str, message: str) -> str:
     return json.dumps({"tool_call_id": call_id, "tool": tool, "status": "ERROR", "error": message[:500]},
                       ensure_ascii=False, separators=(",", ":"))  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """A request the plain loop can run."""
+
+    call: ToolCallRequest
+    """The model's request."""
+    tool: BusinessTool[Any]
+    """The tool it names."""
+    parsed: BaseModel
+    """Its business input."""
+    scope: str
+    """Its normalised scope."""
 
 
 def _released(ctx: RunContext, decision: ReleaseDecision) -> ReleaseDecision:
@@ -131,13 +150,21 @@ class PlainLoop:
                 if stop:
                     messages.append(ToolMessage(call.id, _error(call.id, call.name, "not run: the loop stopped")))
                     continue
+                ready = self._parse(by_name, call)
+                why = None if isinstance(ready, str) else ctx.check_request(call.id, call.name, ready.scope)
+                if why is not None:  # a loop detector (--stop-rule): the loop stops as at a limit
+                    ctx.record_budget_stop(BudgetKind.STOP_RULE, why[:300], tool_call_id=call.id)
+                    stop = True
+                    messages.append(ToolMessage(call.id, _error(call.id, call.name, "not run: the loop stopped")))
+                    continue
                 tool_budget = ctx.tool_budget_exhausted()
                 if tool_budget is not None:
                     ctx.record_budget_stop(tool_budget, tool_call_id=call.id)
                     stop = True
                     messages.append(ToolMessage(call.id, _error(call.id, call.name, "not run: budget reached")))
                     continue
-                messages.append(ToolMessage(call.id, self._invoke(ctx, by_name, call)))
+                text = ready if isinstance(ready, str) else self._invoke(ctx, ready)
+                messages.append(ToolMessage(call.id, text))
             if stop:
                 break
         ctx.transcript.unsent(messages)
@@ -149,9 +176,9 @@ class PlainLoop:
             wall_ms=round((time.perf_counter() - t0) * 1000, 3), transcript=ctx.transcript.entries,
         )  # fmt: skip
 
-    def _invoke(self, ctx: RunContext, tools: dict[str, BusinessTool[Any]], call: ToolCallRequest) -> str:
-        """Run one call as a plain loop does: an unknown tool or bad input is an error text, the backend's result the
-        bounded observation; every backend call is a TOOL_INVOCATION, repeats included."""
+    def _parse(self, tools: dict[str, BusinessTool[Any]], call: ToolCallRequest) -> _Call | str:
+        """A request as a plain loop reads it: the call to run, or the error text an unknown tool or bad input
+        gets (such a request runs nothing and is not traced; a loop detector never sees it)."""
         tool = tools.get(call.name)
         if tool is None:
             return _error(call.id, call.name, f"unknown tool {call.name!r}; tools: {', '.join(tools)}")
@@ -160,7 +187,12 @@ class PlainLoop:
             parsed = tool.parse_input(raw if isinstance(raw, dict) else {})
         except (ValueError, ToolInputError) as exc:
             return _error(call.id, call.name, str(exc))
-        scope = tool.normalize_scope(parsed)
+        return _Call(call, tool, parsed, tool.normalize_scope(parsed))
+
+    def _invoke(self, ctx: RunContext, request: _Call) -> str:
+        """Run one call as a plain loop does: the backend's result is the bounded observation; every backend call
+        is a TOOL_INVOCATION, repeats included."""
+        call, tool, parsed, scope = request.call, request.tool, request.parsed, request.scope
         started = ctx.store.clock()
         t0 = time.perf_counter()
         try:
@@ -171,6 +203,7 @@ class PlainLoop:
                           status=InvocationStatus.FAILED, result=None, error=message, started_at=started)  # fmt: skip
             text = _error(call.id, call.name, message)
             ctx.usage.tool_invocations += 1
+            ctx.request_failed(call.id)
             ctx.trace.emit(ToolInvocation(tool_call_id=call.id, tool=call.name, scope=scope,
                                           invocation_status=InvocationStatus.FAILED, observation_bytes=len(text),
                                           latency_ms=round((time.perf_counter() - t0) * 1000, 3),

@@ -58,6 +58,20 @@ class ReplayableRun:
     """The outcome verdict (None: not judged, or stored before there were two verdicts)."""
     agent: str | None = None
     """The loop it ran under (`native`, `plain`, …; None: native, stored before the column existed)."""
+    alternative_outcome: str | None = None
+    """What a model without its case's mistake publishes, when the case says (the case file's `without_mistake`; not
+    stored with the run: None unless a caller read it from the case)."""
+    alternative_fallback_kind: str | None = None
+    """That alternative's fallback kind."""
+
+    def passing_outcomes(self) -> tuple[tuple[str, str | None], ...]:
+        """The (outcome, fallback kind) pairs its case's outcome verdict accepts without reading a conclusion."""
+        if self.expected_outcome is None:
+            return ()
+        primary = (self.expected_outcome, self.expected_fallback_kind)
+        if self.alternative_outcome is None:
+            return (primary,)
+        return (primary, (self.alternative_outcome, self.alternative_fallback_kind))
 
 
 def bench_run_exists(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> bool:

@@ -1,12 +1,12 @@
 """The one output-path rule, walked over every command that writes.
 
-Each writer — the OTLP file, Inspect logs, `show --html`, a captured case, the what-if JSON, the gate's three files,
-the report, the real-models report, `merge OUT`, the database of `run`, `sweep`, `import` and `migrate`, and a
-cassette a recording run writes — is given `/dev/full`, a FIFO, a symbolic link and a copy of a character device
-made with `mknod` as its output. Each is refused with one line naming the flag, exit 2, and the path is left as it
-was (its type, its device numbers, its link target and the file behind it), with no file beside it. `/dev/stdout`
-is a stream where that is documented (`export --otel`, `show --html`, `capture --out`: the document on stdout, the
-note on stderr) and refused in one line everywhere else.
+Each writer — the OTLP file, Inspect logs, `show --html`, a captured case, the what-if JSON, the stop-rule
+comparison's JSON and plot, the gate's three files, the report, the real-models report, `merge OUT`, the database of
+`run`, `sweep`, `import` and `migrate`, and a cassette a recording run writes — is given `/dev/full`, a FIFO, a
+symbolic link and a copy of a character device made with `mknod` as its output. Each is refused with one line naming
+the flag, exit 2, and the path is left as it was (its type, its device numbers, its link target and the file behind
+it), with no file beside it. `/dev/stdout` is a stream where that is documented (`export --otel`, `show --html`,
+`capture --out`: the document on stdout, the note on stderr) and refused in one line everywhere else.
 """
 
 from __future__ import annotations
@@ -99,6 +99,10 @@ WRITERS: dict[str, Writer] = {
                                                           "--force"], stream=True),
     "whatif --json": Writer("--json", lambda w, out, tmp: ["whatif", "--db", str(w.g), "--label", "base",
                                                            "--no-gain-threshold", "1", "--json", str(out)]),
+    "compare-stops --json": Writer("--json", lambda w, out, tmp: ["compare-stops", "--db", str(w.g), "--label", "base",
+                                                                  "--policy", "tool-cap:1", "--json", str(out)]),
+    "compare-stops --plot": Writer("--plot", lambda w, out, tmp: ["compare-stops", "--db", str(w.g), "--label", "base",
+                                                                  "--policy", "tool-cap:1", "--plot", str(out)]),
     "gate --summary": Writer("--summary", lambda w, out, tmp: [*_gate(w, tmp), "--summary", str(out), "--junit",
                                                                str(tmp / "j.xml")]),
     "gate --junit": Writer("--junit", lambda w, out, tmp: [*_gate(w, tmp), "--summary", str(tmp / "s.md"), "--junit",

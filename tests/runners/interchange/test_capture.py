@@ -24,7 +24,7 @@ from runners.interchange.capture import build_case, case_yaml
 from runners.interchange.otel_trace import captured_runs_from_trace
 from runners.store.captured_runs import CapturedMessage, CapturedRun, load_captured_run
 from runners.store.connection import connect
-from tests._real_replays import RECORDINGS, replayed
+from tests._real_replays import RECORDINGS, replayed, summary_of
 
 _ASIDE = {"bench_run_id", "case_run_id", "case_id", "wall_ms", "finished_at", "expected_outcome",
           "expected_fallback_kind", "expected_stop_reason", "failures", "passed"}  # fmt: skip
@@ -130,6 +130,11 @@ MODEL_ERROR_RETRIED: set[str] = set()
 and was retried, and the scripted model never fails (none in the committed recordings)."""
 
 
+HARNESSED = [f for f in RECORDINGS if summary_of(f).agent.value == "native"]
+"""The recordings through the Harness's loop: a captured case replays through it (`captured.replay` names no
+`--agent`), so a plain-loop recording's runs are not compared with their replay."""
+
+
 def test_real_model_runs_replay_to_the_same_outcome_and_counts(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -138,7 +143,7 @@ def test_real_model_runs_replay_to_the_same_outcome_and_counts(
     session's replays of them (`tests/_real_replays.py`, labelled by model as `real-models` labels them)."""
     rows: list[dict[str, object]] = []
     captured: list[CapturedRun] = []
-    for recording in RECORDINGS:
+    for recording in HARNESSED:
         db = replayed(recording, tmp_path_factory)
         # what `capture CASE_RUN_ID --db D` does (the command is tested above), on one connection: opening the file
         # once per run would be most of this test's time

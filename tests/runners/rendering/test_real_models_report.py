@@ -108,6 +108,23 @@ def test_the_report_is_written_from_the_replay(report: tuple[Path, Path, int]) -
     assert labels == {SMALL, LARGE, f"{LARGE}-plain"}
 
 
+def test_each_model_says_which_stop_rule_pays(report: tuple[Path, Path, int]) -> None:
+    """Per recording: compare-stops' Pareto table on its runs at its highest threshold (the lower one it ran is a
+    NO_GAIN row), its plot beside the report and inside the page; the plain loop's caps and detectors only."""
+    out, _, _ = report
+    md = (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    for label, title, contract in ((SMALL, f"{SMALL} at NO_GAIN 2", True), (LARGE, f"{LARGE} at NO_GAIN 2", True),
+                                   (f"{LARGE}-plain", f"{LARGE}-plain (the plain loop)", False)):  # fmt: skip
+        section = md.split(f"### Which stop rule pays — {title}")[1].split("\n## ")[0]
+        assert "| policy | runs cut |" in section and "tool-cap:4" in section and "repeat:k=3,w=10" in section
+        assert ("| no-gain:2 |" in section) is contract and ("| no-gain:1 |" in section) is contract, label
+        assert f"(stop-rules-{label}.png)" in section
+        assert (out / f"stop-rules-{label}.png").read_bytes().startswith(b"\x89PNG")
+        assert f"Which stop rule pays — {title}" in html
+    assert html.count("<img style='max-width:100%' alt='Which stop rule pays") == 3
+
+
 def _db(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -297,7 +314,9 @@ def test_hostile_text_in_the_flags_is_escaped(recorded: Path, tmp_path: Path, ca
     assert code == 0, err
     page = (tmp_path / "out" / "report.html").read_text()
     md = (tmp_path / "out" / "report.md").read_text()
-    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;|*x*\\u202e" in page
+    assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;|*x*\\u202e" in page
+    assert all(tag.startswith("<img style='max-width:100%' alt='Which stop rule pays") for tag in
+               re.findall(r"<img[^>]{0,80}", page)), "the only images are the report's own plots"  # fmt: skip
     assert "\u202e" not in md and "\u202e" not in page
     settings = next(ln for ln in md.splitlines() if ln.startswith("Recorded with: --model openai:") and "img" in ln)
     assert "\\<img src=x onerror=alert(1)\\>\\|\\*x\\*\\\\u202e" in settings

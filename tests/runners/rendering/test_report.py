@@ -80,7 +80,8 @@ def test_figures_are_drawn(report: tuple[Path, Path, str]) -> None:
     _, out, _ = report
     pngs = sorted(out.glob("*.png"))
     assert {p.name for p in pngs} == {"recall_wasted_vs_threshold.png", "pareto_front.png",
-                                      "outcomes_per_family.png", "tool_call_distribution.png"}  # fmt: skip
+                                      "outcomes_per_family.png", "tool_call_distribution.png",
+                                      "stop_rules_pareto.png"}  # fmt: skip
     page = (out / "report.html").read_text()
     for p in pngs:
         img = mpimg.imread(p)

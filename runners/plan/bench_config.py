@@ -1,0 +1,70 @@
+"""The Harness's settings as the bench runs them: `HarnessConfig`'s fields, and the loop detectors the bench makes
+live through the Harness's request checks (`--stop-rule`). `settings.py` declares the bench's settings from this
+class, so the stop rule has its flag, its `bench_runs` column and its place in a stored run's settings like any
+other setting."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, field_validator
+
+from harness import HarnessConfig, RequestCheck
+from runners.domain.stop_rules import RuleKind, StopRule, StopRuleError, parse_rules
+from runners.plan.model_settings import BenchSetting
+
+__all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "live_settings", "request_checks"]
+
+NEVER_SATURATES = 1_000_000
+"""A NO_GAIN threshold no run reaches: a run of a policy without `no-gain` (the contract never saturates)."""
+
+_BUDGET_FLAGS = {RuleKind.NO_GAIN: "--no-gain-threshold", RuleKind.TOOL_CAP: "--max-tool-invocations",
+                 RuleKind.TURN_CAP: "--max-model-calls", RuleKind.TOKEN_CAP: "--max-total-tokens"}  # fmt: skip
+
+
+class BenchHarnessConfig(HarnessConfig):
+    """HarnessConfig, and the loop detectors a bench run stops on."""
+
+    stop_rule: Annotated[str | None, BenchSetting(metavar="SPEC")] = Field(
+        default=None, examples=["repeat:k=3,w=10", "error-cycle:k=2+alternation:k=2"]
+    )
+    """Loop detectors the run stops on, live (the Harness's request checks; the plain loop's too): repeat:k=K,w=W (a
+    tool and scope asked K times within W requests), error-cycle:k=K (the same failing call asked K times in a row),
+    alternation:k=K (two calls asked in turn K times), combined with +; the caps are --max-tool-invocations,
+    --max-model-calls and --max-total-tokens, the contract's threshold --no-gain-threshold."""
+
+    @field_validator("stop_rule")
+    @classmethod
+    def _detectors_only(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            policy = parse_rules(value)
+        except StopRuleError as exc:  # (the flag's message names the value already)
+            raise ValueError(str(exc).removeprefix(f"{value!r}: ")) from None
+        for rule in policy.rules:
+            if not rule.kind.detector:
+                raise ValueError(f"{rule.spec} is not a loop detector: give it as {_BUDGET_FLAGS[rule.kind]}")
+        return policy.spec
+
+
+def request_checks(config: HarnessConfig) -> tuple[RequestCheck, ...]:
+    """The request checks a run under `config` is given (none without a stop rule)."""
+    if not isinstance(config, BenchHarnessConfig) or config.stop_rule is None:
+        return ()
+    return parse_rules(config.stop_rule).detectors
+
+
+def live_settings(policy: StopRule) -> dict[str, int | str | None]:
+    """The settings (by public name) that run `policy` live: its threshold (a policy without `no-gain`: one no run
+    reaches), its caps as the budgets, its loop detectors as the stop rule; settings it does not name are left out."""
+    no_gain = policy.no_gain
+    out: dict[str, int | str | None] = {
+        "no_gain_threshold": NEVER_SATURATES if no_gain is None else no_gain.threshold,
+        "stop_rule": "+".join(d.spec for d in policy.detectors) or None,
+    }
+    for name, cap in (("max_tool_invocations", policy.tool_cap), ("max_model_calls", policy.turn_cap),
+                      ("max_total_tokens", policy.token_cap)):  # fmt: skip
+        if cap is not None:
+            out[name] = cap.n
+    return out
