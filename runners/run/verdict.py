@@ -28,7 +28,7 @@ from harness import (
 )
 from runners.domain.case_model import EvalCase, ExactCounts, ExpectedStop, OutcomeExpectation
 from runners.domain.case_run import CaseMetrics, Verdicts
-from runners.plan.bench_config import request_checks
+from runners.plan.bench_config import BenchHarnessConfig
 
 __all__ = [
     "invariant_failures",
@@ -45,7 +45,9 @@ _DEFAULT_LIMITS = RunLimits.of(HarnessConfig())
 def trajectory_applies(config: HarnessConfig, *, scripted: bool) -> bool:
     """Whether a run is judged on the trajectory's bounds: a scripted model at the thresholds and budgets the bounds
     were written for (the defaults, no stop rule; timeouts and the deadline do not change a scripted trajectory)."""
-    return scripted and RunLimits.of(config) == _DEFAULT_LIMITS and not request_checks(config)
+    # read from the config itself, not by asking the planner: the run path never re-enters plan/ once it runs
+    stop_rule = config.stop_rule if isinstance(config, BenchHarnessConfig) else None
+    return scripted and RunLimits.of(config) == _DEFAULT_LIMITS and stop_rule is None
 
 
 def verdicts(
