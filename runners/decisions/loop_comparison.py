@@ -25,6 +25,8 @@ class PairedMetric(BaseModel):
 
     name: str
     """What is measured, as the report's row says it."""
+    share: bool
+    """A share of cases (recall, honest fallback: 0 to 1) rather than an amount per run."""
     cases: int
     """Cases it is measured over."""
     harness: float
@@ -62,7 +64,7 @@ class LoopComparison(BaseModel):
 
 
 def _paired(
-    name: str, harness: Mapping[str, float], plain: Mapping[str, float], cases: Iterable[str]
+    name: str, share: bool, harness: Mapping[str, float], plain: Mapping[str, float], cases: Iterable[str]
 ) -> PairedMetric | None:
     both = [c for c in cases if c in harness and c in plain]
     if not both:
@@ -71,6 +73,7 @@ def _paired(
     p = [plain[c] for c in both]
     return PairedMetric(
         name=name,
+        share=share,
         cases=len(both),
         harness=sum(h) / len(h),
         plain=sum(p) / len(p),
@@ -97,17 +100,20 @@ def compare_loops(
     def per_case(runs: Mapping[str, CaseRunRow], value: Callable[[CaseRunRow], float]) -> dict[str, float]:
         return {c: value(runs[c]) for c in common}
 
-    def measured(name: str, value: Callable[[CaseRunRow], float], over: list[str]) -> PairedMetric | None:
-        return _paired(name, per_case(h, value), per_case(p, value), over)
+    def measured(
+        name: str, value: Callable[[CaseRunRow], float], over: list[str], *, share: bool = False
+    ) -> PairedMetric | None:
+        return _paired(name, share, per_case(h, value), per_case(p, value), over)
 
     rows = [
-        measured("recall (SUCCESS with the root cause)", lambda r: float(bool(r.outcome_passed)), success),
+        measured("recall (SUCCESS with the root cause)", lambda r: float(bool(r.outcome_passed)), success, share=True),
         measured(
             "recall, citations verified",
             lambda r: float(bool(r.outcome_passed) and r.outcome == "SUCCESS" and r.evidence_check == "PASSED"),
             success,
+            share=True,
         ),
-        measured("honest fallback", lambda r: float(bool(r.outcome_passed)), fallback),
+        measured("honest fallback", lambda r: float(bool(r.outcome_passed)), fallback, share=True),
         measured("tokens per run", lambda r: float(r.input_tokens + r.output_tokens), common),
         measured("model calls per run", lambda r: float(r.model_calls), common),
         measured("tool calls per run", lambda r: float(r.tool_invocations), common),

@@ -604,8 +604,8 @@ LOOP_TEXT = (
 LOOP_HEADER = ["model", "measure", "cases", "Harness", "plain loop", "plain − Harness [95%]"]
 
 
-def _loop_number(name: str, value: float) -> str:
-    return f"{value:.0%}" if name.startswith(("recall", "honest")) else f"{value:,.1f}"
+def _loop_number(share: bool, value: float) -> str:
+    return f"{value:.0%}" if share else f"{value:,.1f}"
 
 
 def _loop_rows(report: RealModelsReport) -> list[list[str]]:
@@ -613,11 +613,10 @@ def _loop_rows(report: RealModelsReport) -> list[list[str]]:
     for c in report.loops:
         for m in c.metrics:
             d = m.difference
-            pct = m.name.startswith(("recall", "honest"))
-            diff = (f"{d.value * 100:+.0f} pts [{d.low * 100:+.0f}, {d.high * 100:+.0f}]" if pct
+            diff = (f"{d.value * 100:+.0f} pts [{d.low * 100:+.0f}, {d.high * 100:+.0f}]" if m.share
                     else f"{d.value:+,.1f} [{d.low:+,.1f}, {d.high:+,.1f}]")  # fmt: skip
-            rows.append([c.model, m.name, str(m.cases), _loop_number(m.name, m.harness),
-                         _loop_number(m.name, m.plain), diff])  # fmt: skip
+            rows.append([c.model, m.name, str(m.cases), _loop_number(m.share, m.harness),
+                         _loop_number(m.share, m.plain), diff])  # fmt: skip
         rows.append([c.model, "FAILED releases", str(c.cases), str(c.harness_failed), str(c.plain_failed), "—"])
         rows.append([c.model, "conclusions with rejected citations: blocked / published", str(c.cases),
                      f"{c.harness_blocked} blocked", f"{c.plain_published_rejected} published", "—"])  # fmt: skip

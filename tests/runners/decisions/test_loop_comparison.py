@@ -40,4 +40,9 @@ def test_the_comparison_is_paired_and_counts_unchecked_publications_apart() -> N
     honest = by["honest fallback"]
     assert (honest.cases, honest.harness, honest.plain, honest.difference.value) == (1, 1.0, 0.0, -1.0)
     assert by["tokens per run"].difference.value == -50.0
+    assert {m.name for m in got.metrics if m.share} == {
+        "recall (SUCCESS with the root cause)",
+        "recall, citations verified",
+        "honest fallback",
+    }
     assert (got.harness_blocked, got.plain_published_rejected) == (1, 2)
