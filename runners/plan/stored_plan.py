@@ -89,7 +89,7 @@ def restore_options(stored: Mapping[str, Any], form: StoredForm, given: BenchOpt
         raise BenchInputError(f"{what}: its stored settings are unusable ({exc})") from None
     try:
         groups = {name: _restored(concern, getattr(given, name), stored, columns=form is StoredForm.BENCH_RUN)
-                  for name, concern in BenchOptions.CONCERNS.items()}  # fmt: skip
+                  for name, concern in BenchOptions.concerns().items()}  # fmt: skip
     except ValueError as exc:
         raise BenchInputError(f"{what}: its stored options are unusable ({exc})") from None
     return BenchOptions().replaced(settings=restored, resume=given.resume, **{
@@ -220,7 +220,7 @@ def run_argv(
     that differs from its default (minus `skip_options`), in declaration order. Where and how it executes
     (database, concurrency, executor) is not part of it."""
     dropped = set(skip_options)
-    kept = [(name, d) for name, concern in BenchOptions.CONCERNS.items() for d in concern.declared()
+    kept = [(name, d) for name, concern in BenchOptions.concerns().items() for d in concern.declared()
             if d.stored is not None and d.name not in dropped]  # fmt: skip
     argv = ["harness-bench", "run"]
     for name, d in kept:
