@@ -445,6 +445,24 @@ class FlagModel(BaseModel):
                 out[d.column] = json.dumps(value) if as_json else value
         return out
 
+    def argv(self, command: str = "", *, every: bool = False) -> list[str]:
+        """The command-line arguments that give this model's values in `command` (a value at its default left out
+        unless `every`): a command line rendered from its flags' declaration, never written by hand."""
+        out: list[str] = []
+        for d in self.declared():
+            value = getattr(self, d.name)
+            if value is None or (value == d.default_in(command) and not (every and d.kind is not Kind.SWITCH)):
+                continue
+            if d.kind is Kind.SWITCH:
+                out.append(d.flag)
+            elif d.kind is Kind.LIST:
+                out += [
+                    a for v in value for a in ((str(_plain(v)),) if d.marker.positional else (d.flag, str(_plain(v))))
+                ]
+            else:
+                out += [str(_plain(value))] if d.marker.positional else [d.flag, str(_plain(value))]
+        return out
+
     @classmethod
     def restored(cls, stored: Mapping[str, object], *, columns: bool) -> dict[str, object]:
         """The fields of a stored run (by column when `columns`, else by a sweep's saved key): each option it keeps,

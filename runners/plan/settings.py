@@ -526,6 +526,19 @@ def reproduce_flags(settings: RunSettings, *, always: Iterable[str] = (), skip: 
     return out
 
 
+def axis_flags(axes: Mapping[str, Iterable[SettingValue]]) -> list[str]:
+    """The `sweep` arguments that give each named setting its grid axis (a comma list), in declaration order."""
+    decl = declaration()
+    unknown = sorted(n for n in axes if n not in decl.names())
+    if unknown:
+        raise SettingsError(f"unknown setting(s) {', '.join(unknown)}")
+    out: list[str] = []
+    for s in decl.sweepable:
+        if s.name in axes:
+            out += [s.flag, ",".join(s.cli_text(s.check(v)) for v in axes[s.name])]
+    return out
+
+
 # -- storage ------------------------------------------------------------------------------------------
 def bench_run_columns() -> list[tuple[str, str]]:
     """(column, DuckDB type) of `bench_runs`: one per declared setting."""
