@@ -339,13 +339,21 @@ class RunSettings:
 
     @classmethod
     def of(cls, config: HarnessConfig | None = None, model_settings: ModelSettings | None = None) -> RunSettings:
-        """Settings from the two models (a base HarnessConfig is lifted to the declared class)."""
-        harness_class = declaration().harness_class
+        """Settings from the two models (each lifted to the declared class: a base HarnessConfig, ModelSettings)."""
+        decl = declaration()
         if config is None:
-            config = harness_class()
-        elif type(config) is not harness_class:
-            config = _validated(lambda: harness_class.model_validate(config.model_dump()), SettingOwner.HARNESS)
-        return cls(config, model_settings or declaration().model_class())
+            config = decl.harness_class()
+        elif type(config) is not decl.harness_class:
+            given_config = config
+            config = _validated(
+                lambda: decl.harness_class.model_validate(given_config.model_dump()), SettingOwner.HARNESS
+            )
+        if model_settings is None:
+            model_settings = decl.model_class()
+        elif type(model_settings) is not decl.model_class:
+            given = model_settings
+            model_settings = _validated(lambda: decl.model_class.model_validate(given.model_dump()), SettingOwner.MODEL)
+        return cls(config, model_settings)
 
     @classmethod
     def from_values(cls, values: Mapping[str, SettingValue], base: RunSettings | None = None) -> RunSettings:
