@@ -86,17 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, declarations: Declarations | None = None) -> int:
     """Run one command; `declarations`: the models that declare the run settings and options (default the bench's
     own), in effect for the whole command — its parser, its runs and the databases it opens."""
-    with declaring(declarations):
-        return _main(argv)
-
-
-def _main(argv: Sequence[str] | None) -> int:
     plug_closed_streams()  # started with stdout or stderr closed: the command runs, and exits, as with them
     for stream in (sys.stdout, sys.stderr):  # an ASCII-only terminal gets '?' for '…', never an exit 2
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
             reconfigure(errors="replace")
-    with stdout_may_close():
+    with declaring(declarations), stdout_may_close():
         parser = build_parser()
         try:
             args = parser.parse_args(argv)

@@ -6,14 +6,13 @@ flag, its `bench_runs` column and its place in a stored run's settings like any 
 
 from __future__ import annotations
 
-import copy
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
-from pydantic.fields import FieldInfo
 
 from harness import HarnessConfig, RequestCheck, SchemaMode
 from runners.domain.stop_rules import RuleKind, StopRule, StopRuleError, parse_rules
+from runners.plan.flags import presented
 from runners.plan.model_settings import BenchSetting
 
 __all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "live_settings", "request_checks"]
@@ -27,9 +26,7 @@ _BUDGET_FLAGS = {RuleKind.NO_GAIN: "--no-gain-threshold", RuleKind.TOOL_CAP: "--
 
 def _marked(name: str, marker: BenchSetting) -> Any:
     """HarnessConfig's field `name` as it is (type, bounds, default, docstring), with the bench's `marker`."""
-    info: FieldInfo = copy.copy(HarnessConfig.model_fields[name])
-    info.metadata = [*info.metadata, marker]
-    return info
+    return presented(HarnessConfig, name, marker)
 
 
 _SECONDS = BenchSetting(metavar="SECONDS")

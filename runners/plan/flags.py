@@ -14,6 +14,8 @@ and the stored column. A new flag is one field of the model of its concern. The 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -46,6 +48,7 @@ __all__ = [
     "declare_field",
     "field_bounds",
     "group_of",
+    "presented",
 ]
 
 StoredValue = int | float | str | bool | list[str] | None
@@ -486,6 +489,19 @@ def group_of(parser: argparse.ArgumentParser, title: str | None) -> Any:
         if group.title == title:
             return group
     return parser.add_argument_group(title)
+
+
+def presented(model: type[BaseModel], name: str, marker: Flag) -> Any:
+    """Field `name` of `model` as it is (type, bounds, default, docstring), shown on the command line as `marker`
+    says: a subclass redeclares the field with it (`x: int = presented(Base, "x", Flag(...))`), so that the model
+    that decides a value (a library's config, a decision's thresholds) carries no presentation. A refusal's
+    `reason` the field declares is kept unless `marker` gives its own."""
+    info = copy.copy(model.model_fields[name])
+    own = next((m for m in info.metadata if isinstance(m, Flag)), None)
+    if own is not None and own.reason is not None and marker.reason is None:
+        marker = dataclasses.replace(marker, reason=own.reason)
+    info.metadata = [*(m for m in info.metadata if not isinstance(m, Flag)), marker]
+    return info
 
 
 def add_version(parser: argparse.ArgumentParser, text: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -74,12 +75,12 @@ seeded = functools.partial(main, declarations=SEEDED)
 
 
 @pytest.fixture(scope="module")
-def sim() -> SimulatorServer:
+def sim() -> Iterator[SimulatorServer]:
     from runners.domain.evalset import load_cases
     from runners.domain.profiles import trajectory_for_model
 
     with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model) as server:
-        yield server  # type: ignore[misc]
+        yield server
 
 
 def test_a_new_model_setting_reaches_every_place(
