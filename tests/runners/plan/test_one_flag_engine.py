@@ -4,6 +4,7 @@ migration is caught here instead of adding an empty column."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 import functools
 import re
@@ -12,14 +13,18 @@ from pathlib import Path
 from typing import Annotated
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import Field
 
 from runners.cli import build_parser, main
 from runners.endpoints.simulator import SimulatorServer
+from runners.live._xllamacpp_serve import ServeFlags
 from runners.live.models import get
 from runners.plan.declarations import Declarations, declaring
 from runners.plan.model_settings import BenchSetting, ModelSettings
 from runners.plan.options import BenchOptions, DeclaredColumns, declared_columns
+from runners.plan.settings import SettingValue
 from runners.plan.stored_plan import run_argv
 from runners.store.migrations import unmigrated_columns
 from tests._rows import query as _q
@@ -110,10 +115,10 @@ def test_a_new_model_setting_reaches_every_place(
 
     with declaring(SEEDED):  # the command line of a recorded model, and of a run, rendered from the settings
         local = get("qwen2.5-coder-1.5b")
-        settings = local.run_settings("http://127.0.0.1:8081/v1").with_values({"seed": 7})
-        flags = local.run_flags(settings=settings)
+        seeded_settings = local.run_settings("http://127.0.0.1:8081/v1").with_values({"seed": 7})
+        flags = local.run_flags(settings=seeded_settings)
         assert flags[flags.index("--seed") + 1] == "7"
-        argv = run_argv(BenchOptions.of(settings=settings), always=("model",))
+        argv = run_argv(BenchOptions.of(settings=seeded_settings), always=("model",))
         assert argv[argv.index("--seed") + 1] == "7"
     assert "--seed" not in get("qwen2.5-coder-1.5b").run_flags(), "the bench's own declarations know no seed"
 
@@ -136,3 +141,36 @@ def test_a_renamed_field_without_a_migration_is_caught() -> None:
         assert [p.split(":")[0] for p in unmigrated_columns(declared_columns())] == [
             "bench_runs.probe_budget", "case_runs.probe_budget",
         ]  # fmt: skip
+
+
+# -- a command line rendered from a model parses back to it ----------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(
+    port=st.integers(0, 65535), threads=st.integers(1, 1024), ctx=st.integers(1, 1 << 24),
+    alias=st.text(st.characters(codec="ascii", categories=("L", "N")), min_size=1, max_size=20),
+    template=st.none() | st.just(Path("t.jinja")), every=st.booleans(),
+)  # fmt: skip
+def test_a_rendered_command_line_parses_back(
+    port: int, threads: int, ctx: int, alias: str, template: Path | None, every: bool
+) -> None:
+    flags = ServeFlags(model=Path("m.gguf"), port=port, alias=alias, threads=threads, ctx_size=ctx,
+                       chat_template_file=template)  # fmt: skip
+    parser = argparse.ArgumentParser()
+    ServeFlags.add_flags(parser, "serve")
+    assert ServeFlags.from_args(parser.parse_args(flags.argv(every=every)), "serve") == flags
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data())
+def test_rendered_sweep_axes_parse_back(data: st.DataObject) -> None:
+    from runners.plan import settings as run_settings
+
+    axes: dict[str, tuple[SettingValue, ...]] = {}
+    for s in run_settings.declaration().sweepable:
+        if data.draw(st.booleans()):
+            values = st.sampled_from(s.choices) if s.choices else st.integers(int(s.lower or 1), 10_000)
+            axes[s.name] = tuple(dict.fromkeys(data.draw(st.lists(values, min_size=1, max_size=4))))
+    action = next(a for a in build_parser()._actions if a.dest == "command")
+    args = action.choices["sweep"].parse_args(run_settings.axis_flags(axes))  # type: ignore[index]
+    parsed = run_settings.axes_from_args(args)
+    assert {name: parsed[name] for name in axes} == axes
