@@ -34,7 +34,7 @@ class Declarations:
     """Option models by the `BenchOptions` field that holds each, replacing that field's own (none: every concern
     as `BenchOptions` declares it)."""
 
-    def __hash__(self) -> int:  # the declaration derived from it is cached by it
+    def __hash__(self) -> int:  # a mapping field is not hashable; its items are
         return hash((self.harness_config, self.model_settings, tuple(self.concerns.items())))
 
 

@@ -70,7 +70,7 @@ _SQL_TYPES = {
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One declared setting, derived from a pydantic field."""
+    """One declared setting: a field as the flag engine declares it, with its `BenchSetting` marker's meaning."""
 
     name: str
     """Public name: the DuckDB column, the key in stored settings and sweep labels, the argparse destination."""
@@ -230,7 +230,7 @@ def _show(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-# -- derivation from the pydantic models -------------------------------------------------------------
+# -- the view on the flag engine --------------------------------------------------------------------
 def _view(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
     """The setting the flag engine declares for `field` of `model`, with its `BenchSetting` marker's meaning."""
     d = declare_field(model, field, info, open_ended=True)
