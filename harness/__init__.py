@@ -111,7 +111,7 @@ if TYPE_CHECKING:
     from harness.adapters.openai_agents import run_agent as run_openai_agents_agent
     from harness.adapters.pydantic_ai import run_agent as run_pydantic_ai_agent
     from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json, event_line
-    from harness.models.openai_model import ModelConfigError, OpenAIChatModel, TransportWrapper
+    from harness.models.openai_model import ModelConfigError, OpenAIChatModel, TransportWrapper, read_body
     from harness.otel import NAMESPACE as OTEL_NAMESPACE
     from harness.otel import Evaluation, HarnessAttribute, SpanRecorder
     from harness.otel import attribute_name as otel_attribute_name
@@ -120,6 +120,7 @@ _LAZY: dict[str, tuple[str, str, str | None]] = {
     "OpenAIChatModel": ("harness.models.openai_model", "OpenAIChatModel", None),
     "ModelConfigError": ("harness.models.openai_model", "ModelConfigError", None),
     "TransportWrapper": ("harness.models.openai_model", "TransportWrapper", None),
+    "read_body": ("harness.models.openai_model", "read_body", None),
     "EventLogError": ("harness.event_log", "EventLogError", None),
     "EventLogLine": ("harness.event_log", "EventLogLine", None),
     "event_adapter": ("harness.event_log", "event_adapter", None),
@@ -277,6 +278,7 @@ __all__ = [
     "otel_attribute_name",
     "parse_draft",
     "project_result",
+    "read_body",
     "render_task",
     "run_diagnosis",
     "run_openai_agents_agent",

@@ -179,7 +179,7 @@ def whatif(
     from runners.decisions.whatif import WhatIfInputError
     from runners.decisions.whatif import whatif as replay
     from runners.store.connection import connect
-    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
+    from runners.store.replayable_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
     if (label is None) == (bench_run is None):
         raise BenchInputError("give one of --label and --bench-run")

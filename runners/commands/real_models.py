@@ -20,7 +20,7 @@ from runners.commands._common import (
     _sub,
 )
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         render_markdown,
         stops_figures,
     )
-    from runners.store._files import write_bytes, write_text
+    from runners.store.output_files import write_bytes, write_text
 
     flags = _RealModelsFlags.from_args(args, "real-models")
     if flags.out.exists() and not flags.out.is_dir():

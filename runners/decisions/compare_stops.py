@@ -29,7 +29,7 @@ protocol-violation threshold (a policy without `no-gain` turns the information-g
 The case is the unit: per case the runs' (epochs') effects are averaged, and intervals are 95% t intervals over
 cases.
 
-Pure: stored runs in (`runners.store.whatif_runs`), typed results out; no I/O.
+Pure: stored runs in (`runners.store.replayable_runs`), typed results out; no I/O.
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from harness import (
 )
 from runners.decisions.whatif import ConclusionRisk, Counts, RunStatus, recorded_counts, replay_run
 from runners.domain.stop_rules import StopRule, parse_rules
-from runners.store.whatif_runs import ReplayableRun
+from runners.store.replayable_runs import ReplayableRun
 
 __all__ = [
     "CONFIDENCE",

@@ -38,7 +38,7 @@ from runners.decisions.choices import Rule as Rule
 from runners.decisions.choices import check_margin
 from runners.domain.evalset import Family
 from runners.plan.settings import SettingValue, swept_names
-from runners.store.analysis_reads import SweepCaseRun, sweep_case_runs
+from runners.store.report_reads import SweepCaseRun, sweep_case_runs
 
 NO_EVIDENCE_FAMILIES = (Family.EMPTY_LOGS, Family.GENERIC_KB, Family.MISSING_CONTEXT)
 

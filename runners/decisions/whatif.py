@@ -16,7 +16,7 @@ so everything before that place is known exactly:
 - the run stopped where the point would have let it go on (a threshold above the one it saturated at, a budget
   above the one it hit): CENSORED — what it would have done next was never recorded.
 
-Pure: stored runs in (`runners.store.whatif_runs`), typed results out; no I/O.
+Pure: stored runs in (`runners.store.replayable_runs`), typed results out; no I/O.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ from harness import (
     Violation,
     parse_draft,
 )
-from runners.store.whatif_runs import ReplayableRun
+from runners.store.replayable_runs import ReplayableRun
 
 __all__ = [
     "NOTES",

@@ -29,9 +29,9 @@ from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV
 from runners.plan.agent import AgentFramework
 from runners.rendering.safe_text import html, markdown, markdown_code
-from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
 from runners.store.recorded_sweeps import cassette_misses, read_recorded
+from runners.store.report_reads import label_case_runs_at, threshold_counts
 from runners.store.runs import label_sweep_ids
 
 __all__ = [
@@ -339,7 +339,7 @@ def stop_rules(db: Path, label: str) -> tuple[CompareStops | None, str | None]:
     exact up to its cut; or why they were not compared."""
     from runners.decisions.case_alternatives import with_alternatives
     from runners.decisions.compare_stops import CompareStopsInputError, compare_stops, default_policies
-    from runners.store.whatif_runs import runs_of_label
+    from runners.store.replayable_runs import runs_of_label
 
     con = connect(db, read_only=True)
     try:

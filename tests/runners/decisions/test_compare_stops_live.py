@@ -37,7 +37,7 @@ from runners.domain.stop_rules import RuleKind, StopRule, parse_rules
 from runners.plan.bench_config import live_settings
 from runners.plan.settings import declaration
 from runners.store.connection import connect
-from runners.store.whatif_runs import ReplayableRun, runs_of_label
+from runners.store.replayable_runs import ReplayableRun, runs_of_label
 
 CASES = (
     "tool_failures_failing_logs_retried_until_budget_t14",

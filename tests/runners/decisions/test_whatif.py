@@ -32,7 +32,7 @@ from runners.decisions.whatif import (
 from runners.domain.profiles import PROFILES
 from runners.store.connection import connect
 from runners.store.recorded_sweeps import CaseRunRow, read_recorded
-from runners.store.whatif_runs import ReplayableRun, runs_of_label
+from runners.store.replayable_runs import ReplayableRun, runs_of_label
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
 ROOT = Path(__file__).resolve().parents[3]
