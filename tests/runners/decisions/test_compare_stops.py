@@ -40,7 +40,7 @@ from runners.decisions.compare_stops import (
     default_policies,
     run_under,
 )
-from runners.decisions.whatif import RunStatus, recorded_counts
+from runners.decisions.counterfactual import RunStatus, recorded_counts
 from runners.domain.stop_rules import parse_rules
 from runners.plan.bench_config import BenchHarnessConfig, live_settings, request_checks
 from runners.store.replayable_runs import ReplayableRun

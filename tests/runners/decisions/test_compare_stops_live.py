@@ -31,7 +31,7 @@ from harness import (
 )
 from runners.cli import main
 from runners.decisions.compare_stops import CutAt, CutKind, Effect, RunUnderPolicy, run_under
-from runners.decisions.whatif import Counts, RunStatus, recorded_counts
+from runners.decisions.counterfactual import Counts, RunStatus, recorded_counts
 from runners.domain.profiles import PROFILES
 from runners.domain.stop_rules import RuleKind, StopRule, parse_rules
 from runners.plan.bench_config import live_settings
