@@ -43,6 +43,8 @@ import numpy.typing as npt
 from harness import HarnessConfig
 from runners.decisions import power
 from runners.decisions.calibration_results import (
+    DROPS,
+    STOCHASTIC,
     DropDetection,
     FixedEpochs,
     GateProfile,
@@ -86,10 +88,6 @@ __all__ = [
     "recommend_study",
 ]
 
-STOCHASTIC = ("sloppy", "eager", "fabricator")
-"""The noisy profiles: each seed draws its own trajectories."""
-DROPS = (2, 5, 10)
-"""Injected pass-rate drops (points) compared point by point."""
 KNOWN_OPTIMA = {"reference": 2, "rewriter?k=1": 3, "rewriter?k=2": 4, "rewriter?k=3": 5}
 """Profiles built to need one no_gain_threshold."""
 SWEEP_FAMILIES = ["diagnosable", "empty_logs", "generic_kb", "missing_context"]
