@@ -9,7 +9,14 @@ Where each decision lives (docs/architecture.md §2, §10.1):
 - scope.py — ToolScopeNormalizer
 - evidence_guard.py / semantic_guard.py — citations real / conclusion supported
 - release.py — the single published outcome; snapshot.py — the ProgressSnapshot behind a fallback
-- trace.py — the typed audit events
+- trace.py — the typed audit events; event_log.py — them as JSON Lines; otel.py — them as OpenTelemetry spans
+- contracts.py — the vocabularies; config.py — thresholds and budgets; context.py — the run's identity, deadline,
+  budgets and cancellation; canonical_store.py — the per-run truth of every invocation
+- envelope.py — the agent-facing tool envelope; request_checks.py — an embedder's stop rules before the gate
+- draft.py — the DiagnosisDraft; prompts.py — the frozen model-facing texts; transcript.py — what the model was
+  sent and answered; retry.py — the Harness-owned model retries
+- models/ — the chat-model interface and the OpenAI-compatible model; adapters/ — the Harness under pydantic-ai
+  and the OpenAI Agents SDK
 
 What an embedder needs is exported here (`__all__`), and what the bench needs is exported here too: the bench
 (`runners/`) imports nothing from the library but these names, so everything else is an implementation detail.
