@@ -67,15 +67,18 @@ __all__ = [
 
 
 def run(
-    options: BenchOptions, *, cancellation: CancellationToken | None = None, on_progress: ProgressHook | None = None
-) -> BenchSummary:
+    options: BenchOptions, *, cancellation: CancellationToken | None = None, on_progress: ProgressHook | None = None,
+    keep_runs: bool = True,
+) -> BenchSummary:  # fmt: skip
     """Plan and run one bench run (or resume one: `BenchOptions.of(resume=ID, db=...)`): every case × epoch of
-    `options` into its database. Once `cancellation` is set, no case run starts and the run ends `interrupted`."""
+    `options` into its database. Once `cancellation` is set, no case run starts and the run ends `interrupted`.
+    `keep_runs` False: the summary keeps no case run (memory stays flat over a large run; they are in the database)."""
     from runners.plan.run_plan import plan_run
     from runners.run.bench import run_bench
     from runners.store.resume import STORED_RUNS
 
-    return run_bench(plan_run(options, STORED_RUNS), cancellation=cancellation, on_progress=on_progress)
+    return run_bench(plan_run(options, STORED_RUNS), cancellation=cancellation, on_progress=on_progress,
+                     keep_runs=keep_runs)  # fmt: skip
 
 
 def sweep(
