@@ -338,9 +338,9 @@ def _loop_rows(report: RealModelsReport) -> list[list[str]]:
     rows = []
     for c in report.loops:
         for m in c.metrics:
-            d = m.difference
-            diff = (f"{d.value * 100:+.0f} pts [{d.low * 100:+.0f}, {d.high * 100:+.0f}]" if m.share
-                    else f"{d.value:+,.1f} [{d.low:+,.1f}, {d.high:+,.1f}]")  # fmt: skip
+            value, low, high = m.difference.bounds()
+            diff = (f"{value * 100:+.0f} pts [{low * 100:+.0f}, {high * 100:+.0f}]" if m.share
+                    else f"{value:+,.1f} [{low:+,.1f}, {high:+,.1f}]")  # fmt: skip
             rows.append([c.model, m.name, str(m.cases), _loop_number(m.share, m.harness),
                          _loop_number(m.share, m.plain), diff])  # fmt: skip
         rows.append([c.model, "FAILED releases", str(c.cases), str(c.harness_failed), str(c.plain_failed), "—"])

@@ -244,11 +244,11 @@ def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
         dx = (gi - (len(groups) - 1) / 2) * width  # spread the series so intervals do not hide each other
         x = [pos[s.setting(x_col)] + dx for s in group]
         for ax, metric in ((axes[0], "recall"), (axes[1], "wasted")):
-            ivs = [getattr(s, metric) for s in group]
+            bounds = [getattr(s, metric).bounds() for s in group]
             ax.errorbar(
                 x,
-                [i.value for i in ivs],
-                yerr=[[i.value - i.low for i in ivs], [i.high - i.value for i in ivs]],
+                [v for v, _, _ in bounds],
+                yerr=[[v - lo for v, lo, _ in bounds], [hi - v for v, _, hi in bounds]],
                 marker="o",
                 ms=4,
                 capsize=3,
@@ -271,10 +271,11 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 4.6))
     for s in stats:
         on_front = s in rec.front
+        value, low, high = s.recall.bounds()
         ax.errorbar(
             [s.cost(obj)],
-            [s.recall.value],
-            yerr=[[s.recall.value - s.recall.low], [s.recall.high - s.recall.value]],
+            [value],
+            yerr=[[value - low], [high - value]],
             fmt="o",
             ms=6 if on_front else 4,
             color="tab:orange" if on_front else "tab:gray",
