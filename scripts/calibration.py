@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pydantic
 
-from runners.pipelines.calibration import gate_study, power_study, recommend_study
 from runners.decisions.calibration_results import CalibrationResults, gate_key
+from runners.pipelines.calibration import gate_study, power_study, recommend_study
 from runners.rendering.calibration import gate_figure, gate_tables, power_figure, power_tables
 
 ROOT = Path(__file__).resolve().parent.parent
