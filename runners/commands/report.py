@@ -18,7 +18,7 @@ from runners.commands._common import (
     _sub,
 )
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
