@@ -26,7 +26,7 @@ from runners.plan.model_settings import BenchSetting, ModelSettings
 from runners.plan.options import BenchOptions, DeclaredColumns, declared_columns
 from runners.plan.settings import SettingValue
 from runners.plan.stored_plan import run_argv
-from runners.store.migrations import unmigrated_columns
+from runners.store.declared_columns import unmigrated_columns
 from tests._rows import query as _q
 from tests.runners.plan.test_settings import ONE, ConfigWithProbe, _drop_epoch
 
