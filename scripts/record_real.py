@@ -81,7 +81,7 @@ def sweep_flags(model: str, agent: str, thresholds: str) -> list[str]:
     local = get(model)
     settings = local.run_settings().with_values({"deadline": 3600.0, "model_timeout_seconds": 900.0})
     opts = BenchOptions.of(settings=settings, epochs=1, agent=agent)
-    argv = run_argv(opts, always=("model", *local.request.model_fields), command="sweep")[2:]
+    argv = run_argv(opts, always=("model", *type(local.request).model_fields), command="sweep")[2:]
     axis = tuple(int(t) for t in thresholds.split(",") if t.strip())
     return [*argv, *axis_flags({"no_gain_threshold": axis})]
 

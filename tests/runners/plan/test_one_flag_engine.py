@@ -174,3 +174,18 @@ def test_rendered_sweep_axes_parse_back(data: st.DataObject) -> None:
     args = action.choices["sweep"].parse_args(run_settings.axis_flags(axes))  # type: ignore[index]
     parsed = run_settings.axes_from_args(args)
     assert {name: parsed[name] for name in axes} == axes
+
+
+def test_the_recording_sweep_is_rendered_from_the_registry() -> None:
+    """`scripts/record_real.py`'s sweep flags are the registry's request settings, parsed back by `sweep` itself."""
+    from runners.plan import settings as run_settings
+    from scripts.record_real import sweep_flags
+
+    local = get("qwen2.5-coder-0.5b")
+    action = next(a for a in build_parser()._actions if a.dest == "command")
+    args = action.choices["sweep"].parse_args(sweep_flags(local.name, "plain", "1,3"))  # type: ignore[index]
+    values = run_settings.settings_from_args(args).values()
+    assert values["model"] == f"openai:{local.name}" and values["tool_choice"] == local.request.tool_choice
+    assert values["tool_call_format"] == local.request.tool_call_format.value and values["deadline"] == 3600
+    assert run_settings.axes_from_args(args)["no_gain_threshold"] == (1, 3)
+    assert (args.epochs, args.agent) == (1, "plain")
