@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TextIO, cast
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
+from runners.domain.suggest import did_you_mean
 from runners.plan.flags import bounded_float, bounded_int
 from runners.plan.redact import redact
 from runners.plan.rules import UsageError
@@ -177,12 +178,44 @@ class Parser(argparse.ArgumentParser):
         # reaches the flag's own check ("must be ≥ 1") instead of "expected one argument".
         self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # The words given, so that an unrecognised flag can be matched against the options of the command it was
+        # given to (argparse reports it from the top-level parser, which knows no command's options).
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        hint = self._suggestion(message)
+        if hint:  # the suggestion replaces the list of every choice
+            message = re.sub(r" \(choose from .*\)$", "", message, flags=re.S)
         m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
         if m:
             flag = m.group(1).split("/")[-1]
             message = f"{flag} {m.group(2)}"
-        raise ArgumentError(f"{message} (see {self.prog} --help)")
+        raise ArgumentError(f"{message}{hint} (see {self.prog} --help)")
+
+    def _suggestion(self, message: str) -> str:
+        """A "did you mean" for a mistyped command or flag (argparse only does so from Python 3.14)."""
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message, flags=re.S)
+        if choice:
+            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        unknown = re.fullmatch(r"unrecognized arguments: (.*)", message, flags=re.S)
+        if not unknown:
+            return ""
+        first = next((w for w in unknown.group(1).split() if w.startswith("--")), None)
+        if first is None:
+            return ""
+        return did_you_mean(first.split("=", 1)[0], self._options_of_command())
+
+    def _options_of_command(self) -> list[str]:
+        """The option strings of the command named among the words given (this parser's own when none is)."""
+        parsers: list[argparse.ArgumentParser] = [self]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                given = getattr(self, "_given", [])
+                chosen = [action.choices[w] for w in given if w in action.choices]
+                parsers = chosen[:1] or parsers
+        return [o for p in parsers for a in p._actions for o in a.option_strings if o.startswith("--")]
 
 
 # -- shared options -----------------------------------------------------------------------------

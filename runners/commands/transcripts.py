@@ -11,7 +11,7 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
-from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, say
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.labels import label_arg
 from runners.plan.redact import safe_url
@@ -45,7 +45,7 @@ class _ShowFlags(FlagModel):
     label: Annotated[str | None, Flag(parse=label_arg, metavar="LABEL")] = None
     """the label's newest case run of --case (and --epoch)"""
     case: Annotated[str | None, Flag(metavar="CASE")] = None
-    """case id (with --bench-run or --label)"""
+    """case id (in --bench-run or --label; without them, the latest bench run that ran it)"""
     epoch: Annotated[int | None, Flag(metavar="N", help="epoch (default: the first)")] = _epoch()
     """The epoch (None: the first)."""
     html: Annotated[Path | None, Flag(metavar="FILE")] = None
@@ -140,7 +140,7 @@ def _open(db: Path) -> Any:
 
 def _show(args: argparse.Namespace) -> int:
     from runners.rendering.show import render_html, render_text
-    from runners.store.transcripts import load_case_run, resolve_case_run
+    from runners.store.transcripts import latest_bench_run_of_case, load_case_run, resolve_case_run
 
     if args.case_run and (args.bench_run or args.label or args.case):
         _fail(f"give a case run id ({args.case_run}) or --bench-run/--label with --case, not both")
@@ -148,15 +148,19 @@ def _show(args: argparse.Namespace) -> int:
         _fail("name the case run: CASE_RUN_ID, or --bench-run ID --case CASE [--epoch N]")
     if args.bench_run and args.label is not None:  # the label would be ignored: the bench run names the case run
         _fail(f"give --bench-run {args.bench_run!r} or --label {args.label!r}, not both")
-    if args.case and not (args.bench_run or args.label is not None):
-        _fail(f"--case {args.case} needs --bench-run ID or --label LABEL")
     html = NamedPath("--html", args.html, stream=True) if args.html is not None else None
     if html is not None:  # never the database it reads, however named
         _check_outputs([html], [NamedPath("--db", args.db)])
     con = _open(args.db)
     try:
+        bench_run = args.bench_run
+        if args.case and not (bench_run or args.label is not None):  # the only run, or the latest: said on stderr
+            bench_run, held_by = latest_bench_run_of_case(con, str(args.db), args.case)
+            if held_by > 1:
+                say(f"showing bench run {bench_run}, the latest of {held_by} that ran {args.case}"
+                    " (--bench-run ID or --label LABEL picks another)", stderr=True)  # fmt: skip
         run_id = args.case_run or resolve_case_run(
-            con, str(args.db), bench_run=args.bench_run, label=args.label, case=args.case, epoch=args.epoch
+            con, str(args.db), bench_run=bench_run, label=args.label, case=args.case, epoch=args.epoch
         )
         info = load_case_run(con, str(args.db), run_id)
     finally:
