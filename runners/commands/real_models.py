@@ -19,6 +19,7 @@ from runners.commands._common import (
     _say,
     _sub,
 )
+from runners.domain.repository import hint_for_missing
 from runners.plan.flags import Flag, FlagModel
 from runners.store._files import NamedPath
 
@@ -98,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs([NamedPath("--out", md_path), NamedPath("--out", html_path)], inputs)
     if any(flags.cassettes.resolve() in (p.resolve(), *p.resolve().parents) for p in (md_path,)):
         _fail(f"--out {flags.out} is inside --cassettes {flags.cassettes}: the report would land among its inputs")
+    if not flags.cassettes.exists() and hint_for_missing(flags.cassettes):
+        _fail(f"--cassettes {flags.cassettes}: no such folder{hint_for_missing(flags.cassettes)}")
     try:
         recordings = find_recordings(flags.cassettes)
     except RecordingError as exc:
