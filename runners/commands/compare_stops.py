@@ -81,11 +81,6 @@ def run(args: argparse.Namespace) -> int:
     policies = _specs(flags.policy)
     if flags.policy_file is not None:
         policies += _policies_of(flags.policy_file)
-    if not policies:  # the documented default set, said before the table
-        from runners.domain.stop_rules import DEFAULT_POLICY_SPECS
-
-        policies = _specs(DEFAULT_POLICY_SPECS)
-        _say(f"no --policy given: comparing the default set {' '.join(DEFAULT_POLICY_SPECS)}")
     outputs = [NamedPath(flag, path) for flag, path in (("--json", flags.json_path), ("--plot", flags.plot)) if path]
     inputs = [NamedPath("--db", args.db)]
     if flags.policy_file is not None:
@@ -106,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
             runs = runs_of_label(con, db, flags.label)
     finally:
         con.close()
+    if not policies:  # the documented default set (caps and detectors only on plain-loop runs), said first
+        from runners.domain.stop_rules import DEFAULT_POLICY_SPECS
+
+        plain = any(r.agent == "plain" for r in runs)
+        specs = tuple(s for s in DEFAULT_POLICY_SPECS if not (plain and s.startswith("no-gain")))
+        policies = _specs(specs)
+        _say(f"no --policy given: comparing the default set {' '.join(specs)}")
     policies = list({p.spec: p for p in policies}.values())  # a policy given twice is compared once
     result = compare_stops(with_alternatives(runs), policies)  # refuses before anything is written
     selection = f"bench run {flags.bench_run}" if flags.bench_run is not None else f"label {flags.label}"

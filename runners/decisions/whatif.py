@@ -415,6 +415,16 @@ def check_points(runs: Sequence[ReplayableRun], thresholds: Sequence[int], budge
     not below the highest one the runs used (a what-if replays lower settings only)."""
     if not runs:
         raise WhatIfInputError("the selection holds no case runs")
+    plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
+    if plain is not None:  # no contract, no gain evaluations: nothing a lower threshold could have changed
+        raise WhatIfInputError(
+            f"case run {plain} ran the plain loop (--agent plain), which has no information-gain contract to replay;"
+            " compare caps and loop detectors on it with compare-stops"
+        )
+    for flag, values in (("--no-gain-threshold", thresholds), ("--max-tool-invocations", budgets)):
+        low = next((v for v in values if v < 1), None)
+        if low is not None:
+            raise WhatIfInputError(f"{flag} {low}: must be ≥ 1")
     empty = [r.case_run_id for r in runs if not r.events]
     if empty:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
