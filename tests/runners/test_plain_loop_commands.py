@@ -76,3 +76,22 @@ def test_whatif_refuses_values_below_one(
         whatif(db, [-1], label="n")
     with pytest.raises(BenchInputError, match="--max-tool-invocations -5: must be ≥ 1"):
         whatif(db, [1], label="n", tool_budgets=[-5])
+
+
+@pytest.mark.parametrize("agent", ["plain", "native"])
+def test_a_cassette_miss_is_the_bench_s_in_every_loop(
+    agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import duckdb
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cassettes").mkdir()  # empty: every request misses
+    argv = ["run", "--agent", agent, "--case", CASES[0], "--model", "openai:scripted", "--cassettes", "cassettes",
+            "--record-mode", "none", "--db", "miss.duckdb"]  # fmt: skip
+    assert main(argv) == 2
+    assert "re-record" in capsys.readouterr().err
+    con = duckdb.connect("miss.duckdb", read_only=True)
+    ((kind, error, passed),) = con.execute("SELECT error_kind, error, passed FROM case_runs").fetchall()
+    con.close()
+    assert kind == "CASSETTE_MISS" and "re-record with: " in str(error)
+    assert passed is False
