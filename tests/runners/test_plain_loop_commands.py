@@ -95,3 +95,13 @@ def test_a_cassette_miss_is_the_bench_s_in_every_loop(
     con.close()
     assert kind == "CASSETTE_MISS" and "re-record with: " in str(error)
     assert passed is False
+
+
+def test_show_names_the_loop_that_decided(plain_db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    capsys.readouterr()
+    assert main(["show", "--db", str(plain_db), "--case", CASES[1]]) == 0
+    text = capsys.readouterr().out
+    assert "loop: plain" in text and "plain loop: ADMITTED" in text and "Harness:" not in text
+    page = tmp_path / "p.html"
+    assert main(["show", "--db", str(plain_db), "--case", CASES[1], "--html", str(page)]) == 0
+    assert "plain loop: ADMITTED" in page.read_text() and "Harness: ADMITTED" not in page.read_text()
