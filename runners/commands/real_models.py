@@ -19,6 +19,7 @@ from runners.commands._common import (
     _say,
     _sub,
 )
+from runners.domain.input_files import what_is
 from runners.domain.repository import hint_for_missing
 from runners.plan.flags import Flag, FlagModel
 from runners.store._files import NamedPath
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
 
     flags = _RealModelsFlags.from_args(args, "real-models")
     if flags.out.exists() and not flags.out.is_dir():
-        _fail(f"--out {flags.out} is a file; give a folder (it will hold report.md and report.html)")
+        _fail(f"--out {flags.out} is {what_is(flags.out)}; give a folder (it will hold report.md and report.html)")
     inputs = [NamedPath("--cassettes", flags.cassettes)]
     if flags.db is not None:
         inputs.append(NamedPath("--db", flags.db))

@@ -12,6 +12,7 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, say
+from runners.domain.input_files import what_is
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.labels import label_arg
 from runners.plan.redact import safe_url
@@ -215,7 +216,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.inspect is None:
         return _export_otel(args)
     if args.inspect.exists() and not args.inspect.is_dir():
-        _fail(f"--inspect {args.inspect} is a file; give a folder")
+        _fail(f"--inspect {args.inspect} is {what_is(args.inspect)}; give a folder")
     try:
         written = export_inspect(args.db, args.inspect, bench_run=args.bench_run, label=args.label)
     except InspectUnavailable as exc:

@@ -11,7 +11,7 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_EVALSET_BYTES", "MAX_TRACE_BYTES", "InputPathError", "check_input_path", "input_kind"]
+__all__ = ["MAX_EVALSET_BYTES", "MAX_TRACE_BYTES", "InputPathError", "check_input_path", "input_kind", "what_is"]
 
 MAX_EVALSET_BYTES = 64 * 1024 * 1024
 """An evaluation file's largest size (the built-in files are under 100 KB each)."""
@@ -38,6 +38,12 @@ def input_kind(path: Path) -> str | None:
         if test(mode):
             return name
     return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def what_is(path: Path) -> str:
+    """What an existing path is, in the words a refusal uses: `a file`, `a folder`, `a FIFO (named pipe)`, `a
+    character device` (`/dev/full`), … — so a folder output given a device never says "is a file"."""
+    return input_kind(path) or "a file"
 
 
 def check_input_path(flag: str, path: Path, *, max_bytes: int, folder_ok: bool = False) -> None:

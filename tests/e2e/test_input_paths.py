@@ -60,3 +60,19 @@ def test_too_large_an_input_is_refused_before_it_is_read(tmp_path: Path) -> None
     with pytest.raises(InputPathError, match="is a folder"):
         check_input_path("--trace", tmp_path, max_bytes=1_000)
     check_input_path("--trace", tmp_path, max_bytes=1_000, folder_ok=True)
+
+
+@pytest.mark.parametrize(
+    ("argv", "flag"),
+    [(["report", "--out"], "--out"), (["real-models", "--out"], "--out"), (["export", "--inspect"], "--inspect")],
+)
+@pytest.mark.parametrize("target", ["/dev/full", "fifo"])
+def test_a_folder_output_given_a_device_or_a_fifo_names_it(
+    argv: list[str], flag: str, target: str, fifo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = str(fifo) if target == "fifo" else target
+    db = ["--db", str(tmp_path / "none.duckdb")] if argv[0] != "real-models" else []
+    assert main([*argv, path, *db]) == 2
+    err = capsys.readouterr().err
+    kind = "a FIFO (named pipe)" if target == "fifo" else "a character device"
+    assert f"{flag} {path} is {kind}; give a folder" in err and "is a file" not in err, err
