@@ -1,4 +1,4 @@
-"""The one input-path rule, beside the output rule (`runners/store/_files.py`): every file a command reads is a
+"""The one input-path rule, beside the output rule (`runners/store/output_files.py`): every file a command reads is a
 regular file of bounded size (or `-`, standard input, where a stream makes sense), refused with one line otherwise —
 before it is opened, since opening a FIFO blocks and reading a device (`/dev/zero`, `/dev/urandom`) never ends.
 

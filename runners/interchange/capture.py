@@ -138,10 +138,6 @@ def _list(value: JsonValue | None) -> list[JsonValue]:
     return value if isinstance(value, list) else []
 
 
-_PLAIN = "plain"
-"""The plain loop's `--agent` value, as bench runs store it."""
-
-
 def _calls(messages: Sequence[CapturedMessage], *, plain: bool = False) -> list[_Call]:
     """The tool calls with their answers; `plain`: a plain-loop run's arguments are the business input itself (no
     envelope), read as the envelope's `input`, so its steps carry what it sent and no envelope mistake."""
@@ -482,7 +478,7 @@ def build_case(run: CapturedRun) -> EvalCase:
     if user is None:
         raise CaptureError(f"case run {run.case_run_id!r}: its transcript has no user prompt (no question)")
     question, context = _context(user)
-    calls = _calls(diagnosis, plain=run.agent == _PLAIN)
+    calls = _calls(diagnosis, plain=run.agent == "plain")
     steps = _steps(calls)
     stops = [i for i, c in enumerate(calls) if c.row.stop_required]
     verdict = next((m.verdict for m in run.messages if m.kind == GUARD_VERDICT and m.guard == GuardName.SEMANTIC), None)

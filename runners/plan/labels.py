@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import re
 
-from runners.plan.redact import redact
+from runners.domain.redaction import redact
 
 __all__ = ["LABEL_PATTERN", "label_arg"]
 

@@ -13,11 +13,11 @@ from urllib.parse import urlsplit
 
 from runners.domain.input_files import what_is
 from runners.domain.model_spec import ModelKind, ModelSpec
+from runners.domain.redaction import redact
 from runners.domain.repository import hint_for_missing
 from runners.plan.executor import Executor, check_available
 from runners.plan.flags import BenchInputError
 from runners.plan.options import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, BenchOptions, RecordMode, ResumeRequest
-from runners.plan.redact import redact
 
 if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
     from runners.plan.shard import ShardSpec

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from runners.cli import main
 from runners.domain.evalset import load_cases
-from runners.plan.redact import redact
+from runners.domain.redaction import redact
 
 _ALNUM = string.ascii_letters + string.digits
 _B64URL = _ALNUM + "-_"
