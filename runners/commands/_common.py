@@ -198,6 +198,7 @@ class Parser(argparse.ArgumentParser):
             message = re.sub(r" \(choose from .*\)$", "", message, flags=re.S)
         # a value is quoted as given, but a long one (a 4,300-digit number) is shortened to what names it
         message = re.sub(r"'([^']{80,})'", lambda v: f"'{v.group(1)[:40]}…' ({len(v.group(1)):,} characters)", message)
+        message = re.sub(r"\b\d{80,}", lambda v: f"{v.group(0)[:40]}… ({len(v.group(0)):,} digits)", message)
         m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
         if m:
             flag = m.group(1).split("/")[-1]
