@@ -4,6 +4,7 @@ side from their first divergent turn, and stored bench runs as Inspect AI logs o
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -221,9 +222,9 @@ def _export(args: argparse.Namespace) -> int:
         written = export_inspect(args.db, args.inspect, bench_run=args.bench_run, label=args.label)
     except InspectUnavailable as exc:
         _fail(str(exc))
-    for path, samples in written:
-        sys.stdout.write(f"wrote {path} ({samples} samples)\n")
-    sys.stdout.write(f"open with: inspect view --log-dir {args.inspect}\n")
+    for path, samples in written:  # paths shown as text: an escape sequence in a folder's name stays inert
+        say(f"wrote {path} ({samples} samples)", wrap=False)
+    say(f"open with: inspect view --log-dir {shlex.quote(str(args.inspect))}", wrap=False)
     return EXIT_OK
 
 
@@ -247,7 +248,7 @@ def _export_otel(args: argparse.Namespace) -> int:
                                                 label=args.label, content=args.otel_content,
                                                 timeout=args.otlp_timeout)  # fmt: skip
         url = safe_url(args.otlp_endpoint)
-        sys.stdout.write(f"sent {done.case_runs} case runs ({done.spans} spans) to {url}\n")
+        say(f"sent {done.case_runs} case runs ({done.spans} spans) to {url}", wrap=False)
     return EXIT_OK
 
 
