@@ -106,6 +106,10 @@ def connect(
                 return _upgraded_copy(Path(path), version)
     except MetricsWriteError:
         con.close()
+        if not read_only and not existed:  # a file created here without its schema (a full disk): not left behind
+            for created in (Path(path), Path(f"{target}.wal")):
+                with contextlib.suppress(OSError):
+                    created.unlink(missing_ok=True)
         raise
     except duckdb.Error as exc:
         con.close()

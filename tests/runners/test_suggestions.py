@@ -84,3 +84,14 @@ def test_a_huge_number_is_one_short_line(flag: str, capsys: pytest.CaptureFixtur
     err = _error(capsys, ["run", flag, "9" * 4400, "--db", str(tmp_path / "x.duckdb")])
     assert len(err) < 400 and ("characters)" in err or "digits)" in err) and flag in err, err
     assert "Exceeds the limit" not in err and "Traceback" not in err
+
+
+def test_recommend_points_at_the_database_that_holds_the_sweep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    case = "empty_logs_gateway_timeout_t1"
+    assert main(["sweep", "--case", case, "--no-gain-threshold", "1,2", "--db", "sweep.duckdb"]) == 0
+    assert "this folder has --db sweep.duckdb (1 sweep)" in _error(capsys, ["recommend"])  # no bench.duckdb
+    assert main(["run", "--case", case]) == 0  # bench.duckdb, without a sweep
+    assert "this folder has --db sweep.duckdb (1 sweep)" in _error(capsys, ["recommend"])
