@@ -148,6 +148,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.decisions.gate import (
         GateInputError,
         Verdict,
+        compared_loops,
         evaluate,
         evaluate_sequential,
         load_pairs,
@@ -175,6 +176,8 @@ def run(args: argparse.Namespace) -> int:
         runs = pick_bench_runs(con, list(flags.bench_run), flags.baseline, flags.candidate)
         pairs = load_pairs(con, flags.baseline, flags.candidate, baseline_run=runs.baseline,
                            candidate_run=runs.candidate)  # fmt: skip
+        loops = compared_loops(con, flags.baseline, flags.candidate, baseline_run=runs.baseline,
+                               candidate_run=runs.candidate)  # fmt: skip
     except GateInputError as exc:
         _fail(str(exc))
     finally:
@@ -200,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
         verdict = EXIT_OK if flags.allow_inconclusive else EXIT_INCONCLUSIVE
     else:
         verdict = EXIT_OK if result.passed else EXIT_REGRESSION
-    result = dataclasses.replace(result, db=str(args.db))  # the summary's `harness-bench diff` commands name this file
+    # the summary's `harness-bench diff` commands name this file; it says when the sides ran different loops
+    result = dataclasses.replace(result, db=str(args.db), loops=loops)
     out.print(Text(markdown(result)), soft_wrap=True)  # the verdict first; table rows never hard-wrapped
     try:
         write_outputs(result, flags.summary, flags.junit, json_path=flags.json_path,

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import annotated_types
 from pydantic.fields import FieldInfo
 
-__all__ = ["Bounded", "FieldBounds", "bounded_float", "bounded_int", "field_bounds", "shown"]
+__all__ = ["Bounded", "FieldBounds", "bounded_float", "bounded_int", "field_bounds", "shown", "value_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,19 @@ class Bounded:
 def shown(text: str) -> str:
     """A value as the refusal quotes it: a long one cut, with its length (the line stays one screen line)."""
     return text if len(text) <= 60 else f"{text[:60]}… ({len(text)} characters)"
+
+
+def value_text(value: object) -> str:
+    """A value given from Python as a refusal quotes it, on one line: text quoted, a number as written (`1.0` as `1`, an integer of
+    more digits than Python converts to text by its length), anything else by its repr."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return shown(" ".join(repr(value).split()) if not isinstance(value, str) else repr(value))
+    if isinstance(value, float):
+        return repr(value).removesuffix(".0")
+    try:
+        return shown(str(value))
+    except ValueError:  # past sys.get_int_max_str_digits(): the length is what names it
+        return f"<an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits>"
 
 
 def bounded_int(lo: int, hi: int, *, reason: str | None = None) -> Bounded:

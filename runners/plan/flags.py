@@ -17,6 +17,7 @@ import argparse
 import copy
 import dataclasses
 import json
+import os
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +29,7 @@ from typing import Any, ClassVar, Self, Union, cast, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
 
-from runners.plan._bounds import Bounded, bounded_float, bounded_int, field_bounds, shown
+from runners.plan._bounds import Bounded, bounded_float, bounded_int, field_bounds, shown, value_text
 
 __all__ = [
     "BenchInputError",
@@ -258,6 +259,35 @@ class Declared:
             return tuple(value)
         return value
 
+    def given_value(self, value: object) -> object:
+        """A value given from Python (the API, a stored run) held to what the parser holds the flag's text to: a
+        number of the field's kind inside its range (never a bool, text or NaN), a switch a bool, a list a list,
+        text through the marker's `parse` (a label's allowlist), no NUL in text or a path (argv cannot hold one).
+        A refusal is a `FlagError` naming the flag, as the parser's would (None: left to the field's type)."""
+        if value is None:
+            return value
+        kind, bounds = self.kind, self.bounds
+        if kind is Kind.NUMBER and bounds is not None:
+            if not _number_in(value, bounds):
+                raise FlagError(f"{self.flag} {value_text(value)}: {bounds.refusal()}")
+        elif kind is Kind.SWITCH and not isinstance(value, bool):
+            raise FlagError(f"{self.flag} {value_text(value)}: must be True or False")
+        elif kind is Kind.LIST:
+            if not isinstance(value, list | tuple):
+                raise FlagError(f"{self.flag} {value_text(value)}: expected a list or tuple of values")
+            for item in value:
+                _no_nul(self.flag, item)
+        else:
+            if self.value_type is Path and not isinstance(value, str | os.PathLike):
+                raise FlagError(f"{self.flag} {value_text(value)}: expected a path (text or an os.PathLike)")
+            _no_nul(self.flag, value)
+            if isinstance(value, str) and self.marker.parse is not None:
+                try:
+                    return self.marker.parse(value)
+                except argparse.ArgumentTypeError as exc:
+                    raise FlagError(f"{self.flag} {exc}") from None
+        return value
+
     def encode(self, value: object) -> StoredValue:
         """The field's value as stored."""
         if self.stored is not None and self.stored.encode is not None:
@@ -273,6 +303,20 @@ class Declared:
         if self.kind is Kind.LIST and isinstance(value, list):
             return tuple(value)
         return value
+
+
+def _number_in(value: object, bounds: Bounded) -> bool:
+    """`value` is a number of the bounds' kind (an integer flag's an int; never a bool) inside them."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or (bounds.integer and isinstance(value, float)):
+        return False
+    return bounds.inside(value)
+
+
+def _no_nul(flag: str, value: object) -> None:
+    """Text or a path given from Python holds no NUL: a command line cannot, and a file name cannot."""
+    text = os.fspath(value) if isinstance(value, str | os.PathLike) else None
+    if isinstance(text, str) and "\x00" in text:
+        raise FlagError(f"{flag} {value_text(text)}: holds a NUL character")
 
 
 def _plain(value: object) -> StoredValue:
@@ -378,7 +422,10 @@ class FlagModel(BaseModel):
     """The mutually exclusive groups (by `Flag.exclusive` name) of which one flag must be given."""
 
     def __init__(self, /, **data: Any) -> None:
-        """A value refused is one line naming its flag (`FlagError`), from the Python API as on the command line."""
+        """A value refused is one line naming its flag (`FlagError`), from the Python API as on the command line:
+        each value is first held to what the parser holds the flag's text to (`Declared.given_value`)."""
+        fields = {d.name: d for d in type(self).declared()}
+        data = {k: fields[k].given_value(v) if k in fields else v for k, v in data.items()}
         try:
             super().__init__(**data)
         except ValidationError as exc:
@@ -525,10 +572,11 @@ def describe(exc: ValidationError, model: type[FlagModel]) -> str:
         if d is None:
             problems.append(str(e["msg"]).removeprefix("Value error, "))
         elif d.bounds is not None and isinstance(value, int | float) and not isinstance(value, bool):
-            problems.append(f"{d.flag} {_cli_text(value)}: {d.bounds.refusal()}")
+            problems.append(f"{d.flag} {value_text(value)}: {d.bounds.refusal()}")
         else:
-            text = repr(value) if isinstance(value, str) else _cli_text(value)
-            problems.append(f"{d.flag} {shown(text)}: {str(e['msg']).removeprefix('Value error, ')}")
+            plain = isinstance(value, str | int | float) and not isinstance(value, bool)
+            text = value_text(value) if plain else shown(" ".join(_cli_text(value).split()))
+            problems.append(f"{d.flag} {text}: {' '.join(str(e['msg']).removeprefix('Value error, ').split())}")
     return "; ".join(problems)
 
 

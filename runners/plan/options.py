@@ -18,6 +18,7 @@ from pydantic import BeforeValidator, Field, PlainSerializer
 
 from harness import HarnessConfig
 from runners.plan import declarations
+from runners.plan._bounds import value_text
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.flags import Flag, FlagError, FlagModel, Stored, StoredValue
@@ -327,6 +328,8 @@ class BenchOptions:
         """These options with the values by name changed (the names of `of`)."""
         values = dict(values)
         resume = values.pop("resume", self.resume)
+        if not isinstance(resume, str | ResumeRequest | None):
+            raise FlagError(f"--resume {value_text(resume)}: expected a bench run or sweep id (text)")
         base = values.pop("settings", self.settings)
         if not isinstance(base, RunSettings):
             raise FlagError(f"settings: expected RunSettings, not {type(base).__name__}")

@@ -83,10 +83,10 @@ def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalC
         unknown = [c for c in case_ids if c not in known]
         if unknown:
             hint = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
-            raise BenchInputError(f"unknown case id(s): {', '.join(unknown)}{hint}")
+            raise BenchInputError(f"--case: unknown case id(s): {', '.join(unknown)}{hint}")
         cases = [c for c in cases if c.id in set(case_ids)]
     if not cases:
-        raise BenchInputError("no cases selected")
+        raise BenchInputError("--evalset and --case: no cases selected")
     return cases
 
 

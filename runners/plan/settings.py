@@ -29,6 +29,7 @@ from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
 from runners.domain.redaction import safe_url
 from runners.plan import declarations
+from runners.plan._bounds import value_text
 from runners.plan.flags import Declared, Flag, FlagError, Kind, base_type, declare_field, field_bounds, group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
@@ -225,9 +226,9 @@ def _num(value: float | int) -> str:
 
 
 def _show(value: object) -> str:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return _num(value)
-    return repr(value) if isinstance(value, str) else str(value)
+    """A value as a refusal quotes it, on one line (runners/plan/_bounds.py: a long one cut, a huge integer by its
+    length)."""
+    return _num(value) if isinstance(value, float) else value_text(value)
 
 
 # -- the view on the flag engine --------------------------------------------------------------------

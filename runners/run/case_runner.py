@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from harness import (
@@ -21,6 +22,7 @@ from harness import (
     ModelCall,
     RejectionReason,
     RunContext,
+    RunLimits,
     RunResult,
     StopRequiredDelivered,
     ToolInvocation,
@@ -35,7 +37,7 @@ from runners.domain.evidence_marks import carries_evidence, evidence_marks
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT
 from runners.domain.scripted import ScriptedChatModel
 from runners.plan.bench_config import request_checks
-from runners.run.verdict import trajectory_applies, verdicts
+from runners.run.verdict import loop_invariant_failures, trajectory_applies, verdicts
 
 
 def metrics_of(result: RunResult) -> CaseMetrics:
@@ -88,7 +90,8 @@ def run_case(
     `deadline_clock`: how the run reads its deadline (a cassette's, to record or replay the readings);
     `loop`: the agent loop (the native one, or an agent framework's through its adapter); `judge_trajectory`:
     whether the trajectory verdict applies (default: the scripted reference model at the default settings);
-    `judge_invariants`: whether the Harness's invariants are (False for the plain loop, which has none)."""
+    `judge_invariants`: whether the Harness's invariants are (False for the plain loop, which has none: the
+    invariants any loop keeps, `loop_invariant_failures`, are judged instead)."""
     chat = model or ScriptedChatModel(case.trajectory)
     if judge_trajectory is None:
         judge_trajectory = trajectory_applies(config or HarnessConfig(), scripted=isinstance(chat, ScriptedChatModel))
@@ -99,6 +102,9 @@ def run_case(
     result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
     metrics = metrics_of(result)
     judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants)
+    if not judge_invariants:  # no Harness, no Harness's invariants: the ones any loop keeps are judged instead
+        kept = loop_invariant_failures(result, RunLimits.of(config or HarnessConfig()))
+        judged = replace(judged, outcome_failures=(*judged.outcome_failures, *kept))
     return CaseRun(case, result, metrics, judged, evidence_calls(case, result, ctx))
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from harness import (
+    BudgetExhausted,
     HarnessConfig,
     InvocationStatus,
     RejectionReason,
@@ -32,6 +33,7 @@ from runners.plan.bench_config import BenchHarnessConfig
 
 __all__ = [
     "invariant_failures",
+    "loop_invariant_failures",
     "missing_root_cause_words",
     "outcome_failures",
     "trajectory_applies",
@@ -124,6 +126,28 @@ def invariant_failures(result: RunResult, metrics: CaseMetrics) -> list[str]:
     facts = {f.tool_call_id for f in d.snapshot.observed_facts} if d.snapshot is not None else set()
     if foreign := sorted((cited | facts) - ran):
         out.append(f"published facts or citations not from this run's completed calls: {foreign}")
+    return out
+
+
+def loop_invariant_failures(result: RunResult, limits: RunLimits) -> list[str]:
+    """The invariants any agent loop keeps, with or without a Harness (the plain loop's verdict judges these): the
+    tool invocations and the model calls within their budgets, every backend call charged to the tool budget, no
+    backend call after a budget stopped the run, and none for the request a budget or loop detector refused."""
+    out: list[str] = []
+    invocations = [e for e in result.events if isinstance(e, ToolInvocation)]
+    budget_stops = [e for e in result.events if isinstance(e, BudgetExhausted)]
+    if len(invocations) > limits.max_tool_invocations:
+        out.append(f"tool invocations {len(invocations)} > the tool budget {limits.max_tool_invocations}")
+    calls = result.usage.model_calls + result.usage.guard_calls
+    if calls > limits.max_model_calls:
+        out.append(f"model calls {calls} > the model-call budget {limits.max_model_calls}")
+    if result.usage.tool_invocations != len(invocations):
+        out.append(f"tool budget charged {result.usage.tool_invocations} for {len(invocations)} invocations")
+    if budget_stops and (late := [e.tool_call_id for e in invocations if e.seq > budget_stops[0].seq]):
+        out.append(f"backend called after the budget stop ({budget_stops[0].budget.value}): {late}")
+    refused = {e.tool_call_id for e in budget_stops if e.tool_call_id is not None}
+    if ran := sorted(refused & {e.tool_call_id for e in invocations}):
+        out.append(f"backend called for a request the budget refused: {ran}")
     return out
 
 

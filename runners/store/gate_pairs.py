@@ -13,6 +13,7 @@ from runners.plan.settings import SettingValue, swept_names
 
 __all__ = [
     "FailingCaseRun",
+    "agent_of_bench_run",
     "LabelRun",
     "PairedRun",
     "failing_case_runs",
@@ -82,6 +83,12 @@ def label_of_bench_run(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> str
     """The label of a bench run's case runs (None: no case run of that id)."""
     row = con.execute("SELECT any_value(label) FROM case_runs WHERE bench_run_id = ?", [bench_run_id]).fetchone()
     return None if row is None or row[0] is None else str(row[0])
+
+
+def agent_of_bench_run(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> str:
+    """The agent loop (`--agent`) a bench run's cases went through (`native` for a run stored before it was kept)."""
+    row = con.execute("SELECT agent FROM bench_runs WHERE bench_run_id = ?", [bench_run_id]).fetchone()
+    return "native" if row is None or row[0] is None else str(row[0])
 
 
 def label_runs(con: duckdb.DuckDBPyConnection, label: str) -> list[LabelRun]:

@@ -72,9 +72,9 @@ def test_whatif_refuses_values_below_one(
     assert main(["run", "--case", CASES[0], "--db", str(db), "--label", "n"]) == 0
     from runners.api import BenchInputError, whatif
 
-    with pytest.raises(BenchInputError, match="must be ≥ 1"):
-        whatif(db, [-1], label="n")
-    with pytest.raises(BenchInputError, match="--max-tool-invocations -5: must be ≥ 1"):
+    with pytest.raises(BenchInputError, match="--no-gain-threshold -1: must be an integer ≥ 1"):
+        whatif(db, no_gain_thresholds=[-1], label="n")
+    with pytest.raises(BenchInputError, match="--max-tool-invocations -5: must be an integer ≥ 1"):
         whatif(db, [1], label="n", tool_budgets=[-5])
 
 

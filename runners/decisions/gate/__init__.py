@@ -16,7 +16,7 @@ runners/rendering/gate/.
 from __future__ import annotations
 
 from runners.decisions.gate.cases import WorseCase, worse_cases
-from runners.decisions.gate.load import BenchRuns, load_pairs, pick_bench_runs
+from runners.decisions.gate.load import BenchRuns, compared_loops, load_pairs, pick_bench_runs
 from runners.decisions.gate.result import (
     COST_METRICS,
     CostChange,
@@ -24,6 +24,7 @@ from runners.decisions.gate.result import (
     GateInputError,
     GateResult,
     Hypothesis,
+    Loops,
     Measure,
     Pair,
     RowVerdict,
@@ -63,12 +64,14 @@ __all__ = [
     "GateInputError",
     "GateResult",
     "Hypothesis",
+    "Loops",
     "Measure",
     "Pair",
     "RowVerdict",
     "SequentialLook",
     "Verdict",
     "WorseCase",
+    "compared_loops",
     "evaluate",
     "evaluate_sequential",
     "holm_weighted",

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 import duckdb
 
-from runners.decisions.gate.result import Cost, GateInputError, Pair
+from runners.decisions.gate.result import Cost, GateInputError, Loops, Pair
 from runners.store import gate_pairs
 
-__all__ = ["BenchRuns", "load_pairs", "pick_bench_runs"]
+__all__ = ["BenchRuns", "compared_loops", "load_pairs", "pick_bench_runs"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,3 +138,13 @@ def load_pairs(
              cand[(cid, ep)].cost)
         for cid, ep in sorted(base)
     ]  # fmt: skip
+
+
+def compared_loops(
+    con: duckdb.DuckDBPyConnection, baseline: str, candidate: str, *, baseline_run: str | None = None,
+    candidate_run: str | None = None,
+) -> Loops | None:  # fmt: skip
+    """The agent loops of the two sides `load_pairs` paired, when they differ (None: one loop on both sides)."""
+    base = gate_pairs.agent_of_bench_run(con, _bench_run_of(con, baseline, baseline_run, "baseline"))
+    cand = gate_pairs.agent_of_bench_run(con, _bench_run_of(con, candidate, candidate_run, "candidate"))
+    return None if base == cand else Loops(base, cand)

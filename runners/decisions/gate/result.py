@@ -19,6 +19,7 @@ __all__ = [
     "GateInputError",
     "GateResult",
     "Hypothesis",
+    "Loops",
     "Measure",
     "Pair",
     "RowVerdict",
@@ -212,6 +213,17 @@ class SequentialLook:
 
 
 @dataclass(frozen=True)
+class Loops:
+    """The agent loops (`--agent`) the two sides ran, when they differ: the gate then compares the loops (a plain
+    loop against the Harness), not only the models."""
+
+    baseline: str
+    """The baseline's loop (`native`, `plain`, ...)."""
+    candidate: str
+    """The candidate's loop."""
+
+
+@dataclass(frozen=True)
 class GateResult:
     """Everything the gate decided (frozen: a changed field is a new result, `dataclasses.replace`)."""
 
@@ -241,6 +253,8 @@ class GateResult:
     """The paired case runs the tests were computed on (the summary names the cases that got worse)."""
     db: str = str(DEFAULT_DB)
     """The database the pairs came from (in the printed `harness-bench diff` commands)."""
+    loops: Loops | None = None
+    """The two sides' agent loops when they differ (None: the same loop, or not read)."""
 
     @property
     def verdict(self) -> Verdict:

@@ -15,7 +15,7 @@ from runners.rendering.gate.cases import junit_text, markdown_section
 from runners.rendering.safe_text import markdown as md
 from runners.rendering.safe_text import xml
 
-__all__ = ["finite", "junit", "markdown", "plan", "to_json", "verdict_line", "verdict_line_with_power"]
+__all__ = ["finite", "junit", "loops_line", "markdown", "plan", "to_json", "verdict_line", "verdict_line_with_power"]
 
 
 def verdict_line(result: GateResult) -> str:
@@ -86,6 +86,7 @@ def markdown(result: GateResult) -> str:
         "",
         verdict_line_with_power(result),
         "",
+        *([loops_line(result), ""] if result.loops is not None else []),
         f"Unit: the case ({result.overall.cases} cases × {result.overall.pairs // result.overall.cases} epochs). "
         f"p: one-sided sign-flip permutation test on per-case differences (exact up to 13 differing cases, else "
         f"{PERMUTATION_RESAMPLES:,} resamples: floor {1 / (PERMUTATION_RESAMPLES + 1):.4f}); "
@@ -117,6 +118,17 @@ def markdown(result: GateResult) -> str:
             f"{t.mde_text(0.8)} / {t.mde_text(0.9)} | {t.verdict.value} |"
         )
     return "\n".join(lines) + "\n" + markdown_section(result, result.db)
+
+
+def loops_line(result: GateResult) -> str:
+    """One line when the two sides ran different agent loops: the gate then compares the loops, not the models."""
+    loops = result.loops
+    if loops is None:
+        return ""
+    return (
+        f"⚠️ Different agent loops: the baseline ran `--agent {md(loops.baseline)}`, the candidate `--agent"
+        f" {md(loops.candidate)}`; this compares the loops (the Harness or none), not the models."
+    )
 
 
 def _mde_legend(result: GateResult) -> str:
@@ -241,6 +253,8 @@ def to_json(result: GateResult, *, allow_inconclusive: bool = False) -> dict[str
         "passes": result.verdict is Verdict.PASS or (result.verdict is Verdict.INCONCLUSIVE and allow_inconclusive),
         "alpha": result.alpha, "max_mde": result.max_mde, "inconclusive": result.inconclusive,
         "cases": result.overall.cases, "epochs": result.epochs, "tests": [test(t) for t in result.tests],
+        "loops": None if result.loops is None else {"baseline": result.loops.baseline,
+                                                    "candidate": result.loops.candidate},
         "sequential": None if look is None else {
             "look": look.index, "epochs": look.epochs, "looks": list(look.looks), "level": look.level,
             "spent": look.spent, "target_mde": look.target_mde, "next_epochs": look.next_epochs,
