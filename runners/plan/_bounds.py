@@ -70,8 +70,8 @@ def shown(text: str) -> str:
 
 
 def value_text(value: object) -> str:
-    """A value given from Python as a refusal quotes it, on one line: text quoted, a number as written (`1.0` as `1`, an integer of
-    more digits than Python converts to text by its length), anything else by its repr."""
+    """A value given from Python as a refusal quotes it, on one line: text quoted, a number as written (`1.0` as
+    `1`, an integer of more digits than Python converts to text by its length), anything else by its repr."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return shown(" ".join(repr(value).split()) if not isinstance(value, str) else repr(value))
     if isinstance(value, float):

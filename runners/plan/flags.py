@@ -313,7 +313,10 @@ def _number_in(value: object, bounds: Bounded) -> bool:
 
 
 def _no_nul(flag: str, value: object) -> None:
-    """Text or a path given from Python holds no NUL: a command line cannot, and a file name cannot."""
+    """Text or a path given from Python holds no NUL (a command line cannot, a file name cannot) and is no bytes
+    (which pydantic would decode as text)."""
+    if isinstance(value, bytes | bytearray):
+        raise FlagError(f"{flag} {value_text(value)}: expected text, not bytes")
     text = os.fspath(value) if isinstance(value, str | os.PathLike) else None
     if isinstance(text, str) and "\x00" in text:
         raise FlagError(f"{flag} {value_text(text)}: holds a NUL character")

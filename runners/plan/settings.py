@@ -144,7 +144,8 @@ class Setting:
         if self.kind is ValueKind.INT:
             ok = isinstance(value, int) and not isinstance(value, bool)
         elif self.kind is ValueKind.FLOAT:
-            ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = ok and (isinstance(value, int) or math.isfinite(float(value)))  # an int of any size compares exactly
         elif self.kind is ValueKind.CHOICE:
             ok = value in self.choices
         else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from runners.plan import shard, stored_plan
@@ -36,10 +36,13 @@ class SweepGrid:
                 raise BenchInputError(
                     f"sweep grid: {name!r} is not a sweepable setting; sweepable: {', '.join(sweepable)}"
                 )
-            if isinstance(values, str) or not values:
+            listed = (
+                [] if isinstance(values, str | bytes | Mapping) or not isinstance(values, Iterable) else list(values)
+            )
+            if not listed:
                 raise BenchInputError(f"sweep grid: {s.flag} needs a list of values")
             try:
-                self.axes[name] = tuple(dict.fromkeys(s.check(v) for v in values))
+                self.axes[name] = tuple(dict.fromkeys(s.check(v) for v in listed))
             except SettingsError as exc:
                 raise BenchInputError(f"sweep grid: {exc}") from None
 

@@ -96,10 +96,10 @@ def load_pairs(
     itself, and a label spread over several bench runs (unless `baseline_run` / `candidate_run` pick one).
     `cases`: pair only these (runs of other cases are left out on both sides)."""
     labels = gate_pairs.labels(con)
-    for lab in (baseline, candidate):
+    for flag, lab in (("--baseline", baseline), ("--candidate", candidate)):
         if lab not in labels:
             raise GateInputError(
-                f"unknown label {lab!r}; labels in the database: {', '.join(sorted(labels)) or 'none'}"
+                f"{flag}: unknown label {lab!r}; labels in the database: {', '.join(sorted(labels)) or 'none'}"
             )
     _refuse_unjudged(con, {"--baseline": (baseline, baseline_run), "--candidate": (candidate, candidate_run)})
     base_run = _bench_run_of(con, baseline, baseline_run, "baseline")
