@@ -96,6 +96,7 @@ def test_whatif_and_gate_on_the_database(swept: tuple[Path, SweepSummary]) -> No
     gate = api.gate(db, "again", "cand", GateThresholds(k=1))
     assert isinstance(gate, GateResult) and gate.verdict in (Verdict.PASS, Verdict.INCONCLUSIVE)
     assert gate.db == str(db), "its diff commands name the database"
+    assert gate.loops is None, "one loop on both sides: nothing to say"
 
 
 @pytest.mark.parametrize(

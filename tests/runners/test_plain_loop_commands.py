@@ -105,3 +105,28 @@ def test_show_names_the_loop_that_decided(plain_db: Path, capsys: pytest.Capture
     page = tmp_path / "p.html"
     assert main(["show", "--db", str(plain_db), "--case", CASES[1], "--html", str(page)]) == 0
     assert "plain loop: ADMITTED" in page.read_text() and "Harness: ADMITTED" not in page.read_text()
+
+
+def test_a_gate_across_loops_says_it_compares_loops(
+    plain_db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A baseline on the Harness and a candidate on the plain loop: the gate's output says, in one line, that it
+    compares the loops, not the models (the API's result names both; the JSON too)."""
+    import shutil
+
+    from runners import api
+
+    db = tmp_path / "both.duckdb"
+    shutil.copy(plain_db, db)
+    assert main(["run", "--db", str(db), "--label", "h", *(a for c in CASES for a in ("--case", c))]) == 0
+    capsys.readouterr()
+    out = tmp_path / "g.json"
+    main(["gate", "--db", str(db), "--baseline", "h", "--candidate", "p", "--k", "1", "--summary",
+          str(tmp_path / "g.md"), "--junit", str(tmp_path / "g.xml"), "--json", str(out)])  # fmt: skip
+    printed = capsys.readouterr().out
+    lines = [line for line in printed.splitlines() if "Different agent loops" in line]
+    assert lines == ["⚠️ Different agent loops: the baseline ran `--agent native`, the candidate `--agent plain`; this"
+                     " compares the loops (the Harness or none), not the models."], printed  # fmt: skip
+    assert json.loads(out.read_text())["loops"] == {"baseline": "native", "candidate": "plain"}
+    result = api.gate(db, "h", "p", api.GateThresholds(k=1))
+    assert result.loops is not None and (result.loops.baseline, result.loops.candidate) == ("native", "plain")
