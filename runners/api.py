@@ -1,6 +1,8 @@
 """The bench's Python API, for notebooks and scripts: run cases or a sweep into a DuckDB file, then recommend, gate
-and what-if on it. Each function takes typed arguments, applies the rules the command line applies (a value refused
-is one line naming its flag: `BenchInputError`) and returns a typed result. Everything a notebook needs is imported
+and what-if on it. Each function takes typed arguments, applies the rules the command line applies (every flag's
+type, bounds and parser — a label's allowlist among them — and the flag rules between them) and returns a typed
+result. Every bad input, whatever its type or value, is one exception type, `BenchInputError`, whose message is one
+line naming the flag or argument; nothing is written before it is raised. Everything a notebook needs is imported
 from here; the rest of `runners` is the bench's inside and may change.
 
     from runners.api import BenchOptions, Objective, RecommendChoices, recommend, sweep
@@ -8,7 +10,8 @@ from here; the rest of `runners` is the bench's inside and may change.
     done = sweep({"no_gain_threshold": (1, 2, 3)}, BenchOptions.of(evalsets=["empty_logs"], db="bench.duckdb"))
     print(recommend("bench.duckdb", done.sweep_id, RecommendChoices(objective=Objective.TOKENS)).reasoning)
 
-Every flag of `run` and `sweep` is a name `BenchOptions.of` takes: the agent loop (`agent=AgentFramework.PLAIN`, the
+Every flag of `run` and `sweep` is a name `BenchOptions.of` takes, and `run` and `sweep` take as keywords
+(`run(case_ids=[...], db="b.duckdb", label="nightly")`): the agent loop (`agent=AgentFramework.PLAIN`, the
 loop without the Harness), how tools are asked for (`tool_choice=`, one of `TOOL_CHOICE_MODES` or a tool's name),
 cassettes (`cassettes=`, `record_mode=RecordMode.NONE`), and every setting.
 """
