@@ -377,7 +377,7 @@ def test_a_sweep_the_bench_refuses_is_exit_2_naming_the_summary(
     data["sweep_args"] += ["--case", "no_such_case"]
     path.write_text(json.dumps(data))
     code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
-    assert code == 2 and f"{LARGE}/summary.json: its sweep did not replay (unknown case id(s): no_such_case" in err
+    assert code == 2 and f"{LARGE}/summary.json: its sweep did not replay (--case: unknown case id(s): no_such_case" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
