@@ -26,7 +26,7 @@ __all__ = [
     "SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated", "prepare",
 ]  # fmt: skip
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 Step = str | Callable[[duckdb.DuckDBPyConnection], None]
 """A migration step: a statement, or a function for what SQL cannot say (rewriting stored JSON)."""
@@ -302,6 +302,23 @@ _MIGRATIONS: dict[int, list[Step]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS outcome_passed BOOLEAN",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS trajectory_passed BOOLEAN",
         "ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS carries_evidence BOOLEAN",
+    ],
+    # v11: `tag_probes`, one row per probe of `harness-bench tag-probe` (its case run is a row of `case_runs`, its
+    # `epoch` the step probed): what the model answered right after that step's observation, and the observation's
+    # truth grade as the case declared it when the probe ran.
+    11: [
+        """CREATE TABLE IF NOT EXISTS tag_probes (
+            bench_run_id VARCHAR,
+            case_run_id VARCHAR,
+            case_id VARCHAR,
+            step INTEGER,               -- the reference step whose observation the model was asked to evaluate
+            tool_call_id VARCHAR,       -- that step's call in the teacher-forced conversation
+            answer VARCHAR,             -- TAGGED | UNTAGGED | DRAFT | INVALID_DRAFT | NO_ANSWER
+            tag VARCHAR,                -- the tag the Harness applied from the model's envelope (TAGGED)
+            implied VARCHAR,            -- what a Draft implies (DRAFT): GAINED with a conclusion, else NO_GAIN
+            grade VARCHAR,              -- the observation's truth grade (root_cause, excludes, symptom, nothing_new)
+            PRIMARY KEY (case_run_id)
+        )""",
     ],
 }
 
