@@ -46,6 +46,7 @@ __all__ = [
     "ModelProbe",
     "ProbeMeasure",
     "ProbeRow",
+    "RecordedProbe",
     "Share",
     "TaggerScore",
     "ThresholdAdvice",
@@ -314,3 +315,18 @@ def measure_probes(
                           implied=InformationGain(r.implied) if r.implied else None)
                  for r in rows],
     )  # fmt: skip
+
+
+class RecordedProbe(_Model):
+    """A model's committed tag-probe recording (`cassettes/<model>-probe/summary.json`): the arguments that replay it
+    and what the replay measured."""
+
+    model: str
+    """The registry name of the model."""
+    probe_args: tuple[str, ...]
+    """The `harness-bench tag-probe` flags that replay these cassettes (cases, model settings), without `--db`,
+    `--json`, `--label`, `--cassettes` and `--record-mode`."""
+    cases: int
+    """Cases whose every probe is recorded."""
+    measured: ModelProbe
+    """The confusion, baselines and implied threshold of the offline replay (`answers` included)."""

@@ -16,18 +16,19 @@ __all__ = ["probe_markdown", "probe_table"]
 
 def _model_table(m: ModelProbe) -> Table:
     t = _table(f"{m.model}: {m.judged} of {m.probes} probes judged by a tag ({m.drafted} answered by a Draft)")
-    for name in ("truth", "judged", "GAINED", "NO_GAIN", "right", *BASELINES[:2], "Drafts"):
-        t.add_column(name, justify="left" if name == "truth" else "right", no_wrap=name != "truth")
+    for name in ("truth", "judged", "GAINED", "NO_GAIN", "right", "always GAINED", "always NO_GAIN", "Drafts"):
+        t.add_column(name, justify="left" if name == "truth" else "right", no_wrap=True)
     for grade in TruthGrade:
         row = m.by_truth[grade]
         gained_right = row.judged if grade is not TruthGrade.NOTHING_NEW else 0
         no_gain_right = row.judged if grade in (TruthGrade.NOTHING_NEW, TruthGrade.SYMPTOM) else 0
-        t.add_row(Text(grade.value), str(row.judged), str(row.gained), str(row.no_gain), Text(row.accuracy.fmt()),
+        t.add_row(Text(grade.value), str(row.judged), str(row.gained), str(row.no_gain), f"{row.right}/{row.judged}",
                   f"{gained_right}/{row.judged}", f"{no_gain_right}/{row.judged}",
-                  f"{row.drafted} ({row.concluded} concl.)")  # fmt: skip
+                  f"{row.drafted} ({row.concluded})")  # fmt: skip
     base = m.baselines
-    t.add_row(Text("all", style="bold"), str(m.judged), "", "", Text(m.accuracy.fmt(), style="bold"),
-              base[BASELINES[0]].accuracy.fmt(), base[BASELINES[1]].accuracy.fmt(), str(m.drafted))  # fmt: skip
+    t.add_row(Text("all", style="bold"), str(m.judged), "", "", Text(f"{m.right}/{m.judged}", style="bold"),
+              f"{base[BASELINES[0]].right}/{m.judged}", f"{base[BASELINES[1]].right}/{m.judged}",
+              str(m.drafted))  # fmt: skip
     return t
 
 
@@ -39,11 +40,22 @@ def probe_table(measure: ProbeMeasure) -> RenderableType:
         parts.append(Text(f"optimistic (GAINED on nothing_new) {m.optimistic}, premature (NO_GAIN on root_cause /"
                           f" excludes) {m.premature}; not judged: "
                           + (", ".join(f"{k} {v}" for k, v in m.unjudged.items()) or "none")))  # fmt: skip
-        parts.append(Text(f"GAINED iff non-empty scores {m.baselines[BASELINES[2]].accuracy.fmt()} (every probed"
-                          " observation is non-empty: always-GAINED's score)"))  # fmt: skip
+        parts.append(
+            Text(
+                f"accuracy {m.accuracy.fmt()}; always GAINED {m.baselines[BASELINES[0]].accuracy.fmt()},"
+                f" always NO_GAIN {m.baselines[BASELINES[1]].accuracy.fmt()}, GAINED iff non-empty"
+                f" {m.baselines[BASELINES[2]].accuracy.fmt()} (every probed observation is non-empty)"
+            )
+        )
         parts.append(Text(f"threshold: {m.threshold.reasoning}"))
     parts.append(Text("truth: " + "; ".join(f"{g.value} {doc}" for g, doc in GRADE_DOCS.items()), style="dim"))
-    parts.append(Text("95% intervals over cases (bootstrap resampling cases)", style="dim"))
+    parts.append(
+        Text(
+            "Drafts: probes answered by a Draft instead of a call (with a conclusion); 95% intervals over"
+            " cases (bootstrap resampling cases)",
+            style="dim",
+        )
+    )
     return Group(*parts)
 
 

@@ -1,0 +1,154 @@
+"""The tag probe against the known-truth taggers, the confusion's arithmetic, and the threshold it implies.
+
+The scripted profiles are taggers of known behaviour on the graded truth: `optimist` (GAINED everywhere) can only be
+wrong optimistically, `dismissive` (NO_GAIN on everything but a restated complaint) only prematurely, and
+`reference` scores exactly what its trajectory's own tags say on the grades (its listed accuracy, computed here from
+the case files alone, without a probe). Every probe point of every built-in case is probed, in process.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness import InformationGain
+from runners.cli import main
+from runners.decisions.tag_probe import (
+    ProbeMeasure,
+    Share,
+    implied_threshold,
+    measure_probes,
+)
+from runners.domain import profiles
+from runners.domain.evalset import EvalCase, load_cases
+from runners.domain.scripted import ScriptedChatModel
+from runners.domain.truth_grades import TruthGrade
+from runners.run.tag_probe import ProbeAnswer, ProbeRun, probe, probe_points
+from runners.store.tag_probes import StoredProbe
+
+CASES = [c for c in load_cases() if probe_points(c)]
+
+
+def _rows(runs: list[ProbeRun]) -> list[StoredProbe]:
+    by_id = {c.id: c for c in CASES}
+    out = []
+    for r in runs:
+        truth = by_id[r.point.case_id].trajectory.steps[r.point.step - 1].truth
+        assert truth is not None
+        out.append(StoredProbe("br", f"br/{r.point.case_id}/{r.point.step}", r.point.case_id, r.point.step,
+                               r.point.tool_call_id, r.answer.value, r.tag.value if r.tag else None,
+                               r.implied.value if r.implied else None, truth.grade.value))  # fmt: skip
+    return out
+
+
+def _probed(profile: str) -> list[ProbeRun]:
+    runs = []
+    for case in CASES:
+        model = ScriptedChatModel(profiles.trajectory_for(case, profile, 1), name=f"scripted:{profile}")
+        runs += [probe(case, p.step, model) for p in probe_points(case)]
+    return runs
+
+
+@pytest.fixture(scope="module")
+def probed() -> dict[str, list[ProbeRun]]:
+    return {p: _probed(p) for p in ("optimist", "dismissive", "reference")}
+
+
+def _reference_tags(case: EvalCase) -> Iterator[tuple[int, InformationGain]]:
+    """The reference's own tag of each probed observation: the gain of the step that follows it (a call), read
+    from the case file."""
+    steps = case.trajectory.steps
+    for p in probe_points(case):
+        if p.step < len(steps) and steps[p.step].tool in ("kb_search", "log_search", "db_query"):
+            yield p.step, steps[p.step].gain
+
+
+def test_the_optimist_is_only_ever_optimistic(probed: dict[str, list[ProbeRun]]) -> None:
+    m = measure_probes("scripted:optimist", _rows(probed["optimist"]))
+    assert m.judged >= 50 and m.premature == 0 and m.optimistic > 0
+    assert m.judged - m.right == m.optimistic
+    assert m.by_truth[TruthGrade.NOTHING_NEW].gained == m.optimistic
+
+
+def test_the_dismissive_is_only_ever_premature(probed: dict[str, list[ProbeRun]]) -> None:
+    m = measure_probes("scripted:dismissive", _rows(probed["dismissive"]))
+    assert m.judged >= 50 and m.optimistic == 0 and m.premature > 0
+    assert m.judged - m.right == m.premature
+    assert m.threshold.threshold is None  # NO_GAIN on all the evidence: no threshold keeps the run going
+
+
+def test_the_reference_scores_its_listed_accuracy(probed: dict[str, list[ProbeRun]]) -> None:
+    m = measure_probes("scripted:reference", _rows(probed["reference"]))
+    listed: dict[tuple[str, int], InformationGain] = {(c.id, s): g for c in CASES for s, g in _reference_tags(c)}
+    tagged = {(a.case_id, a.step): a.tag for a in m.answers if a.answer == ProbeAnswer.TAGGED.value}
+    assert tagged == {k: v for k, v in listed.items() if k in tagged}  # the probe reads the reference's own tags
+    grades = {(a.case_id, a.step): a.grade for a in m.answers}
+    from runners.domain.truth_grades import right_tags
+
+    right = sum(tag in right_tags(grades[k]) for k, tag in tagged.items())
+    assert (m.right, m.judged) == (right, len(tagged))
+    # the figure docs/evaluation-cases.md lists for the reference
+    assert (m.right, m.judged, m.optimistic, m.premature) == (72, 76, 4, 0)
+
+
+def test_the_baselines_score_the_same_judged_observations(probed: dict[str, list[ProbeRun]]) -> None:
+    m = measure_probes("scripted:reference", _rows(probed["reference"]))
+    always, never, nonempty = (m.baselines[k] for k in ("always GAINED", "always NO_GAIN", "GAINED iff non-empty"))
+    assert always.judged == never.judged == nonempty.judged == m.judged
+    assert always.premature == 0 and always.optimistic == m.by_truth[TruthGrade.NOTHING_NEW].judged
+    assert never.optimistic == 0
+    assert never.premature == m.by_truth[TruthGrade.ROOT_CAUSE].judged + m.by_truth[TruthGrade.EXCLUDES].judged
+    assert nonempty == always  # every probed observation is non-empty
+    acc = m.accuracy
+    assert acc.low is not None and acc.high is not None and acc.value is not None
+    assert acc.low <= acc.value <= acc.high and acc.cases > 10
+
+
+def _share(count: int, of: int, high: float | None = None) -> Share:
+    value = count / of if of else None
+    return Share(count=count, of=of, cases=of, value=value, low=value, high=high if high is not None else value)
+
+
+@pytest.mark.parametrize(
+    ("count", "of", "threshold"),
+    [(0, 20, 1), (1, 2, 5), (1, 10, 2), (1, 20, 2), (1, 4, 3), (20, 20, None), (0, 0, None)],
+)
+def test_the_implied_threshold_is_the_smallest_below_the_risk(count: int, of: int, threshold: int | None) -> None:
+    advice = implied_threshold(_share(count, of), _share(0, 10), risk=0.05)
+    assert advice.threshold == threshold
+    if threshold is not None and of:
+        p = count / of
+        assert p**threshold < 0.05 and (threshold == 1 or p ** (threshold - 1) >= 0.05)
+
+
+def test_the_cautious_threshold_reads_the_upper_bound() -> None:
+    advice = implied_threshold(_share(1, 10, high=0.5), _share(3, 10), risk=0.05)
+    assert (advice.threshold, advice.threshold_upper) == (2, 5)
+    assert advice.fires == pytest.approx(0.7**2)
+
+
+def test_tag_probe_writes_the_json_and_the_database(tmp_path: Path) -> None:
+    db, out = tmp_path / "p.duckdb", tmp_path / "p.json"
+    cases = ["diagnosable_late_risk_rule_threshold_t7", "generic_kb_gateway_runbook_timeout_t3"]
+    argv = ["tag-probe", "--model", "scripted:dismissive", "--db", str(db), "--json", str(out), "--label", "t"]
+    assert main([*argv, *(a for c in cases for a in ("--case", c))]) == 0
+    data = json.loads(out.read_text())
+    model = data["models"][0]
+    assert {"model", "judged", "right", "optimistic", "premature", "by_truth", "baselines"} <= set(model)
+    measured = ProbeMeasure.model_validate(data).models[0]
+    assert (measured.probes, measured.judged, measured.drafted) == (4, 3, 1)
+    assert (measured.optimistic, measured.premature, measured.right) == (0, 1, 2)
+    # each probe is a case run (its epoch: the step probed) with its one model call's transcript
+    assert main(["show", "--db", str(db), "--label", "t", "--case", cases[0], "--epoch", "2"]) == 0
+
+
+def test_tag_probe_refuses_a_json_path_it_may_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "dir").mkdir()
+    argv = ["tag-probe", "--model", "scripted", "--case", "diagnosable_late_order_deadlock_t4",
+            "--db", str(tmp_path / "p.duckdb"), "--json", str(tmp_path / "dir")]  # fmt: skip
+    assert main(argv) == 2
+    assert "--json" in capsys.readouterr().err
+    assert not (tmp_path / "p.duckdb").exists()
