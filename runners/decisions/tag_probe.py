@@ -45,13 +45,16 @@ __all__ = [
     "GradeRow",
     "ModelProbe",
     "ProbeMeasure",
+    "ProbeFileError",
     "ProbeRow",
     "RecordedProbe",
     "Share",
     "TaggerScore",
     "ThresholdAdvice",
+    "beside_swept",
     "implied_threshold",
     "measure_probes",
+    "read_probe_file",
 ]
 
 DEFAULT_RISK = 0.05
@@ -330,3 +333,43 @@ class RecordedProbe(_Model):
     """Cases whose every probe is recorded."""
     measured: ModelProbe
     """The confusion, baselines and implied threshold of the offline replay (`answers` included)."""
+
+
+class ProbeFileError(ValueError):
+    """A file that is neither `tag-probe --json`'s output nor a recorded probe's `summary.json`."""
+
+
+def read_probe_file(data: bytes, name: str) -> ProbeMeasure:
+    """The probe measure of `tag-probe --json`'s output or of a recorded probe's `summary.json`; a file that is
+    neither: ProbeFileError, one line naming it and the first field that is wrong."""
+    errors: list[str] = []
+    for kind in (ProbeMeasure, RecordedProbe):
+        try:
+            parsed = kind.model_validate_json(data)
+        except ValueError as exc:
+            first = exc.errors()[0] if hasattr(exc, "errors") else {"loc": (), "msg": str(exc)}
+            where = ".".join(str(p) for p in first["loc"]) or "the file"
+            errors.append(f"{where}: {first['msg']}")
+            continue
+        return parsed if isinstance(parsed, ProbeMeasure) else ProbeMeasure(models=[parsed.measured])
+    raise ProbeFileError(f"{name}: not a tag probe's JSON nor a recorded probe's summary ({errors[0]})"[:400])
+
+
+def beside_swept(m: ModelProbe, swept: int | None) -> str:
+    """The threshold the model's tags imply beside the one a sweep recommends (None: the sweep did not sweep it)."""
+    t = m.threshold
+    implied = ("no threshold (its tags dismiss the evidence)" if t.threshold is None and t.premature_rate.of
+               else "none (no evidence observation judged)" if t.threshold is None
+               else f"NO_GAIN {t.threshold}" + (f" (cautious: {t.threshold_upper})" if t.threshold_upper is not None
+                                                 and t.threshold_upper != t.threshold else ""))  # fmt: skip
+    if swept is None:
+        return f"{m.model}: its tags imply {implied}; the sweep did not vary the NO_GAIN threshold"
+    if t.threshold is None:
+        agree = ""
+    elif swept >= max(t.threshold, t.threshold_upper or 0):
+        agree = " — the swept pick is at least as cautious"
+    elif swept >= t.threshold:
+        agree = " — the swept pick meets the measured rate, not its upper bound"
+    else:
+        agree = " — the swept pick is lower than the tags allow: runs may stop on the evidence the sweep never showed"
+    return f"{m.model}: its tags imply {implied}; the sweep recommends NO_GAIN {swept}{agree}"

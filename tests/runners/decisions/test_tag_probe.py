@@ -13,14 +13,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness import InformationGain
 from runners.cli import main
 from runners.decisions.tag_probe import (
+    ProbeFileError,
     ProbeMeasure,
+    RecordedProbe,
     Share,
     implied_threshold,
     measure_probes,
+    read_probe_file,
 )
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase, load_cases
@@ -152,3 +157,55 @@ def test_tag_probe_refuses_a_json_path_it_may_not_write(tmp_path: Path, capsys: 
     assert main(argv) == 2
     assert "--json" in capsys.readouterr().err
     assert not (tmp_path / "p.duckdb").exists()
+
+
+@pytest.fixture(scope="module")
+def swept_and_probed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("recommend")
+    db, probe_json = folder / "s.duckdb", folder / "p.json"
+    cases = [a for c in ("diagnosable_late_risk_rule_threshold_t7", "generic_kb_gateway_runbook_timeout_t3")
+             for a in ("--case", c)]  # fmt: skip
+    assert main(["sweep", "--model", "scripted:reference", "--no-gain-threshold", "1,2", "--db", str(db), *cases]) == 0
+    assert main(["tag-probe", "--model", "scripted:dismissive", "--db", str(folder / "p.duckdb"),
+                 "--json", str(probe_json), *cases]) == 0  # fmt: skip
+    return db, probe_json
+
+
+def test_recommend_states_the_threshold_the_tags_imply(
+    swept_and_probed: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, probe_json = swept_and_probed
+    capsys.readouterr()
+    assert main(["recommend", "--db", str(db), "--tag-probe", str(probe_json)]) == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert "scripted:dismissive: its tags imply no threshold (its tags dismiss the evidence); the sweep recommends" \
+        " NO_GAIN" in text  # fmt: skip
+
+
+@pytest.mark.parametrize("content", [b"", b"{}", b'{"models": [{"model": 3}]}', b"\xff\xfe", b"[1, 2]"])
+def test_recommend_refuses_a_file_that_is_not_a_probe(
+    swept_and_probed: tuple[Path, Path], tmp_path: Path, content: bytes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, _ = swept_and_probed
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    capsys.readouterr()
+    assert main(["recommend", "--db", str(db), "--tag-probe", str(bad)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"--tag-probe {bad}" in err and len(err.splitlines()) == 1
+
+
+@given(st.binary(max_size=300) | st.text(max_size=300).map(str.encode))
+@settings(max_examples=200, deadline=None)
+def test_reading_a_probe_file_fails_in_one_typed_way(data: bytes) -> None:
+    try:
+        read_probe_file(data, "x.json")
+    except ProbeFileError as exc:
+        assert str(exc).startswith("x.json: ") and "\n" not in str(exc)
+
+
+def test_a_probe_file_round_trips(swept_and_probed: tuple[Path, Path]) -> None:
+    _, probe_json = swept_and_probed
+    measured = read_probe_file(probe_json.read_bytes(), "p.json")
+    recorded = RecordedProbe(model="m", probe_args=("--case", "x"), cases=1, measured=measured.models[0])
+    assert read_probe_file(recorded.model_dump_json().encode(), "s.json") == measured
