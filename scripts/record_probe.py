@@ -74,7 +74,7 @@ def write_summary(model: str, out: Path, flags: list[str], cases: list[str]) -> 
         subprocess.run([*CLI, "tag-probe", *probe_args, "--cassettes", str(out), "--record-mode", "none",
                         "--db", str(db), "--label", model, "--json", str(js)],
                        cwd=ROOT, check=True, capture_output=True)  # fmt: skip
-        measured = ProbeMeasure.model_validate_json(js.read_bytes()).models[0]
+        measured = ProbeMeasure.model_validate_json(js.read_bytes()).models[0].model_copy(update={"bench_run_id": None})
     summary = RecordedProbe(model=model, probe_args=tuple(probe_args), cases=len(cases), measured=measured)
     (out / "summary.json").write_text(json.dumps(summary.model_dump(mode="json"), indent=1) + "\n")
     print(f"[probe] {out / 'summary.json'}: {len(cases)} cases, {measured.judged} judged tags", flush=True)

@@ -116,6 +116,10 @@ def run(args: argparse.Namespace) -> int:
                 more = f" (+{len(mismatch.differences) - 12} more)" if len(mismatch.differences) > 12 else ""
                 _error(f"{mismatch.model}: the replay does not yield the committed summary: {shown}{more}")
             return EXIT_REGRESSION
+        probes = _probes(flags.cassettes, db, built)
+        if probes is None:
+            return EXIT_REGRESSION
+        built = built.model_copy(update={"probes": probes})
     command = "harness-bench real-models" + ("" if flags.cassettes == Path("cassettes") else f" --cassettes"
                                              f" {flags.cassettes}")  # fmt: skip
     figures = stops_figures(built)
@@ -130,3 +134,29 @@ def run(args: argparse.Namespace) -> int:
             _say(f"warning: the downgrade {gate.baseline} → {gate.candidate} PASSED the gate", stderr=True)
     _say(f"wrote {md_path} and {html_path}")
     return EXIT_OK
+
+
+def _probes(cassettes: Path, db: Path, built: Any) -> tuple[Any, ...] | None:
+    """Every committed tag-probe recording replayed offline into `db` and checked against its summary (None, each
+    mismatch said, when one does not replay to it); beside each, what the model's sweep recommends."""
+    from runners.rendering.real_probes import ProbeReport, find_probe_recordings, replay_probe
+
+    try:
+        recordings = find_probe_recordings(cassettes)
+    except ValueError as exc:
+        _fail(str(exc))
+    swept = {m.summary.model: m.recommended.threshold for m in built.models if m.summary.agent.value == "native"}
+    out, ok = [], True
+    for rec in recordings:
+        try:
+            got = replay_probe(rec, db)
+        except ValueError as exc:
+            _fail(str(exc))
+        if got != rec.summary.measured:
+            _error(f"{rec.folder / 'summary.json'}: the probe's replay does not yield the committed summary"
+                   f" (judged {got.judged} vs {rec.summary.measured.judged}, right {got.right} vs"
+                   f" {rec.summary.measured.right})")  # fmt: skip
+            ok = False
+        out.append(ProbeReport(model=rec.summary.model, folder=rec.folder.name, cases=rec.summary.cases,
+                               measured=got, swept=swept.get(rec.summary.model)))  # fmt: skip
+    return tuple(out) if ok else None
