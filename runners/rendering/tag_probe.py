@@ -3,6 +3,8 @@ imply (`harness-bench tag-probe`, `report`); and the same as Markdown for the re
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -11,7 +13,10 @@ from runners.decisions.tag_probe import BASELINES, ModelProbe, ProbeMeasure
 from runners.domain.truth_grades import GRADE_DOCS, TruthGrade
 from runners.rendering.tables import _table
 
-__all__ = ["probe_markdown", "probe_table"]
+if TYPE_CHECKING:
+    import duckdb
+
+__all__ = ["probe_markdown", "probe_sections", "probe_table"]
 
 
 def _model_table(m: ModelProbe) -> Table:
@@ -88,3 +93,25 @@ def probe_markdown(m: ModelProbe) -> list[str]:
         f"Implied NO_GAIN threshold: {m.threshold.reasoning}.",
     ]
     return lines
+
+
+def probe_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Any]:
+    """The report's sections on the database's tag probes (`bench_run_id`: that one only, if it is a probe): per
+    probe, the confusion per truth grade beside the trivial taggers, and the threshold it implies."""
+    from runners.decisions.tag_probe import measure_probes
+    from runners.rendering.report import Section, TableBlock
+    from runners.store.tag_probes import probe_bench_runs, stored_probes
+
+    sections = []
+    for run_id, who in probe_bench_runs(con):
+        if bench_run_id is not None and run_id != bench_run_id:
+            continue
+        m = measure_probes(who, stored_probes(con, run_id), bench_run_id=run_id)
+        lines = probe_markdown(m)
+        rows = [line for line in lines if line.startswith("|")]
+        header = [c.strip() for c in rows[0].strip("|").split("|")]
+        body = [[c.strip().strip("*`") for c in r.strip("|").split("|")] for r in rows[2:]]
+        text = [line.replace("`", "") for line in lines if line.strip() and not line.startswith("|")]
+        sections.append(Section(f"Tag probe {run_id} ({who})", text, [TableBlock(header, body)],
+                                {g.value: doc for g, doc in GRADE_DOCS.items()}))  # fmt: skip
+    return sections

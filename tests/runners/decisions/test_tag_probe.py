@@ -148,6 +148,11 @@ def test_tag_probe_writes_the_json_and_the_database(tmp_path: Path) -> None:
     assert (measured.optimistic, measured.premature, measured.right) == (0, 1, 2)
     # each probe is a case run (its epoch: the step probed) with its one model call's transcript
     assert main(["show", "--db", str(db), "--label", "t", "--case", cases[0], "--epoch", "2"]) == 0
+    # and `report` shows the probe on its own: the confusion per grade, the baselines, the implied threshold
+    assert main(["report", "--db", str(db), "--out", str(tmp_path / "rep")]) == 0
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert f"## Tag probe {measured.bench_run_id} (t)" in md and "| always GAINED | always NO_GAIN |" in md
+    assert "no threshold keeps the run going" in md
 
 
 def test_tag_probe_refuses_a_json_path_it_may_not_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
