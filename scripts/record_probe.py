@@ -59,16 +59,23 @@ def main(argv: list[str] | None = None) -> int:
         done = subprocess.run(command, cwd=ROOT, check=False)
         if done.returncode != 0:
             print(f"[probe] the recording exited {done.returncode}; run again to continue", flush=True)
-    recorded = [c for c in wanted if all(probe_cassette_path(out, f"openai:{args.model}", c, s).exists()
-                                         for s in points[c])]  # fmt: skip
+    recorded = {c: [s for s in points[c] if probe_cassette_path(out, f"openai:{args.model}", c, s).exists()]
+                for c in wanted}  # fmt: skip
+    recorded = {c: steps for c, steps in recorded.items() if steps}
     if recorded:
-        write_summary(args.model, out, flags, recorded)
+        write_summary(args.model, out, flags, recorded, points)
     return 0
 
 
-def write_summary(model: str, out: Path, flags: list[str], cases: list[str]) -> None:
-    """Replay the recorded cases offline and write summary.json from what the replay measured."""
-    probe_args = [*(a for case in cases for a in ("--case", case)), *flags]
+def write_summary(
+    model: str, out: Path, flags: list[str], recorded: dict[str, list[int]], points: dict[str, list[int]]
+) -> None:
+    """Replay the recorded probes offline and write summary.json from what the replay measured (a case recorded in
+    part: its recorded steps named with `--probe`)."""
+    cases = list(recorded)
+    partial = [f"{c}:{s}" for c, steps in recorded.items() if steps != points[c] for s in steps]
+    probe_args = [*(a for case in cases for a in ("--case", case)), *(a for p in partial for a in ("--probe", p)),
+                  *flags]  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
         db, js = Path(tmp) / "replay.duckdb", Path(tmp) / "probe.json"
         subprocess.run([*CLI, "tag-probe", *probe_args, "--cassettes", str(out), "--record-mode", "none",

@@ -21,6 +21,9 @@ class _TagProbeFlags(FlagModel):
 
     json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
     """also write the model's confusion per truth grade, the baselines and every probe's answer as JSON"""
+    probe: Annotated[tuple[str, ...], Flag(metavar="CASE:STEP")] = ()
+    """probe only these observations (repeatable): a selected case's id and the reference step whose observation
+    is asked about (default: every probe point of the selected cases)"""
 
 
 def register(sub: Any) -> None:
@@ -59,6 +62,7 @@ def run(args: argparse.Namespace) -> int:
             _fail(f"--json {flags.json_path} is the --db file; name another")
     opts = _bench_options(args, command="run")
     plan = plan_run(opts, STORED_RUNS)
+    only = _points(flags.probe, plan.cases) if flags.probe else None
     _claim(args.db)
     with _progress() as progress:
         task = progress.add_task("probes", total=None, passed="")
@@ -66,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         def hook(done: int, total: int, _: Any) -> None:
             progress.update(task, completed=done, total=total)
 
-        summary = run_probes(plan, cancellation=intr.token, on_progress=hook,
+        summary = run_probes(plan, cancellation=intr.token, on_progress=hook, only=only,
                              on_start=lambda run_id: _name_run(intr, "run", args.db, run_id))  # fmt: skip
     con = connect(args.db, read_only=True)
     try:
@@ -88,3 +92,19 @@ def run(args: argparse.Namespace) -> int:
         _say(f"{summary.infra_errors} probe(s) ended on an endpoint or cassette error, not the model's answer",
              stderr=True)  # fmt: skip
     return EXIT_OK
+
+
+def _points(given: tuple[str, ...], cases: Any) -> frozenset[tuple[str, int]]:
+    """The `--probe CASE:STEP` points; one that names no probe point of a selected case: one line, exit 2."""
+    from runners.run.tag_probe import probe_points
+
+    by_id = {c.id: c for c in cases}
+    out: set[tuple[str, int]] = set()
+    for text in given:
+        case_id, sep, step = text.rpartition(":")
+        if not sep or not step.isdigit() or case_id not in by_id:
+            _fail(f"--probe {text!r}: give CASE:STEP, CASE one of the selected cases and STEP a reference step")
+        if int(step) not in {p.step for p in probe_points(by_id[case_id])}:
+            _fail(f"--probe {text!r}: step {step} of {case_id} is not an observation the model is asked to evaluate")
+        out.add((case_id, int(step)))
+    return frozenset(out)

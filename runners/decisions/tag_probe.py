@@ -330,7 +330,7 @@ class RecordedProbe(_Model):
     """The `harness-bench tag-probe` flags that replay these cassettes (cases, model settings), without `--db`,
     `--json`, `--label`, `--cassettes` and `--record-mode`."""
     cases: int
-    """Cases whose every probe is recorded."""
+    """Cases with a recorded probe (a case recorded in part: its recorded steps, named with `--probe`)."""
     measured: ModelProbe
     """The confusion, baselines and implied threshold of the offline replay (`answers` included)."""
 

@@ -54,7 +54,7 @@ class ProbeReport(BaseModel):
     folder: str
     """The recording's folder name."""
     cases: int
-    """Cases whose every probe is recorded."""
+    """Cases with a recorded probe."""
     measured: ModelProbe
     """What the replay measured."""
     swept: str | None

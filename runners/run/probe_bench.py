@@ -80,13 +80,15 @@ def _stored(bench_run_id: str, case_run_id: str, case: EvalCase, done: ProbeRun)
 
 def run_probes(plan: RunPlan, *, cancellation: CancellationToken | None = None,
                on_progress: ProbeHook | None = None, on_start: Callable[[str], None] | None = None,
-               ) -> ProbeSummary:  # fmt: skip
+               only: frozenset[tuple[str, int]] | None = None) -> ProbeSummary:  # fmt: skip
     """Ask the plan's model at every probe point of the plan's cases (one epoch: a probe is teacher-forced), each
-    probe stored as a case run of one new bench run. Once `cancellation` is set no probe starts."""
+    probe stored as a case run of one new bench run (`only`: these (case, step) points alone). Once `cancellation`
+    is set no probe starts."""
     t0 = time.perf_counter()
     token = cancellation or CancellationToken()
     config = plan.options.settings.config
-    points = [(case, p.step) for case in plan.cases for p in probe_points(case, config)]
+    points = [(case, p.step) for case in plan.cases for p in probe_points(case, config)
+              if only is None or (case.id, p.step) in only]  # fmt: skip
     preflight(plan)
     con = connect(plan.options.storage.db, columns=plan.record.columns)
     summary = ProbeSummary(_new_id(), "running", len(points))

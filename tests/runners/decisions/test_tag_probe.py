@@ -214,3 +214,29 @@ def test_a_probe_file_round_trips(swept_and_probed: tuple[Path, Path]) -> None:
     measured = read_probe_file(probe_json.read_bytes(), "p.json")
     recorded = RecordedProbe(model="m", probe_args=("--case", "x"), cases=1, measured=measured.models[0])
     assert read_probe_file(recorded.model_dump_json().encode(), "s.json") == measured
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("nocolon", "give CASE:STEP"), ("diagnosable_late_risk_rule_threshold_t7:x", "give CASE:STEP"),
+     ("other_case:2", "give CASE:STEP"), ("diagnosable_late_risk_rule_threshold_t7:1", "not an observation")],
+)  # fmt: skip
+def test_probe_refuses_a_point_it_cannot_ask(
+    given: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "p.duckdb"
+    argv = ["tag-probe", "--model", "scripted", "--case", "diagnosable_late_risk_rule_threshold_t7",
+            "--db", str(db), "--probe", given]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and not db.exists()
+
+
+def test_probe_asks_only_the_points_given(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    argv = ["tag-probe", "--model", "scripted", "--case", "diagnosable_late_risk_rule_threshold_t7",
+            "--db", str(tmp_path / "p.duckdb"), "--probe", "diagnosable_late_risk_rule_threshold_t7:4",
+            "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    answers = ProbeMeasure.model_validate_json(out.read_bytes()).models[0].answers
+    assert [(a.step, a.answer) for a in answers] == [(4, "DRAFT")]
