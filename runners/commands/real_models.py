@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
                 more = f" (+{len(mismatch.differences) - 12} more)" if len(mismatch.differences) > 12 else ""
                 _error(f"{mismatch.model}: the replay does not yield the committed summary: {shown}{more}")
             return EXIT_REGRESSION
-        probes = _probes(flags.cassettes, db, built)
+        probes = _probes(flags.cassettes, Path(tmp) / "probes.duckdb", built)  # apart: --db holds the sweeps
         if probes is None:
             return EXIT_REGRESSION
         built = built.model_copy(update={"probes": probes})
