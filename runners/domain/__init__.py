@@ -1,3 +1,3 @@
-"""The bench's domain: the evaluation cases (loading, validation, content hash, JSON schema) and the scripted model
-profiles that drive the harness without a network.
+"""The bench's domain: the evaluation cases (loading, validation, content hash, JSON schema; the truth grade of each
+trajectory step, `truth_grades`) and the scripted model profiles that drive the harness without a network.
 """

@@ -484,7 +484,10 @@ def build_report(
         else:
             scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
             sections = _bench_sections(con, bench_run_id, str(db))
-            sections += probe_sections(con, bench_run_id)  # the tag probes among them
+            sections += [
+                Section(p.title, p.paragraphs, [TableBlock(p.header, p.rows)], p.definitions)
+                for p in probe_sections(con, bench_run_id)
+            ]  # the tag probes among them
     finally:
         con.close()
     from runners.store._files import NamedPath, check_outputs, write_bytes, write_text

@@ -3,7 +3,8 @@ imply (`harness-bench tag-probe`, `report`); and the same as Markdown for the re
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -16,7 +17,7 @@ from runners.rendering.tables import _table
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["probe_markdown", "probe_sections", "probe_table"]
+__all__ = ["ProbeSection", "probe_markdown", "probe_sections", "probe_table"]
 
 
 def _model_table(m: ModelProbe) -> Table:
@@ -95,11 +96,26 @@ def probe_markdown(m: ModelProbe) -> list[str]:
     return lines
 
 
-def probe_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[Any]:
-    """The report's sections on the database's tag probes (`bench_run_id`: that one only, if it is a probe): per
-    probe, the confusion per truth grade beside the trivial taggers, and the threshold it implies."""
+@dataclass(frozen=True)
+class ProbeSection:
+    """One tag probe as the bench report shows it (the report makes it a section of its own)."""
+
+    title: str
+    """Heading."""
+    paragraphs: list[str]
+    """Text, one paragraph each."""
+    header: list[str]
+    """The table's columns."""
+    rows: list[list[str]]
+    """The table's cells."""
+    definitions: dict[str, str]
+    """term -> one-line definition."""
+
+
+def probe_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> list[ProbeSection]:
+    """The database's tag probes (`bench_run_id`: that one only, if it is a probe): per probe, the confusion per
+    truth grade beside the trivial taggers, and the threshold it implies."""
     from runners.decisions.tag_probe import measure_probes
-    from runners.rendering.report import Section, TableBlock
     from runners.store.tag_probes import probe_bench_runs, stored_probes
 
     sections = []
@@ -112,6 +128,6 @@ def probe_sections(con: duckdb.DuckDBPyConnection, bench_run_id: str | None) -> 
         header = [c.strip() for c in rows[0].strip("|").split("|")]
         body = [[c.strip().strip("*`") for c in r.strip("|").split("|")] for r in rows[2:]]
         text = [line.replace("`", "") for line in lines if line.strip() and not line.startswith("|")]
-        sections.append(Section(f"Tag probe {run_id} ({who})", text, [TableBlock(header, body)],
-                                {g.value: doc for g, doc in GRADE_DOCS.items()}))  # fmt: skip
+        sections.append(ProbeSection(f"Tag probe {run_id} ({who})", text, header, body,
+                                     {g.value: doc for g, doc in GRADE_DOCS.items()}))  # fmt: skip
     return sections
