@@ -36,6 +36,7 @@ import scipy.stats
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness import InformationGain
+from runners.domain.probe_answers import ProbeAnswer
 from runners.domain.truth_grades import TruthGrade, right_tags
 from runners.store.tag_probes import StoredProbe
 
@@ -159,8 +160,8 @@ class ProbeRow(_Model):
     """The reference step probed."""
     grade: TruthGrade
     """The observation's truth grade."""
-    answer: str
-    """TAGGED, UNTAGGED, DRAFT, INVALID_DRAFT or NO_ANSWER."""
+    answer: ProbeAnswer
+    """What the model answered."""
     tag: InformationGain | None
     """The tag the Harness applied (TAGGED only)."""
     implied: InformationGain | None
@@ -180,7 +181,7 @@ class ModelProbe(_Model):
     """Probes judged: answered by a call whose tag the Harness applied."""
     drafted: int
     """Probes answered by a valid Draft instead of a call (recorded with what they imply, not judged)."""
-    unjudged: dict[str, int] = Field(default_factory=dict)
+    unjudged: dict[ProbeAnswer, int] = Field(default_factory=dict)
     """Probes not judged, by answer (DRAFT, UNTAGGED, INVALID_DRAFT, NO_ANSWER)."""
     right: int
     """Right tags."""
@@ -208,7 +209,7 @@ class ProbeMeasure(_Model):
 
 
 def _judged(row: StoredProbe) -> InformationGain | None:
-    return InformationGain(row.tag) if row.answer == "TAGGED" and row.tag is not None else None
+    return row.tag if row.answer is ProbeAnswer.TAGGED else None
 
 
 def _share(pairs: dict[str, list[int]]) -> Share:
@@ -235,7 +236,7 @@ def _score(rows: Sequence[tuple[StoredProbe, InformationGain]]) -> TaggerScore:
     right: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     optimistic = premature = 0
     for row, tag in rows:
-        grade = TruthGrade(row.grade)
+        grade = row.grade
         ok = tag in right_tags(grade)
         right[row.case_id][0] += ok
         right[row.case_id][1] += 1
@@ -276,26 +277,27 @@ def measure_probes(
 ) -> ModelProbe:
     """One model's confusion, baselines and implied threshold from its stored probes."""
     judged = [(r, t) for r in rows if (t := _judged(r)) is not None]
-    unjudged: dict[str, int] = defaultdict(int)
+    unjudged: dict[ProbeAnswer, int] = defaultdict(int)
     for r in rows:
         if _judged(r) is None:
             unjudged[r.answer] += 1
     score = _score(judged)
     by_truth: dict[TruthGrade, GradeRow] = {}
     for grade in TruthGrade:
-        mine = [(r, t) for r, t in judged if r.grade == grade.value]
+        mine = [(r, t) for r, t in judged if r.grade is grade]
         s = _score(mine)
         by_truth[grade] = GradeRow(
             grade=grade, judged=len(mine), gained=sum(t is InformationGain.GAINED for _, t in mine),
             no_gain=sum(t is InformationGain.NO_GAIN for _, t in mine),
-            drafted=sum(r.answer == "DRAFT" and r.grade == grade.value for r in rows),
-            concluded=sum(r.answer == "DRAFT" and r.grade == grade.value and r.implied == "GAINED" for r in rows),
+            drafted=sum(r.answer is ProbeAnswer.DRAFT and r.grade is grade for r in rows),
+            concluded=sum(r.answer is ProbeAnswer.DRAFT and r.grade is grade and r.implied is InformationGain.GAINED
+                          for r in rows),
             right=s.right, accuracy=s.accuracy,
         )  # fmt: skip
     on_evidence: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     on_nothing: dict[str, list[int]] = defaultdict(lambda: [0, 0])
     for r, t in judged:
-        grade = TruthGrade(r.grade)
+        grade = r.grade
         if grade in _EVIDENCE:
             on_evidence[r.case_id][0] += t is InformationGain.NO_GAIN
             on_evidence[r.case_id][1] += 1
@@ -310,12 +312,12 @@ def measure_probes(
     }
     return ModelProbe(
         model=model, bench_run_id=bench_run_id, probes=len(rows), judged=len(judged),
-        drafted=sum(r.answer == "DRAFT" for r in rows),
+        drafted=sum(r.answer is ProbeAnswer.DRAFT for r in rows),
         unjudged=dict(sorted(unjudged.items())), right=score.right, optimistic=score.optimistic,
         premature=score.premature, accuracy=score.accuracy, by_truth=by_truth, baselines=baselines,
         threshold=implied_threshold(_share(on_evidence), _share(on_nothing), risk),
-        answers=[ProbeRow(case_id=r.case_id, step=r.step, grade=TruthGrade(r.grade), answer=r.answer, tag=_judged(r),
-                          implied=InformationGain(r.implied) if r.implied else None)
+        answers=[ProbeRow(case_id=r.case_id, step=r.step, grade=r.grade, answer=r.answer, tag=_judged(r),
+                          implied=r.implied)
                  for r in rows],
     )  # fmt: skip
 

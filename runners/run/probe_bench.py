@@ -73,9 +73,8 @@ def _stored(bench_run_id: str, case_run_id: str, case: EvalCase, done: ProbeRun)
     truth = case.trajectory.steps[done.point.step - 1].truth
     if truth is None:
         raise BenchInputError(f"case {case.id}: trajectory step {done.point.step} has no truth grade; grade it first")
-    return StoredProbe(bench_run_id, case_run_id, case.id, done.point.step, done.point.tool_call_id,
-                       done.answer.value, done.tag.value if done.tag else None,
-                       done.implied.value if done.implied else None, truth.grade.value)  # fmt: skip
+    return StoredProbe(bench_run_id, case_run_id, case.id, done.point.step, done.point.tool_call_id, done.answer,
+                       done.tag, done.implied, truth.grade)  # fmt: skip
 
 
 def run_probes(plan: RunPlan, *, cancellation: CancellationToken | None = None,

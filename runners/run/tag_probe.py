@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 
 from harness import (
     CancellationToken,
@@ -37,6 +36,7 @@ from harness import (
 from runners.domain.case_run import CaseRun
 from runners.domain.case_setup import build_tools, task_of
 from runners.domain.evalset import EvalCase
+from runners.domain.probe_answers import ProbeAnswer
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT
 from runners.domain.scripted import next_turn, step_call_ids
 from runners.plan.bench_config import request_checks
@@ -44,21 +44,6 @@ from runners.run.case_runner import evidence_calls, metrics_of
 from runners.run.verdict import verdicts
 
 __all__ = ["ProbeAnswer", "ProbePoint", "ProbeRun", "probe", "probe_points"]
-
-
-class ProbeAnswer(StrEnum):
-    """What the model answered at a probe point."""
-
-    TAGGED = "TAGGED"
-    """A tool call whose envelope evaluated the observation: the Harness applied the model's tag."""
-    UNTAGGED = "UNTAGGED"
-    """A tool call without a valid evaluation of the observation (the Harness rejected it as a protocol violation)."""
-    DRAFT = "DRAFT"
-    """A valid Draft instead of a call (with a conclusion it implies GAINED, without one NO_GAIN)."""
-    INVALID_DRAFT = "INVALID_DRAFT"
-    """A final message that is not a valid Draft."""
-    NO_ANSWER = "NO_ANSWER"
-    """The model call failed or a budget forbade it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,9 +4,13 @@ truth grade; written probe by probe after the probe's case run, read back for th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import duckdb
 
+from harness import InformationGain
+from runners.domain.probe_answers import ProbeAnswer
+from runners.domain.truth_grades import TruthGrade
 from runners.store.writer import write_statement
 
 __all__ = ["StoredProbe", "probe_bench_runs", "store_probe", "stored_probes"]
@@ -28,21 +32,21 @@ class StoredProbe:
     """The reference step probed (1-based)."""
     tool_call_id: str
     """That step's call in the teacher-forced conversation."""
-    answer: str
-    """TAGGED, UNTAGGED, DRAFT, INVALID_DRAFT or NO_ANSWER (`runners.run.tag_probe.ProbeAnswer`)."""
-    tag: str | None
+    answer: ProbeAnswer
+    """What the model answered."""
+    tag: InformationGain | None
     """The tag the Harness applied from the model's envelope."""
-    implied: str | None
+    implied: InformationGain | None
     """What a Draft implies."""
-    grade: str
+    grade: TruthGrade
     """The observation's truth grade."""
 
 
 def store_probe(con: duckdb.DuckDBPyConnection, probe: StoredProbe) -> None:
     """Write one probe's row (after its case run's rows); a storage failure raises MetricsWriteError."""
     marks = ", ".join("?" for _ in _COLUMNS)
-    write_statement(con, f"INSERT OR REPLACE INTO tag_probes ({', '.join(_COLUMNS)}) VALUES ({marks})",
-                    [getattr(probe, c) for c in _COLUMNS])  # fmt: skip
+    values = [v.value if isinstance(v, Enum) else v for v in (getattr(probe, c) for c in _COLUMNS)]
+    write_statement(con, f"INSERT OR REPLACE INTO tag_probes ({', '.join(_COLUMNS)}) VALUES ({marks})", values)
 
 
 def stored_probes(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[StoredProbe]:
@@ -50,7 +54,11 @@ def stored_probes(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[Sto
     rows = con.execute(
         f"SELECT {', '.join(_COLUMNS)} FROM tag_probes WHERE bench_run_id = ? ORDER BY case_id, step", [bench_run_id]
     ).fetchall()
-    return [StoredProbe(*row) for row in rows]
+    return [
+        StoredProbe(str(b), str(r), str(c), int(s), str(t), ProbeAnswer(a), InformationGain(g) if g else None,
+                    InformationGain(i) if i else None, TruthGrade(gr))
+        for b, r, c, s, t, a, g, i, gr in rows
+    ]  # fmt: skip
 
 
 def probe_bench_runs(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

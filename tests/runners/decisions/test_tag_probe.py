@@ -29,9 +29,10 @@ from runners.decisions.tag_probe import (
 )
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase, load_cases
+from runners.domain.probe_answers import ProbeAnswer
 from runners.domain.scripted import ScriptedChatModel
 from runners.domain.truth_grades import TruthGrade
-from runners.run.tag_probe import ProbeAnswer, ProbeRun, probe, probe_points
+from runners.run.tag_probe import ProbeRun, probe, probe_points
 from runners.store.tag_probes import StoredProbe
 
 CASES = [c for c in load_cases() if probe_points(c)]
@@ -44,8 +45,7 @@ def _rows(runs: list[ProbeRun]) -> list[StoredProbe]:
         truth = by_id[r.point.case_id].trajectory.steps[r.point.step - 1].truth
         assert truth is not None
         out.append(StoredProbe("br", f"br/{r.point.case_id}/{r.point.step}", r.point.case_id, r.point.step,
-                               r.point.tool_call_id, r.answer.value, r.tag.value if r.tag else None,
-                               r.implied.value if r.implied else None, truth.grade.value))  # fmt: skip
+                               r.point.tool_call_id, r.answer, r.tag, r.implied, truth.grade))  # fmt: skip
     return out
 
 
@@ -88,7 +88,7 @@ def test_the_dismissive_is_only_ever_premature(probed: dict[str, list[ProbeRun]]
 def test_the_reference_scores_its_listed_accuracy(probed: dict[str, list[ProbeRun]]) -> None:
     m = measure_probes("scripted:reference", _rows(probed["reference"]))
     listed: dict[tuple[str, int], InformationGain] = {(c.id, s): g for c in CASES for s, g in _reference_tags(c)}
-    tagged = {(a.case_id, a.step): a.tag for a in m.answers if a.answer == ProbeAnswer.TAGGED.value}
+    tagged = {(a.case_id, a.step): a.tag for a in m.answers if a.answer is ProbeAnswer.TAGGED}
     assert tagged == {k: v for k, v in listed.items() if k in tagged}  # the probe reads the reference's own tags
     grades = {(a.case_id, a.step): a.grade for a in m.answers}
     from runners.domain.truth_grades import right_tags
@@ -239,4 +239,4 @@ def test_probe_asks_only_the_points_given(tmp_path: Path) -> None:
             "--json", str(out)]  # fmt: skip
     assert main(argv) == 0
     answers = ProbeMeasure.model_validate_json(out.read_bytes()).models[0].answers
-    assert [(a.step, a.answer) for a in answers] == [(4, "DRAFT")]
+    assert [(a.step, a.answer) for a in answers] == [(4, ProbeAnswer.DRAFT)]
