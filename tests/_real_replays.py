@@ -19,7 +19,7 @@ from filelock import FileLock
 
 from runners.cli import main
 from runners.decisions.real_models import RecordedSummary
-from runners.rendering.real_probes import is_probe_summary
+from runners.pipelines.real_probes import is_probe_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json") if not is_probe_summary(p))

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 def _probe_of(path: Path) -> Any:
     """The tag probe of `--tag-probe PATH`; a file that cannot be read or is not a probe: one line naming it."""
     from runners.decisions.tag_probe import ProbeFileError, read_probe_file
-    from runners.store._files import path_kind
+    from runners.store.output_files import path_kind
 
     kind = path_kind(path)
     if kind is not None:

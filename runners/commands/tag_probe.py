@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from runners.commands._bench import _add_bench, _bench_options, _claim, _interrupts, _name_run
 from runners.commands._common import EXIT_INPUT, EXIT_OK, _error, _fail, _progress, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -46,8 +46,8 @@ def run(args: argparse.Namespace) -> int:
     from runners.plan.run_plan import plan_run
     from runners.rendering.tag_probe import probe_table
     from runners.run.probe_bench import run_probes
-    from runners.store._files import check_output_path, write_text
     from runners.store.connection import connect
+    from runners.store.output_files import check_output_path, write_text
     from runners.store.resume import STORED_RUNS
     from runners.store.tag_probes import stored_probes
 

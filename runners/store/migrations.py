@@ -303,22 +303,13 @@ _MIGRATIONS: dict[int, list[Step]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS trajectory_passed BOOLEAN",
         "ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS carries_evidence BOOLEAN",
     ],
-    # v11: `tag_probes`, one row per probe of `harness-bench tag-probe` (its case run is a row of `case_runs`, its
-    # `epoch` the step probed): what the model answered right after that step's observation, and the observation's
-    # truth grade as the case declared it when the probe ran.
+    # v11: `tag_probes`, one row per probe of `harness-bench tag-probe` (its case run is a `case_runs` row whose `epoch`
+    # is the step probed): the model's answer (TAGGED, UNTAGGED, DRAFT, INVALID_DRAFT, NO_ANSWER), the tag applied,
+    # what a Draft implies, and the observation's truth grade as the case declared it when the probe ran.
     11: [
-        """CREATE TABLE IF NOT EXISTS tag_probes (
-            bench_run_id VARCHAR,
-            case_run_id VARCHAR,
-            case_id VARCHAR,
-            step INTEGER,               -- the reference step whose observation the model was asked to evaluate
-            tool_call_id VARCHAR,       -- that step's call in the teacher-forced conversation
-            answer VARCHAR,             -- TAGGED | UNTAGGED | DRAFT | INVALID_DRAFT | NO_ANSWER
-            tag VARCHAR,                -- the tag the Harness applied from the model's envelope (TAGGED)
-            implied VARCHAR,            -- what a Draft implies (DRAFT): GAINED with a conclusion, else NO_GAIN
-            grade VARCHAR,              -- the observation's truth grade (root_cause, excludes, symptom, nothing_new)
-            PRIMARY KEY (case_run_id)
-        )""",
+        """CREATE TABLE IF NOT EXISTS tag_probes (bench_run_id VARCHAR, case_run_id VARCHAR PRIMARY KEY,
+            case_id VARCHAR, step INTEGER, tool_call_id VARCHAR, answer VARCHAR, tag VARCHAR, implied VARCHAR,
+            grade VARCHAR)""",
     ],
 }
 
