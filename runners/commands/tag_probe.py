@@ -54,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     flags = _TagProbeFlags.from_args(args, "tag-probe")
     if getattr(args, "resume", None):
         _fail("--resume: a tag probe is not resumed; run it again with --cassettes and --record-mode once")
+    if getattr(args, "epochs", None) not in (None, 1):
+        _fail(f"--epochs {args.epochs}: a tag probe asks each observation once (its conversation is the reference's)")
     intr = _interrupts(args)
     if flags.json_path is not None:
         target = NamedPath("--json", flags.json_path)

@@ -216,6 +216,12 @@ def test_a_probe_file_round_trips(swept_and_probed: tuple[Path, Path]) -> None:
     assert read_probe_file(recorded.model_dump_json().encode(), "s.json") == measured
 
 
+def test_tag_probe_refuses_epochs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "p.duckdb"
+    assert main(["tag-probe", "--model", "scripted", "--epochs", "3", "--db", str(db)]) == 2
+    assert "--epochs 3" in capsys.readouterr().err and not db.exists()
+
+
 @pytest.mark.parametrize(
     ("given", "said"),
     [("nocolon", "give CASE:STEP"), ("diagnosable_late_risk_rule_threshold_t7:x", "give CASE:STEP"),
