@@ -42,7 +42,8 @@ class ProbeReport(BaseModel):
 
 def probe_lines(p: ProbeReport) -> list[str]:
     """One model's probe section as Markdown lines (the caller escapes nothing: every text here is the bench's)."""
-    lines = [f"### {p.model} ({p.cases} cases, `cassettes/{p.folder}`)", "", *probe_markdown(p.measured), ""]
+    cases = f"{p.cases} case" + ("" if p.cases == 1 else "s")
+    lines = [f"### {p.model} ({cases}, `cassettes/{p.folder}`)", "", *probe_markdown(p.measured), ""]
     t = p.measured.threshold
     implied = "none" if t.threshold is None else str(t.threshold)
     lines.append(f"Beside the sweep: the tags imply NO_GAIN {implied}"
