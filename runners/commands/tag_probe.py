@@ -54,6 +54,10 @@ def run(args: argparse.Namespace) -> int:
     flags = _TagProbeFlags.from_args(args, "tag-probe")
     if getattr(args, "resume", None):
         _fail("--resume: a tag probe is not resumed; run it again with --cassettes and --record-mode once")
+    for flag, value, alone in (("--shard", getattr(args, "shard", None), None),
+                               ("--executor", getattr(args, "executor", None), "local")):  # fmt: skip
+        if value is not None and str(value) != alone:
+            _fail(f"{flag} {value}: a tag probe runs its probes one after another in this process")
     if getattr(args, "epochs", None) not in (None, 1):
         _fail(f"--epochs {args.epochs}: a tag probe asks each observation once (its conversation is the reference's)")
     intr = _interrupts(args)

@@ -216,10 +216,14 @@ def test_a_probe_file_round_trips(swept_and_probed: tuple[Path, Path]) -> None:
     assert read_probe_file(recorded.model_dump_json().encode(), "s.json") == measured
 
 
-def test_tag_probe_refuses_epochs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize("flag", [["--epochs", "3"], ["--shard", "1/2"], ["--executor", "processes"]])
+def test_tag_probe_refuses_what_it_does_not_do(
+    flag: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     db = tmp_path / "p.duckdb"
-    assert main(["tag-probe", "--model", "scripted", "--epochs", "3", "--db", str(db)]) == 2
-    assert "--epochs 3" in capsys.readouterr().err and not db.exists()
+    assert main(["tag-probe", "--model", "scripted", *flag, "--db", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert " ".join(flag) in err and len(err.strip().splitlines()) == 1 and not db.exists()
 
 
 @pytest.mark.parametrize(
