@@ -97,6 +97,10 @@ def test_the_reference_scores_its_listed_accuracy(probed: dict[str, list[ProbeRu
     assert (m.right, m.judged) == (right, len(tagged))
     # the figure docs/evaluation-cases.md lists for the reference
     assert (m.right, m.judged, m.optimistic, m.premature) == (72, 76, 4, 0)
+    # a Draft instead of a call is recorded with what it implies, never judged as a tag
+    drafts = [a for a in m.answers if a.answer is ProbeAnswer.DRAFT]
+    assert len(drafts) == m.drafted > 0 and all(a.tag is None and a.implied is not None for a in drafts)
+    assert sum(r.concluded for r in m.by_truth.values()) == sum(a.implied is InformationGain.GAINED for a in drafts)
 
 
 def test_the_baselines_score_the_same_judged_observations(probed: dict[str, list[ProbeRun]]) -> None:
