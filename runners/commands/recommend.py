@@ -42,12 +42,14 @@ def run(args: argparse.Namespace) -> int:
     choices = RecommendChoices.from_args(args, "recommend")
     flags = _RecommendFlags.from_args(args, "recommend")
     probed = _probe_of(flags.tag_probe) if flags.tag_probe is not None else None
+    if not Path(args.db).exists() and (hint := _elsewhere(Path(args.db))):
+        _fail(f"{args.db}: no such DuckDB file; {hint}")
     con = connect(args.db, read_only=True)
     try:
         known = sweep_ids(con)
         sweep = args.sweep or (known[0] if known else None)
         if sweep is None:
-            _fail(f"{args.db} holds no sweeps; run `harness-bench sweep` first")
+            _fail(f"{args.db} holds no sweeps; {_elsewhere(args.db) or 'run `harness-bench sweep` first'}")
         if sweep not in known:
             _fail(f"--sweep: unknown sweep {sweep!r} in {args.db}; known: {', '.join(known[:5]) or 'none'}")
         stats = measure(con, sweep)
@@ -91,3 +93,29 @@ def _probe_of(path: Path) -> Any:
         return read_probe_file(data, f"--tag-probe {path}")
     except ProbeFileError as exc:
         _fail(str(exc))
+
+
+def _elsewhere(db: Path) -> str | None:
+    """Which other database beside `db` holds sweeps (a user in a folder with `sweep.duckdb` who ran `recommend`
+    without `--db`), as the fix to print; None when none does. Read only; a file that is not a readable DuckDB
+    database is passed over."""
+    from runners.run.sweep import sweep_ids
+    from runners.store.connection import connect
+
+    found: list[str] = []
+    for other in sorted(db.resolve().parent.glob("*.duckdb")):
+        if other == db.resolve() or not other.is_file():
+            continue
+        try:
+            con = connect(other, read_only=True)
+        except Exception:  # not ours, damaged, locked: not a suggestion
+            continue
+        try:
+            count = len(sweep_ids(con))
+        except Exception:
+            count = 0
+        finally:
+            con.close()
+        if count:
+            found.append(f"--db {other.name} ({count} sweep{'s' if count > 1 else ''})")
+    return f"this folder has {', '.join(found[:3])}" if found else None
