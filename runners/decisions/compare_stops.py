@@ -506,7 +506,8 @@ def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
 def _draft_call_allowed(run: ReplayableRun, policy: StopRule, spent: Counts) -> bool:
     """Whether the model gets its Draft call after a STOP_REQUIRED cut: the recorded budgets and the policy's caps
     leave room for it (the deadline and the observation-byte budget are assumed to)."""
-    if spent.model_calls >= run.max_model_calls or spent.tokens >= run.max_total_tokens:
+    calls, tokens = run.max_model_calls, run.max_total_tokens
+    if (calls is not None and spent.model_calls >= calls) or (tokens is not None and spent.tokens >= tokens):
         return False
     return not any(rule.stops_model_call(spent.model_calls, spent.tokens) for rule in policy.call_rules)
 
@@ -648,9 +649,9 @@ def default_policies(runs: Sequence[ReplayableRun]) -> tuple[StopRule, ...]:
     each lower one, tool and turn caps at a few levels below the runs' budgets, the loop detectors at the peers'
     settings, and the contract at 2 or a cap of 8 (plain-loop runs, which have no contract: the caps and detectors
     only)."""
-    top = max((r.no_gain_threshold for r in runs), default=2)
-    tools = max((r.max_tool_invocations for r in runs), default=10)
-    calls = max((r.max_model_calls for r in runs), default=12)
+    top = max((r.no_gain_threshold for r in runs if r.no_gain_threshold is not None), default=2)
+    tools = max((r.max_tool_invocations for r in runs if r.max_tool_invocations is not None), default=10)
+    calls = max((r.max_model_calls for r in runs if r.max_model_calls is not None), default=12)
     plain = any(r.agent == "plain" for r in runs)  # no contract to replay: caps and detectors only
     specs = [] if plain else [f"no-gain:{t}" for t in range(top, 0, -1)]
     specs += [f"tool-cap:{n}" for n in (4, 6, 8) if n < tools]

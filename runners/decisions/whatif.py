@@ -271,6 +271,15 @@ _EXPECTED: dict[RejectionReason, AdmissionKind] = {
 """What the tracker decided for a recorded rejection that went through it."""
 
 
+def _known(run: ReplayableRun, limit: int | None) -> int:
+    """A limit the run recorded; another agent's run recorded none, and has no contract to replay."""
+    if limit is None:
+        raise WhatIfInputError(f"case run {run.case_run_id} records no thresholds or budgets (another agent's run,"
+                               " imported from its trace): it has no information-gain contract to replay; compare"
+                               " caps and loop detectors on it with compare-stops")  # fmt: skip
+    return limit
+
+
 def recorded_counts(events: Sequence[TraceEvent]) -> Counts:
     """What a run spent, from its trace."""
     spent = _Spent()
@@ -288,7 +297,7 @@ def _replay(run: ReplayableRun, threshold: int, budget: int) -> _End:
     events = run.events
     stop_ids = {e.tool_call_id for e in events if isinstance(e, StopRequiredDelivered)}
     budget_ids = {e.tool_call_id for e in events if isinstance(e, BudgetExhausted) and e.tool_call_id is not None}
-    tracker = DiagnosisProgressTracker(threshold, run.protocol_violation_threshold)
+    tracker = DiagnosisProgressTracker(threshold, _known(run, run.protocol_violation_threshold))
     spent = _Spent()
     turn = requests = 0
     executed: list[str] = []
@@ -349,7 +358,7 @@ def _replay(run: ReplayableRun, threshold: int, budget: int) -> _End:
         if admission.kind is not AdmissionKind.EXECUTE:
             continue
         if isinstance(e, ToolRequestRejected):  # a recorded budget refused it: the run ended here
-            if spent.tools >= budget or spent.tools < run.max_tool_invocations:  # refused here too, or not by tools
+            if spent.tools >= budget or spent.tools < _known(run, run.max_tool_invocations):  # here too, or not tools
                 return _End(RunStatus.UNCHANGED, recorded_counts(events))
             return _End(RunStatus.CENSORED, None)  # the point's larger tool budget would have run it
         if spent.tools >= budget:
@@ -369,7 +378,7 @@ def replay_run(run: ReplayableRun, no_gain_threshold: int, max_tool_invocations:
     """One run at one point (`max_tool_invocations` None: the run's own budget)."""
     if not run.events:
         raise WhatIfInputError(f"case run {run.case_run_id} has no stored events to replay")
-    budget = run.max_tool_invocations if max_tool_invocations is None else max_tool_invocations
+    budget = _known(run, run.max_tool_invocations) if max_tool_invocations is None else max_tool_invocations
     end = _replay(run, no_gain_threshold, budget)
     recorded = recorded_counts(run.events)
     base = {
@@ -386,7 +395,7 @@ def replay_run(run: ReplayableRun, no_gain_threshold: int, max_tool_invocations:
                          conclusion=None)  # fmt: skip
     spent = end.spent
     draft_call = end.cut.stop_reason is not StopReason.BUDGET_LIMIT_REACHED and (
-        spent.model_calls < run.max_model_calls and spent.tokens < run.max_total_tokens
+        spent.model_calls < _known(run, run.max_model_calls) and spent.tokens < _known(run, run.max_total_tokens)
     )
     saved = Counts(
         tool_invocations=recorded.tool_invocations - spent.tool_invocations,
@@ -419,14 +428,14 @@ def check_points(runs: Sequence[ReplayableRun], thresholds: Sequence[int], budge
     if empty:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
         raise WhatIfInputError(f"case run {empty[0]}{more} has no stored events to replay")
-    top = max(r.no_gain_threshold for r in runs)
+    top = max(_known(r, r.no_gain_threshold) for r in runs)
     for t in thresholds:
         if t >= top:
             raise WhatIfInputError(
                 f"--no-gain-threshold {t}: not below the threshold the selected runs used ({top}); a what-if"
                 " replays lower thresholds only"
             )
-    most = max(r.max_tool_invocations for r in runs)
+    most = max(_known(r, r.max_tool_invocations) for r in runs)
     for n in budgets:
         if n >= most:
             raise WhatIfInputError(
