@@ -1,10 +1,12 @@
 """The package as a user gets it: the wheel built from the sources, checked (`check-wheel-contents`: exactly the
 files of `harness`, `runners` and `evalsets`, data included; `twine check`), installed with its pinned
 dependencies into a fresh venv, and run from an empty folder with no checkout in sight: `--version`, `cases` and
-the main job (`run --db x.duckdb`), the chat templates found where the package is installed.
+the main job (`run --db x.duckdb`), the chat templates found where the package is installed. And installed with its
+dependencies at the low end of their ranges (constraints-lowest.txt: pandas 2.2.3, openai 3.63.0, the other floors),
+as a project embedding it may have them, running `cases` and `run` too.
 
-Offline: the dependencies come from the wheelhouse `make venv` fills from pip's cache (`.venv/wheelhouse`), with
-`--no-index`. The fresh venv (about 400 MB in 10,000 files) lives on /dev/shm where there is one: on this machine's
+Offline: the dependencies come from the wheelhouses `make venv` fills from pip's cache (`.venv/wheelhouse`,
+`.venv/wheelhouse-lowest`), with `--no-index`. The fresh venv (about 400 MB in 10,000 files) lives on /dev/shm where there is one: on this machine's
 disk, under load, writing it took twice as long and deleting it a minute (measured 2026-12-05).
 """
 
@@ -31,6 +33,8 @@ SOURCES = ("pyproject.toml", "README.md", "harness", "runners", "evalsets")
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 """The pinned dependencies' wheels, beside the dev venv that runs the tests (`make venv` fills it)."""
+WHEELHOUSE_LOWEST = Path(sys.prefix) / "wheelhouse-lowest"
+"""The dependencies' wheels at the low end of their ranges (constraints-lowest.txt; `make venv` fills it)."""
 _SHM = Path("/dev/shm")
 
 
@@ -78,7 +82,9 @@ def installed() -> Iterator[tuple[Path, dict[str, str], dict[str, float]]]:
         yield _install(Path(tmp))
 
 
-def _install(base: Path) -> tuple[Path, dict[str, str], dict[str, float]]:
+def _install(
+    base: Path, wheelhouse: Path = WHEELHOUSE, constraints: str = "constraints.txt"
+) -> tuple[Path, dict[str, str], dict[str, float]]:
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     src = _copy_sources(base / "src")
@@ -94,8 +100,8 @@ def _install(base: Path) -> tuple[Path, dict[str, str], dict[str, float]]:
     # the dev venv's pip installs into it (no pip of its own to bootstrap); no bytecode compiled ahead: a run
     # compiles what it imports
     _run([sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet", "--no-compile",
-          "--disable-pip-version-check", "--no-index", "--find-links", str(WHEELHOUSE),
-          "-c", str(ROOT / "constraints.txt"), str(wheel)], cwd=base, timeout=600)  # fmt: skip
+          "--disable-pip-version-check", "--no-index", "--find-links", str(wheelhouse),
+          "-c", str(ROOT / constraints), str(wheel)], cwd=base, timeout=600)  # fmt: skip
     seconds["install"] = time.perf_counter() - t0
     env = {"PATH": f"{venv / 'bin'}{os.pathsep}/usr/bin:/bin", "HOME": str(base), "LANG": "C.UTF-8"}
     return venv / "bin", env, seconds
@@ -117,6 +123,23 @@ def test_the_wheel_runs_the_main_job_from_an_empty_folder(
     assert "completed" in ran and (empty / "x.duckdb").is_file(), ran[-2000:]
     seconds["runs"] = time.perf_counter() - t0
     print(json.dumps({k: round(v, 1) for k, v in seconds.items()}))  # the test's own cost, shown with -s
+
+
+def test_the_wheel_runs_with_its_dependencies_at_the_low_end_of_their_ranges(tmp_path: Path) -> None:
+    """pandas 2.2 (not 3), openai 3.63.0 (newer than the pin), the other dependencies at their floors: what a project
+    embedding the package may hold. Installed offline beside the wheel, it lists the cases and runs the main job."""
+    assert WHEELHOUSE_LOWEST.is_dir(), f"{WHEELHOUSE_LOWEST}: no wheelhouse; run make venv"
+    ram = _SHM.is_dir() and os.access(_SHM, os.W_OK)
+    with tempfile.TemporaryDirectory(prefix="hb-wheel-low-", dir=_SHM if ram else None) as tmp:
+        bin_dir, env, _ = _install(Path(tmp), WHEELHOUSE_LOWEST, "constraints-lowest.txt")
+        probe = "import importlib.metadata as m; print(m.version('pandas'), m.version('openai'), m.version('duckdb'))"
+        assert _run([str(bin_dir / "python"), "-c", probe], cwd=tmp_path, env=env).split() == [
+            "2.2.3", "3.63.0", "2.0.0",
+        ]  # fmt: skip
+        listed = _run([str(bin_dir / "harness-bench"), "cases"], cwd=tmp_path, env=env)
+        assert "diagnosable_" in listed and "generic_kb_" in listed, listed[-2000:]
+        ran = _run([str(bin_dir / "harness-bench"), "run", "--db", "x.duckdb"], cwd=tmp_path, env=env)
+        assert "completed" in ran and (tmp_path / "x.duckdb").is_file(), ran[-2000:]
 
 
 def test_the_installed_package_finds_its_data_where_it_is_installed(
