@@ -6,8 +6,9 @@ dependencies at the low end of their ranges (constraints-lowest.txt: pandas 2.2.
 as a project embedding it may have them, running `cases` and `run` too.
 
 Offline: the dependencies come from the wheelhouses `make venv` fills from pip's cache (`.venv/wheelhouse`,
-`.venv/wheelhouse-lowest`), with `--no-index`. The fresh venv (about 400 MB in 10,000 files) lives on /dev/shm where there is one: on this machine's
-disk, under load, writing it took twice as long and deleting it a minute (measured 2026-12-05).
+`.venv/wheelhouse-lowest`), with `--no-index`. The fresh venv (about 400 MB in 10,000 files) lives on /dev/shm
+where there is one: on this machine's disk, under load, writing it took twice as long and deleting it a minute
+(measured 2026-12-05).
 """
 
 from __future__ import annotations
