@@ -18,6 +18,8 @@ import duckdb
 import pytest
 
 from runners.cli import main
+from runners.decisions.compare_stops import CompareStops
+from runners.rendering.compare_stops import plot_points
 
 ROOT = Path(__file__).resolve().parents[2]
 TAU_BENCH = ROOT.parent / "shared" / "external" / "tau-bench" / "gpt-4o-airline.json"
@@ -134,3 +136,26 @@ def test_tau_bench_s_gpt_4o_runs_are_cut_where_the_rules_definitions_say(
         assert got == expected[policy["policy"]], policy["policy"]
         assert len(policy["runs"]) == 200 and policy["runs_censored"] == 0
     assert all(expected.values())  # each rule cuts some run: the comparison is not vacuous
+
+
+def test_runs_without_verdicts_are_never_plotted_as_a_number(tmp_path: Path) -> None:
+    """Imported without `--outcomes`: no recall is known, so the plot draws no point (and names the policy)."""
+    path = tmp_path / "t.json"
+    traj = [
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "a", "type": "function", "function": {"name": "get", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "name": "get", "content": "[1]"},
+        {"role": "assistant", "content": "done"},
+    ]  # fmt: skip
+    path.write_text(json.dumps([{"task_id": 1, "trial": 0, "reward": 1.0, "info": {}, "traj": traj}]))
+    db, out, plot = tmp_path / "t.duckdb", tmp_path / "s.json", tmp_path / "s.png"
+    assert main(["import", "--format", "tau-bench", str(path), "--db", str(db), "--label", "t"]) == 0
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE case_runs SET passed = NULL, outcome_passed = NULL, expected_outcome = NULL")
+    con.close()
+    assert main(["compare-stops", "--db", str(db), "--label", "t", "--policy", "tool-cap:1", "--json", str(out),
+                 "--plot", str(plot)]) == 0  # fmt: skip
+    result = CompareStops.model_validate_json(out.read_text())
+    assert result.policies[0].recall_kept.mean is None
+    assert plot_points(result) == ((), ("tool-cap:1",))
+    assert plot.read_bytes().startswith(b"\x89PNG")
