@@ -58,6 +58,7 @@ from harness import (
     ToolRequestRejected,
     TraceEvent,
 )
+from runners.decisions._inferred_contract import inferred, inferred_contract
 from runners.decisions.whatif import ConclusionRisk, Counts, RunStatus, recorded_counts, replay_run
 from runners.domain.stop_rules import StopRule, parse_rules
 from runners.store.whatif_runs import ReplayableRun
@@ -467,6 +468,12 @@ def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
             risk = replayed.conclusion
         elif replayed.status is RunStatus.CENSORED:
             diverges.append(_stopped_by_contract(events))
+    elif no_gain is not None and inferred(events):  # another agent's run: the contract as far as it is inferred
+        found = inferred_contract(events, no_gain.threshold)
+        diverges.append(found.diverges_at)
+        if found.cut_seq is not None:
+            contract = _Fire(found.cut_seq, no_gain.spec, CutKind.STOP_REQUIRED, CutAt.TOOL_REQUEST,
+                             found.tool_call_id, found.executed)  # fmt: skip
     elif harnessed:
         diverges.append(_stopped_by_contract(events))
     fire = _walk(events, policy, harnessed, contract)
@@ -633,7 +640,7 @@ def compare_stops(runs: Sequence[ReplayableRun], policies: Sequence[StopRule]) -
     if empty:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
         raise CompareStopsInputError(f"case run {empty[0]}{more} has no stored events to compare stop rules on")
-    plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
+    plain = next((r.case_run_id for r in runs if r.agent == "plain" and not inferred(r.events)), None)
     contract = next((p.spec for p in policies if p.no_gain is not None), None)
     if plain is not None and contract is not None:
         raise CompareStopsInputError(

@@ -224,3 +224,52 @@ def test_any_outcomes_file_reads_or_is_one_line(
             assert verdict.passed is (str(row["passed"]).strip().lower() == "true")
         else:
             assert verdict.passed is (abs(float(row["reward"]) - 1.0) <= 1e-6)
+
+
+# -- the contract, inferred ----------------------------------------------------------------------------------------
+def _replayable(tmp_path: Path, traj: list[dict[str, Any]]) -> Any:
+    from runners.store.whatif_runs import ReplayableRun
+
+    (run,) = read_tau_bench(_write(tmp_path / "t.json", [_run(1, 0, 1.0, traj)])).runs
+    return ReplayableRun(case_run_id="b/1/1", bench_run_id="b", case_id="1", epoch=1, no_gain_threshold=None,
+                         protocol_violation_threshold=None, max_tool_invocations=None, max_model_calls=None,
+                         max_total_tokens=None, outcome="SUCCESS", transcripts=False, final_message=None,
+                         events=run.events, expected_outcome="SUCCESS", outcome_passed=True, agent="plain")  # fmt: skip
+
+
+EMPTY_TWICE = [
+    _call("a", "search", {"q": 1}), _result("a", "search", '["x"]'),
+    _call("b", "search", {"q": 2}), _result("b", "search", "[]"),
+    _call("c", "search", {"q": 3}), _result("c", "search", ""),
+    _call("d", "search", {"q": 4}), _result("d", "search", '["y"]'),
+    {"role": "assistant", "content": "done"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("traj", "policy", "status", "at"),
+    [
+        # two empty results in a row saturate the run at the second: STOP_REQUIRED rides on its result
+        (EMPTY_TWICE, "no-gain:2", "CUT", ("c", True, 3)),
+        (EMPTY_TWICE, "no-gain:1", "CUT", ("b", True, 2)),
+        (EMPTY_TWICE, "no-gain:3", "UNCHANGED", None),
+        # a repeat saturating the run is refused there; one that does not makes the run another (censored)
+        (TRAJ, "no-gain:1", "CUT", ("c2~2", False, 2)),
+        (TRAJ, "no-gain:2", "CENSORED", None),
+        (TRAJ, "tool-cap:3", "CUT", ("c4", False, 3)),
+    ],
+)
+def test_the_contract_on_another_agent_s_run_is_inferred_from_the_harness_s_own_no_gains(
+    tmp_path: Path, traj: list[dict[str, Any]], policy: str, status: str, at: tuple[str, bool, int] | None
+) -> None:
+    from runners.decisions.compare_stops import Effect, compare_stops, run_under
+    from runners.domain.stop_rules import parse_rules
+
+    run = _replayable(tmp_path, traj)
+    under = run_under(run, parse_rules(policy))
+    assert under.status.value == status
+    cut = under.cut
+    assert (None if cut is None else (cut.tool_call_id, cut.executed, cut.tool_requests)) == at
+    if policy.startswith("no-gain") and status == "CUT":
+        assert cut is not None and cut.draft_call and under.effect is Effect.UNKNOWN  # the Draft was never recorded
+    assert compare_stops([run], [parse_rules(policy)]).policies[0].run_count == 1
