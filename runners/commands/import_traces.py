@@ -47,17 +47,24 @@ class _ImportFlags(FlagModel):
 
 
 def register(sub: Any) -> None:
-    p = _sub(sub, "import", "store runs observed elsewhere (OTLP/JSON spans or the event log) as an imported bench run",
+    p = _sub(sub, "import", "store runs observed elsewhere (OTLP/JSON spans, the event log, tau-bench's runs) as an"
+             " imported bench run",
              "TRACES is OTLP/JSON (what `export --otel` writes, one ExportTraceServiceRequest per line, or any"
-             " producer of the same invoke_agent/chat/execute_tool spans and harness.* attributes) or the library's"
-             " event log (HarnessSession(event_log=...): one typed event per line). Every run becomes a case run of"
-             " one new bench run (source imported, no expectations: expected_*, passed and failures are empty), with"
-             " its tool_calls and events rows; gate, show and diff give it no verdict. A trace that is not a set of"
-             " whole runs (a span missing, an unknown attribute, a run cut off, two runs under one id, malformed JSON)"
-             " or holds a value its field does not allow (a count that is not an integer from 0 within BIGINT, a"
-             " threshold outside what `run` accepts, a span ending before it starts, misshapen gen_ai messages) is"
-             " one line naming the line, span and field, exit 2, and nothing is written. The same runs imported"
-             " again under one label are refused.")  # fmt: skip
+             " producer of the same invoke_agent/chat/execute_tool spans — with the harness.* attributes, or any"
+             " GenAI-instrumented agent's spans without them), the library's event log (HarnessSession(event_log=...):"
+             " one typed event per line), or with --format tau-bench tau-bench's recorded runs (a JSON list of"
+             " {task_id, trial, reward, info, traj}; each reward is its run's verdict). Every run becomes a case run of"
+             " one new bench run (source imported), with its tool_calls and events rows. Another agent's run is"
+             " stored as the plain loop: every call ran, the Harness's NO_GAIN inferred by its rules (an empty or"
+             " repeated result), the model's gain tags and the limits it ran under unknown. --outcomes FILE gives"
+             " runs their verdicts (CSV or JSON Lines: trace_id or run_id, passed or reward, optionally"
+             " expected_outcome); runs without one are held to no expectation (expected_*, passed and failures"
+             " empty) and gate, show and diff give them no verdict. A trace that is not a set of whole runs (a span"
+             " missing, an unknown attribute, a run cut off, two runs under one id, malformed JSON) or holds a value"
+             " its field does not allow (a count that is not an integer from 0 within BIGINT, a threshold outside"
+             " what `run` accepts, a span ending before it starts, misshapen gen_ai messages), and an outcome row"
+             " that is not one, is one line naming the file, line, span or run and field, exit 2, and nothing is"
+             " written. The same runs imported again under one label are refused.")  # fmt: skip
     _ImportFlags.add_flags(p, "import", only=("traces",))
     _add_db(p)
     _ImportFlags.add_flags(p, "import", only=("label", "format", "outcomes"))
