@@ -16,6 +16,7 @@ bench's own are (`_trace_values`): one line naming the file, line, span and attr
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,8 +114,6 @@ def _messages(at: str, attrs: Mapping[str, object], key: str) -> tuple[ChatMessa
 
 
 def _as_text(value: object) -> str | None:
-    import json
-
     if value is None:
         return None
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -155,14 +154,14 @@ def foreign_run(path: Path, run: Span, kids: Sequence[Span], conversation: str |
                     if text is not None:
                         results.setdefault(p.id, text)
     steps: list[ForeignModelCall | ForeignToolCall] = []
-    for n, k in enumerate(ordered):
+    for k in ordered:
         where = f"{path}:{k.line}: span {k.span_id} ({k.name})"
         t_ms, latency = round((k.end - t0) / 1e6, 3), round((k.end - k.start) / 1e6, 3)
         error = _text(where, k.attributes, "error.type")
         failed = k.status_code == _STATUS_ERROR or error is not None
         detail = k.status_message or error or ("failed" if failed else None)
         if k.attributes.get("gen_ai.operation.name") == _TOOL:
-            call_id = _text(where, k.attributes, "gen_ai.tool.call.id") or f"{k.span_id}"
+            call_id = _text(where, k.attributes, "gen_ai.tool.call.id") or k.span_id
             tool = _text(where, k.attributes, "gen_ai.tool.name")
             if tool is None:
                 raise TraceImportError(f"{where}: no gen_ai.tool.name (which tool it ran)")
@@ -179,7 +178,6 @@ def foreign_run(path: Path, run: Span, kids: Sequence[Span], conversation: str |
                                       input_tokens=_tokens(where, k.attributes, "gen_ai.usage.input_tokens"),
                                       output_tokens=_tokens(where, k.attributes, "gen_ai.usage.output_tokens"),
                                       error=detail if failed else None, error_kind=kind))  # fmt: skip
-        del n
     if run.end < run.start:
         raise TraceImportError(f"{at}: endTimeUnixNano {run.end} is before startTimeUnixNano {run.start}")
     events = foreign_events(model or _text(at, run.attributes, "gen_ai.request.model") or _UNKNOWN_MODEL, steps,
