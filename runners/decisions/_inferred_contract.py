@@ -59,7 +59,7 @@ def inferred_contract(events: Sequence[TraceEvent], threshold: int) -> InferredC
         if not isinstance(e, ToolInvocation):
             continue
         done = e.invocation_status is InvocationStatus.COMPLETED and e.evidence_status is not None
-        repeat = done and (e.tool, e.scope) in completed
+        repeat = done and bool(e.scope) and (e.tool, e.scope) in completed  # arguments not recorded: never a repeat
         if done:
             completed.add((e.tool, e.scope))
         if e.tool_call_id in no_gain:

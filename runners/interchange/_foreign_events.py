@@ -6,7 +6,7 @@ Harness refused any). What the Harness would have decided of each result is infe
 
 - an empty result (nothing, or an empty JSON array, object or string) is NO_EVIDENCE, and the Harness's NO_GAIN;
 - a result repeating a call (the same tool and arguments) that completed before is the Harness's NO_GAIN (live, the
-  Harness would have refused it without running it);
+  Harness would have refused it without running it); a call whose arguments were not recorded is never a repeat;
 - a failed call gets no gain (the Harness applies none to a failure);
 - a result the source did not record has no evidence status and no gain: not known.
 
@@ -89,9 +89,10 @@ class ForeignToolCall:
 
 def scope_of(arguments: str | None) -> str:
     """A call's identity beside its tool (what a repeat is): its arguments as canonical JSON (keys sorted, no
-    spaces), the text as sent when it is not JSON, `{}` when none were recorded."""
+    spaces), the text as sent when it is not JSON, empty when none were recorded (not known: never a repeat, as a
+    request without a scope is not to the loop detectors)."""
     if arguments is None:
-        return "{}"
+        return ""
     try:
         parsed = json.loads(arguments)
     except (ValueError, RecursionError):
@@ -160,7 +161,7 @@ def foreign_events(
                            truncated=None))  # fmt: skip
         if evidence is None:
             continue  # not recorded: no gain known
-        repeated = (step.tool, scope) in completed
+        repeated = bool(scope) and (step.tool, scope) in completed
         completed.add((step.tool, scope))
         if evidence is EvidenceStatus.NO_EVIDENCE or repeated:
             add(GainApplied(seq=len(events), t_ms=step.t_ms, tool_call_id=step.tool_call_id,

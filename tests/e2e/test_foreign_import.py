@@ -66,7 +66,7 @@ def test_a_genai_trace_without_harness_attributes_imports_and_gets_verdicts(
         "SELECT count(*), count(c.passed), count(c.no_gain_threshold), count(c.gained_count), any_value(b.agent)"
         " FROM case_runs c JOIN bench_runs b USING (bench_run_id)"
     ).fetchone()
-    tools = con.execute("SELECT count(*), count(scope) FILTER (WHERE scope <> '{}') FROM tool_calls").fetchone()
+    tools = con.execute("SELECT count(*), count(scope) FILTER (WHERE scope <> '') FROM tool_calls").fetchone()
     con.close()
     # every run judged; no limits nor gain tags (not known); the calls' arguments read back from the messages
     assert rows == (len(verdicts), len(verdicts), 0, 0, "plain")

@@ -100,6 +100,9 @@ def test_any_agent_run_reads_with_its_calls_in_order(
            else (e.tool, e.invocation_status is InvocationStatus.FAILED)
            for e in run.events if isinstance(e, ModelCall | ToolInvocation)]  # fmt: skip
     assert got == expected
+    # arguments not recorded: no scope, never a repeat (the span carried none and no chat message named the call)
+    tools = [e for e in run.events if isinstance(e, ToolInvocation)]
+    assert [e.scope == "" for e in tools] == [not c[5] for c in calls if c[0] == "tool"]
     assert [e.seq for e in run.events] == list(range(len(run.events)))
     gains = {e.tool_call_id for e in run.events if isinstance(e, GainApplied)}
     for e in run.events:
