@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -68,10 +69,9 @@ class _Run(_Strict):
 _RUNS: pydantic.TypeAdapter[list[pydantic.JsonValue]] = pydantic.TypeAdapter(list[pydantic.JsonValue])
 
 
-class TauBenchRuns(BaseModel):
+@dataclass(frozen=True, slots=True)
+class TauBenchRuns:
     """The runs of a tau-bench file and their verdicts."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     runs: tuple[ObservedRun, ...]
     """Every run, in file order."""
@@ -127,7 +127,7 @@ def read_tau_bench(path: Path) -> TauBenchRuns:
                                 foreign_events(TAU_BENCH_MODEL, _steps(where, run), end_ms=0.0), None,
                                 source=where, harnessed=False))  # fmt: skip
         verdicts[run_id] = RunVerdict(passed=abs(reward - REWARD_PASSES) <= 1e-6, reward=reward)
-    return TauBenchRuns(runs=tuple(runs), verdicts=verdicts)
+    return TauBenchRuns(tuple(runs), verdicts)
 
 
 def _steps(where: str, run: _Run) -> list[ForeignModelCall | ForeignToolCall]:
