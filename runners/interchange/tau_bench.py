@@ -4,10 +4,11 @@ case runs.
 A file is a JSON list of runs `{task_id, trial, reward, info, traj}`, `traj` the run's OpenAI chat messages
 (`system`, `user`, `assistant` with `tool_calls`, `tool` results answering them by `tool_call_id`). Each run is a
 case run: case `task_id`, epoch `trial + 1`, run id `TASK/TRIAL`; each assistant message one model call (tau-bench
-records no tokens or times: not known), each tool result one tool call in the order it came back, failed when it
-starts with `Error:` (what tau-bench's environment answers a failing action with); what the Harness would have
-decided of each result inferred by its rules (`_foreign_events`). Its reward is its verdict: passed when it is 1, as
-tau-bench counts a task done; a passing run is expected to end in SUCCESS.
+records no tokens or times: not known), the messages since the one before its transcript; each tool result one tool
+call in the order it came back, failed when it starts with `Error:` (what tau-bench's environment answers a failing
+action with); what the Harness would have decided of each result inferred by its rules (`_foreign_events`). Its
+reward is its verdict: passed when it is 1, as tau-bench counts a task done; a passing run is expected to end in
+SUCCESS.
 
 A file that is not that shape is one line naming the file, the run (its position, task and trial) and the field;
 nothing is imported.
@@ -25,7 +26,8 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from runners.interchange._foreign_events import ForeignModelCall, ForeignToolCall, foreign_events
-from runners.interchange.observed_runs import ObservedRun, TraceImportError
+from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPart, ToolCallResponsePart
+from runners.interchange.observed_runs import Contents, ObservedRun, TraceImportError
 from runners.interchange.outcomes import REWARD_PASSES, RunVerdict
 
 __all__ = ["TAU_BENCH_MODEL", "TauBenchRuns", "read_tau_bench"]
@@ -123,23 +125,31 @@ def read_tau_bench(path: Path) -> TauBenchRuns:
         run_id = f"{run.task_id}/{run.trial}"
         if run_id in verdicts:
             raise TraceImportError(f"{where}: task {run.task_id} trial {run.trial} twice in the file")
+        steps, contents = _steps(where, run)
+        answers = [p.content for c in contents for m in c.answered or () for p in m.parts if isinstance(p, TextPart)]
         runs.append(ObservedRun(run_id, str(run.task_id), run.trial + 1,
-                                foreign_events(TAU_BENCH_MODEL, _steps(where, run), end_ms=0.0), None,
-                                source=where, harnessed=False))  # fmt: skip
+                                foreign_events(TAU_BENCH_MODEL, steps, end_ms=0.0), None,
+                                answers[-1] if answers else None, contents, source=where,
+                                harnessed=False))  # fmt: skip
         verdicts[run_id] = RunVerdict(passed=abs(reward - REWARD_PASSES) <= 1e-6, reward=reward)
     return TauBenchRuns(tuple(runs), verdicts)
 
 
-def _steps(where: str, run: _Run) -> list[ForeignModelCall | ForeignToolCall]:
-    """The run's model calls and tool calls in order: a tool call where its result came back. tau-bench's recorded
-    runs reuse a call id once its call is answered: a result answers the open call of its id, and a reused id is
-    stored with `~N` after it (N: its use, from 2), so that every call of the run has an id of its own."""
+def _steps(where: str, run: _Run) -> tuple[list[ForeignModelCall | ForeignToolCall], tuple[Contents, ...]]:
+    """The run's model calls and tool calls in order (a tool call where its result came back), and per model call
+    the messages it was given since the one before (system, user, tool results) and its answer, as the GenAI
+    conventions shape them (what `show` prints). tau-bench's recorded runs reuse a call id once its call is
+    answered: a result answers the open call of its id, and a reused id is stored with `~N` after it (N: its use,
+    from 2), so that every call of the run has an id of its own."""
     steps: list[ForeignModelCall | ForeignToolCall] = []
+    contents: list[Contents] = []
+    given: list[ChatMessage] = []
     open_calls: dict[str, tuple[str, _ToolCall]] = {}
     uses: dict[str, int] = {}
     for n, m in enumerate(run.traj):
         if m.role == "assistant":
             steps.append(ForeignModelCall(t_ms=0.0))
+            parts: list[TextPart | ToolCallPart] = [TextPart(type="text", content=m.content)] if m.content else []
             for call in m.tool_calls or ():
                 if call.id in open_calls:
                     raise TraceImportError(f"{where}: traj[{n}].tool_calls: call id {call.id[:60]!r} asked again"
@@ -147,6 +157,12 @@ def _steps(where: str, run: _Run) -> list[ForeignModelCall | ForeignToolCall]:
                 uses[call.id] = uses.get(call.id, 0) + 1
                 stored = call.id if uses[call.id] == 1 else f"{call.id}~{uses[call.id]}"
                 open_calls[call.id] = (stored, call)
+                parts.append(ToolCallPart(type="tool_call", name=call.function.name, id=stored,
+                                          arguments=call.function.arguments))  # fmt: skip
+            finish = "tool_calls" if m.tool_calls else "stop"
+            answer = ChatMessage(role="assistant", parts=tuple(parts), finish_reason=finish)
+            contents.append(Contents(tuple(given), (answer,)))
+            given = []
         elif m.role == "tool":
             if m.tool_call_id is None:
                 raise TraceImportError(f"{where}: traj[{n}].tool_call_id: missing (a tool result answers a call)")
@@ -159,4 +175,8 @@ def _steps(where: str, run: _Run) -> list[ForeignModelCall | ForeignToolCall]:
             steps.append(ForeignToolCall(tool_call_id=stored, tool=call.function.name,
                                          arguments=call.function.arguments, result=result,
                                          failed=result.startswith(_FAILED), t_ms=0.0))  # fmt: skip
-    return steps
+            given.append(ChatMessage(role="tool", parts=(ToolCallResponsePart(type="tool_call_response", id=stored,
+                                                                              response=result),)))  # fmt: skip
+        else:
+            given.append(ChatMessage(role=m.role, parts=(TextPart(type="text", content=m.content or ""),)))
+    return steps, tuple(contents)

@@ -79,6 +79,10 @@ def test_a_tau_bench_run_is_a_case_run_with_its_calls_in_order_and_its_reward_as
     assert isinstance(released, Released) and released.detail == INFERRED
     assert [e.seq for e in first.events] == list(range(len(first.events)))
     assert (read.verdicts["7/0"].passed, read.verdicts["7/1"].passed) == (True, False)
+    # the messages as each model call's transcript: what it was given since the call before, and its answer
+    assert len(first.contents) == 6 and first.final_text == "Done."
+    given = first.contents[1].given
+    assert given is not None and [m.role for m in given] == ["tool"]  # c1's result, answered by the second call
 
 
 @pytest.mark.parametrize(
