@@ -159,3 +159,19 @@ def test_runs_without_verdicts_are_never_plotted_as_a_number(tmp_path: Path) -> 
     assert result.policies[0].recall_kept.mean is None
     assert plot_points(result) == ((), ("tool-cap:1",))
     assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_bad_outcomes_row_writes_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """One line naming the outcomes file, its line and field; exit 2; no database created."""
+    path = tmp_path / "t.json"
+    traj = [{"role": "assistant", "content": "hello"}]
+    path.write_text(json.dumps([{"task_id": 1, "trial": 0, "reward": 1.0, "info": {}, "traj": traj}]))
+    outcomes = tmp_path / "o.csv"
+    outcomes.write_text("run_id,passed\n1/0,yes\n", encoding="utf-8")
+    db = tmp_path / "t.duckdb"
+    capsys.readouterr()
+    code = main(["import", "--format", "tau-bench", str(path), "--db", str(db), "--label", "t", "--outcomes",
+                 str(outcomes)])  # fmt: skip
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and not db.exists()
+    assert err.startswith("error: ") and f"{outcomes}:2: passed" in " ".join(err.split()) and err.count("\n") <= 2
