@@ -232,7 +232,7 @@ def test_any_outcomes_file_reads_or_is_one_line(
 
 # -- the contract, inferred ----------------------------------------------------------------------------------------
 def _replayable(tmp_path: Path, traj: list[dict[str, Any]]) -> Any:
-    from runners.store.whatif_runs import ReplayableRun
+    from runners.store.replayable_runs import ReplayableRun
 
     (run,) = read_tau_bench(_write(tmp_path / "t.json", [_run(1, 0, 1.0, traj)])).runs
     return ReplayableRun(case_run_id="b/1/1", bench_run_id="b", case_id="1", epoch=1, no_gain_threshold=None,
