@@ -144,8 +144,7 @@ def _dispatch(args: argparse.Namespace, signals: interrupts.Interrupts | None = 
         return EXIT_INPUT
     except MetricsWriteError as exc:  # before a bench run or sweep started: nothing of it is stored
         where = getattr(args, "db", None) or "the database"
-        error(f"writing {where} failed ({exc}): nothing was started; free some space (or fix the device) and"
-               " run the command again")  # fmt: skip
+        error(f"writing {where} failed ({exc}): nothing was started; {exc.fix}")
         return EXIT_STORAGE
     except duckdb.Error as exc:  # a file DuckDB opened but cannot read or write (truncated, damaged)
         where = getattr(args, "db", None) or getattr(args, "out", None) or "the database"

@@ -6,6 +6,7 @@ tau-bench's recorded runs) stored as an imported bench run, with the verdicts `-
 from __future__ import annotations
 
 import argparse
+import contextlib
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
@@ -131,7 +132,8 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         if not existed:  # nothing half-imported: a database this import created goes with it
             for leftover in (db, Path(f"{db}.wal")):
-                leftover.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # a read-only file system refuses even removing nothing
+                    leftover.unlink(missing_ok=True)
         raise
     judged = [v for r in runs if (v := verdicts.get(r.run_id)) is not None]
     verdict = f"; {len(judged)} with a verdict, {sum(v.passed for v in judged)} passed" if judged else ""
