@@ -23,9 +23,10 @@ from rich.progress import (
 )
 from rich.text import Text
 
+from runners.decisions.choices import Objective, RecommendChoices, Rule
 from runners.domain.redaction import redact
 from runners.domain.suggest import did_you_mean
-from runners.plan.flags import bounded_float, bounded_int
+from runners.plan.flags import Flag, bounded_float, bounded_int, presented
 from runners.plan.rules import UsageError
 from runners.rendering import tables
 from runners.rendering.safe_text import terminal
@@ -38,6 +39,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_INCONCLUSIVE",
     "EXIT_STORAGE",
+    "RecommendFlags",
     "out",
     "err",
     "_fail",
@@ -253,11 +255,28 @@ def _add_db(p: argparse.ArgumentParser) -> None:
     Storage.add_flags(p, "", only=("db",), grouped=False)
 
 
+class RecommendFlags(RecommendChoices):
+    """`recommend`'s and `report`'s choices as their flags: each field of the decision's `RecommendChoices`
+    (runners/decisions/choices.py: default, bounds, refusal) with its help and placeholder."""
+
+    objective: Objective = presented(
+        RecommendChoices, "objective", Flag(help="what 'cheapest' means (default {default})")
+    )
+    rule: Rule = presented(
+        RecommendChoices, "rule",
+        Flag(help="non-inferiority: the cheapest configuration shown within --margin of the best recall and honest"
+                  " fallback (default); max-recall: the highest recall first"),
+    )  # fmt: skip
+    margin: float = presented(
+        RecommendChoices,
+        "margin",
+        Flag(metavar="RATE", help="non-inferiority margin in [0, 1] (default {default:g} = {points:g} points)"),
+    )
+
+
 def _add_recommend_choices(p: argparse.ArgumentParser, command: str) -> None:
     """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
-    from runners.decisions.choices import RecommendChoices
-
-    RecommendChoices.add_flags(p, command)
+    RecommendFlags.add_flags(p, command)
 
 
 # -- checks before any file is created ----------------------------------------------------------

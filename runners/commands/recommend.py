@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from rich.text import Text
 
-from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _fail, _say, _sub, out
+from runners.commands._common import EXIT_OK, RecommendFlags, _add_db, _add_recommend_choices, _fail, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
 from runners.rendering import tables
 
@@ -16,7 +16,7 @@ __all__ = ["register", "run"]
 
 
 class _RecommendFlags(FlagModel):
-    """`recommend`'s flag of its own (its choices are `RecommendChoices`, the library's)."""
+    """`recommend`'s flag of its own (its choices are `RecommendFlags`, the library's `RecommendChoices` as flags)."""
 
     sweep: Annotated[str | None, Flag(metavar="SWEEP_ID")] = None
     """sweep id (default: the newest)"""
@@ -31,12 +31,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.choices import RecommendChoices
     from runners.decisions.recommend import METRIC_DEFINITIONS, measure, recommend
     from runners.run.sweep import sweep_ids
     from runners.store.connection import connect
 
-    choices = RecommendChoices.from_args(args, "recommend")
+    choices = RecommendFlags.from_args(args, "recommend")
     if not Path(args.db).exists() and (hint := _elsewhere(Path(args.db))):
         _fail(f"{args.db}: no such DuckDB file; {hint}")
     con = connect(args.db, read_only=True)

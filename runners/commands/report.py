@@ -7,7 +7,16 @@ import argparse
 from pathlib import Path
 from typing import Annotated, Any
 
-from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_outputs, _fail, _say, _sub
+from runners.commands._common import (
+    EXIT_OK,
+    RecommendFlags,
+    _add_db,
+    _add_recommend_choices,
+    _check_outputs,
+    _fail,
+    _say,
+    _sub,
+)
 from runners.domain.input_files import what_is
 from runners.plan.flags import Flag, FlagModel
 from runners.store.output_files import NamedPath
@@ -35,12 +44,11 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.choices import RecommendChoices
     from runners.rendering.report import build_report
     from runners.store.connection import connect
     from runners.store.runs import bench_run_exists, sweep_ids
 
-    choices = RecommendChoices.from_args(args, "report")
+    choices = RecommendFlags.from_args(args, "report")
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
