@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt constraints-lowest.txt | cksum | cut -d' ' -f1)
 
 # The suite starts well over a hundred Python processes that import the project. Where the environment sets
 # PYTHONDONTWRITEBYTECODE (container images often do), each of them would compile the project from source again
@@ -12,11 +12,13 @@ unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: bench test test-fast test-full durations lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
 
-## The wheels of the package's pinned dependencies (from pip's cache once filled): tests/e2e/test_wheel.py installs
-## the built wheel into a fresh venv from them alone, offline (`--no-index`).
+## The wheels of the package's pinned dependencies (from pip's cache once filled), and of its dependencies at the
+## low end of their ranges (constraints-lowest.txt): tests/e2e/test_wheel.py installs the built wheel into a fresh
+## venv from each alone, offline (`--no-index`).
 WHEELHOUSE := $(VENV)/wheelhouse
+WHEELHOUSE_LOWEST := $(VENV)/wheelhouse-lowest
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt constraints-lowest.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters,otel,docs]"
@@ -24,6 +26,8 @@ $(STAMP): pyproject.toml constraints.txt
 	  > $(VENV)/dependencies.txt
 	$(BIN)/python -m pip download --quiet --disable-pip-version-check -c constraints.txt -d $(WHEELHOUSE) \
 	  -r $(VENV)/dependencies.txt
+	rm -rf $(WHEELHOUSE_LOWEST) && $(BIN)/python -m pip download --quiet --disable-pip-version-check --only-binary :all: \
+	  -c constraints-lowest.txt -d $(WHEELHOUSE_LOWEST) -r $(VENV)/dependencies.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 ## mypy's cache (.mypy_cache) filled with the installed packages' types, once per venv (about 35 CPU-s): `make test`

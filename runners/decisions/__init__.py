@@ -1,8 +1,9 @@
 """Decisions over stored runs — they read what the store holds and never run the bench (`runners/pipelines/` composes
 the two): the power-aware model-upgrade gate (`gate/`, its thresholds in `gate_thresholds`), the power arithmetic
-(`power`), the threshold recommendation (`recommend`, its rules and objectives in `choices`); the counterfactual core
-(`counterfactual`: a stored run replayed under a stop rule up to its cut), with what lower thresholds or budgets
-would have done (`whatif`) and which stop rule pays (`compare_stops`) on it, and the one interval over cases
+(`power`), the threshold recommendation (`recommend`, its rules and objectives in `choices`); the counterfactual
+core (`counterfactual`: a stored run replayed under a stop rule up to its cut), with what lower thresholds or budgets
+would have done (`whatif`) and which stop rule pays (`compare_stops`, the contract on another agent's run inferred
+by `_inferred_contract`) on it, and the one interval over cases
 (`intervals`); the diagnosis funnel and gain-tag confusion (`funnel`), the Harness against the plain loop
 (`loop_comparison`), what a case's mistake-free model would publish (`case_alternatives`), whether a real model's
 replayed recording still yields its committed summary (`real_models`), the calibration study's typed results

@@ -245,7 +245,7 @@ def stop_rules(db: Path, label: str) -> tuple[CompareStops | None, str | None]:
         every = runs_of_label(con, str(db), label)
     finally:
         con.close()
-    top = max((r.no_gain_threshold for r in every), default=None)
+    top = max((r.no_gain_threshold for r in every if r.no_gain_threshold is not None), default=None)
     runs = [r for r in every if r.no_gain_threshold == top]
     try:
         return compare_stops(with_alternatives(runs), default_policies(runs)), None

@@ -1,15 +1,17 @@
 """The package as a user gets it: the wheel built from the sources, checked (`check-wheel-contents`: exactly the
 files of `harness`, `runners` and `evalsets`, data included; `twine check`), installed with its pinned
 dependencies into a fresh venv, and run from an empty folder with no checkout in sight: `--version`, `cases` and
-the main job (`run --db x.duckdb`), the chat templates found where the package is installed.
+the main job (`run --db x.duckdb`), the chat templates found where the package is installed. And installed with its
+dependencies at the low end of their ranges (constraints-lowest.txt: pandas 2.2.3, openai 3.63.0, the other floors),
+as a project embedding it may have them, running `cases` and `run` too.
 
-Offline: the dependencies come from the wheelhouse `make venv` fills from pip's cache (`.venv/wheelhouse`), with
-`--no-index`. Built once per content (tests/_content_cache.py): the checked wheel is kept under a hash of the
-sources it is built from and of the build and check tools' versions; the venv (about 400 MB in 10,000 files) under a
-hash of what its installation reads besides the project (the wheel's requirements, constraints.txt, the wheelhouse),
-with the wheel of the sources under test installed into it again (uninstalled, then installed offline, its
-requirements resolved against what the venv holds) whenever that wheel changed. Building the venv anew for every
-run took a minute of a loaded machine's CPU.
+Offline: the dependencies come from the wheelhouses `make venv` fills from pip's cache (`.venv/wheelhouse`,
+`.venv/wheelhouse-lowest`), with `--no-index`. Built once per content (tests/_content_cache.py): the checked wheel
+is kept under a hash of the sources it is built from and of the build and check tools' versions; each venv (about
+400 MB in 10,000 files) under a hash of what its installation reads besides the project (the wheel's requirements,
+its constraints file, its wheelhouse), with the wheel of the sources under test installed into it again
+(uninstalled, then installed offline, its requirements resolved against what the venv holds) whenever that wheel
+changed. Building the venv anew for every run took a minute of a loaded machine's CPU.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ SOURCES = ("pyproject.toml", "README.md", "harness", "runners", "evalsets")
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
 WHEELHOUSE = Path(sys.prefix) / "wheelhouse"
 """The pinned dependencies' wheels, beside the dev venv that runs the tests (`make venv` fills it)."""
+WHEELHOUSE_LOWEST = Path(sys.prefix) / "wheelhouse-lowest"
+"""The dependencies' wheels at the low end of their ranges (constraints-lowest.txt; `make venv` fills it)."""
 BUILD_TOOLS = ("build", "setuptools", "wheel", "check-wheel-contents", "twine")
 """What builds and checks the wheel: their versions are part of the cached wheel's key."""
 
@@ -102,11 +106,12 @@ def _pip(venv: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), *args]
 
 
-def _install_argv(venv: Path, wheel: Path) -> list[str]:
+def _install_argv(venv: Path, wheel: Path, wheelhouse: Path = WHEELHOUSE, constraints: str = "constraints.txt"
+                  ) -> list[str]:  # fmt: skip
     # the dev venv's pip installs into it (no pip of its own to bootstrap); no bytecode compiled ahead: a run
     # compiles what it imports
     return _pip(venv, "install", "--quiet", "--no-compile", "--disable-pip-version-check", "--no-index",
-                "--find-links", str(WHEELHOUSE), "-c", str(ROOT / "constraints.txt"), str(wheel))  # fmt: skip
+                "--find-links", str(wheelhouse), "-c", str(ROOT / constraints), str(wheel))  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +119,21 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     """A venv holding the wheel of the sources under test and its pinned dependencies, installed offline from the
     wheelhouse; its bin folder, a clean environment, and how long each step took (0 when cached). Held, under a
     lock, for this module's tests: a concurrent session installing another wheel into it waits."""
-    assert WHEELHOUSE.is_dir(), f"{WHEELHOUSE}: no wheelhouse; run make venv"
+    yield from _venv(tmp_path_factory, WHEELHOUSE, "constraints.txt", "wheel-venv")
+
+
+@pytest.fixture(scope="module")
+def installed_lowest(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[Path, dict[str, str], dict[str, float]]]:
+    """The same, with the dependencies at the low end of their ranges (constraints-lowest.txt)."""
+    yield from _venv(tmp_path_factory, WHEELHOUSE_LOWEST, "constraints-lowest.txt", "wheel-venv-lowest")
+
+
+def _venv(
+    tmp_path_factory: pytest.TempPathFactory, wheelhouse: Path, constraints: str, kind: str
+) -> Iterator[tuple[Path, dict[str, str], dict[str, float]]]:
+    assert wheelhouse.is_dir(), f"{wheelhouse}: no wheelhouse; run make venv"
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
     entry = cached("wheel", sources_key("wheel").hexdigest(), _built_and_checked)
@@ -122,22 +141,22 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
     assert wheel.name == f"harness_bench-{__version__}-py3-none-any.whl", "the version is harness.__version__'s"
     seconds["build+check"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    key = Key("wheel-venv").text(*_requirements(wheel), *sorted(p.name for p in WHEELHOUSE.iterdir()))
-    key.files(ROOT, [ROOT / "constraints.txt"])
+    key = Key(kind).text(*_requirements(wheel), *sorted(p.name for p in wheelhouse.iterdir()))
+    key.files(ROOT, [ROOT / constraints])
 
     def fresh_venv(folder: Path) -> None:
         _run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], cwd=folder)
-        _run(_install_argv(folder / "venv", wheel), cwd=folder, timeout=600)
+        _run(_install_argv(folder / "venv", wheel, wheelhouse, constraints), cwd=folder, timeout=600)
         (folder / "installed.sha256").write_text(_sha256(wheel))
 
-    home = cached("wheel-venv", key.hexdigest(), fresh_venv, keep=2)
+    home = cached(kind, key.hexdigest(), fresh_venv, keep=2)
     venv = home / "venv"
     with FileLock(str(home / ".in-use.lock"), timeout=1800):
         stamp = home / "installed.sha256"
         if not stamp.is_file() or stamp.read_text() != _sha256(wheel):
             stamp.unlink(missing_ok=True)
             _run(_pip(venv, "uninstall", "--quiet", "--yes", "harness-bench"), cwd=home)
-            _run(_install_argv(venv, wheel), cwd=home, timeout=600)
+            _run(_install_argv(venv, wheel, wheelhouse, constraints), cwd=home, timeout=600)
             stamp.write_text(_sha256(wheel))
         seconds["install"] = time.perf_counter() - t0
         base = tmp_path_factory.mktemp("wheel-home")
@@ -165,6 +184,20 @@ def test_the_wheel_runs_the_main_job_from_an_empty_folder(
     assert "completed" in ran and (empty / "x.duckdb").is_file(), ran[-2000:]
     seconds["runs"] = time.perf_counter() - t0
     print(json.dumps({k: round(v, 1) for k, v in seconds.items()}))  # the test's own cost, shown with -s
+
+
+def test_the_wheel_runs_with_its_dependencies_at_the_low_end_of_their_ranges(
+    installed_lowest: tuple[Path, dict[str, str], dict[str, float]], tmp_path: Path
+) -> None:
+    """pandas 2.2 (not 3), openai 3.63.0 (newer than the pin), the other dependencies at their floors: what a project
+    embedding the package may hold. Installed offline beside the wheel, it lists the cases and runs the main job."""
+    bin_dir, env, _ = installed_lowest
+    probe = "import importlib.metadata as m; print(m.version('pandas'), m.version('openai'), m.version('duckdb'))"
+    assert _run([str(bin_dir / "python"), "-c", probe], cwd=tmp_path, env=env).split() == ["2.2.3", "3.63.0", "2.0.0"]
+    listed = _run([str(bin_dir / "harness-bench"), "cases"], cwd=tmp_path, env=env)
+    assert "diagnosable_" in listed and "generic_kb_" in listed, listed[-2000:]
+    ran = _run([str(bin_dir / "harness-bench"), "run", "--db", "x.duckdb"], cwd=tmp_path, env=env)
+    assert "completed" in ran and (tmp_path / "x.duckdb").is_file(), ran[-2000:]
 
 
 def test_the_installed_package_finds_its_data_where_it_is_installed(
