@@ -1,7 +1,7 @@
 """The two verdicts of one case run.
 
-- The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, the root
-  cause's words in a SUCCESS conclusion (or, for a case whose point is a model's mistake, what a model that does not
+- The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, whether a
+  SUCCESS conclusion states the case's root cause as the judge reads it (`judge.py`; the rule judge by default) (or, for a case whose point is a model's mistake, what a model that does not
   make it should publish), and the Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope
   completes at most once, rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once,
   and what is published cites only this run's canonical records.
@@ -13,8 +13,6 @@ A failure names its verdict (`[outcome] …`, `[trajectory] …`), so a reader s
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 from harness import (
     HarnessConfig,
@@ -29,10 +27,11 @@ from harness import (
 from runners.domain.case_model import EvalCase, ExactCounts, ExpectedStop, OutcomeExpectation
 from runners.domain.case_run import CaseMetrics, Verdicts
 from runners.plan.bench_config import BenchHarnessConfig
+from runners.run.judge import Judge
+from runners.run.rule_judge import RULE_JUDGE
 
 __all__ = [
     "invariant_failures",
-    "missing_root_cause_words",
     "outcome_failures",
     "trajectory_applies",
     "trajectory_failures",
@@ -51,24 +50,24 @@ def trajectory_applies(config: HarnessConfig, *, scripted: bool) -> bool:
 
 
 def verdicts(
-    case: EvalCase, result: RunResult, metrics: CaseMetrics, *, judge_trajectory: bool, judge_invariants: bool = True
+    case: EvalCase,
+    result: RunResult,
+    metrics: CaseMetrics,
+    *,
+    judge_trajectory: bool,
+    judge_invariants: bool = True,
+    judge: Judge = RULE_JUDGE,
 ) -> Verdicts:
     """Both verdicts of `result` against `case` (`judge_trajectory`: see `trajectory_applies`; `judge_invariants`:
     False for a run no Harness drove: the plain loop, whose repeats and unguarded answers are what it is measured
-    on)."""
+    on; `judge`: who reads a SUCCESS conclusion)."""
     invariants = invariant_failures(result, metrics) if judge_invariants else []
-    outcome = [*outcome_failures(case, result), *invariants]
+    outcome = [*outcome_failures(case, result, judge=judge), *invariants]
     trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
     return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
 
 
-def missing_root_cause_words(words: Sequence[str], conclusion: str) -> list[str]:
-    """The words (`a|b` alternatives) none of whose alternatives the conclusion contains, case-insensitively."""
-    text = conclusion.casefold()
-    return [w for w in words if not any(alt.strip().casefold() in text for alt in w.split("|"))]
-
-
-def _against(want: OutcomeExpectation, result: RunResult) -> list[str]:
+def _against(want: OutcomeExpectation, result: RunResult, question: str, judge: Judge) -> list[str]:
     d = result.decision
     out: list[str] = []
     if d.outcome is not want.outcome:
@@ -76,23 +75,23 @@ def _against(want: OutcomeExpectation, result: RunResult) -> list[str]:
     if want.fallback_kind is not None and d.fallback_kind is not want.fallback_kind:
         got = d.fallback_kind.value if d.fallback_kind else None
         out.append(f"fallback_kind {got} != expected {want.fallback_kind.value}")
-    if d.outcome is ReleaseOutcome.SUCCESS and want.root_cause_keywords:
+    if d.outcome is ReleaseOutcome.SUCCESS and want.root_cause is not None:
         conclusion = (d.draft.conclusion if d.draft else "") or ""
-        missing = missing_root_cause_words(want.root_cause_keywords, conclusion)
-        if missing:
-            out.append(f"conclusion lacks root-cause words {missing}")
+        verdict = judge.judge(want.root_cause, conclusion, question=question)
+        if not verdict.states_root_cause:
+            out.append(f"conclusion does not state the root cause ({judge.name} judge: {verdict.reason})")
     return out
 
 
-def outcome_failures(case: EvalCase, result: RunResult) -> list[str]:
+def outcome_failures(case: EvalCase, result: RunResult, *, judge: Judge = RULE_JUDGE) -> list[str]:
     """How the published outcome differs from the case's expectation (empty when it, or the outcome of a model
-    that does not make the case's mistake, holds)."""
+    that does not make the case's mistake, holds); `judge` reads a SUCCESS conclusion."""
     exp = case.expect
     primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
-                                 root_cause_keywords=exp.root_cause_keywords)  # fmt: skip
-    failures = _against(primary, result)
+                                 root_cause=exp.root_cause)  # fmt: skip
+    failures = _against(primary, result, case.question, judge)
     if failures and exp.without_mistake is not None:
-        clean = _against(exp.without_mistake, result)
+        clean = _against(exp.without_mistake, result, case.question, judge)
         if not clean:
             return []
         failures.append(f"nor what a model without the case's mistake should publish: {'; '.join(clean)}")
