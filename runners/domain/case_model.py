@@ -240,7 +240,7 @@ class EvidenceMark(_Strict):
 
 class Expectations(_Strict):
     """What a correct run of this case looks like. Outcome expectations (`outcome`, `fallback_kind`,
-    `root_cause`, `without_mistake`) hold for any agent; the others are trajectory expectations: they
+    `root_cause`, `without_mistake`, `after_a_call`) hold for any agent; the others are trajectory expectations: they
     describe the scripted reference trajectory at the default config and judge scripted runs at those settings."""
 
     outcome: ReleaseOutcome
@@ -254,6 +254,10 @@ class Expectations(_Strict):
     without_mistake: OutcomeExpectation | None = None
     """For a case whose point is a model's mistake (a protocol violation, a fabricated citation, an unsupported
     conclusion): what a model that does not make it should publish. The outcome verdict accepts either."""
+    after_a_call: OutcomeExpectation | None = None
+    """What a run that completed a backend call should publish, where the expected outcome needs none to have
+    completed (MISSING_REQUIRED_CONTEXT: a model forced to call first, or one that looks before it asks, cannot reach
+    it). The outcome verdict accepts either."""
     evidence: list[EvidenceMark] = Field(default_factory=list)
     """Fixture records that carry evidence beyond the ones the reference Draft cites (those count by themselves):
     the truth an agent's GAINED / NO_GAIN is scored against."""

@@ -15,6 +15,7 @@ A failure names its verdict (`[outcome] …`, `[trajectory] …`), so a reader s
 from __future__ import annotations
 
 from harness import (
+    FallbackKind,
     HarnessConfig,
     InvocationStatus,
     RejectionReason,
@@ -57,12 +58,14 @@ def verdicts(
     judge_trajectory: bool,
     judge_invariants: bool = True,
     judge: Judge = RULE_JUDGE,
+    real_model: bool = False,
 ) -> Verdicts:
     """Both verdicts of `result` against `case` (`judge_trajectory`: see `trajectory_applies`; `judge_invariants`:
     False for a run no Harness drove: the plain loop, whose repeats and unguarded answers are what it is measured
-    on; `judge`: who reads a SUCCESS conclusion)."""
+    on; `judge`: who reads a SUCCESS conclusion; `real_model`: not the scripted reference model, see
+    `outcome_failures`)."""
     invariants = invariant_failures(result, metrics) if judge_invariants else []
-    outcome = [*outcome_failures(case, result, judge=judge), *invariants]
+    outcome = [*outcome_failures(case, result, judge=judge, real_model=real_model), *invariants]
     trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
     return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
 
@@ -83,18 +86,41 @@ def _against(want: OutcomeExpectation, result: RunResult, question: str, judge: 
     return out
 
 
-def outcome_failures(case: EvalCase, result: RunResult, *, judge: Judge = RULE_JUDGE) -> list[str]:
-    """How the published outcome differs from the case's expectation (empty when it, or the outcome of a model
-    that does not make the case's mistake, holds); `judge` reads a SUCCESS conclusion."""
+_HONEST_FALLBACK = OutcomeExpectation(outcome=ReleaseOutcome.FALLBACK, fallback_kind=FallbackKind.INSUFFICIENT_EVIDENCE)
+
+
+def _completed_a_call(result: RunResult) -> bool:
+    return any(isinstance(e, ToolInvocation) and e.invocation_status is InvocationStatus.COMPLETED
+               for e in result.events)  # fmt: skip
+
+
+def outcome_failures(
+    case: EvalCase, result: RunResult, *, judge: Judge = RULE_JUDGE, real_model: bool = False
+) -> list[str]:
+    """How the published outcome differs from the case's expectation (empty when it holds, or one the case accepts
+    instead: what a model that does not make the case's mistake should publish; after a completed call, what such a
+    run should publish; for a real model where the scripted model's mistake makes FAILED, an honest FALLBACK); `judge`
+    reads a SUCCESS conclusion."""
     exp = case.expect
     primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
                                  root_cause=exp.root_cause)  # fmt: skip
     failures = _against(primary, result, case.question, judge)
-    if failures and exp.without_mistake is not None:
-        clean = _against(exp.without_mistake, result, case.question, judge)
+    if not failures:
+        return []
+    instead: list[tuple[str, OutcomeExpectation]] = []
+    if exp.without_mistake is not None:
+        instead.append(("what a model without the case's mistake should publish", exp.without_mistake))
+    if exp.after_a_call is not None and _completed_a_call(result):
+        instead.append(("what a run that completed a call should publish", exp.after_a_call))
+    if real_model and exp.outcome is ReleaseOutcome.FAILED:
+        # FAILED is what the scripted model's mistake earns; a real model that checked and said it cannot conclude
+        # did better than the script, not worse
+        instead.append(("an honest fallback (a real model need not make the scripted mistake)", _HONEST_FALLBACK))
+    for why, other in instead:
+        clean = _against(other, result, case.question, judge)
         if not clean:
             return []
-        failures.append(f"nor what a model without the case's mistake should publish: {'; '.join(clean)}")
+        failures.append(f"nor {why}: {'; '.join(clean)}")
     return failures
 
 

@@ -212,3 +212,12 @@ def test_off_the_default_threshold_only_real_effects_change_the_outcome(threshol
     assert not unexpected, f"threshold {threshold}: outcome failures that are no listed effect: {unexpected}"
     gone = sorted(set(expected) - set(failed))
     assert not gone, f"threshold {threshold}: listed effects whose outcome no longer changes (remove them): {gone}"
+
+
+def test_every_missing_context_case_says_what_a_run_that_made_a_call_should_get() -> None:
+    """A model forced to call first (or one that looks before it asks) cannot reach MISSING_REQUIRED_CONTEXT."""
+    from harness.contracts import FallbackKind
+
+    missing = [c.id for c in CASES if c.expect.fallback_kind is FallbackKind.MISSING_REQUIRED_CONTEXT
+               and c.expect.after_a_call is None]  # fmt: skip
+    assert not missing
