@@ -44,7 +44,8 @@ class _JudgeCheckFlags(FlagModel):
                                      "default), once or new_episodes (record what is missing)")] = "none"  # fmt: skip
     """How the model judge uses its cassettes."""
     json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
-    """also write the rates as JSON: {{"judges": [{{"judge", "default", "by_label": {{label: {{"n", "passed", ...}}}}}}]}}"""
+    """also write the rates as JSON: {{"judges": [{{"judge", "default", "by_label": {{label: {{"n", "passed",
+    ...}}}}}}]}}"""
 
 
 def register(sub: Any) -> None:

@@ -15,9 +15,7 @@ import re
 from functools import partial
 from pathlib import Path
 
-from harness import ModelCallError, OpenAIChatModel
-from harness.contracts import ModelPurpose
-from harness.models.base import ChatRequest, SystemMessage, UserMessage
+from harness import ChatRequest, ModelCallError, ModelPurpose, OpenAIChatModel, SystemMessage, UserMessage
 from runners.domain.root_cause import RootCause
 from runners.run.judge import JudgeVerdict
 from runners.store.cassettes import OFFLINE_KEY, CassetteError, CassetteTransport, cassette_path, use_cassette

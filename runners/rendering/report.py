@@ -131,7 +131,7 @@ FAMILY_HEADER = [
 ]
 FAMILY_DEFINITIONS = {
     "pass rate": "share of case runs passing every verdict that applies to them",
-    "outcome / trajectory": "the two verdicts apart: the outcome verdict (outcome, fallback kind, root-cause words, "
+    "outcome / trajectory": "the two verdicts apart: the outcome verdict (outcome, fallback kind, the root cause, "
     "the Harness's invariants; any agent) and the trajectory verdict (the reference trajectory's bounds; scripted runs "
     "at the default settings only, `-` where none was judged)",
     "outcomes S / F / X": "case runs released as SUCCESS / FALLBACK / FAILED or CANCELLED",

@@ -24,9 +24,7 @@ _JOIN = re.compile(r"(?<=[a-z])[-_](?=\d)")
 _NOT = re.compile(r"n't\b")
 # a sentence ends at . ! ? followed by a space or the end (so 0.35 and 2.14.0 stay whole), at ; and at a line break
 _SENTENCE = re.compile(r"[.!?](?=\s|$)|[;\n。；！？]")
-_CLAUSE_WORDS = frozenset(
-    "but and or while whereas although though however yet so which instead then".split()
-)
+_CLAUSE_WORDS = frozenset("but and or while whereas although though however yet so which instead then".split())
 # a comma or colon ends a clause unless it is inside a number (23:00, 1,000)
 _CLAUSE_MARK = re.compile(r"[，：、（）()—–]|(?<!\d)[,:]|[,:](?!\d)")
 _CLAUSE_CJK = ("但是", "但", "而", "因为", "所以", "并且", "或者", "然而")
@@ -38,8 +36,8 @@ _NEAR = 1
 """A negation with at most this many words (fillers not counted) between it and a phrase denies it ("did not expire",
 "was not the certificate"); one farther off in the clause negates a longer predicate ("not received within 300s"): the
 phrase is then neither asserted nor denied."""
-_FILLER = frozenset("the a an any its their our his her this that these those be been being is are was were has have had "
-                    "do does did".split())  # fmt: skip
+_FILLER = frozenset("the a an any its their our his her this that these those be been being is are was were has have "
+                    "had do does did".split())  # fmt: skip
 _NEGATION_CJK = ("并非", "不是", "没有", "排除", "不", "没", "未", "非", "无")
 _NOT_NEGATION_CJK = ("不足", "不再", "无法")  # "insufficient", "no longer", "unable": a fact, not a denial
 _HEDGE = frozenset("maybe perhaps possibly possible might could unclear uncertain unknown whether".split())

@@ -59,8 +59,10 @@ class RuleJudge:
                 sentences[fact.role] = sentences[fact.role] & found if fact.role in sentences else found
         if missing:
             return JudgeVerdict(states_root_cause=False, reason=f"does not state {', '.join(missing)}")
-        if FactRole.ENTITY in sentences and FactRole.MECHANISM in sentences and not (
-            sentences[FactRole.ENTITY] & sentences[FactRole.MECHANISM]
+        if (
+            FactRole.ENTITY in sentences
+            and FactRole.MECHANISM in sentences
+            and not (sentences[FactRole.ENTITY] & sentences[FactRole.MECHANISM])
         ):
             return JudgeVerdict(
                 states_root_cause=False, reason="names the entity and the mechanism, but not in one sentence"

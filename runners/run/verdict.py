@@ -1,10 +1,12 @@
 """The two verdicts of one case run.
 
 - The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, whether a
-  SUCCESS conclusion states the case's root cause as the judge reads it (`judge.py`; the rule judge by default) (or, for a case whose point is a model's mistake, what a model that does not
-  make it should publish), and the Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope
-  completes at most once, rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once,
-  and what is published cites only this run's canonical records.
+  SUCCESS conclusion states the case's root cause as the judge reads it (`judge.py`; the rule judge by default) (or
+  what the case accepts instead: what a model that does not make its mistake should publish, what a run that completed
+  a call should publish, for a real model an honest FALLBACK where the script's mistake earns FAILED), and the
+  Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope completes at most once,
+  rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once, and what is published
+  cites only this run's canonical records.
 - The **trajectory verdict** describes the scripted reference trajectory: exact counts, call bounds, the stop reason
   that follows from the script. It judges a scripted run at the settings the bounds were written for (the default
   thresholds and budgets) and no other run: at another threshold, or for a real model, it does not apply (None).

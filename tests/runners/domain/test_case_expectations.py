@@ -20,10 +20,10 @@ from harness.config import HarnessConfig
 from harness.contracts import ReleaseOutcome
 from runners.domain.evalset import EvalCase, Family, load_cases
 from runners.domain.evidence_marks import carries_evidence, evidence_marks
-from runners.domain.scripted import RejectionReaction, StopReaction
-from runners.run.case_runner import run_case
 from runners.domain.root_cause import RootCause
+from runners.domain.scripted import RejectionReaction, StopReaction
 from runners.run._conclusion_text import analyse
+from runners.run.case_runner import run_case
 from runners.run.rule_judge import RULE_JUDGE
 from tests.runners.domain._case_records import case_text, fixture_records
 
@@ -161,7 +161,8 @@ def test_without_mistake_differs_from_the_expectation(case: EvalCase) -> None:
 
 SUCCESSES = [(case, label, want.root_cause) for case in CASES
              for label, want in (("expect", case.expect), ("without_mistake", case.expect.without_mistake))
-             if want is not None and want.outcome is ReleaseOutcome.SUCCESS and want.root_cause is not None]  # fmt: skip
+             if want is not None and want.outcome is ReleaseOutcome.SUCCESS
+             and want.root_cause is not None]  # fmt: skip
 
 
 @pytest.mark.parametrize(("case", "label", "cause"), SUCCESSES, ids=[f"{c.id}-{lab}" for c, lab, _ in SUCCESSES])

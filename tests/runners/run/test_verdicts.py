@@ -1,6 +1,6 @@
-"""The two verdicts of a case run: the outcome verdict (any agent: outcome, fallback kind, the judge on the root cause or the
-clean outcome of a mistake case, and the Harness's invariants) and the trajectory verdict (the reference trajectory's
-bounds, for a scripted run at the default settings only)."""
+"""The two verdicts of a case run: the outcome verdict (any agent: outcome, fallback kind, the judge on the root cause
+or the clean outcome of a mistake case, and the Harness's invariants) and the trajectory verdict (the reference
+trajectory's bounds, for a scripted run at the default settings only)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from harness import HarnessConfig, InvocationStatus, ReleaseOutcome, StopRequiredDelivered, ToolInvocation
 from runners.domain.case_model import OutcomeExpectation
-from runners.domain.root_cause import RootCause, RootCauseFact
 from runners.domain.evalset import BUILTIN_DIR, EvalCase, load_cases
+from runners.domain.root_cause import RootCause, RootCauseFact
 from runners.run.case_runner import run_case
 from runners.run.verdict import (
     invariant_failures,
