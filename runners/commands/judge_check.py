@@ -41,7 +41,7 @@ class _JudgeCheckFlags(FlagModel):
     )
     """Where the model judge's calls are recorded and replayed from."""
     record_mode: Annotated[str, Flag(metavar="MODE", help="the model judge's cassettes: none (replay only, the "
-                                     "default), once or new_episodes (record what is missing)")] = "none"  # fmt: skip
+                                     "default) or new_episodes (record what is missing)")] = "none"  # fmt: skip
     """How the model judge uses its cassettes."""
     json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
     """also write the rates as JSON: {{"judges": [{{"judge", "default", "by_label": {{label: {{"n", "passed",
@@ -91,8 +91,8 @@ def _judges(flags: _JudgeCheckFlags) -> list[Any]:
             continue
         if flags.judge_model is None:
             _fail("--judge model needs --judge-model NAME (and --judge-base-url URL to record)")
-        if flags.record_mode not in ("none", "once", "new_episodes"):
-            _fail(f"--record-mode {flags.record_mode!r}: must be none, once or new_episodes")
+        if flags.record_mode not in ("none", "new_episodes"):
+            _fail(f"--record-mode {flags.record_mode!r}: must be none or new_episodes")
         if flags.record_mode != "none" and flags.judge_base_url is None:
             _fail(f"--record-mode {flags.record_mode} records: give the endpoint with --judge-base-url URL")
         from runners.live.model_judge import ModelJudge
