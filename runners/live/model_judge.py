@@ -1,10 +1,10 @@
 """The model judge: an OpenAI-compatible model asked, with a rubric (the root cause's statement, its facts and the
 case's distractors), whether a conclusion states the root cause; its reply is a verdict and a reason.
 
-Its calls go through the bench's cassettes (`runners/store/cassettes.py`), one file per (judge model, case): recorded
-against a live endpoint (`record_mode` `new_episodes`: a case's answers share a cassette), replayed offline with `none`, so CI re-judges
-without a server. A reply that is not a verdict counts as a fail (a judge that cannot say is not a pass); a call that
-fails, or a replay the cassette does not hold, is a `ModelJudgeError`, never a verdict.
+Its calls go through the bench's cassettes (`runners/store/cassettes.py`), one file per (judge model, root cause):
+recorded against a live endpoint (`record_mode` `new_episodes`: a case's answers share a cassette), replayed offline
+with `none`, so CI re-judges without a server. A reply that is not a verdict counts as a fail (a judge that cannot
+say is not a pass); a call that fails, or a replay the cassette does not hold, is a `ModelJudgeError`, never a verdict.
 """
 
 from __future__ import annotations
