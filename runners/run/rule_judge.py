@@ -10,10 +10,10 @@
 from __future__ import annotations
 
 from runners.domain.root_cause import FactRole, RootCause, RootCauseFact
-from runners.run._conclusion_text import Found, Reading, Stance, analyse
+from runners.run._conclusion_text import Found, Reading, Stance, analyse, tokens
 from runners.run.judge import JudgeVerdict
 
-__all__ = ["RULE_JUDGE", "RuleJudge"]
+__all__ = ["RULE_JUDGE", "RuleJudge", "asserted_words"]
 
 
 def _found(reading: Reading, variants: list[str]) -> list[Found]:
@@ -68,6 +68,19 @@ class RuleJudge:
                 states_root_cause=False, reason="names the entity and the mechanism, but not in one sentence"
             )
         return JudgeVerdict(states_root_cause=True, reason="states every fact of the root cause")
+
+
+def asserted_words(conclusion: str, *, min_length: int = 5) -> list[str]:
+    """The words of `conclusion` (normalised tokens of at least `min_length` characters, first occurrence first) that
+    it asserts wherever it uses them: each one, as a fact, is one the rule judge finds stated."""
+    reading = analyse(conclusion)
+    out: list[str] = []
+    for word in dict.fromkeys(tokens(conclusion)):
+        if len(word) >= min_length and not word[0].isdigit() and word != "*":
+            places = reading.find(word)
+            if places and all(f.stance is Stance.ASSERTED for f in places):
+                out.append(word)
+    return out
 
 
 RULE_JUDGE = RuleJudge()
