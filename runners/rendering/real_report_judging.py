@@ -94,6 +94,8 @@ def guard_text(summary: RecordedSummary) -> str:
     args = list(summary.sweep_args)
     guard = args[args.index("--guard-model") + 1] if "--guard-model" in args[:-1] else None
     verdicts = sum(sum(t.semantic_verdicts.values()) for t in summary.thresholds)
+    if verdicts == 0:
+        return "SemanticGuard: no verdicts (no conclusion reached it, or the loop has none)."
     if guard is None:
         return (f"SemanticGuard: {verdicts} verdict(s) over the thresholds, every one self-judged — the guard was the "
                 f"agent's own model ({summary.model}) judging its own conclusion (no --guard-model).")  # fmt: skip
