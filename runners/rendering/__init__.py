@@ -1,5 +1,6 @@
 """What a person reads: console tables (`tables`), the transcript views `show` and `diff` (`show`), the HTML/Markdown
-bench report (`report`) and the real-models report (`real_report`), the gate's verdict files (`gate/`), and the one
+bench report (`report`) and the real-models report (`real_report`, what it says of who judged in
+`real_report_judging`), the judges' error rates (`judge_rates`), the gate's verdict files (`gate/`), and the one
 function per medium that makes text a case, a model or a user wrote inert there (`safe_text`: terminal, Markdown,
 HTML, XML).
 """
