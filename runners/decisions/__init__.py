@@ -1,5 +1,6 @@
 """Decisions over stored runs: the power-aware model-upgrade gate (`gate/`), the power arithmetic (`power`), the
 threshold recommendation (`recommend`, its rules and objectives in `choices`), what lower thresholds or budgets
 would have done (`whatif`), whether a real model's replayed recording still yields its committed summary
-(`real_models`), and how often a judge is wrong on labelled answers (`judge_rates`). Each returns typed results; the rendering layer turns them into text, tables and pages.
+(`real_models`), and how often a judge is wrong on labelled answers (`judge_rates`). Each returns typed results; the
+rendering layer turns them into text, tables and pages.
 """
