@@ -5,24 +5,15 @@ from __future__ import annotations
 
 import argparse
 import json
-from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
+from runners.run.judge import JudgeName
 from runners.store._files import NamedPath
 
-__all__ = ["JudgeName", "register", "run"]
-
-
-class JudgeName(StrEnum):
-    """The judges `judge-check` can measure."""
-
-    RULES = "rules"
-    """The rule judge (runners/run/rule_judge.py), the default: deterministic, offline."""
-    MODEL = "model"
-    """A model judge (runners/live/model_judge.py) over --judge-model at --judge-base-url, under cassettes."""
+__all__ = ["register", "run"]
 
 
 class _JudgeCheckFlags(FlagModel):

@@ -5,13 +5,23 @@ OpenAI-compatible endpoint, replayed from cassettes) can be swapped and measured
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
 from runners.domain.root_cause import RootCause
 
-__all__ = ["Judge", "JudgeVerdict"]
+__all__ = ["Judge", "JudgeName", "JudgeVerdict"]
+
+
+class JudgeName(StrEnum):
+    """The judges `judge-check` can measure."""
+
+    RULES = "rules"
+    """The rule judge (`rule_judge.py`), the default: deterministic, offline."""
+    MODEL = "model"
+    """A model judge (runners/live/model_judge.py) over --judge-model at --judge-base-url, under cassettes."""
 
 
 class JudgeVerdict(BaseModel):
