@@ -13,7 +13,7 @@ from runners.decisions.judge_rates import JudgeRates, judge_rates
 from runners.decisions.real_models import RecordedSummary
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.fallback_source import FallbackSource
-from runners.domain.labelled_answers import parse_labelled_answers
+from runners.domain.labelled_answers import Label, parse_labelled_answers
 from runners.rendering.judge_rates import cell
 from runners.run.rule_judge import RULE_JUDGE
 
@@ -70,8 +70,6 @@ JUDGE_HEADER = ["labelled set", "judge", "wrong passed", "vague passed", "correc
 
 def judge_rows(measured: Sequence[JudgeOnSet]) -> list[list[str]]:
     """One row per labelled set."""
-    from runners.domain.labelled_answers import Label
-
     return [[m.labelled_set, m.rates.judge, cell(m.rates.by_label[Label.WRONG]), cell(m.rates.by_label[Label.VAGUE]),
              cell(m.rates.by_label[Label.CORRECT])] for m in measured]  # fmt: skip
 
