@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
 from runners.run.judge import JudgeName
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -51,12 +51,13 @@ def register(sub: Any) -> None:
 
 
 def _answers(path: Path, cases: dict[str, Any]) -> list[Any]:
+    from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, check_input_path
     from runners.domain.labelled_answers import LabelledAnswersError, parse_labelled_answers
-    from runners.store._files import path_kind
 
-    kind = path_kind(path)
-    if kind is not None:  # a folder; a FIFO or a device would block the read
-        _fail(f"--answers {path} is {kind}, not a file")
+    try:  # a FIFO would block, a device never end
+        check_input_path("--answers", path, max_bytes=MAX_EVALSET_BYTES)
+    except InputPathError as exc:
+        _fail(str(exc))
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.domain.evalset import load_cases
     from runners.live.model_judge import ModelJudgeError
     from runners.rendering.judge_rates import render
-    from runners.store._files import write_text
+    from runners.store.output_files import write_text
 
     flags = _JudgeCheckFlags.from_args(args, "judge-check")
     if flags.json_path is not None:

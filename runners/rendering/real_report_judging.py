@@ -1,21 +1,18 @@
 """What the real-models report says of who judged: the outcome judge and its measured error rates on the committed
-labelled answers (every recall figure is the rule judge's), where each FALLBACK came from, and whether each
-SemanticGuard verdict was the agent's model judging its own conclusion."""
+labelled answers (every recall figure is the rule judge's; `runners/pipelines/real_models.py` measures them), where
+each FALLBACK came from, and whether each SemanticGuard verdict was the agent's model judging its own conclusion."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from runners.decisions.judge_rates import JudgeRates, judge_rates
+from runners.decisions.judge_rates import JudgeRates
 from runners.decisions.real_models import RecordedSummary
-from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.fallback_source import FallbackSource
-from runners.domain.labelled_answers import Label, parse_labelled_answers
+from runners.domain.labelled_answers import Label
 from runners.rendering.judge_rates import cell
-from runners.run.rule_judge import RULE_JUDGE
 
 __all__ = [
     "FALLBACK_HEADER",
@@ -25,11 +22,7 @@ __all__ = [
     "guard_text",
     "judge_rows",
     "judge_text",
-    "measure_judge",
 ]
-
-LABELLED_SETS = (("held-out", "held-out.jsonl"), ("dev", "dev.jsonl"))
-"""The committed labelled answers (`evalsets/judge/`): the held-out set first (never developed against)."""
 
 
 class JudgeOnSet(BaseModel):
@@ -41,17 +34,6 @@ class JudgeOnSet(BaseModel):
     """`held-out` or `dev`."""
     rates: JudgeRates
     """Its error rates there."""
-
-
-def measure_judge(folder: Path = BUILTIN_DIR / "judge") -> tuple[JudgeOnSet, ...]:
-    """The rule judge on each committed labelled set (offline, deterministic)."""
-    cases = {c.id: c for c in load_cases([str(BUILTIN_DIR)])}
-    out = []
-    for name, file in LABELLED_SETS:
-        path = folder / file
-        answers = parse_labelled_answers(path.read_text(encoding="utf-8"), str(path), cases)
-        out.append(JudgeOnSet(labelled_set=name, rates=judge_rates(RULE_JUDGE, answers, cases, default=True)))
-    return tuple(out)
 
 
 def judge_text() -> str:

@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextvars import copy_context
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -15,10 +16,10 @@ import duckdb
 from harness import CancellationToken, __version__
 from runners.domain.case_setup import import_tool_backends
 from runners.domain.evalset import EvalCase
+from runners.domain.redaction import redact
 from runners.plan import run_plan
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
-from runners.plan.redact import redact
 from runners.plan.run_plan import RunPlan
 from runners.plan.settings import RunSettings
 from runners.run._execute import ModelFactory, execute_case
@@ -246,6 +247,7 @@ def _iterate(
             yield execute_case(case, epoch, factory, cancellation), epoch
         return
     import_tool_backends()
+    # Each case run in the context of the run: the declarations in effect (runners/plan/declarations.py) hold there.
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
     pending: dict[Future[CaseRun], int] = {}
     it = iter(todo)
@@ -253,7 +255,7 @@ def _iterate(
         for case, epoch in it:
             if cancellation.cancelled:
                 break
-            pending[pool.submit(execute_case, case, epoch, factory, cancellation)] = epoch
+            pending[pool.submit(copy_context().run, execute_case, case, epoch, factory, cancellation)] = epoch
             if len(pending) >= concurrency * 2:
                 break
         while pending:
@@ -263,7 +265,8 @@ def _iterate(
                 yield fut.result(), epoch
                 nxt = None if cancellation.cancelled else next(it, None)
                 if nxt is not None:
-                    pending[pool.submit(execute_case, nxt[0], nxt[1], factory, cancellation)] = nxt[1]
+                    case, epoch = nxt
+                    pending[pool.submit(copy_context().run, execute_case, case, epoch, factory, cancellation)] = epoch
     finally:
         for fut in pending:
             fut.cancel()

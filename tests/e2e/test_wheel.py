@@ -138,6 +138,19 @@ def test_the_installed_package_finds_its_data_where_it_is_installed(
     assert found[2] is True and found[4] is True, found
 
 
+def test_repository_only_commands_say_so_from_the_wheel(
+    installed: tuple[Path, dict[str, str], dict[str, float]], tmp_path: Path
+) -> None:
+    """The README's cassette gate and `real-models` read the repository's recordings: from a wheel they say so."""
+    bin_dir, env, _ = installed
+    for argv in (["run", "--model", "openai:scripted", "--cassettes", "cassettes", "--record-mode", "none",
+                  "--db", "gate.duckdb", "--label", "baseline"], ["real-models"]):  # fmt: skip
+        done = subprocess.run([str(bin_dir / "harness-bench"), *argv], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=120, check=False)  # fmt: skip
+        assert done.returncode == 2 and "run this in a clone of the repository" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
 def test_the_contents_check_bites(tmp_path: Path) -> None:
     """A wheel without its chat templates (their package-data line gone) is refused by check-wheel-contents."""
     src = _copy_sources(tmp_path / "src")
