@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub, out
+from runners.domain.judge import JudgeName
 from runners.plan.flags import Flag, FlagModel
-from runners.run.judge import JudgeName
 from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]

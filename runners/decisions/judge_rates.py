@@ -9,8 +9,8 @@ import scipy.stats
 from pydantic import BaseModel, ConfigDict
 
 from runners.domain.case_model import EvalCase
+from runners.domain.judge import Judge
 from runners.domain.labelled_answers import Label, LabelledAnswer, root_cause_of
-from runners.run.judge import Judge
 
 __all__ = ["JudgeRates", "LabelRate", "judge_rates"]
 

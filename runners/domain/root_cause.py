@@ -2,7 +2,7 @@
 mechanism, each with its accepted wordings) and the distractors — the wrong hypotheses the case is built around.
 
 A conclusion states the root cause when it asserts every fact (the entity and the mechanism in one sentence), denies
-none and asserts no distractor; how a judge decides that is `runners/run/judge.py`'s.
+none and asserts no distractor; how a judge decides that is `runners/domain/judge.py`'s.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from functools import partial
 from pathlib import Path
 
 from harness import ChatRequest, ModelCallError, ModelPurpose, OpenAIChatModel, SystemMessage, UserMessage
+from runners.domain.judge import JudgeVerdict
 from runners.domain.root_cause import RootCause
-from runners.run.judge import JudgeVerdict
 from runners.store.cassettes import OFFLINE_KEY, CassetteError, CassetteTransport, cassette_path, use_cassette
 
 __all__ = ["JUDGE_RUBRIC", "ModelJudge", "ModelJudgeError"]

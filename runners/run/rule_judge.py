@@ -9,9 +9,9 @@
 
 from __future__ import annotations
 
+from runners.domain.judge import JudgeVerdict
 from runners.domain.root_cause import FactRole, RootCause, RootCauseFact
 from runners.run._conclusion_text import Found, Reading, Stance, analyse, tokens
-from runners.run.judge import JudgeVerdict
 
 __all__ = ["RULE_JUDGE", "RuleJudge", "asserted_words"]
 

@@ -1,10 +1,10 @@
 """The two verdicts of one case run.
 
 - The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, whether a
-  SUCCESS conclusion states the case's root cause as the judge reads it (`judge.py`; the rule judge by default) (or
-  what the case accepts instead: what a model that does not make its mistake should publish, what a run that completed
-  a call should publish, for a real model an honest FALLBACK where the script's mistake earns FAILED), and the
-  Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope completes at most once,
+  SUCCESS conclusion states the case's root cause as the judge reads it (`runners/domain/judge.py`; the rule judge by
+  default) (or what the case accepts instead: what a model that does not make its mistake should publish, what a run
+  that completed a call should publish, for a real model an honest FALLBACK where the script's mistake earns FAILED),
+  and the Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope completes at most once,
   rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once, and what is published
   cites only this run's canonical records.
 - The **trajectory verdict** describes the scripted reference trajectory: exact counts, call bounds, the stop reason
@@ -29,8 +29,8 @@ from harness import (
 )
 from runners.domain.case_model import EvalCase, ExactCounts, ExpectedStop, OutcomeExpectation
 from runners.domain.case_run import CaseMetrics, Verdicts
+from runners.domain.judge import Judge
 from runners.plan.bench_config import BenchHarnessConfig
-from runners.run.judge import Judge
 from runners.run.rule_judge import RULE_JUDGE
 
 __all__ = [

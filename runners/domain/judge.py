@@ -1,5 +1,5 @@
 """The judge: whether a published conclusion states the case's root cause, behind one interface so that the rule
-judge (`rule_judge.py`, the default, offline) and a model judge (`runners/live/model_judge.py`, any
+judge (`runners/run/rule_judge.py`, the default, offline) and a model judge (`runners/live/model_judge.py`, any
 OpenAI-compatible endpoint, replayed from cassettes) can be swapped and measured on the same labelled answers
 (`harness-bench judge-check`)."""
 
@@ -19,7 +19,7 @@ class JudgeName(StrEnum):
     """The judges `judge-check` can measure."""
 
     RULES = "rules"
-    """The rule judge (`rule_judge.py`), the default: deterministic, offline."""
+    """The rule judge (runners/run/rule_judge.py), the default: deterministic, offline."""
     MODEL = "model"
     """A model judge (runners/live/model_judge.py) over --judge-model at --judge-base-url, under cassettes."""
 
