@@ -26,6 +26,7 @@ from runners.decisions.loop_comparison import LoopComparison, compare_loops
 from runners.decisions.real_models import RecordedSummary, summarize
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.labelled_answers import parse_labelled_answers
+from runners.pipelines.real_probes import is_probe_summary
 from runners.plan.agent import AgentFramework
 from runners.plan.options import BenchOptions
 from runners.plan.settings import SettingValue
@@ -102,6 +103,8 @@ def find_recordings(cassettes: Path) -> list[Recording]:
         raise RecordingError(f"--cassettes {cassettes}: not a folder")
     found: list[Recording] = []
     for path in sorted(cassettes.glob("*/summary.json")):
+        if is_probe_summary(path):  # a tag probe's recording: replayed on its own (`real_probes`)
+            continue
         try:
             summary = RecordedSummary.model_validate_json(path.read_bytes())
         except OSError as exc:

@@ -19,6 +19,7 @@ from runners.decisions.gate import Verdict
 from runners.decisions.loop_comparison import LoopComparison
 from runners.decisions.real_models import RecordedSummary
 from runners.plan.agent import AgentFramework
+from runners.rendering.real_probes import PROBE_TEXT, ProbeReport, probe_lines
 from runners.rendering.real_report_judging import (
     FALLBACK_HEADER,
     JUDGE_HEADER,
@@ -178,6 +179,8 @@ class RealModelsReport(BaseModel):
     """Per model recorded through both loops: the Harness at the gate's threshold against the plain loop."""
     judge: tuple[JudgeOnSet, ...] = ()
     """The outcome judge's error rates on the committed labelled answers."""
+    probes: tuple[ProbeReport, ...] = ()
+    """Per model with a tag-probe recording: its tags on every observation, and the threshold they imply."""
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -399,6 +402,10 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
     if report.loops:
         lines += ["", "## The Harness against a plain loop", "", LOOP_TEXT, ""]
         lines += _md_table(LOOP_HEADER, _loop_rows(report))
+    if report.probes:
+        lines += ["", "## Gain tags on every observation (the tag probe)", "", PROBE_TEXT, ""]
+        for p in report.probes:
+            lines += probe_lines(p)
     lines += ["", "## Gate", ""]
     lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -471,9 +478,32 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
     if report.loops:
         parts += ["<h2>The Harness against a plain loop</h2>", f"<p>{html(LOOP_TEXT)}</p>",
                   _html_table(LOOP_HEADER, _loop_rows(report))]  # fmt: skip
+    if report.probes:
+        parts += ["<h2>Gain tags on every observation (the tag probe)</h2>", f"<p>{html(PROBE_TEXT)}</p>"]
+        for p in report.probes:
+            parts += _probe_html(p)
     parts.append("<h2>Gate</h2><ul>")
     for g in report.gates:
         cls = " class='loud'" if g.downgrade_passed else ""
         parts.append(f"<li{cls}>{html(_gate_text(g))}</li>")
     parts.append("</ul></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _probe_html(p: ProbeReport) -> list[str]:
+    """One model's probe section: its Markdown lines, each table as a table and each paragraph as one."""
+    out: list[str] = []
+    lines = probe_lines(p)
+    rows = [line for line in lines if line.startswith("|")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    body = [[c.strip().strip("*`") for c in r.strip("|").split("|")] for r in rows[2:]]
+    out.append(f"<h3>{html(lines[0].removeprefix('### '))}</h3>")
+    placed = False
+    for line in lines[1:]:
+        if line.startswith("|"):
+            if not placed:
+                out.append(_html_table(header, body))
+                placed = True
+        elif line.strip():
+            out.append(f"<p>{html(line.replace('`', ''))}</p>")
+    return out

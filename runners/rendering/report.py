@@ -429,7 +429,14 @@ def _sweep_sections(
 def _bench_sections(
     con: duckdb.DuckDBPyConnection, bench_run_id: str | None, db: str = "bench.duckdb"
 ) -> list[Section]:
-    runs = bench_run_summaries(con, bench_run_id)
+    from runners.store.tag_probes import probe_bench_runs
+
+    probes = {run_id for run_id, _ in probe_bench_runs(con)}  # reported on their own (a probe is not a run)
+    if bench_run_id in probes:
+        return [Section("Summary", [f"Bench run {bench_run_id} is a tag probe (`harness-bench tag-probe`)."])]
+    runs = [r for r in bench_run_summaries(con, bench_run_id) if r.bench_run_id not in probes]
+    if not runs and probes:
+        return [Section("Summary", ["The database holds tag probes only (`harness-bench tag-probe`)."])]
     if not runs:
         raise ValueError(f"no case runs for {'bench run ' + bench_run_id if bench_run_id else 'any bench run'}")
     sections = [
@@ -476,6 +483,7 @@ def build_report(
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[Path, Path]:
     """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
+    from runners.rendering.tag_probe import probe_sections
     from runners.store.connection import connect
     from runners.store.runs import sweep_ids
 
@@ -490,6 +498,10 @@ def build_report(
         else:
             scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
             sections = _bench_sections(con, bench_run_id, str(db))
+            sections += [
+                Section(p.title, p.paragraphs, [TableBlock(p.header, p.rows)], p.definitions)
+                for p in probe_sections(con, bench_run_id)
+            ]  # the tag probes among them
     finally:
         con.close()
     from runners.store.output_files import NamedPath, check_outputs, write_bytes, write_text
