@@ -98,7 +98,8 @@ def run_case(
                             request_checks=request_checks(config or HarnessConfig()))  # fmt: skip
     result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
     metrics = metrics_of(result)
-    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants)
+    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants,
+                      real_model=not isinstance(chat, ScriptedChatModel))  # fmt: skip
     return CaseRun(case, result, metrics, judged, evidence_calls(case, result, ctx))
 
 
