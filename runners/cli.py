@@ -23,6 +23,7 @@ from runners.commands import (
     compare_stops,
     gate,
     import_traces,
+    judge_check,
     merge,
     migrate,
     real_models,
@@ -33,6 +34,7 @@ from runners.commands import (
     serve_model,
     serve_sim,
     sweep,
+    tag_probe,
     transcripts,
     whatif,
 )
@@ -76,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, compare_stops, gate, report,
-                    real_models, merge, migrate, transcripts, schema):  # fmt: skip
+                    real_models, judge_check, merge, migrate, transcripts, schema, tag_probe):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     capture.register(sub)
     import_traces.register(sub)

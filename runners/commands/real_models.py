@@ -130,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
                 more = f" (+{len(mismatch.differences) - 12} more)" if len(mismatch.differences) > 12 else ""
                 _error(f"{mismatch.model}: the replay does not yield the committed summary: {shown}{more}")
             return EXIT_REGRESSION
+        probes = _probes(flags.cassettes, Path(tmp) / "probes.duckdb", built)  # apart: --db holds the sweeps
+        if probes is None:
+            return EXIT_REGRESSION
+        built = built.model_copy(update={"probes": probes})
     command = "harness-bench real-models" + ("" if flags.cassettes == Path("cassettes") else f" --cassettes"
                                              f" {flags.cassettes}")  # fmt: skip
     figures = stops_figures(built)
@@ -144,3 +148,51 @@ def run(args: argparse.Namespace) -> int:
             _say(f"warning: the downgrade {gate.baseline} → {gate.candidate} PASSED the gate", stderr=True)
     _say(f"wrote {md_path} and {html_path}")
     return EXIT_OK
+
+
+def _probes(cassettes: Path, db: Path, built: Any) -> tuple[Any, ...] | None:
+    """Every committed tag-probe recording replayed offline into `db` and checked against its summary (None, each
+    mismatch said, when one does not replay to it); beside each, what the model's sweep recommends."""
+    from runners.pipelines.real_probes import find_probe_recordings, replay_probe
+    from runners.plan.rules import UsageError
+    from runners.rendering.real_probes import ProbeReport
+
+    try:
+        recordings = find_probe_recordings(cassettes)
+    except ValueError as exc:
+        _fail(str(exc))
+    swept = {m.summary.model: m.recommended.threshold for m in built.models if m.summary.agent.value == "native"}
+    out, ok = [], True
+    for rec in recordings:
+        try:
+            got = replay_probe(rec, db, _plan_of)
+        except (ValueError, UsageError) as exc:  # a flag the plan refuses: one line
+            _fail(str(exc))
+        if got != rec.summary.measured:
+            _error(f"{rec.folder / 'summary.json'}: the probe's replay does not yield the committed summary"
+                   f" (judged {got.judged} vs {rec.summary.measured.judged}, right {got.right} vs"
+                   f" {rec.summary.measured.right})")  # fmt: skip
+            ok = False
+        out.append(ProbeReport(model=rec.summary.model, folder=rec.folder.name, cases=rec.summary.cases,
+                               measured=got, swept=swept.get(rec.summary.model)))  # fmt: skip
+    return tuple(out) if ok else None
+
+
+def _plan_of(recording: Any, db: Path) -> Any:
+    """The plan (and `--probe` points) that replay a probe recording into `db`: its flags, offline from its cassettes
+    under the model's name, read by the parser of `harness-bench tag-probe` as that command reads them."""
+    from runners.commands._bench import TagProbeFlags, _add_bench, _bench_options, probe_points_given
+    from runners.plan.run_plan import plan_run
+    from runners.store.resume import STORED_RUNS
+
+    summary = recording.summary
+    argv = [*summary.probe_args, "--cassettes", str(recording.folder), "--record-mode", "none",
+            "--db", str(db), "--label", f"{summary.model}-probe"]  # fmt: skip
+    parser = Parser(prog="harness-bench tag-probe")  # tag-probe's own arguments, as that command declares them
+    _add_bench(parser, sweep=False)
+    TagProbeFlags.add_flags(parser, "tag-probe")
+    args = parser.parse_args(argv)
+    args.command = "tag-probe"
+    plan = plan_run(_bench_options(args, command="run"), STORED_RUNS)
+    flags = TagProbeFlags.from_args(args, "tag-probe")
+    return plan, (probe_points_given(flags.probe, plan.cases) if flags.probe else None)

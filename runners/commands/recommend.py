@@ -20,6 +20,9 @@ class _RecommendFlags(FlagModel):
 
     sweep: Annotated[str | None, Flag(metavar="SWEEP_ID")] = None
     """sweep id (default: the newest)"""
+    tag_probe: Annotated[Path | None, Flag(metavar="PATH")] = None
+    """a tag probe of the model (`tag-probe --json`'s output or a recorded probe's summary.json): also say which
+    NO_GAIN threshold its measured tags imply, beside the swept one"""
 
 
 def register(sub: Any) -> None:
@@ -36,6 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.connection import connect
 
     choices = RecommendFlags.from_args(args, "recommend")
+    flags = _RecommendFlags.from_args(args, "recommend")
+    probed = _probe_of(flags.tag_probe) if flags.tag_probe is not None else None
     if not Path(args.db).exists() and (hint := _elsewhere(Path(args.db))):
         _fail(f"{args.db}: no such DuckDB file; {hint}")
     con = connect(args.db, read_only=True)
@@ -58,7 +63,35 @@ def run(args: argparse.Namespace) -> int:
     out.print(tables.stats_table(f"sweep {sweep}: {len(stats)} configurations", rec, stats))
     for name, definition in METRIC_DEFINITIONS.items():
         _say(f"  {name}: {definition.split(' — ')[-1]}")
+    if probed is not None:
+        from runners.decisions.tag_probe import beside_swept
+        from runners.plan.settings import swept_names
+
+        names = list(swept_names())
+        swept = rec.chosen.config[names.index("no_gain_threshold")] if "no_gain_threshold" in rec.columns else None
+        out.print(Text("Tag probe: ", style="bold"))
+        for m in probed.models:
+            _say(f"  {beside_swept(m, int(swept) if isinstance(swept, int) else None)}")
+            _say(f"  {m.threshold.reasoning}")
     return EXIT_OK
+
+
+def _probe_of(path: Path) -> Any:
+    """The tag probe of `--tag-probe PATH`; a file that cannot be read or is not a probe: one line naming it."""
+    from runners.decisions.tag_probe import ProbeFileError, read_probe_file
+    from runners.store.output_files import path_kind
+
+    kind = path_kind(path)
+    if kind is not None:
+        _fail(f"--tag-probe {path} is {kind}, not a file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        _fail(f"--tag-probe {path}: cannot be read ({exc.strerror or exc})")
+    try:
+        return read_probe_file(data, f"--tag-probe {path}")
+    except ProbeFileError as exc:
+        _fail(str(exc))
 
 
 def _elsewhere(db: Path) -> str | None:

@@ -57,6 +57,7 @@ from harness import (
     ToolRequestRejected,
     TraceEvent,
 )
+from runners.decisions._inferred_contract import inferred, inferred_contract
 from runners.decisions._model import Frozen
 from runners.decisions.counterfactual import (
     ConclusionRisk,
@@ -73,21 +74,9 @@ from runners.domain.stop_rules import StopRule, parse_rules
 from runners.store.replayable_runs import ReplayableRun
 
 __all__ = [
-    "CONFIDENCE",
-    "NOTES",
-    "CompareStops",
-    "CutAt",
-    "CutKind",
-    "Effect",
-    "Interval",
-    "PolicyResult",
-    "RunUnderPolicy",
-    "StopCut",
-    "CompareStopsInputError",
-    "compare_stops",
-    "default_policies",
-    "run_under",
-]
+    "CONFIDENCE", "NOTES", "CompareStops", "CutAt", "CutKind", "Effect", "Interval", "PolicyResult", "RunUnderPolicy",
+    "StopCut", "CompareStopsInputError", "compare_stops", "default_policies", "run_under",
+]  # fmt: skip
 
 NOTES = (
     "exact up to the cut: a stop rule changes nothing the model saw before it",
@@ -431,6 +420,12 @@ def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
             risk = replayed.conclusion
         elif replayed.status is RunStatus.CENSORED:
             diverges.append(_stopped_by_contract(events))
+    elif no_gain is not None and inferred(events):  # another agent's run: the contract as far as it is inferred
+        found = inferred_contract(events, no_gain.threshold)
+        diverges.append(found.diverges_at)
+        if found.cut_seq is not None:
+            contract = _Fire(found.cut_seq, no_gain.spec, CutKind.STOP_REQUIRED, CutAt.TOOL_REQUEST,
+                             found.tool_call_id, found.executed)  # fmt: skip
     elif harnessed:
         diverges.append(_stopped_by_contract(events))
     fire = _walk(events, policy, harnessed, contract)
@@ -570,7 +565,7 @@ def compare_stops(runs: Sequence[ReplayableRun], policies: Sequence[StopRule]) -
     problem = unreplayable(runs, "to compare stop rules on")
     if problem is not None:
         raise CompareStopsInputError(problem)
-    plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
+    plain = next((r.case_run_id for r in runs if r.agent == "plain" and not inferred(r.events)), None)
     contract = next((p.spec for p in policies if p.no_gain is not None), None)
     if plain is not None and contract is not None:
         raise CompareStopsInputError(
@@ -586,9 +581,9 @@ def default_policies(runs: Sequence[ReplayableRun]) -> tuple[StopRule, ...]:
     each lower one, tool and turn caps at a few levels below the runs' budgets, the loop detectors at the peers'
     settings, and the contract at 2 or a cap of 8 (plain-loop runs, which have no contract: the caps and detectors
     only)."""
-    top = max((r.no_gain_threshold for r in runs), default=2)
-    tools = max((r.max_tool_invocations for r in runs), default=10)
-    calls = max((r.max_model_calls for r in runs), default=12)
+    top = max((r.no_gain_threshold for r in runs if r.no_gain_threshold is not None), default=2)
+    tools = max((r.max_tool_invocations for r in runs if r.max_tool_invocations is not None), default=10)
+    calls = max((r.max_model_calls for r in runs if r.max_model_calls is not None), default=12)
     plain = any(r.agent == "plain" for r in runs)  # no contract to replay: caps and detectors only
     specs = [] if plain else [f"no-gain:{t}" for t in range(top, 0, -1)]
     specs += [f"tool-cap:{n}" for n in (4, 6, 8) if n < tools]

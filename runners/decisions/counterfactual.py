@@ -18,7 +18,9 @@ it would have done next was never recorded (CENSORED). `what-if` (lower NO_GAIN 
   the point would have let it go on;
 - `draft_call_allowed`: whether the model still gets its Draft call after a STOP_REQUIRED cut (the recorded
   budgets, and a policy's caps, leave room for it);
-- `unreplayable`: why a selection cannot be replayed at all (no runs, runs without events).
+- `unreplayable`: why a selection cannot be replayed at all (no runs, runs without events); `recorded_limit`: a
+  limit the run recorded, else ReplayError (another agent's run, imported from its trace, recorded none: it has
+  no contract to replay through the tracker — compare-stops infers it, `runners/decisions/_inferred_contract.py`).
 
 Pure: stored runs in (`runners.store.replayable_runs`), typed results out; no I/O.
 """
@@ -137,10 +139,10 @@ class RunWhatIf(Frozen):
     """Its case."""
     epoch: int
     """Its epoch."""
-    recorded_no_gain_threshold: int
-    """The threshold it ran with."""
-    recorded_max_tool_invocations: int
-    """The tool budget it ran with."""
+    recorded_no_gain_threshold: int | None
+    """The threshold it ran with (None: not recorded)."""
+    recorded_max_tool_invocations: int | None
+    """The tool budget it ran with (None: not recorded)."""
     status: RunStatus
     """Cut, unchanged or censored."""
     recorded: Counts
@@ -197,10 +199,20 @@ def recorded_counts(events: Sequence[TraceEvent]) -> Counts:
 def draft_call_allowed(run: ReplayableRun, spent: Counts, policy: StopRule | None = None) -> bool:
     """Whether the model gets its Draft call after a STOP_REQUIRED cut: the recorded budgets (and the `policy`'s
     caps) leave room for it (the deadline and the observation-byte budget are assumed to)."""
-    if spent.model_calls >= run.max_model_calls or spent.tokens >= run.max_total_tokens:
+    calls, tokens = run.max_model_calls, run.max_total_tokens  # None: not recorded (another agent's run)
+    if (calls is not None and spent.model_calls >= calls) or (tokens is not None and spent.tokens >= tokens):
         return False
     rules = () if policy is None else policy.call_rules
     return not any(rule.stops_model_call(spent.model_calls, spent.tokens) for rule in rules)
+
+
+def recorded_limit(run: ReplayableRun, limit: int | None) -> int:
+    """`limit`, one of the run's recorded thresholds or budgets; ReplayError when it recorded none."""
+    if limit is None:
+        raise ReplayError(f"case run {run.case_run_id} records no thresholds or budgets (another agent's run,"
+                          " imported from its trace): it has no information-gain contract to replay; compare caps,"
+                          " loop detectors and the inferred contract on it with compare-stops")  # fmt: skip
+    return limit
 
 
 def unreplayable(runs: Sequence[ReplayableRun], purpose: str) -> str | None:
@@ -249,7 +261,7 @@ def _replay(run: ReplayableRun, threshold: int, budget: int) -> _End:
     events = run.events
     stop_ids = {e.tool_call_id for e in events if isinstance(e, StopRequiredDelivered)}
     budget_ids = {e.tool_call_id for e in events if isinstance(e, BudgetExhausted) and e.tool_call_id is not None}
-    tracker = DiagnosisProgressTracker(threshold, run.protocol_violation_threshold)
+    tracker = DiagnosisProgressTracker(threshold, recorded_limit(run, run.protocol_violation_threshold))
     spent = _Running()
     turn = requests = 0
     executed: list[str] = []
@@ -310,7 +322,7 @@ def _replay(run: ReplayableRun, threshold: int, budget: int) -> _End:
         if admission.kind is not AdmissionKind.EXECUTE:
             continue
         if isinstance(e, ToolRequestRejected):  # a recorded budget refused it: the run ended here
-            if spent.tools >= budget or spent.tools < run.max_tool_invocations:  # refused here too, or not by tools
+            if spent.tools >= budget or spent.tools < recorded_limit(run, run.max_tool_invocations):  # not by tools
                 return _End(RunStatus.UNCHANGED, recorded_counts(events))
             return _End(RunStatus.CENSORED, None)  # the point's larger tool budget would have run it
         if spent.tools >= budget:
@@ -329,7 +341,7 @@ def _replay(run: ReplayableRun, threshold: int, budget: int) -> _End:
 def replay_run(run: ReplayableRun, no_gain_threshold: int, max_tool_invocations: int | None = None) -> RunWhatIf:
     """One run through the real tracker at `no_gain_threshold` and a tool budget of `max_tool_invocations` (None:
     the run's own), exact up to where it decides otherwise than the recorded run (the module docstring)."""
-    budget = run.max_tool_invocations if max_tool_invocations is None else max_tool_invocations
+    budget = recorded_limit(run, run.max_tool_invocations) if max_tool_invocations is None else max_tool_invocations
     end = _replay(run, no_gain_threshold, budget)
     recorded = recorded_counts(run.events)
     base = {

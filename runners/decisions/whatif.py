@@ -34,6 +34,7 @@ from runners.decisions.counterfactual import (
     ReplayError,
     RunStatus,
     RunWhatIf,
+    recorded_limit,
     replay_run,
     unreplayable,
 )
@@ -146,21 +147,21 @@ def check_points(runs: Sequence[ReplayableRun], thresholds: Sequence[int], budge
     plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
     if plain is not None:  # no contract, no gain evaluations: nothing a lower threshold could have changed
         raise WhatIfInputError(
-            f"case run {plain} ran the plain loop (--agent plain), which has no information-gain contract to replay;"
-            " compare caps and loop detectors on it with compare-stops"
+            f"case run {plain} ran the plain loop (--agent plain) or is another agent's (imported), which has no"
+            " information-gain contract to replay; compare caps and loop detectors on it with compare-stops"
         )
     for flag, values in (("--no-gain-threshold", thresholds), ("--max-tool-invocations", budgets)):
         low = next((v for v in values if v < 1), None)
         if low is not None:
             raise WhatIfInputError(f"{flag} {low}: must be ≥ 1")
-    top = max(r.no_gain_threshold for r in runs)
+    top = max(recorded_limit(r, r.no_gain_threshold) for r in runs)
     for t in thresholds:
         if t >= top:
             raise WhatIfInputError(
                 f"--no-gain-threshold {t}: not below the threshold the selected runs used ({top}); a what-if"
                 " replays lower thresholds only"
             )
-    most = max(r.max_tool_invocations for r in runs)
+    most = max(recorded_limit(r, r.max_tool_invocations) for r in runs)
     for n in budgets:
         if n >= most:
             raise WhatIfInputError(

@@ -47,6 +47,7 @@ from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
 from runners.domain.tools.db_query import DbQueryInput, analyse_sql, tables_in_description
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
+from runners.run.rule_judge import asserted_words
 from runners.store.captured_runs import CapturedMessage, CapturedRun
 from runners.store.transcripts import GUARD_VERDICT
 
@@ -54,7 +55,7 @@ __all__ = ["REVIEW", "CaptureError", "build_case", "case_yaml", "replay_argv"]
 
 REVIEW = (
     "expect: the run's own outcome, stop reason and counts, not a judgement of what a correct run does",
-    "expect.root_cause_keywords: words taken from the run's conclusion",
+    "expect.root_cause: the run's own conclusion as the statement, words taken from it as the facts, no distractors",
     "trajectory: the model's calls, evaluations and Draft as it made them (mistakes included)",
     "fixtures.recorded: each call's result as the run saw it, served again for the same scope",
     "trajectory.steps[].input of a call the run never sent whole: a placeholder (only its length counts)",
@@ -93,7 +94,6 @@ _INPUTS: dict[str, type[BaseModel]] = {
     "db_query": DbQueryInput,
 }
 """Each tool's input model (db_query's without a case's table list)."""
-_KEYWORD = re.compile(r"\w{5,}")
 
 
 class CaptureError(ValueError):
@@ -452,8 +452,10 @@ def _expect(run: CapturedRun, calls: Sequence[_Call]) -> dict[str, JsonValue]:
     if stop in tuple(ExpectedStop):
         expect["stop_reason"] = stop
     if run.outcome == ReleaseOutcome.SUCCESS.value:
-        words = list(dict.fromkeys(w.lower() for w in _KEYWORD.findall(run.conclusion or "")))
-        expect["root_cause_keywords"] = words[:3] or [(run.conclusion or "").strip()[:40] or "?"]
+        conclusion = (run.conclusion or "").strip()
+        words = asserted_words(conclusion)
+        facts: list[JsonValue] = [{"variants": [w]} for w in words[:3]] or [{"variants": [conclusion[:40] or "?"]}]
+        expect["root_cause"] = {"statement": f"As the run concluded: {conclusion[:370]}", "facts": facts}
     expect["stop_required_delivered"] = run.stop_required_deliveries > 0
     rejections = Counter(c.row.rejection for c in calls if c.row.rejection in tuple(RejectionReason))
     exact: dict[str, JsonValue] = {"backend_calls": run.tool_invocations, "model_calls": run.model_calls}

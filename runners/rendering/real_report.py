@@ -19,6 +19,16 @@ from runners.decisions.gate import Verdict
 from runners.decisions.loop_comparison import LoopComparison
 from runners.decisions.real_models import RecordedSummary
 from runners.plan.agent import AgentFramework
+from runners.rendering.real_probes import PROBE_TEXT, ProbeReport, probe_lines
+from runners.rendering.real_report_judging import (
+    FALLBACK_HEADER,
+    JUDGE_HEADER,
+    JudgeOnSet,
+    fallback_rows,
+    guard_text,
+    judge_rows,
+    judge_text,
+)
 from runners.rendering.safe_text import html, markdown, markdown_code
 
 __all__ = [
@@ -167,6 +177,10 @@ class RealModelsReport(BaseModel):
     """Each upgrade and its reverse."""
     loops: tuple[LoopComparison, ...] = ()
     """Per model recorded through both loops: the Harness at the gate's threshold against the plain loop."""
+    judge: tuple[JudgeOnSet, ...] = ()
+    """The outcome judge's error rates on the committed labelled answers."""
+    probes: tuple[ProbeReport, ...] = ()
+    """Per model with a tag-probe recording: its tags on every observation, and the threshold they imply."""
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -278,8 +292,8 @@ def _gate_text(g: GateLine) -> str:
 FUNNEL_TEXT = (
     "Every run of a case expected to end in SUCCESS, counted at the first stage it did not pass: the evidence never "
     "retrieved, retrieved but tagged NO_GAIN, no valid Draft (a stop, an invalid final message or an error), no "
-    "conclusion, a citation EvidenceGuard rejected, a conclusion SemanticGuard judged UNSUPPORTED, SUCCESS without the "
-    "root cause's words, SUCCESS."
+    "conclusion, a citation EvidenceGuard rejected, a conclusion SemanticGuard judged UNSUPPORTED, SUCCESS whose "
+    "conclusion does not state the root cause (the rule judge, rates below), SUCCESS."
 )
 GAIN_TEXT = (
     "The model's own judgment: its GAINED / NO_GAIN on each non-empty observation it evaluated, against whether the "
@@ -359,7 +373,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown(report: RealModelsReport, command: str) -> str:
     """The report as Markdown; every text from a file passes through `markdown`."""
     lines = ["# Real models", "", f"Made by {markdown_code(command)} from the committed cassettes (replayed offline"
-             " and checked against each `summary.json`).", "", "## Pass rate per family", ""]  # fmt: skip
+             " and checked against each `summary.json`).", "", "## The judge", "", judge_text(), ""]  # fmt: skip
+    lines += [*_md_table(JUDGE_HEADER, judge_rows(report.judge)), "", "## Pass rate per family", ""]
     lines += _md_table(*_families(report))
     for m in report.models:
         lines += ["", f"## {markdown(m.summary.label)}", "",
@@ -368,6 +383,8 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
         lines += _md_table(HARNESS_HEADER, _harness_rows(m))
         lines += ["", "Verdicts and guards:", ""]
         lines += _md_table(VERDICT_HEADER, _verdict_rows(m))
+        lines += ["", markdown(guard_text(m.summary)), "", "Where each FALLBACK came from:", ""]
+        lines += _md_table(FALLBACK_HEADER, fallback_rows(m.summary))
         verdict = m.recommended.threshold
         lines += ["", f"**Recommend:** {markdown(verdict) if verdict else 'no recommendation'}.", ""]
         for paragraph in m.recommended.paragraphs:
@@ -385,6 +402,10 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
     if report.loops:
         lines += ["", "## The Harness against a plain loop", "", LOOP_TEXT, ""]
         lines += _md_table(LOOP_HEADER, _loop_rows(report))
+    if report.probes:
+        lines += ["", "## Gain tags on every observation (the tag probe)", "", PROBE_TEXT, ""]
+        for p in report.probes:
+            lines += probe_lines(p)
     lines += ["", "## Gate", ""]
     lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -426,14 +447,16 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
              ".loud{color:#b00;font-weight:bold}</style>",
              "</head><body><h1>Real models</h1>",
              f"<p>Made by <code>{html(command)}</code> from the committed cassettes (replayed offline and checked"
-             " against each <code>summary.json</code>).</p><h2>Pass rate per family</h2>",
+             " against each <code>summary.json</code>).</p><h2>The judge</h2>", f"<p>{html(judge_text())}</p>",
+             _html_table(JUDGE_HEADER, judge_rows(report.judge)), "<h2>Pass rate per family</h2>",
              _html_table(*_families(report))]  # fmt: skip
     for m in report.models:
         verdict = m.recommended.threshold
         parts += [f"<h2>{html(m.summary.label)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
                   f"<p>Replay: <code>{html(_replay_command(m))}</code>.</p>",
                   _html_table(HARNESS_HEADER, _harness_rows(m)), "<p>Verdicts and guards:</p>",
-                  _html_table(VERDICT_HEADER, _verdict_rows(m)),
+                  _html_table(VERDICT_HEADER, _verdict_rows(m)), f"<p>{html(guard_text(m.summary))}</p>",
+                  "<p>Where each FALLBACK came from:</p>", _html_table(FALLBACK_HEADER, fallback_rows(m.summary)),
                   f"<p><b>Recommend:</b> {html(verdict) if verdict else 'no recommendation'}.</p>",
                   *(f"<p>{html(p)}</p>" for p in m.recommended.paragraphs)]  # fmt: skip
         paragraphs, table = _stops_lines(m)
@@ -455,9 +478,32 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
     if report.loops:
         parts += ["<h2>The Harness against a plain loop</h2>", f"<p>{html(LOOP_TEXT)}</p>",
                   _html_table(LOOP_HEADER, _loop_rows(report))]  # fmt: skip
+    if report.probes:
+        parts += ["<h2>Gain tags on every observation (the tag probe)</h2>", f"<p>{html(PROBE_TEXT)}</p>"]
+        for p in report.probes:
+            parts += _probe_html(p)
     parts.append("<h2>Gate</h2><ul>")
     for g in report.gates:
         cls = " class='loud'" if g.downgrade_passed else ""
         parts.append(f"<li{cls}>{html(_gate_text(g))}</li>")
     parts.append("</ul></body></html>")
     return "\n".join(parts) + "\n"
+
+
+def _probe_html(p: ProbeReport) -> list[str]:
+    """One model's probe section: its Markdown lines, each table as a table and each paragraph as one."""
+    out: list[str] = []
+    lines = probe_lines(p)
+    rows = [line for line in lines if line.startswith("|")]
+    header = [c.strip() for c in rows[0].strip("|").split("|")]
+    body = [[c.strip().strip("*`") for c in r.strip("|").split("|")] for r in rows[2:]]
+    out.append(f"<h3>{html(lines[0].removeprefix('### '))}</h3>")
+    placed = False
+    for line in lines[1:]:
+        if line.startswith("|"):
+            if not placed:
+                out.append(_html_table(header, body))
+                placed = True
+        elif line.strip():
+            out.append(f"<p>{html(line.replace('`', ''))}</p>")
+    return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import time
 import uuid
@@ -84,10 +86,21 @@ class BenchSummary:
 
 
 def git_commit() -> str | None:
-    """The current commit of the working directory's repository, if any."""
+    """The current commit of the working directory's repository, if any (asked once per folder and process: a
+    sweep of many bench runs, or a test process of hundreds, starts one git instead of one a run)."""
+    return _git_commit_in(os.getcwd())
+
+
+@functools.lru_cache(maxsize=64)
+def _git_commit_in(folder: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+            cwd=folder,
         )
     except (OSError, subprocess.SubprocessError):
         return None

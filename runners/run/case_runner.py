@@ -101,7 +101,8 @@ def run_case(
                             request_checks=request_checks(config or HarnessConfig()))  # fmt: skip
     result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
     metrics = metrics_of(result)
-    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants)
+    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants,
+                      real_model=not isinstance(chat, ScriptedChatModel))  # fmt: skip
     if not judge_invariants:  # no Harness, no Harness's invariants: the ones any loop keeps are judged instead
         kept = loop_invariant_failures(result, RunLimits.of(config or HarnessConfig()))
         judged = replace(judged, outcome_failures=(*judged.outcome_failures, *kept))

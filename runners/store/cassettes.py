@@ -124,6 +124,11 @@ def cassette_path(directory: str | Path, model: str, case_id: str, epoch: int) -
     return Path(directory) / _slug(model) / case_id / f"epoch{epoch}.json"
 
 
+def probe_cassette_path(directory: str | Path, model: str, case_id: str, step: int) -> Path:
+    """Where the cassette of one tag probe (case, model, reference step) lives (`harness-bench tag-probe`)."""
+    return Path(directory) / _slug(model) / case_id / f"step{step}.json"
+
+
 @lru_cache(maxsize=4096)
 def _canonical(body: bytes | str | None) -> str | None:
     """A body's JSON in canonical form (cached: vcrpy compares every request with every recording)."""

@@ -27,7 +27,7 @@ __all__ = [
     "SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated", "prepare",
 ]  # fmt: skip
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 Step = str | Callable[[duckdb.DuckDBPyConnection], None]
 """A migration step: a statement, or a function for what SQL cannot say (rewriting stored JSON)."""
@@ -303,6 +303,14 @@ _MIGRATIONS: dict[int, list[Step]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS outcome_passed BOOLEAN",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS trajectory_passed BOOLEAN",
         "ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS carries_evidence BOOLEAN",
+    ],
+    # v11: `tag_probes`, one row per probe of `harness-bench tag-probe` (its case run is a `case_runs` row whose `epoch`
+    # is the step probed): the model's answer (TAGGED, UNTAGGED, DRAFT, INVALID_DRAFT, NO_ANSWER), the tag applied,
+    # what a Draft implies, and the observation's truth grade as the case declared it when the probe ran.
+    11: [
+        """CREATE TABLE IF NOT EXISTS tag_probes (bench_run_id VARCHAR, case_run_id VARCHAR PRIMARY KEY,
+            case_id VARCHAR, step INTEGER, tool_call_id VARCHAR, answer VARCHAR, tag VARCHAR, implied VARCHAR,
+            grade VARCHAR)""",
     ],
 }
 

@@ -1,12 +1,13 @@
 """The one output-path rule, walked over every command that writes.
 
 Each writer — the OTLP file, Inspect logs, `show --html`, a captured case, the what-if JSON, the stop-rule
-comparison's JSON and plot, the gate's three files, the report, the real-models report, `merge OUT`, the database of
-`run`, `sweep`, `import` and `migrate`, and a cassette a recording run writes — is given `/dev/full`, a FIFO, a
-symbolic link and a copy of a character device made with `mknod` as its output. Each is refused with one line naming
-the flag, exit 2, and the path is left as it was (its type, its device numbers, its link target and the file behind
-it), with no file beside it. `/dev/stdout` is a stream where that is documented (`export --otel`, `show --html`,
-`capture --out`: the document on stdout, the note on stderr) and refused in one line everywhere else.
+comparison's JSON and plot, the gate's three files, the report, the real-models report, `merge OUT`, the tag probe's
+JSON and database, the database of `run`, `sweep`, `import` and `migrate`, and a cassette a recording run writes — is
+given `/dev/full`, a FIFO, a symbolic link and a copy of a character device made with `mknod` as its output. Each is
+refused with one line naming the flag, exit 2, and the path is left as it was (its type, its device numbers, its link
+target and the file behind it), with no file beside it. `/dev/stdout` is a stream where that is documented (`export
+--otel`, `show --html`, `capture --out`: the document on stdout, the note on stderr) and refused in one line
+everywhere else.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from runners.endpoints.simulator import SimulatorServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = "empty_logs_gateway_timeout_t1"
+PROBED = "diagnosable_late_order_deadlock_t4"
+"""A case with observations to probe (the empty-logs case has none)."""
 KINDS = ("/dev/full", "a FIFO", "a symlink", "a mknod device")
 FULL = Path("/dev/full")
 
@@ -113,6 +116,9 @@ WRITERS: dict[str, Writer] = {
                            inside=lambda w: "report.md"),
     "real-models --out": Writer("--out", lambda w, out, tmp: ["real-models", "--cassettes", str(ROOT / "cassettes"),
                                                               "--out", str(out)], inside=lambda w: "report.md"),
+    "tag-probe --json": Writer("--json", lambda w, out, tmp: ["tag-probe", "--case", PROBED, "--db", str(tmp / "p.db"),
+                                                              "--json", str(out)]),
+    "tag-probe --db": Writer("--db", lambda w, out, tmp: ["tag-probe", "--db", str(out), "--case", PROBED]),
     "merge OUT": Writer("OUT", lambda w, out, tmp: ["merge", str(out), str(w.a)]),
     "run --db": Writer("--db", lambda w, out, tmp: ["run", "--db", str(out), "--case", CASE]),
     "sweep --db": Writer("--db", lambda w, out, tmp: ["sweep", "--db", str(out), "--case", CASE,
