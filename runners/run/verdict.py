@@ -89,7 +89,8 @@ def outcome_failures(case: EvalCase, result: RunResult) -> list[str]:
     that does not make the case's mistake, holds)."""
     exp = case.expect
     primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
-                                 root_cause_keywords=exp.root_cause_keywords)  # fmt: skip
+                                 root_cause_keywords=exp.root_cause_keywords,
+                                 root_cause_statement=exp.root_cause_statement)  # fmt: skip
     failures = _against(primary, result)
     if failures and exp.without_mistake is not None:
         clean = _against(exp.without_mistake, result)
