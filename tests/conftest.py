@@ -48,6 +48,12 @@ SLOW_MODULES: tuple[str, ...] = (
 _SLOW_RANK = {name: rank for rank, name in enumerate(SLOW_MODULES)}
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--evalset", action="append", default=[], metavar="PATH",
+                     help="`-m eval` runs these cases (a suite's folder, a file, a built-in family) instead of the"
+                          " built-in ones; repeatable")  # fmt: skip
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test of a module in SLOW_MODULES `slow`, and run those modules first.
 

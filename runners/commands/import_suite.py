@@ -42,7 +42,8 @@ def register(sub: Any) -> None:
              " the families, the agent's role), one file of cases per layout (each runnable folder a case: its"
              " question, expected_output as the root-cause statement, its mocks as fixtures, the mocked path as its"
              " trajectory) and not_converted.json (every folder left out, with the reason). DIR must be new or empty"
-             " and outside PATH; nothing is written when the conversion fails. docs/your-agent.md walks through it.")  # fmt: skip
+             " and outside PATH; nothing is written when the conversion fails. docs/your-agent.md walks through"
+             " it.")  # fmt: skip
     _ImportSuiteFlags.add_flags(p, "import-suite")
     p.set_defaults(func=run)
 

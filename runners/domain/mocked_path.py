@@ -11,11 +11,11 @@ statement (or its keywords) and cites the first line of every result; with no re
 from __future__ import annotations
 
 from harness import InformationGain, JsonValue
-from harness.scope import ToolScopeNormalizer
 from runners.domain.case_model import EvalCase
 from runners.domain.scripted import ScriptStep, Trajectory
 from runners.domain.suite import DeclaredTool, ParameterType
 from runners.domain.tool_fixtures import WILDCARD, FixtureStatus, ToolFixture
+from runners.domain.tools.declared import scope_of
 
 __all__ = ["mocked_path"]
 
@@ -54,7 +54,6 @@ def mocked_path(case: EvalCase) -> Trajectory:
     if case.suite is None or not case.fixtures.results:
         return case.trajectory
     offered = set(case.tool_names)
-    normalizer = ToolScopeNormalizer()
     seen: set[tuple[str, str]] = set()
     steps: list[ScriptStep] = []
     cited: list[tuple[int, str, str]] = []
@@ -64,8 +63,7 @@ def mocked_path(case: EvalCase) -> Trajectory:
         if not isinstance(tool, DeclaredTool) or tool.name not in offered:
             continue
         args = _arguments(fixture, tool)
-        scoped = {k: v for k, v in args.items() if tool.scope is None or k in tool.scope}
-        key = (tool.name, normalizer.normalize(scoped))
+        key = (tool.name, scope_of(tool, args))
         if key in seen:
             continue
         seen.add(key)

@@ -30,7 +30,7 @@ from harness import JsonValue
 from runners.domain.case_model import EvalCase
 from runners.domain.mocked_path import mocked_path
 from runners.domain.suite import DeclaredTool, ParameterType, SuiteFamily, SuiteSpec, ToolParameter, ToolParameters
-from runners.domain.tool_fixtures import WILDCARD, FixtureStatus, ToolFixture
+from runners.domain.tool_fixtures import WILDCARD, FixtureStatus
 
 __all__ = ["HOLMES_ROLE", "Conversion", "NotConverted", "convert", "suite_files"]
 
@@ -229,7 +229,13 @@ def _coerce(value: JsonValue, kind: ParameterType) -> JsonValue:
     """A mock's value in its argument's declared type (mixed-type arguments are strings)."""
     if value == WILDCARD or kind is not ParameterType.STRING or isinstance(value, str):
         return value
-    return json.dumps(value) if isinstance(value, list | dict) else str(value).lower() if isinstance(value, bool) else str(value)
+    return (
+        json.dumps(value)
+        if isinstance(value, list | dict)
+        else str(value).lower()
+        if isinstance(value, bool)
+        else str(value)
+    )
 
 
 def _declare(mocks_by_case: Mapping[str, Sequence[_Mock]]) -> dict[str, tuple[DeclaredTool, set[str]]]:
@@ -358,8 +364,10 @@ def _build(r: _Read, case_id: str, suite: SuiteSpec, tools: Mapping[str, tuple[D
     for m in r.mocks:
         declared = tools[m.tool][0].parameters.properties
         match = {k: _coerce(v, declared[k].type) if k in declared else v for k, v in m.match.items()}
-        fixtures.append({"tool": m.tool, "match": match, "status": m.status.value,
-                         **({"output": m.output} if m.output else {}), **({"error": m.error} if m.error else {})})  # fmt: skip
+        fixture: dict[str, object] = {"tool": m.tool, "match": match, "status": m.status.value}
+        fixture.update({"output": m.output} if m.output else {})
+        fixture.update({"error": m.error} if m.error else {})
+        fixtures.append(fixture)
     tags = f" (tags: {', '.join(r.tags)})" if r.tags else ""
     raw: dict[str, object] = {
         "suite": suite.model_dump(mode="json", exclude_none=True),
@@ -376,8 +384,8 @@ def _build(r: _Read, case_id: str, suite: SuiteSpec, tools: Mapping[str, tuple[D
     return case.model_copy(update={"trajectory": mocked_path(case)})
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings as literal blocks (a tool's output stays readable)."""
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """Multi-line strings as literal blocks (a tool's output stays readable); libyaml's emitter where there is one."""
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
@@ -400,7 +408,8 @@ def suite_files(conversion: Conversion) -> dict[str, str]:
     for layout, cases in sorted(conversion.cases.items()):
         docs = [c.model_dump(mode="json", exclude_none=True, exclude={"suite"}, exclude_defaults=False) for c in cases]
         files[f"{layout}.yaml"] = _dump({"cases": docs})
-    files["not_converted.json"] = json.dumps(
-        [{"folder": s.folder, "reason": s.reason} for s in conversion.skipped], indent=1, ensure_ascii=False
-    ) + "\n"
+    files["not_converted.json"] = (
+        json.dumps([{"folder": s.folder, "reason": s.reason} for s in conversion.skipped], indent=1, ensure_ascii=False)
+        + "\n"
+    )
     return files

@@ -3,17 +3,17 @@ fixtures (the first fixture that matches the call answers; none: no data)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from harness import BusinessTool, EvidenceStatus, JsonObject, JsonValue, ToolExecutionError, ToolResult
-from harness.scope import ToolScopeNormalizer
 from runners.domain.suite import DeclaredTool, ParameterType, ToolParameters
 from runners.domain.tool_fixtures import FixtureStatus, ToolFixture, first_match
 
-__all__ = ["DeclaredBackend", "arguments_of", "declared_input_model", "declared_tool", "records_of"]
+__all__ = ["DeclaredBackend", "arguments_of", "declared_input_model", "declared_tool", "records_of", "scope_of"]
 
 _TYPES: dict[ParameterType, Any] = {
     ParameterType.STRING: str,
@@ -35,20 +35,27 @@ def declared_input_model(name: str, parameters: ToolParameters) -> type[BaseMode
         return model
     fields: dict[str, Any] = {}
     for i, (arg, spec) in enumerate(parameters.properties.items()):
-        kind: Any = Literal[tuple(spec.enum)] if spec.enum else _TYPES[spec.type]  # type: ignore[misc]
+        kind: Any = Literal[tuple(spec.enum)] if spec.enum else _TYPES[spec.type]
         required = arg in parameters.required
         fields[f"a{i}"] = (kind if required else kind | None, Field(... if required else None, alias=arg))
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{name}_input", __config__=ConfigDict(extra="forbid", populate_by_name=False, strict=False), **fields
     )
     _MODELS[key] = model
-    return model  # type: ignore[no-any-return]
+    return model
 
 
 def arguments_of(parsed: BaseModel) -> dict[str, JsonValue]:
     """The arguments as the call gave them (by their declared names)."""
     args: dict[str, JsonValue] = parsed.model_dump(mode="json", by_alias=True, exclude_unset=True)
     return args
+
+
+def scope_of(spec: DeclaredTool, arguments: dict[str, JsonValue]) -> str:
+    """A call's scope: its scope arguments (all, when the tool names none) as canonical JSON, nulls left out; two
+    calls are the same query when these are equal."""
+    kept = {k: v for k, v in arguments.items() if v is not None and (spec.scope is None or k in spec.scope)}
+    return json.dumps(kept, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def records_of(output: str) -> tuple[JsonObject, ...]:
@@ -65,16 +72,12 @@ class DeclaredBackend(BusinessTool[BaseModel]):
         self.description = spec.description
         self.input_model = declared_input_model(spec.name, spec.parameters)
         self._schema = spec.parameters.json_schema()
-        self._normalizer = ToolScopeNormalizer()
 
     def input_schema(self) -> JsonObject:
         return dict(self._schema)
 
     def normalize_scope(self, parsed: BaseModel) -> str:
-        args = arguments_of(parsed)
-        if self.spec.scope is not None:
-            args = {k: v for k, v in args.items() if k in self.spec.scope}
-        return self._normalizer.normalize(args)
+        return scope_of(self.spec, arguments_of(parsed))
 
     def run(self, parsed: BaseModel) -> ToolResult:
         args = arguments_of(parsed)
