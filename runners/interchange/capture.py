@@ -1,4 +1,5 @@
-"""An evaluation case built from a stored case run (`harness-bench capture`), and its YAML.
+"""An evaluation case built from a stored case run (`harness-bench capture`), and its YAML (a suite's run: its
+declared tools' calls as the case's results, `_capture_suite`).
 
 What the case is made of, and why:
 
@@ -42,11 +43,13 @@ from harness import (
     SemanticVerdict,
     ViolationKind,
 )
-from runners.domain.evalset import EvalCase, ExpectedStop, Family, FaultKind
+from runners.domain.evalset import TOOL_NAMES, EvalCase, ExpectedStop, Family, FaultKind
 from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
+from runners.domain.suite import SuiteSpec
 from runners.domain.tools.db_query import DbQueryInput, analyse_sql, tables_in_description
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
+from runners.interchange._capture_suite import CaptureError, SuiteCall, suite_fields
 from runners.store.captured_runs import CapturedMessage, CapturedRun
 from runners.store.transcripts import GUARD_VERDICT
 
@@ -94,10 +97,6 @@ _INPUTS: dict[str, type[BaseModel]] = {
 }
 """Each tool's input model (db_query's without a case's table list)."""
 _KEYWORD = re.compile(r"\w{5,}")
-
-
-class CaptureError(ValueError):
-    """The run cannot be made into a case (exit 2); the message names what is missing."""
 
 
 @dataclass(slots=True)
@@ -466,8 +465,9 @@ def _case_id(case_id: str) -> str:
     return f"captured_{slug}"[:81]
 
 
-def build_case(run: CapturedRun) -> EvalCase:
-    """The evaluation case replaying `run` (validated: CaptureError when the run cannot make one)."""
+def build_case(run: CapturedRun, suite: SuiteSpec | None = None) -> EvalCase:
+    """The evaluation case replaying `run` (validated: CaptureError when the run cannot make one); `suite`: the
+    suite of the folder the case is written to, whose declared tools' calls become the case's results."""
     diagnosis = [m for m in run.messages if m.purpose == _DIAGNOSIS]
     user = next((m.content for m in diagnosis if m.kind == EntryKind.USER.value and m.content), None)
     if user is None:
@@ -483,15 +483,21 @@ def build_case(run: CapturedRun) -> EvalCase:
     trajectory.update(_draft(diagnosis, calls, steps))
     if verdict in tuple(SemanticVerdict) and verdict != SemanticVerdict.SUPPORTED.value:
         trajectory["semantic_verdict"] = verdict
-    family = run.family if run.family in tuple(Family) else Family.DIAGNOSABLE.value
+    family = run.family if run.family in tuple(Family) or suite is not None else Family.DIAGNOSABLE.value
+    mine = [c for c in calls if (c.row.tool or "") in TOOL_NAMES or suite is None]  # the built-in tools' calls
+    fixtures: dict[str, JsonValue] = {**_fixtures(mine), **_tables(steps, _offered_tables(diagnosis))}
+    entry = next((m.content for m in diagnosis if m.kind == EntryKind.TOOLS.value), None)
+    called = [SuiteCall(c.row.tool or "", c.row.invocation_status, _input(c), c.observation) for c in calls]
+    suited = suite_fields(run.case_run_id, suite, called, entry, fixtures)
     raw: dict[str, JsonValue] = {
+        **suited,
         "id": _case_id(run.case_id),
         "family": family,
         "description": f"Captured from case run {run.case_run_id} (model {run.model or '?'}); review the"
         " expectations, the trajectory and the recorded results before adding it to an evaluation set.",
         "question": question,
         "context": dict(context),
-        "fixtures": {**_fixtures(calls), **_tables(steps, _offered_tables(diagnosis))},
+        "fixtures": fixtures,
         "expect": _expect(run, calls),
         "trajectory": trajectory,
     }
@@ -539,7 +545,7 @@ def case_yaml(run: CapturedRun, case: EvalCase, path: str) -> str:
             "replay": shlex.join(replay_argv(run, path)),
             "review": list(REVIEW),
         },
-        "cases": [case.model_dump(mode="json", exclude_defaults=True)],
+        "cases": [case.model_dump(mode="json", exclude_defaults=True, exclude={"suite"})],
     }
     head = "# Captured by `harness-bench capture`: REVIEW the fields listed under captured.review before use.\n"
     return head + _dump(doc)
