@@ -378,6 +378,10 @@ def json_schema() -> str:
         "$defs": {},
     }
     case_schema = EvalCase.model_json_schema(ref_template="#/$defs/{model}")
+    case_schema["properties"].pop("suite", None)  # set from the folder's suite.yaml, never written in a case
     defs = case_schema.pop("$defs", {})
+    for name in ("SuiteSpec", "SuiteFamily", "DeclaredTool", "BuiltinTool", "ToolParameters", "ToolParameter",
+                 "ParameterType"):  # fmt: skip
+        defs.pop(name, None)
     schema["$defs"] = {**defs, "EvalCase": case_schema}
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
