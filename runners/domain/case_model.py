@@ -314,7 +314,7 @@ class EvalCase(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{2,80}$")
     """Unique id (also the pytest test id)."""
     family: str = Field(min_length=1, max_length=64)
-    """Which family it belongs to (one of the built-in families, or of its suite's)."""
+    """Which family it belongs to: one of the built-in families (held as its `Family` member), or of its suite's."""
     description: str = Field(min_length=10)
     """What the case exercises (and which docs/architecture.md §13 row, where it covers one)."""
     question: str = Field(min_length=3)
@@ -346,7 +346,7 @@ class EvalCase(_Strict):
         if value not in families:
             listed = ", ".join(repr(f) for f in families[:-1]) + " or " if len(families) > 1 else ""
             raise ValueError(f"Input should be {listed}{families[-1]!r}")
-        return value
+        return value if isinstance(suite, SuiteSpec) else Family(value)  # a built-in family: its enum member
 
     @model_validator(mode="after")
     def _tools_exist(self) -> EvalCase:

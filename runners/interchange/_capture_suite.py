@@ -84,7 +84,8 @@ def suite_fields(
 ) -> dict[str, JsonValue]:
     """The captured case's suite and offered tools, its declared tools' calls added to `fixtures` as its results;
     CaptureError when the run called tools the bench does not have and no suite declares them."""
-    declared = [c for c in calls if c.tool not in TOOL_NAMES]
+    ran = (InvocationStatus.COMPLETED.value, InvocationStatus.FAILED.value)  # a call refused never named a real tool
+    declared = [c for c in calls if c.tool not in TOOL_NAMES and c.status in ran]
     if suite is None:
         if declared:
             raise CaptureError(
