@@ -42,3 +42,10 @@ def case_system_prompt(case: EvalCase) -> str:
     """The system prompt of a case's run: its suite's role with the Harness's tool protocol, or the bench's."""
     role = case.suite.role if case.suite is not None else None
     return BENCH_SYSTEM_PROMPT if role is None else system_prompt(role)
+
+
+def plain_prompt(harness_prompt: str) -> str:
+    """The plain loop's prompt for a run whose Harness prompt is `harness_prompt`: the same role (a suite's, or the
+    payment platform's, which gives `PLAIN_SYSTEM_PROMPT` itself)."""
+    role = harness_prompt.removeprefix(f"{AGENT_MARKER} ").split("\n\n", 1)[0]
+    return PLAIN_SYSTEM_PROMPT.replace(PAYMENT_PLATFORM_ROLE, role, 1)

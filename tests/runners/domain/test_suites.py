@@ -17,7 +17,7 @@ from runners.domain.case_model import TOOL_NAMES, Family
 from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases
 from runners.domain.mocked_path import mocked_path
 from runners.domain.profiles import trajectory_for
-from runners.domain.prompt import BENCH_SYSTEM_PROMPT, case_system_prompt
+from runners.domain.prompt import BENCH_SYSTEM_PROMPT, PLAIN_SYSTEM_PROMPT, case_system_prompt, plain_prompt
 from runners.domain.scripted import ScriptedChatModel
 from runners.domain.suite import SuiteError, SuiteSpec, read_suite
 from runners.domain.tool_fixtures import WILDCARD, FixtureStatus, ToolFixture, first_match, matches
@@ -171,6 +171,8 @@ def test_a_suites_cases_carry_its_tools_families_and_role(tmp_path: Path) -> Non
     (case,) = load_cases([str(_suite(tmp_path))])
     assert case.suite is not None and case.tool_names == ("get_pods", "pod_logs")
     assert case_system_prompt(case).count("tiny cluster") == 1 and case_system_prompt(case) != BENCH_SYSTEM_PROMPT
+    assert plain_prompt(case_system_prompt(case)).count("tiny cluster") == 1  # the plain loop keeps the role
+    assert plain_prompt(BENCH_SYSTEM_PROMPT) == PLAIN_SYSTEM_PROMPT
     with pytest.raises(EvalSetError, match=r"field family: Input should be 'pods'"):
         load_cases([str(_suite(tmp_path / "b", cases=CASES.replace("family: pods", "family: diagnosable")))])
     with pytest.raises(EvalSetError, match=r"fixtures.results\[0\].tool: 'kubectl' is not a declared tool"):
