@@ -113,7 +113,7 @@ def _mock_header(path: Path) -> dict[str, JsonValue] | None:
     return header if isinstance(header, dict) and isinstance(header.get("tool_name"), str) else None
 
 
-def _read_mock(path: Path, folder: str) -> _Mock:
+def _read_mock(path: Path) -> _Mock:
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -150,7 +150,7 @@ def _mocks(folder: Path) -> list[_Mock]:
         if not path.exists():  # a dangling link: the file it named was left out
             raise _Skip(f"a mock file missing: {path.name}")
         if _mock_header(path) is not None:
-            mocks.append(_read_mock(path, folder.name))
+            mocks.append(_read_mock(path))
     return mocks
 
 

@@ -66,6 +66,8 @@ def records_of(output: str) -> tuple[JsonObject, ...]:
 class DeclaredBackend(BusinessTool[BaseModel]):
     """A declared tool answered from the case's fixtures."""
 
+    runs_inline = True  # a lookup in memory: no worker thread, no deadline-capped timeout needed
+
     def __init__(self, spec: DeclaredTool, fixtures: Sequence[ToolFixture]) -> None:
         self.spec = spec
         self.fixtures = tuple(f for f in fixtures if f.tool == spec.name)
