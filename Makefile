@@ -2,7 +2,7 @@
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt constraints-lowest.txt | cksum | cut -d' ' -f1)
 
 # The suite starts well over a hundred Python processes that import the project. Where the environment sets
 # PYTHONDONTWRITEBYTECODE (container images often do), each of them would compile the project from source again
@@ -10,13 +10,15 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 # clone's ignored __pycache__ folders, as Python does by default.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
+.PHONY: bench test test-fast test-full durations lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
 
-## The wheels of the package's pinned dependencies (from pip's cache once filled): tests/e2e/test_wheel.py installs
-## the built wheel into a fresh venv from them alone, offline (`--no-index`).
+## The wheels of the package's pinned dependencies (from pip's cache once filled), and of its dependencies at the
+## low end of their ranges (constraints-lowest.txt): tests/e2e/test_wheel.py installs the built wheel into a fresh
+## venv from each alone, offline (`--no-index`).
 WHEELHOUSE := $(VENV)/wheelhouse
+WHEELHOUSE_LOWEST := $(VENV)/wheelhouse-lowest
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt constraints-lowest.txt
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade "pip>=24"
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[dev,ray,inspect,adapters,otel,docs]"
@@ -24,6 +26,8 @@ $(STAMP): pyproject.toml constraints.txt
 	  > $(VENV)/dependencies.txt
 	$(BIN)/python -m pip download --quiet --disable-pip-version-check -c constraints.txt -d $(WHEELHOUSE) \
 	  -r $(VENV)/dependencies.txt
+	rm -rf $(WHEELHOUSE_LOWEST) && $(BIN)/python -m pip download --quiet --disable-pip-version-check --only-binary :all: \
+	  -c constraints-lowest.txt -d $(WHEELHOUSE_LOWEST) -r $(VENV)/dependencies.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
 ## mypy's cache (.mypy_cache) filled with the installed packages' types, once per venv (about 35 CPU-s): `make test`
@@ -74,9 +78,17 @@ test: $(STAMP)
 	[ $$rc -eq 0 ] && [ $$mrc -eq 0 ]
 
 ## The loop before every commit: the Harness library, the evaluation cases and the bench's modules on their own
-## (everything not marked `slow` in tests/conftest.py), no lint.
+## (every module not marked `slow`: those measured under 3 CPU-s in tests/durations.json), no lint.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
+
+## Measure the suite: each test module's wall and CPU time (its fixtures' setup and teardown included) into the
+## committed tests/durations.json, from which tests/conftest.py marks the `slow` modules and orders `make test`'s
+## modules heaviest first. One process (the figures are a module's own, not a share of a loaded machine); re-run it
+## on a quiet machine after adding or speeding up a heavy module. Some modules only:
+## `pytest -n 0 tests/x.py --durations-out tests/durations.json` replaces their entries and keeps the rest.
+durations: $(STAMP)
+	$(BIN)/python -m pytest -q -n 0 -p no:cacheprovider --durations-out tests/durations.json
 
 ## `make test` with every interrupt moment (20 instead of the sampled 10).
 test-full: $(STAMP)

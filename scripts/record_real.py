@@ -21,55 +21,92 @@ import shlex
 import subprocess
 import sys
 import tempfile
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import Field
+
+from runners.decisions.real_models import recording_cost, summarize
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.splits import Split, split_of_cases
 from runners.live.models import get
+from runners.plan.agent import AgentFramework
+from runners.plan.flags import Flag, FlagModel
+from runners.plan.options import BenchOptions
+from runners.plan.settings import axis_flags
+from runners.plan.stored_plan import run_argv
+from runners.store.recorded_sweeps import read_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "runners.cli"]
 
 
+class Which(StrEnum):
+    """Which cases a recording takes."""
+
+    HELD_OUT = "held-out"
+    DEV = "dev"
+    ALL = "all"
+
+
+class RecordFlags(FlagModel):
+    """The recording's flags."""
+
+    model: Annotated[str, Flag(required=True, metavar="NAME", help="a registered model (runners/live/models.py)")]
+    """The registered model recorded."""
+    base_url: Annotated[str, Flag(required=True, metavar="URL", help="the model server, e.g. http://127.0.0.1:8081/v1")]
+    """Where its server answers."""
+    split: Annotated[Which, Flag(help="which cases (held-out first when all)")] = Which.ALL
+    """Which cases."""
+    thresholds: Annotated[str, Flag(metavar="N[,…]", help="the NO_GAIN thresholds swept (default {default})")] = (
+        "1,2,3,4"
+    )
+    """The thresholds swept, comma-separated."""
+    batch: Annotated[int, Flag(metavar="N", help="cases per sweep (default {default})")] = Field(
+        default=6, ge=1, le=1000
+    )
+    """Cases per sweep."""
+    agent: Annotated[AgentFramework, Flag(help="the agent loop recorded (default {default})")] = AgentFramework.NATIVE
+    """The agent loop."""
+    out: Annotated[Path | None, Flag(metavar="DIR", help="default cassettes/MODEL (cassettes/MODEL-AGENT)")] = None
+    """Where the cassettes go."""
+    summary_only: Annotated[bool, Flag(help="rebuild summary.json from the cassettes")] = False
+    """Rebuild the summary only."""
+
+
 def sweep_flags(model: str, agent: str, thresholds: str) -> list[str]:
-    """The flags every batch and the replay share (the registry's request settings, generous timeouts)."""
+    """The flags every batch and the replay share, rendered from the model's settings (the registry's request
+    settings, generous timeouts), the sweep's options and its thresholds axis."""
     local = get(model)
-    r = local.request
-    return [
-        "--model", f"openai:{model}", "--temperature", f"{r.temperature:g}", "--tool-choice", r.tool_choice,
-        "--schema-mode", r.schema_mode.value, "--tool-call-format", r.tool_call_format.value,
-        "--no-gain-threshold", thresholds, "--epochs", "1", "--deadline", "3600", "--model-timeout-seconds", "900",
-        *(["--agent", agent] if agent != "native" else []),
-    ]  # fmt: skip
+    settings = local.run_settings().with_values({"deadline": 3600.0, "model_timeout_seconds": 900.0})
+    opts = BenchOptions.of(settings=settings, epochs=1, agent=agent)
+    argv = run_argv(opts, always=("model", *type(local.request).model_fields), command="sweep")[2:]
+    axis = tuple(int(t) for t in thresholds.split(",") if t.strip())
+    return [*argv, *axis_flags({"no_gain_threshold": axis})]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="a registered model (runners/live/models.py)")
-    parser.add_argument("--base-url", required=True, help="the model server, e.g. http://127.0.0.1:8081/v1")
-    parser.add_argument("--split", choices=("held-out", "dev", "all"), default="all",
-                        help="which cases (held-out first when all)")  # fmt: skip
-    parser.add_argument("--thresholds", default="1,2,3,4")
-    parser.add_argument("--batch", type=int, default=6, help="cases per sweep (default 6)")
-    parser.add_argument("--agent", default="native")
-    parser.add_argument("--out", type=Path, default=None, help="default cassettes/MODEL (cassettes/MODEL-AGENT)")
-    parser.add_argument("--summary-only", action="store_true", help="rebuild summary.json from the cassettes")
-    args = parser.parse_args(argv)
-    name = args.model if args.agent == "native" else f"{args.model}-{args.agent}"
+    RecordFlags.add_flags(parser, "record_real")
+    args = RecordFlags.from_args(parser.parse_args(argv), "record_real")
+    agent = args.agent.value
+    name = args.model if agent == "native" else f"{args.model}-{agent}"
     out: Path = args.out or ROOT / "cassettes" / name
     out.mkdir(parents=True, exist_ok=True)
     cases = load_cases([str(BUILTIN_DIR)])
     splits = split_of_cases(cases)
     order = [c.id for c in cases if splits[c.id] is Split.HELD_OUT] + [c.id for c in cases if splits[c.id] is Split.DEV]
-    wanted = [i for i in order if args.split == "all" or splits[i].value == args.split]
+    wanted = [i for i in order if args.split is Which.ALL or splits[i].value == args.split.value]
     done_file = out / "recorded.txt"
     done = [line for line in done_file.read_text().split("\n") if line] if done_file.exists() else []
-    flags = sweep_flags(args.model, args.agent, args.thresholds)
+    flags = sweep_flags(args.model, agent, args.thresholds)
+    endpoint = get(args.model).run_flags(args.base_url)[2:4]  # --base-url URL, rendered like the rest
     todo = [i for i in wanted if i not in done]
-    print(f"[record] {args.model} ({args.agent}): {len(done)} cases recorded, {len(todo)} to go", flush=True)
+    print(f"[record] {args.model} ({agent}): {len(done)} cases recorded, {len(todo)} to go", flush=True)
     while todo and not args.summary_only:
         batch, todo = todo[: args.batch], todo[args.batch :]
-        command = [*CLI, "sweep", *flags, "--base-url", args.base_url, "--cassettes", str(out),
+        command = [*CLI, "sweep", *flags, *endpoint, "--cassettes", str(out),
                    "--record-mode", "new_episodes", "--db", str(out / "live.duckdb"), "--label", args.model,
                    *(a for i in batch for a in ("--case", i))]  # fmt: skip
         print(f"[record] batch of {len(batch)}: {' '.join(batch)}", flush=True)
@@ -93,21 +130,14 @@ def write_summary(model: str, out: Path, flags: list[str], done: list[str]) -> N
         db = Path(tmp) / "replay.duckdb"
         subprocess.run([*CLI, "sweep", *sweep_args, "--cassettes", str(out), "--record-mode", "none",
                         "--db", str(db), "--label", model], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
-        summary = subprocess.run(
-            [sys.executable, "-m", "runners.decisions.real_models", "--db", str(db), "--label", model,
-             "--model", model, "--sweep-args", shlex.join(sweep_args)],
-            cwd=ROOT, check=True, capture_output=True, text=True,
-        )  # fmt: skip
-    (out / "summary.json").write_text(summary.stdout)
+        summary = summarize(model, read_recorded(db, model), sweep_args)
+    (out / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n")
     live = out / "live.duckdb"
     if live.exists():
-        cost = subprocess.run(
-            [sys.executable, "-m", "runners.decisions.real_models", "--db", str(live), "--label", model,
-             "--model", model, "--recording-cost", str(out)],
-            cwd=ROOT, check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        (out / "recording.json").write_text(cost.stdout)
+        cost = recording_cost(model, read_recorded(live, model), out)
+        (out / "recording.json").write_text(cost.model_dump_json(indent=1) + "\n")
     print(f"[record] {out / 'summary.json'}: {len(done)} cases", flush=True)
+    print(f"[record] replay: {shlex.join(['harness-bench', 'sweep', *sweep_args])}", flush=True)
 
 
 if __name__ == "__main__":

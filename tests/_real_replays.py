@@ -19,10 +19,13 @@ from filelock import FileLock
 
 from runners.cli import main
 from runners.decisions.real_models import RecordedSummary
+from runners.pipelines.real_probes import is_probe_summary
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json"))
-"""Every committed recording's folder."""
+RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json") if not is_probe_summary(p))
+"""Every committed sweep recording's folder (a tag probe's recording is replayed by its own test)."""
+PROBE_RECORDINGS = sorted(p.parent for p in (ROOT / "cassettes").glob("*/summary.json") if is_probe_summary(p))
+"""Every committed tag-probe recording's folder."""
 
 
 def summary_of(folder: Path) -> RecordedSummary:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -28,7 +28,8 @@ class _CompareStopsFlags(FlagModel):
         Flag(metavar="SPEC",
              help="a stop policy (repeatable): no-gain:T, tool-cap:N, turn-cap:N, token-cap:N, repeat:k=K,w=W,"
                   " error-cycle:k=K, alternation:k=K, or several joined with + (whichever stops first), e.g."
-                  " no-gain:2+tool-cap:8"),
+                  " no-gain:2+tool-cap:8; none given: no-gain:2, no-gain:3, tool-cap:8, turn-cap:8, repeat:k=3,w=10,"
+                  " error-cycle:k=2, alternation:k=3"),
     ] = ()  # fmt: skip
     """The stop policies to compare, as specs."""
     policy_file: Annotated[Path | None, Flag(metavar="PATH")] = None
@@ -72,16 +73,14 @@ def run(args: argparse.Namespace) -> int:
     from runners.decisions.case_alternatives import with_alternatives
     from runners.decisions.compare_stops import compare_stops
     from runners.rendering.compare_stops import render
-    from runners.store._files import write_text
     from runners.store.connection import connect
-    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
+    from runners.store.output_files import write_text
+    from runners.store.replayable_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
     flags = _CompareStopsFlags.from_args(args, "compare-stops")
     policies = _specs(flags.policy)
     if flags.policy_file is not None:
         policies += _policies_of(flags.policy_file)
-    if not policies:
-        _fail("give at least one --policy SPEC or a --policy-file")
     outputs = [NamedPath(flag, path) for flag, path in (("--json", flags.json_path), ("--plot", flags.plot)) if path]
     inputs = [NamedPath("--db", args.db)]
     if flags.policy_file is not None:
@@ -102,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
             runs = runs_of_label(con, db, flags.label)
     finally:
         con.close()
+    if not policies:  # the documented default set (caps and detectors only on plain-loop runs), said first
+        from runners.domain.stop_rules import DEFAULT_POLICY_SPECS
+
+        plain = any(r.agent == "plain" for r in runs)
+        specs = tuple(s for s in DEFAULT_POLICY_SPECS if not (plain and s.startswith("no-gain")))
+        policies = _specs(specs)
+        _say(f"no --policy given: comparing the default set {' '.join(specs)}")
     policies = list({p.spec: p for p in policies}.values())  # a policy given twice is compared once
     result = compare_stops(with_alternatives(runs), policies)  # refuses before anything is written
     selection = f"bench run {flags.bench_run}" if flags.bench_run is not None else f"label {flags.label}"
@@ -112,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"wrote {flags.json_path}")
     if flags.plot is not None:
         from runners.rendering.compare_stops import pareto_png
-        from runners.store._files import write_bytes
+        from runners.store.output_files import write_bytes
 
         write_bytes(NamedPath("--plot", flags.plot), pareto_png(result, title))
         _say(f"wrote {flags.plot}")
@@ -122,13 +128,13 @@ def run(args: argparse.Namespace) -> int:
 def _policies_of(path: Path) -> list[Any]:
     """The policies of a policy file; a file that cannot be read or holds a bad spec: one line naming it."""
     from runners.domain.stop_rules import StopRuleError, parse_policy_file
-    from runners.store._files import path_kind
+    from runners.store.output_files import path_kind
 
     kind = path_kind(path)
     if kind is not None:  # a folder; a FIFO or a device would block the read
         _fail(f"--policy-file {path} is {kind}, not a file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         _fail(f"--policy-file {path}: cannot be read ({why})")

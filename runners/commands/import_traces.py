@@ -1,9 +1,13 @@
-"""`harness-bench import TRACES --db D --label L`: runs observed elsewhere (OpenTelemetry GenAI spans as OTLP/JSON,
-or the library's event log) stored as an imported bench run, so `show`, `report` and `whatif` read them."""
+"""`harness-bench import TRACES --db D --label L [--format tau-bench] [--outcomes FILE]`: runs observed elsewhere
+(OpenTelemetry GenAI spans as OTLP/JSON — the bench's own or any instrumented agent's —, the library's event log, or
+tau-bench's recorded runs) stored as an imported bench run, with the verdicts `--outcomes` gives them, so `show`,
+`report`, `compare-stops`, `whatif` and `gate` read them."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,14 +15,29 @@ from runners.commands._common import EXIT_OK, _add_db, _fail, _say, _sub
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.labels import label_arg
 
-__all__ = ["register", "run"]
+__all__ = ["ImportFormat", "register", "run"]
+
+
+class ImportFormat(StrEnum):
+    """What the file `import` reads holds."""
+
+    TRACES = "traces"
+    """OTLP/JSON spans or the library's event log (told apart by the first line)."""
+    TAU_BENCH = "tau-bench"
+    """tau-bench's recorded runs (a JSON list of `{task_id, trial, reward, info, traj}`)."""
 
 
 class _ImportFlags(FlagModel):
-    """`import`'s arguments: the file read and the label its bench run gets."""
+    """`import`'s arguments: the file read, its format, the runs' verdicts and the label its bench run gets."""
 
     traces: Annotated[Path, Flag(positional=True, metavar="TRACES")]
-    """the OTLP/JSON or event-log file (JSON Lines)"""
+    """the OTLP/JSON or event-log file (JSON Lines), or a tau-bench file with --format tau-bench"""
+    format: ImportFormat = ImportFormat.TRACES
+    """what TRACES holds: traces (OTLP/JSON spans of the bench or of any GenAI-instrumented agent, or the event log)
+    or tau-bench (its recorded runs; each run's reward is its verdict)"""
+    outcomes: Annotated[Path | None, Flag(metavar="FILE")] = None
+    """the runs' verdicts: CSV or JSON Lines, one row per run — trace_id or run_id, passed or reward (passed at 1),
+    optionally expected_outcome (SUCCESS or FALLBACK); runs without a row are held to no expectation"""
     label: Annotated[
         str,
         Flag(parse=label_arg, metavar="LABEL",
@@ -29,20 +48,27 @@ class _ImportFlags(FlagModel):
 
 
 def register(sub: Any) -> None:
-    p = _sub(sub, "import", "store runs observed elsewhere (OTLP/JSON spans or the event log) as an imported bench run",
+    p = _sub(sub, "import", "store runs observed elsewhere (OTLP/JSON spans, the event log, tau-bench's runs) as an"
+             " imported bench run",
              "TRACES is OTLP/JSON (what `export --otel` writes, one ExportTraceServiceRequest per line, or any"
-             " producer of the same invoke_agent/chat/execute_tool spans and harness.* attributes) or the library's"
-             " event log (HarnessSession(event_log=...): one typed event per line). Every run becomes a case run of"
-             " one new bench run (source imported, no expectations: expected_*, passed and failures are empty), with"
-             " its tool_calls and events rows; gate, show and diff give it no verdict. A trace that is not a set of"
-             " whole runs (a span missing, an unknown attribute, a run cut off, two runs under one id, malformed JSON)"
-             " or holds a value its field does not allow (a count that is not an integer from 0 within BIGINT, a"
-             " threshold outside what `run` accepts, a span ending before it starts, misshapen gen_ai messages) is"
-             " one line naming the line, span and field, exit 2, and nothing is written. The same runs imported"
-             " again under one label are refused.")  # fmt: skip
+             " producer of the same invoke_agent/chat/execute_tool spans — with the harness.* attributes, or any"
+             " GenAI-instrumented agent's spans without them), the library's event log (HarnessSession(event_log=...):"
+             " one typed event per line), or with --format tau-bench tau-bench's recorded runs (a JSON list of"
+             " {task_id, trial, reward, info, traj}; each reward is its run's verdict). Every run becomes a case run of"
+             " one new bench run (source imported), with its tool_calls and events rows. Another agent's run is"
+             " stored as the plain loop: every call ran, the Harness's NO_GAIN inferred by its rules (an empty or"
+             " repeated result), the model's gain tags and the limits it ran under unknown. --outcomes FILE gives"
+             " runs their verdicts (CSV or JSON Lines: trace_id or run_id, passed or reward, optionally"
+             " expected_outcome); runs without one are held to no expectation (expected_*, passed and failures"
+             " empty) and gate, show and diff give them no verdict. A trace that is not a set of whole runs (a span"
+             " missing, an unknown attribute, a run cut off, two runs under one id, malformed JSON) or holds a value"
+             " its field does not allow (a count that is not an integer from 0 within BIGINT, a threshold outside"
+             " what `run` accepts, a span ending before it starts, misshapen gen_ai messages), and an outcome row"
+             " that is not one, is one line naming the file, line, span or run and field, exit 2, and nothing is"
+             " written. The same runs imported again under one label are refused.")  # fmt: skip
     _ImportFlags.add_flags(p, "import", only=("traces",))
     _add_db(p)
-    _ImportFlags.add_flags(p, "import", only=("label",))
+    _ImportFlags.add_flags(p, "import", only=("label", "format", "outcomes"))
     p.set_defaults(func=run)
 
 
@@ -51,22 +77,41 @@ def run(args: argparse.Namespace) -> int:
     from datetime import UTC, datetime
 
     from harness import __version__
-    from runners.interchange.otel_import import fingerprint, import_rows, read_traces
+    from runners.interchange.observed_rows import import_rows
+    from runners.interchange.observed_runs import fingerprint
+    from runners.interchange.otel_import import read_traces
+    from runners.interchange.outcomes import match_outcomes, read_outcomes
+    from runners.interchange.tau_bench import read_tau_bench
+    from runners.plan.agent import AgentFramework
     from runners.store.connection import check_database_file, connect
     from runners.store.imported_runs import ImportedBenchRun, imported_before, write_imported_bench_run
 
-    traces: Path = args.traces
-    if not traces.is_file():
-        _fail(f"{traces}: no such file" if not traces.exists() else f"{traces}: not a file")
+    flags = _ImportFlags.from_args(args, "import")
+    traces = flags.traces
+    for given in (traces, flags.outcomes):
+        if given is not None and not given.is_file():
+            _fail(f"{given}: no such file" if not given.exists() else f"{given}: not a file")
     db: Path = args.db
     check_database_file(db, writing=True)
-    runs = read_traces(traces)  # every run whole and every value checked before the database is opened
+    # every run whole, every value and every verdict checked before the database is opened
+    if flags.format is ImportFormat.TAU_BENCH:
+        read = read_tau_bench(traces)
+        runs, verdicts = read.runs, dict(read.verdicts)
+    else:
+        runs, verdicts = read_traces(traces), {}
+    if len({r.harnessed for r in runs}) > 1:
+        _fail(f"{traces}: holds runs the Harness drove and runs of another agent (no harness.* attributes); import"
+              " them separately")  # fmt: skip
+    if flags.outcomes is not None:
+        judged_rows = read_outcomes(flags.outcomes)
+        verdicts.update(match_outcomes(flags.outcomes, judged_rows, {r.run_id: r.trace_id for r in runs}))
     bench_run_id = f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    rows = import_rows(runs, bench_run_id, args.label)
+    rows = import_rows(runs, bench_run_id, args.label, verdicts)
     models = {str(r.case_run["model"]) for r, _ in rows}
+    foreign = not runs[0].harnessed
     bench = ImportedBenchRun(bench_run_id, args.label, models.pop() if len(models) == 1 else None, str(traces),
                              tuple(r.case_id for r in runs), max(r.epoch for r in runs), __version__,
-                             fingerprint(runs))  # fmt: skip
+                             fingerprint(runs), AgentFramework.PLAIN.value if foreign else None)  # fmt: skip
     if db.exists():  # read-only: a refused import leaves the file as it was, byte for byte
         con = connect(db, read_only=True)
         try:
@@ -87,8 +132,11 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         if not existed:  # nothing half-imported: a database this import created goes with it
             for leftover in (db, Path(f"{db}.wal")):
-                leftover.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # a read-only file system refuses even removing nothing
+                    leftover.unlink(missing_ok=True)
         raise
+    judged = [v for r in runs if (v := verdicts.get(r.run_id)) is not None]
+    verdict = f"; {len(judged)} with a verdict, {sum(v.passed for v in judged)} passed" if judged else ""
     _say(f"imported {len(rows)} case runs from {traces} into {db} as bench run {bench_run_id} (label"
-         f" {args.label}, {written} rows)")  # fmt: skip
+         f" {args.label}, {written} rows{verdict})")  # fmt: skip
     return EXIT_OK

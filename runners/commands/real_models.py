@@ -19,8 +19,10 @@ from runners.commands._common import (
     _say,
     _sub,
 )
+from runners.domain.input_files import what_is
+from runners.domain.repository import hint_for_missing
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -73,22 +75,32 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
     )  # fmt: skip
 
 
+def _sweep_of(recording: Any, db: Path) -> Any:
+    """The sweep that replays `recording` into `db`: its flags, offline from its cassettes under its label, read by
+    the parser of `harness-bench sweep` as that command reads them."""
+    from runners.commands._bench import _add_bench, _bench_options
+    from runners.pipelines.real_models import ReplaySweep
+    from runners.plan import settings
+
+    summary = recording.summary
+    argv = [*summary.sweep_args, "--cassettes", str(recording.folder), "--record-mode", "none", "--db", str(db),
+            "--label", summary.label]  # fmt: skip
+    parser = Parser(prog="harness-bench sweep")
+    _add_bench(parser, sweep=True)
+    args = parser.parse_args(argv)
+    options = _bench_options(args, command="sweep")
+    return ReplaySweep(grid={} if options.resume else settings.axes_from_args(args), options=options)
+
+
 def run(args: argparse.Namespace) -> int:
     from runners.live.models import MODELS
-    from runners.rendering.real_report import (
-        RecordingError,
-        ReplayMismatch,
-        build,
-        find_recordings,
-        render_html,
-        render_markdown,
-        stops_figures,
-    )
-    from runners.store._files import write_bytes, write_text
+    from runners.pipelines.real_models import RecordingError, build, find_recordings
+    from runners.rendering.real_report import ReplayMismatch, render_html, render_markdown, stops_figures
+    from runners.store.output_files import write_bytes, write_text
 
     flags = _RealModelsFlags.from_args(args, "real-models")
     if flags.out.exists() and not flags.out.is_dir():
-        _fail(f"--out {flags.out} is a file; give a folder (it will hold report.md and report.html)")
+        _fail(f"--out {flags.out} is {what_is(flags.out)}; give a folder (it will hold report.md and report.html)")
     inputs = [NamedPath("--cassettes", flags.cassettes)]
     if flags.db is not None:
         inputs.append(NamedPath("--db", flags.db))
@@ -98,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs([NamedPath("--out", md_path), NamedPath("--out", html_path)], inputs)
     if any(flags.cassettes.resolve() in (p.resolve(), *p.resolve().parents) for p in (md_path,)):
         _fail(f"--out {flags.out} is inside --cassettes {flags.cassettes}: the report would land among its inputs")
+    if not flags.cassettes.exists() and hint_for_missing(flags.cassettes):
+        _fail(f"--cassettes {flags.cassettes}: no such folder{hint_for_missing(flags.cassettes)}")
     try:
         recordings = find_recordings(flags.cassettes)
     except RecordingError as exc:
@@ -106,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hb-real-models-") as tmp:
         db = flags.db if flags.db is not None else Path(tmp) / "replay.duckdb"
         try:
-            built = build(recordings, db, settings, list(MODELS))
+            built = build(recordings, db, settings, list(MODELS), _sweep_of)
         except RecordingError as exc:
             _fail(str(exc))
         if isinstance(built, list):
@@ -116,6 +130,10 @@ def run(args: argparse.Namespace) -> int:
                 more = f" (+{len(mismatch.differences) - 12} more)" if len(mismatch.differences) > 12 else ""
                 _error(f"{mismatch.model}: the replay does not yield the committed summary: {shown}{more}")
             return EXIT_REGRESSION
+        probes = _probes(flags.cassettes, Path(tmp) / "probes.duckdb", built)  # apart: --db holds the sweeps
+        if probes is None:
+            return EXIT_REGRESSION
+        built = built.model_copy(update={"probes": probes})
     command = "harness-bench real-models" + ("" if flags.cassettes == Path("cassettes") else f" --cassettes"
                                              f" {flags.cassettes}")  # fmt: skip
     figures = stops_figures(built)
@@ -130,3 +148,50 @@ def run(args: argparse.Namespace) -> int:
             _say(f"warning: the downgrade {gate.baseline} → {gate.candidate} PASSED the gate", stderr=True)
     _say(f"wrote {md_path} and {html_path}")
     return EXIT_OK
+
+
+def _probes(cassettes: Path, db: Path, built: Any) -> tuple[Any, ...] | None:
+    """Every committed tag-probe recording replayed offline into `db` and checked against its summary (None, each
+    mismatch said, when one does not replay to it); beside each, what the model's sweep recommends."""
+    from runners.pipelines.real_probes import find_probe_recordings, replay_probe
+    from runners.plan.rules import UsageError
+    from runners.rendering.real_probes import ProbeReport
+
+    try:
+        recordings = find_probe_recordings(cassettes)
+    except ValueError as exc:
+        _fail(str(exc))
+    swept = {m.summary.model: m.recommended.threshold for m in built.models if m.summary.agent.value == "native"}
+    out, ok = [], True
+    for rec in recordings:
+        try:
+            got = replay_probe(rec, db, _plan_of)
+        except (ValueError, UsageError) as exc:  # a flag the plan refuses: one line
+            _fail(str(exc))
+        if got != rec.summary.measured:
+            _error(f"{rec.folder / 'summary.json'}: the probe's replay does not yield the committed summary"
+                   f" (judged {got.judged} vs {rec.summary.measured.judged}, right {got.right} vs"
+                   f" {rec.summary.measured.right})")  # fmt: skip
+            ok = False
+        out.append(ProbeReport(model=rec.summary.model, folder=rec.folder.name, cases=rec.summary.cases,
+                               measured=got, swept=swept.get(rec.summary.model)))  # fmt: skip
+    return tuple(out) if ok else None
+
+
+def _plan_of(recording: Any, db: Path) -> Any:
+    """The plan (and `--probe` points) that replay a probe recording into `db`: its flags, offline from its cassettes
+    under the model's name, read by the parser of `harness-bench tag-probe` as that command reads them."""
+    from runners.commands._bench import _bench_options
+    from runners.commands.tag_probe import _points, _TagProbeFlags, register
+    from runners.plan.run_plan import plan_run
+    from runners.store.resume import STORED_RUNS
+
+    summary = recording.summary
+    argv = ["tag-probe", *summary.probe_args, "--cassettes", str(recording.folder), "--record-mode", "none",
+            "--db", str(db), "--label", f"{summary.model}-probe"]  # fmt: skip
+    parser = Parser(prog="harness-bench")
+    register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    plan = plan_run(_bench_options(args, command="run"), STORED_RUNS)
+    flags = _TagProbeFlags.from_args(args, "tag-probe")
+    return plan, (_points(flags.probe, plan.cases) if flags.probe else None)

@@ -17,7 +17,9 @@ profile is played identically in-process and by `serve-sim`:
   the same message as the one before it with probability `p`, copying that message's evaluation.
 - `optimist` — tags every observation it evaluates GAINED, evidence or not (an optimistic gain tagger).
 - `dismissive` — tags every observation that carries the case's evidence NO_GAIN (a premature gain tagger;
-  `runners/domain/evidence_marks.py` says which records carry it), and the others as the reference does.
+  `runners/domain/evidence_marks.py` says which records carry it), and every other one NO_GAIN too except one that
+  restates the complaint (truth grade `symptom`), which it tags as the reference does: its only wrong tags are
+  premature ones.
 - `mocked-path` — a suite's case: each fixture's call once, in order, then a Draft citing what they returned
   (`runners/domain/mocked_path.py`); a case without declared tools' fixtures plays its reference trajectory.
 
@@ -41,6 +43,8 @@ from runners.domain.evalset import EvalCase
 from runners.domain.mocked_path import mocked_path
 from runners.domain.model_spec import DEFAULT_PROFILE, ModelKind, ModelSpecError, parse_model
 from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
+from runners.domain.suggest import did_you_mean
+from runners.domain.truth_grades import TruthGrade
 
 PROFILES = (
     "reference",
@@ -75,7 +79,9 @@ def parse_profile(text: str) -> tuple[str, dict[str, float]]:
     name, _, query = text.partition("?")
     name = name or DEFAULT_PROFILE
     if name not in PROFILES:
-        raise UnknownProfileError(f"unknown behaviour profile {name!r}; profiles are {', '.join(PROFILES)}")
+        raise UnknownProfileError(
+            f"unknown behaviour profile {name!r}{did_you_mean(name, PROFILES)}; profiles are {', '.join(PROFILES)}"
+        )
     params: dict[str, float] = {"seed": 0, "epoch": 0, **_DEFAULTS[name]}
     given: set[str] = set()
     for part in filter(None, query.split("&")):
@@ -285,10 +291,19 @@ def _dismissive(case: EvalCase, params: dict[str, float], rng: random.Random) ->
     traj = case.trajectory
     obs = _observed(case.model_dump_json())
     steps = [
-        step.model_copy(update={"gain": InformationGain.NO_GAIN}) if i > 0 and obs[i - 1][2] else step
+        step.model_copy(update={"gain": InformationGain.NO_GAIN}) if i > 0 and _dismissed(traj, i - 1, obs) else step
         for i, step in enumerate(traj.steps)
     ]
     return traj.model_copy(update={"steps": steps})
+
+
+def _dismissed(traj: Trajectory, i: int, obs: tuple[tuple[bool, str | None, bool], ...]) -> bool:
+    """Whether the dismissive tagger says NO_GAIN on step `i`'s observation: when it carries the case's evidence,
+    and wherever else its truth grade makes NO_GAIN a right tag except a restated complaint (`symptom`), which it
+    tags as the reference does — so its only errors are premature ones (a step without a grade: the evidence
+    alone decides)."""
+    truth = traj.steps[i].truth
+    return obs[i][2] or (truth is not None and truth.grade is not TruthGrade.SYMPTOM)
 
 
 _TRANSFORMS: dict[str, Callable[[EvalCase, dict[str, float], random.Random], Trajectory]] = {

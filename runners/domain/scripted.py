@@ -31,6 +31,7 @@ from harness import (
     ToolSpec,
     Usage,
 )
+from runners.domain.truth_grades import ObservationTruth
 
 
 class Mistake(StrEnum):
@@ -86,6 +87,9 @@ class ScriptStep(BaseModel):
     the evaluation the message's first call carries, as parallel-calling models do."""
     note: str | None = None
     """Why the step is there (documentation only)."""
+    truth: ObservationTruth | None = None
+    """What this step's observation really held (its truth grade and the records it rests on): what a model's
+    GAINED / NO_GAIN on it is scored against (`harness-bench tag-probe`). Every step of a case file has one."""
 
 
 class Trajectory(BaseModel):
@@ -183,6 +187,11 @@ def _replay(traj: Trajectory, messages: Sequence[ChatMessage]) -> _Position:
                 pos.last_completed = call.id
             pos.pending = call.id if obs.get("evaluation_required") is True else None
     return pos
+
+
+def step_call_ids(traj: Trajectory, messages: Sequence[ChatMessage]) -> dict[int, str]:
+    """Which call carried each step of `traj` done so far in `messages` (1-based step -> tool_call_id)."""
+    return dict(_replay(traj, messages).step_ids)
 
 
 def _resolve(value: JsonValue, ids: dict[int, str]) -> JsonValue:

@@ -254,7 +254,7 @@ _KNOWN_PARTS = ("text", "tool_call", "tool_call_response")
 
 
 def _part_tag(value: object) -> str:
-    kind = value.get("type") if isinstance(value, dict) else None
+    kind = value.get("type") if isinstance(value, dict) else getattr(value, "type", None)
     return kind if isinstance(kind, str) and kind in _KNOWN_PARTS else "other"
 
 

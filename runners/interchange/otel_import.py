@@ -6,7 +6,8 @@ Two inputs, told apart by their first line:
   attributes): every `invoke_agent` span is one run; its `chat` and `execute_tool` children and its `harness.*`
   span events are the run's events (`harness.seq` orders them), its own attributes RUN_STARTED and RELEASED.
   Spans that are none of these and belong to no run (an embedder's own) are left aside; the bench's verdict
-  (`gen_ai.evaluation.result`) is not read: imported runs are observations, without expectations.
+  (`gen_ai.evaluation.result`) is not read (`--outcomes` gives imported runs their verdicts). A run whose spans carry
+  no `harness.*` attribute is another agent's, read by `genai_spans` (its calls may sit under spans of its own).
 - the library's event log (`harness.event_log`): one typed event per line, each with its run's id.
 
 Every run must be whole (RUN_STARTED … RELEASED, no event missing, no attribute or field unknown) and every value
@@ -20,50 +21,34 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
-import math
-import re
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pydantic
 
 from harness import (
     EVENT_TYPES,
-    BudgetExhausted,
-    BudgetUsage,
-    EntryKind,
     EventLogError,
     EventLogLine,
     ModelCall,
     ModelPurpose,
     Released,
-    ReleaseDecision,
-    ReleaseOutcome,
     RunLimits,
-    RunResult,
     RunStarted,
     ToolInvocation,
-    ToolRequestRejected,
     TraceEvent,
-    TranscriptEntry,
     event_adapter,
     event_from_json,
-    event_line,
-    parse_draft,
 )
 from runners.interchange._trace_values import (
-    INT64_MAX,
     BadValue,
     ChatMessage,
     TextPart,
-    ToolCallPart,
-    ToolCallResponsePart,
     check_bool,
     check_count,
     check_enum,
@@ -74,10 +59,16 @@ from runners.interchange._trace_values import (
     check_totals,
     read_messages,
 )
-
-if TYPE_CHECKING:
-    from runners.plan.settings import SettingValue
-    from runners.store.schema import CaseRunRows
+from runners.interchange.genai_spans import MODEL_OPERATIONS, NotScalar, Span, foreign_run, is_foreign
+from runners.interchange.observed_runs import (
+    Contents,
+    ObservedRun,
+    TraceImportError,
+    distinct_epochs,
+    fingerprint,
+    identity,
+    short,
+)
 
 __all__ = [
     "Contents",
@@ -85,58 +76,8 @@ __all__ = [
     "TraceFormat",
     "TraceImportError",
     "fingerprint",
-    "import_rows",
-    "observed_result",
     "read_traces",
 ]
-
-
-class TraceImportError(ValueError):
-    """A trace file that is not a set of whole runs: one line naming the file, the line and the span."""
-
-
-@dataclass(frozen=True, slots=True)
-class Contents:
-    """The messages of one model call attempt, as its span carries them (None: the attribute is absent)."""
-
-    given: tuple[ChatMessage, ...] | None
-    """`gen_ai.input.messages`: what the call added to the conversation."""
-    answered: tuple[ChatMessage, ...] | None
-    """`gen_ai.output.messages`: the model's answer."""
-    tools: str | None = None
-    """`gen_ai.tool.definitions`: the tools it offered, where they first appear or change."""
-
-
-@dataclass(frozen=True, slots=True)
-class ObservedRun:
-    """One run read from a trace file, whole."""
-
-    run_id: str
-    """Its id in the trace (`gen_ai.conversation.id`, or the event log's `run_id`)."""
-    case_id: str
-    """The case it ran: the middle of a bench case run id (`BENCH/CASE/EPOCH`), else the run id."""
-    epoch: int
-    """Its epoch: the end of a bench case run id, else 1."""
-    events: tuple[TraceEvent, ...]
-    """Its typed events, in trace order."""
-    limits: RunLimits | None
-    """The thresholds and budgets it ran under, when the trace says."""
-    final_text: str | None = None
-    """The text of its last diagnosis answer, when the trace carries message contents (the Draft)."""
-    contents: tuple[Contents, ...] = ()
-    """Per model call attempt, in order: its `gen_ai.input.messages` and `gen_ai.output.messages`, when the trace
-    carries message contents; else empty."""
-    source: str = ""
-    """Where it was read (`FILE:LINE`, and its run span), for a message about it."""
-
-
-_BENCH_ID = re.compile(r"(?P<bench>.+)/(?P<case>[^/]+)/(?P<epoch>[1-9][0-9]{0,8})")
-"""A bench case run id (`runners.run.bench.case_run_id`)."""
-
-
-def _identity(run_id: str) -> tuple[str, int]:
-    m = _BENCH_ID.fullmatch(run_id)
-    return (m["case"], int(m["epoch"])) if m else (run_id, 1)
 
 
 class TraceFormat(StrEnum):
@@ -175,43 +116,13 @@ def read_traces(path: Path, *, formats: Collection[TraceFormat] = tuple(TraceFor
         raise TraceImportError(f"{path}:{first_no}: {_FORMAT_SHAPES[found]}, not"
                                f" {' or '.join(_FORMAT_SHAPES[f] for f in formats)}")  # fmt: skip
     runs = _OtlpReader(path).read(lines) if found is TraceFormat.OTLP_JSON else _read_event_log(path, lines)
-    return _distinct_epochs(runs)
+    return distinct_epochs(runs)
 
 
 _FORMAT_SHAPES = {
     TraceFormat.OTLP_JSON: "an OTLP/JSON traces request (resourceSpans)",
     TraceFormat.EVENT_LOG: "an event-log line (run_id, event)",
 }
-
-
-def fingerprint(runs: Sequence[ObservedRun]) -> str:
-    """The runs as a hash of their ids, events and limits (not of the file's bytes: the same runs exported again,
-    under new span ids, hash the same) — how an import finds runs imported before."""
-    digest = hashlib.sha256()
-    for run in runs:
-        for e in run.events:
-            digest.update(event_line(run.run_id, e, run.limits if isinstance(e, RunStarted) else None).encode())
-            digest.update(b"\n")
-    return f"trace-sha256:{digest.hexdigest()}"
-
-
-def _distinct_epochs(runs: Sequence[ObservedRun]) -> tuple[ObservedRun, ...]:
-    """Each run a case and epoch of its own: a case and epoch seen before (two bench runs in one file) gets the
-    case's next free epoch (the import's case run id is `BENCH/CASE/EPOCH`)."""
-    taken: dict[str, set[int]] = {}
-    out = []
-    for run in runs:
-        epochs = taken.setdefault(run.case_id, set())
-        if run.epoch in epochs:
-            run = dataclasses.replace(run, epoch=max(epochs) + 1)
-        epochs.add(run.epoch)
-        out.append(run)
-    return tuple(out)
-
-
-def _short(text: str) -> str:
-    """A trace's id as an error names it: cut to 120 characters (a trace may hold any text there)."""
-    return text if len(text) <= 120 else text[:120] + "…"
 
 
 def _json(path: Path, n: int, line: str) -> Any:
@@ -273,7 +184,7 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
             loc = ".".join(str(p) for p in first["loc"]) or "line"
             raise TraceImportError(f"{where}: not an event-log line ({loc}: {first['msg']})") from None
         _event_log_values(where, text)
-        name = _short(line.run_id)
+        name = short(line.run_id)
         try:
             event = event_from_json(line.event)
         except EventLogError as exc:
@@ -303,7 +214,7 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
         run.released = isinstance(event, Released)
     out = []
     for run_id, run in runs.items():
-        at = f"{path}:{run.line}: run {_short(run_id)}"
+        at = f"{path}:{run.line}: run {short(run_id)}"
         if not run.released:
             last = run.events[-1]
             raise TraceImportError(f"{at}: cut off (no RELEASED; its last event is {last.kind.value} seq {last.seq})")
@@ -311,7 +222,7 @@ def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[Observ
             check_totals(run.events, {f: f"event.{f}" for f in ("input_tokens", "output_tokens", "observation_bytes")})
         except BadValue as exc:
             raise TraceImportError(f"{at}: {exc}") from None
-        case_id, epoch = _identity(run_id)
+        case_id, epoch = identity(run_id)
         out.append(ObservedRun(run_id, case_id, epoch, tuple(run.events), run.limits, source=f"{path}:{run.line}"))
     return out
 
@@ -344,19 +255,6 @@ def _nullable() -> dict[type[TraceEvent], tuple[str, ...]]:
 
 
 _NULLABLE = _nullable()
-
-
-@dataclass(frozen=True, slots=True)
-class _Span:
-    line: int
-    trace_id: str
-    span_id: str
-    parent: str
-    name: str
-    start: int
-    end: int
-    attributes: dict[str, object]
-    events: tuple[tuple[str, int, dict[str, object]], ...]
 
 
 _Check = Callable[[str, object], object]
@@ -397,7 +295,7 @@ class _OtlpReader:
 
     # reading ------------------------------------------------------------------------------------------------------
     def read(self, lines: Sequence[tuple[int, str]]) -> list[ObservedRun]:
-        spans: dict[tuple[str, str], _Span] = {}
+        spans: dict[tuple[str, str], Span] = {}
         for n, text in lines:
             for span in self._spans(n, text):
                 key = (span.trace_id, span.span_id)
@@ -406,35 +304,73 @@ class _OtlpReader:
                                            f" {spans[key].line})")  # fmt: skip
                 spans[key] = span
         runs = [s for s in spans.values() if s.attributes.get(_OPERATION) == "invoke_agent"]
-        children: dict[tuple[str, str], list[_Span]] = {(r.trace_id, r.span_id): [] for r in runs}
+        children: dict[tuple[str, str], list[Span]] = {(r.trace_id, r.span_id): [] for r in runs}
+        indirect: dict[tuple[str, str], Span] = {}
         for s in spans.values():
             op = s.attributes.get(_OPERATION)
-            if op not in ("chat", "execute_tool"):
+            if op not in MODEL_OPERATIONS and op != "execute_tool":
                 continue
             parent = children.get((s.trace_id, s.parent))
-            if parent is None:
-                raise TraceImportError(self._orphan(s, spans.get((s.trace_id, s.parent))))
+            if parent is None:  # another agent may nest its calls under spans of its own: the nearest run above
+                run = self._run_above(s, spans)
+                if run is None:
+                    raise TraceImportError(self._orphan(s, spans.get((s.trace_id, s.parent))))
+                parent = children[(run.trace_id, run.span_id)]
+                indirect[(s.trace_id, s.span_id)] = s
             parent.append(s)
-        seen: dict[str, _Span] = {}
+        seen: dict[str, Span] = {}
         out = []
         for r in runs:
+            kids = children[(r.trace_id, r.span_id)]
+            foreign = is_foreign(r, kids)
             run_id = r.attributes.get(_CONVERSATION)
-            if run_id is None:
+            if run_id is None and not foreign:
                 raise TraceImportError(f"{self._at(r)}: no {_CONVERSATION} (the run's id)")
             try:
-                run_id = _run_id(_CONVERSATION, run_id)
+                run_id = None if run_id is None else _run_id(_CONVERSATION, run_id)
             except BadValue as exc:
                 raise TraceImportError(f"{self._at(r)}: {exc}") from None
-            if run_id in seen:
-                raise TraceImportError(f"{self._at(r)}: run {_short(run_id)} also has run span"
+            if run_id is not None and run_id in seen:
+                raise TraceImportError(f"{self._at(r)}: run {short(run_id)} also has run span"
                                        f" {seen[run_id].span_id} (two runs interleaved under one id)")  # fmt: skip
-            seen[run_id] = r
-            out.append(self._run(r, run_id, children[(r.trace_id, r.span_id)]))
+            if run_id is not None:
+                seen[run_id] = r
+            if foreign:
+                out.append(foreign_run(self.path, r, kids, run_id))
+                continue
+            assert run_id is not None
+            nested = next((k for k in kids if (k.trace_id, k.span_id) in indirect), None)
+            if nested is not None:
+                raise TraceImportError(self._orphan(nested, spans.get((nested.trace_id, nested.parent))))
+            self._scalars(r, kids)
+            out.append(self._run(r, run_id, kids))
         if not out:
             raise TraceImportError(f"{self.path}: no invoke_agent span: no run to import")
         return out
 
-    def _orphan(self, s: _Span, parent: _Span | None) -> str:
+    @staticmethod
+    def _run_above(s: Span, spans: Mapping[tuple[str, str], Span]) -> Span | None:
+        """The nearest `invoke_agent` span above `s` (None: none; a cycle of parents ends the walk)."""
+        seen: set[str] = set()
+        at = spans.get((s.trace_id, s.parent))
+        while at is not None and at.span_id not in seen:
+            if at.attributes.get(_OPERATION) == "invoke_agent":
+                return at
+            seen.add(at.span_id)
+            at = spans.get((at.trace_id, at.parent))
+        return None
+
+    def _scalars(self, r: Span, kids: Sequence[Span]) -> None:
+        """A run the Harness drove holds only scalar attributes (it writes no other)."""
+        for s in (r, *kids):
+            where = f"{self.path}:{s.line}: span {s.span_id}"
+            for attrs in (s.attributes, *(a for _, _, a in s.events)):
+                for key, value in attrs.items():
+                    if isinstance(value, NotScalar):
+                        raise TraceImportError(f"{where}: attribute {key}: a {value.which} value (a harness"
+                                               " attribute is a string, boolean or number)")  # fmt: skip
+
+    def _orphan(self, s: Span, parent: Span | None) -> str:
         """Why a chat or execute_tool span belongs to no run: its parent is missing, or is not a run span."""
         at = f"{self.path}:{s.line}: span {s.span_id} ({s.name})"
         if parent is None:
@@ -444,7 +380,7 @@ class _OtlpReader:
         return (f"{at}: its parent span {parent.span_id} ({parent.name}, line {parent.line}) is not a run span: it"
                 f" has {what}, where a run span has 'invoke_agent'")  # fmt: skip
 
-    def _spans(self, n: int, text: str) -> Iterable[_Span]:
+    def _spans(self, n: int, text: str) -> Iterable[Span]:
         from google.protobuf.json_format import ParseError
 
         from runners.interchange.otel_export import parse_otlp_json
@@ -459,24 +395,21 @@ class _OtlpReader:
         for rs in request.resource_spans:
             for ss in rs.scope_spans:
                 for s in ss.spans:
-                    where = f"{self.path}:{n}: span {s.span_id.hex()}"
-                    events = tuple((e.name, e.time_unix_nano, self._attrs(where, e.attributes)) for e in s.events)
-                    yield _Span(n, s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(), s.name,
-                                s.start_time_unix_nano, s.end_time_unix_nano, self._attrs(where, s.attributes),
-                                events)  # fmt: skip
+                    events = tuple((e.name, e.time_unix_nano, self._attrs(e.attributes)) for e in s.events)
+                    yield Span(n, s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(), s.name,
+                               s.start_time_unix_nano, s.end_time_unix_nano, self._attrs(s.attributes), events,
+                               s.status.code, s.status.message)  # fmt: skip
 
     @staticmethod
-    def _attrs(where: str, kvs: Any) -> dict[str, object]:
+    def _attrs(kvs: Any) -> dict[str, object]:
         out: dict[str, object] = {}
         for kv in kvs:
             which = kv.value.WhichOneof("value")
-            if which not in ("string_value", "bool_value", "int_value", "double_value"):
-                raise TraceImportError(f"{where}: attribute {kv.key}: a {which or 'missing'} value (a harness"
-                                       " attribute is a string, boolean or number)")  # fmt: skip
-            out[kv.key] = getattr(kv.value, which)
+            scalar = which in ("string_value", "bool_value", "int_value", "double_value")
+            out[kv.key] = getattr(kv.value, which) if scalar else NotScalar(which or "missing")
         return out
 
-    def _at(self, s: _Span) -> str:
+    def _at(self, s: Span) -> str:
         return f"{self.path}:{s.line}: span {s.span_id} ({s.name})"
 
     # one run ------------------------------------------------------------------------------------------------------
@@ -518,7 +451,7 @@ class _OtlpReader:
                     raise TraceImportError(f"{where}: {exc}") from None
         return out
 
-    def _times(self, where: str, s: _Span, run_start: int) -> None:
+    def _times(self, where: str, s: Span, run_start: int) -> None:
         """A span's times: an end not before its start, and neither before its run's start."""
         if s.end < s.start:
             raise TraceImportError(f"{where}: endTimeUnixNano {s.end} is before startTimeUnixNano {s.start}: the"
@@ -527,7 +460,7 @@ class _OtlpReader:
             raise TraceImportError(f"{where}: startTimeUnixNano {s.start} is before its run span's start"
                                    f" ({run_start})")  # fmt: skip
 
-    def _run(self, r: _Span, run_id: str, kids: list[_Span]) -> ObservedRun:
+    def _run(self, r: Span, run_id: str, kids: list[Span]) -> ObservedRun:
         at = self._at(r)
         t0 = r.start
 
@@ -600,11 +533,11 @@ class _OtlpReader:
                                   "observation_bytes": "harness.observation_bytes"})  # fmt: skip
         except BadValue as exc:
             raise TraceImportError(f"{at}: {exc}") from None
-        case_id, epoch = _identity(run_id)
+        case_id, epoch = identity(run_id)
         carried = any(c.given is not None or c.answered is not None for _, c in contents)
         in_order = tuple(c for _, c in sorted(contents, key=lambda sc: sc[0])) if carried else ()
         return ObservedRun(run_id, case_id, epoch, tuple(events), limits, final[1], in_order,
-                           source=f"{self.path}:{r.line}: span {r.span_id}")  # fmt: skip
+                           source=f"{self.path}:{r.line}: span {r.span_id}", trace_id=r.trace_id)  # fmt: skip
 
 
 def _budget_kind(name: str, value: object, *, kinds: type[Enum]) -> str:
@@ -630,174 +563,3 @@ def _answer_text(messages: Sequence[ChatMessage] | None) -> str | None:
     """The text of an answer (its assistant messages' last text part), None when it has none."""
     texts = [p.content for m in messages or () if m.role == "assistant" for p in m.parts if isinstance(p, TextPart)]
     return texts[-1] if texts else None
-
-
-# -- as a result ---------------------------------------------------------------------------------------------------
-def observed_result(run: ObservedRun) -> RunResult:
-    """The run as a `RunResult`: the outcome from RELEASED, the usage counted from its events."""
-    released = run.events[-1]
-    assert isinstance(released, Released)  # read_traces returns whole runs only
-    calls = [e for e in run.events if isinstance(e, ModelCall)]
-    budgets = [e for e in run.events if isinstance(e, BudgetExhausted)]
-    usage = BudgetUsage(
-        model_calls=sum(c.purpose is ModelPurpose.DIAGNOSIS for c in calls),
-        guard_calls=sum(c.purpose is ModelPurpose.SEMANTIC_GUARD for c in calls),
-        tool_invocations=sum(isinstance(e, ToolInvocation) for e in run.events),
-        input_tokens=sum(c.input_tokens or 0 for c in calls),
-        output_tokens=sum(c.output_tokens or 0 for c in calls),
-        observation_bytes=sum(e.observation_bytes for e in run.events if isinstance(e, ToolInvocation)),
-        budget_hit=budgets[0].budget if budgets else None,
-    )
-    failed = [c for c in calls if c.error_kind is not None]
-    draft = None
-    if released.outcome is ReleaseOutcome.SUCCESS and run.final_text is not None:  # only SUCCESS publishes it
-        draft = parse_draft(run.final_text).draft
-    decision = ReleaseDecision(released.outcome, released.fallback_kind, released.stop_reason, draft, None, None,
-                               released.detail or "")  # fmt: skip
-    last = failed[-1] if failed and failed[-1] is calls[-1] else None
-    return RunResult(run.run_id, decision, usage, run.events, sum(c.error_kind is None for c in calls), None,
-                     last.detail if last else None, released.t_ms,
-                     error_kind=last.error_kind if last else None, transcript=_transcript(run))  # fmt: skip
-
-
-_ROLES = {"system": EntryKind.SYSTEM, "user": EntryKind.USER, "tool": EntryKind.OBSERVATION}
-
-
-def _extra_text(part: Any, key: str) -> str | None:
-    """A string field a part of another type carries beyond its `type` (None: absent or not a string)."""
-    value = (part.model_extra or {}).get(key)
-    return value if isinstance(value, str) else None
-
-
-def _given_text(part: Any) -> str | None:
-    """What a part sent to the model says: a text's content, a tool answer's response when it is text."""
-    if isinstance(part, TextPart):
-        return part.content
-    if isinstance(part, ToolCallResponsePart):
-        return part.response if isinstance(part.response, str) else None
-    return _extra_text(part, "content")
-
-
-def _part_id(part: Any) -> str | None:
-    if isinstance(part, ToolCallPart | ToolCallResponsePart):
-        return part.id
-    return _extra_text(part, "id")
-
-
-def _arguments(part: ToolCallPart) -> str | None:
-    """A tool call's arguments as stored: the text the model sent, or a JSON value written as JSON."""
-    args = part.arguments
-    return args if isinstance(args, str) or args is None else json.dumps(args, ensure_ascii=False)
-
-
-def _offered(definitions: str | None) -> str | None:
-    """A TOOLS entry's content (`[{"name", "description"}]`) from `gen_ai.tool.definitions` (None: none given)."""
-    if definitions is None:
-        return None
-    try:
-        parsed = json.loads(definitions)
-    except (ValueError, RecursionError):
-        return None
-    tools = [{"name": str(d.get("name")), "description": str(d.get("description") or "")}
-             for d in (parsed if isinstance(parsed, list) else []) if isinstance(d, dict)]  # fmt: skip
-    return json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else None
-
-
-def _transcript(run: ObservedRun) -> tuple[TranscriptEntry, ...]:
-    """What the model was sent and answered, as far as the trace says: with message contents, every message of
-    every call; without, one entry per model answer or failure and per tool call (no text), so each tool call's
-    decision has its place."""
-    out: list[TranscriptEntry] = []
-
-    def add(purpose: ModelPurpose, kind: EntryKind, call: int, content: str | None, **fields: Any) -> None:
-        out.append(TranscriptEntry(len(out), purpose, kind, call, content, **fields))
-
-    contents = iter(run.contents)
-    call = diagnosis_call = 0
-    for e in run.events:
-        if isinstance(e, ModelCall):
-            call += 1
-            if e.purpose is ModelPurpose.DIAGNOSIS:
-                diagnosis_call = call
-            carried = next(contents, Contents(None, None))
-            offered = _offered(carried.tools)
-            if offered is not None:
-                add(e.purpose, EntryKind.TOOLS, call, offered)
-            for m in carried.given or ():
-                kind = _ROLES.get(m.role)
-                if kind is None:
-                    continue  # an assistant's own earlier words, or a role the transcript has no entry for
-                for part in m.parts:
-                    add(e.purpose, kind, call, _given_text(part),
-                        tool_call_id=_part_id(part) if kind is EntryKind.OBSERVATION else None)  # fmt: skip
-            if e.error_kind is not None:
-                add(e.purpose, EntryKind.MODEL_ERROR, call, e.detail, error_kind=e.error_kind)
-                continue
-            answer = [m for m in carried.answered or () if m.role == "assistant"]
-            texts = [p.content for m in answer for p in m.parts if isinstance(p, TextPart)]
-            add(e.purpose, EntryKind.ASSISTANT, call, texts[0] if texts else None,
-                input_tokens=e.input_tokens, output_tokens=e.output_tokens,
-                finish_reason=answer[0].finish_reason if answer else None)  # fmt: skip
-            for m in answer:
-                for p in m.parts:
-                    if isinstance(p, ToolCallPart):
-                        add(e.purpose, EntryKind.TOOL_CALL, call, None, tool_call_id=p.id, tool=p.name,
-                            arguments=_arguments(p))  # fmt: skip
-        elif isinstance(e, ToolInvocation | ToolRequestRejected) and not run.contents:
-            add(ModelPurpose.DIAGNOSIS, EntryKind.TOOL_CALL, diagnosis_call, None, tool_call_id=e.tool_call_id,
-                tool=e.tool)  # fmt: skip
-    return tuple(out)
-
-
-def import_rows(
-    runs: Sequence[ObservedRun], bench_run_id: str, label: str
-) -> list[tuple[CaseRunRows, tuple[list[tuple[Any, ...]], dict[str, str]]]]:
-    """Every table's rows of the runs, as the bench stores a case run (`runners.store.schema`), without a verdict:
-    case run `BENCH/CASE/EPOCH` with the run's own thresholds and budgets where its trace names them; each with its
-    `messages` rows and prompts (`runners.store.transcripts.transcript_rows`)."""
-    from runners.run.bench import case_run_id
-    from runners.run.case_runner import metrics_of
-    from runners.store.schema import observed_case_run_rows
-    from runners.store.transcripts import transcript_rows
-
-    out = []
-    for run in runs:
-        result = observed_result(run)
-        started = run.events[0]
-        assert isinstance(started, RunStarted)
-        lim = run.limits
-        swept: dict[str, SettingValue] = {
-            "no_gain_threshold": lim.no_gain_threshold if lim else None,
-            "protocol_violation_threshold": lim.protocol_violation_threshold if lim else None,
-            "max_model_calls": lim.max_model_calls if lim else None,
-            "max_tool_invocations": lim.max_tool_invocations if lim else None,
-            "max_total_tokens": lim.max_total_tokens if lim else None,
-            "schema_mode": lim.schema_mode if lim else None,
-        }
-        rows = observed_case_run_rows(bench_run_id, case_run_id(bench_run_id, run.case_id, run.epoch), run.case_id,
-                                      started.model, label, run.epoch, swept, result, metrics_of(result))  # fmt: skip
-        if any(isinstance(e, ToolRequestRejected) for e in run.events):
-            # a rejection's answer has a size too, which no event records: the run's total is not known
-            rows = dataclasses.replace(rows, case_run={**rows.case_run, "observation_bytes": None})
-        transcript = transcript_rows(bench_run_id, str(rows.case_run["case_run_id"]), result)
-        _storable(run, rows, transcript[0])
-        out.append((rows, transcript))
-    return out
-
-
-def _storable(run: ObservedRun, rows: CaseRunRows, messages: Sequence[tuple[Any, ...]]) -> None:
-    """Every number the run's rows hold fits its column (a BIGINT, a finite DOUBLE) — what the readers' checks
-    already ensure, checked once more on what is about to be written, so that no value the database cannot hold
-    is found after it has been opened."""
-    cells: list[tuple[str, object]] = [(f"case_runs.{k}", v) for k, v in rows.case_run.items()]
-    cells += [(f"tool_calls.{f.name}", getattr(r, f.name)) for r in rows.tool_calls for f in dataclasses.fields(r)]
-    cells += [("events", v) for row in rows.events for v in row]
-    cells += [("messages", v) for row in messages for v in row]
-    for column, value in cells:
-        if isinstance(value, bool):
-            continue
-        if (isinstance(value, int) and not -(2**63) <= value <= INT64_MAX) or (
-            isinstance(value, float) and not math.isfinite(value)
-        ):
-            raise TraceImportError(f"{run.source}: run {_short(run.run_id)}: {column} would be {value}, which the"
-                                   " database cannot store")  # fmt: skip

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from harness import EntryKind, InvocationStatus, ModelCall, ModelPurpose, ToolInvocation, __version__
-from runners.interchange.otel_import import ObservedRun, TraceFormat, TraceImportError, import_rows, read_traces
+from runners.interchange.observed_rows import import_rows
+from runners.interchange.otel_import import ObservedRun, TraceFormat, TraceImportError, read_traces
 from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSourceError, load_captured_run
 from runners.store.connection import connect
 from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run

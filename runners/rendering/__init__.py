@@ -1,5 +1,8 @@
 """What a person reads: console tables (`tables`), the transcript views `show` and `diff` (`show`), the HTML/Markdown
-bench report (`report`) and the real-models report (`real_report`), the gate's verdict files (`gate/`), and the one
-function per medium that makes text a case, a model or a user wrote inert there (`safe_text`: terminal, Markdown,
-HTML, XML).
+bench report (`report`), the real-models report (`real_report`: it renders what `runners/pipelines/real_models.py`
+built), compare-stops' table and plot (`compare_stops`), the tag probe's tables and its real-models section
+(`tag_probe`, `real_probes`), the calibration study's figures and tables
+(`calibration`), the gate's verdict files (`gate/`), and the one function per medium that makes text a case, a model
+or a user wrote inert there (`safe_text`: terminal, Markdown, HTML, XML). It only renders: it starts no process and
+imports no command.
 """

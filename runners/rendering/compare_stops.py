@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+from pydantic import BaseModel, ConfigDict
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
@@ -13,7 +14,7 @@ from rich.text import Text
 from runners.decisions.compare_stops import CompareStops, Interval, PolicyResult
 from runners.rendering.safe_text import terminal
 
-__all__ = ["LEGEND", "pareto_png", "pareto_table", "recorded_line", "render"]
+__all__ = ["LEGEND", "PlotPoint", "pareto_png", "pareto_table", "plot_points", "recorded_line", "render"]
 
 LEGEND = (
     "cut: runs the policy stops earlier · cens(ored): runs it cannot answer · recall / honest: the share of cases"
@@ -180,38 +181,64 @@ def render(title: str, result: CompareStops, *, cut_points: bool = False) -> Ren
     return Group(*parts)
 
 
+class PlotPoint(BaseModel):
+    """One policy as the plot draws it: both its figures known."""
+
+    model_config = ConfigDict(frozen=True)
+
+    policy: PolicyResult
+    """The policy."""
+    saved: float
+    """Tool calls saved per run (mean over cases)."""
+    recall: float
+    """Recall kept (mean over cases)."""
+
+
+def plot_points(result: CompareStops) -> tuple[tuple[PlotPoint, ...], tuple[str, ...]]:
+    """The policies the plot draws, and those it only names: a policy whose recall or saving is not known (no run
+    judged, every run censored) is never drawn as a number."""
+    points, unknown = [], []
+    for p in result.policies:
+        saved, recall = p.tool_invocations_saved.mean, p.recall_kept.mean
+        if saved is None or recall is None:
+            unknown.append(p.policy)
+        else:
+            points.append(PlotPoint(policy=p, saved=saved, recall=recall))
+    return tuple(points), tuple(unknown)
+
+
 def pareto_png(result: CompareStops, title: str) -> bytes:
     """Recall kept against tool calls saved, one point per policy (its 95% intervals as error bars), the Pareto
-    front joined and every point labelled."""
+    front joined and every point labelled; the policies whose figures are not known named under the axes."""
     import matplotlib
 
     matplotlib.use("Agg")  # headless: reports are files, never windows
     import matplotlib.pyplot as plt
 
-    shown = [p for p in result.policies if p.tool_invocations_saved.mean is not None]
+    shown, unknown = plot_points(result)
     fig, ax = plt.subplots(figsize=(9, 4.8))
-    for p in shown:
-        x, y = p.tool_invocations_saved.mean or 0.0, p.recall_kept.mean or 0.0
-        on = p.policy in result.pareto
-        xerr = _err(p.tool_invocations_saved, x)
-        yerr = _err(p.recall_kept, y, rate=True)
-        ax.errorbar([x], [y], xerr=xerr, yerr=yerr, fmt="D" if on else "o", ms=6 if on else 4, capsize=2,
-                    color="tab:orange" if on else "tab:gray", alpha=1.0 if on else 0.6)  # fmt: skip
-    front = sorted((p for p in shown if p.policy in result.pareto), key=lambda p: p.tool_invocations_saved.mean or 0)
-    ax.plot([p.tool_invocations_saved.mean or 0.0 for p in front], [p.recall_kept.mean or 0.0 for p in front],
-            color="tab:orange", lw=1, label="Pareto front")  # fmt: skip
+    for pt in shown:
+        on = pt.policy.policy in result.pareto
+        xerr = _err(pt.policy.tool_invocations_saved, pt.saved)
+        yerr = _err(pt.policy.recall_kept, pt.recall, rate=True)
+        ax.errorbar([pt.saved], [pt.recall], xerr=xerr, yerr=yerr, fmt="D" if on else "o", ms=6 if on else 4,
+                    capsize=2, color="tab:orange" if on else "tab:gray", alpha=1.0 if on else 0.6)  # fmt: skip
+    front = sorted((pt for pt in shown if pt.policy.policy in result.pareto), key=lambda pt: pt.saved)
+    ax.plot([pt.saved for pt in front], [pt.recall for pt in front], color="tab:orange", lw=1, label="Pareto front")
     spots: dict[tuple[float, float], list[str]] = {}
-    for p in shown:
-        spots.setdefault((round(p.tool_invocations_saved.mean or 0.0, 2), round(p.recall_kept.mean or 0.0, 3)),
-                         []).append(p.policy)  # fmt: skip
+    for pt in shown:
+        spots.setdefault((round(pt.saved, 2), round(pt.recall, 3)), []).append(pt.policy.policy)
     for i, ((x, y), names) in enumerate(sorted(spots.items())):
         ax.annotate(", ".join(names), (x, y), textcoords="offset points", xytext=(6, -12 if i % 2 else 6), fontsize=7)
     ax.set(xlabel="tool calls saved per run (mean over cases)", ylabel="recall kept (share of cases, known to pass)",
            ylim=(-0.05, 1.1), title=title)  # fmt: skip
+    if unknown:
+        shown_names = ", ".join(unknown)
+        fig.text(0.01, 0.01, f"not drawn (recall or saving not known: no run judged): {shown_names}"[:200], fontsize=7)
     ax.plot([], [], "o", color="tab:gray", alpha=0.6, label="dominated")
     ax.legend(fontsize=8, loc="lower left")
     buf = io.BytesIO()
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04 if unknown else 0, 1, 1))
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     return buf.getvalue()

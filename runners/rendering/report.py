@@ -41,7 +41,8 @@ from runners.decisions.recommend import (
 from runners.plan.settings import SettingValue
 from runners.rendering.safe_text import MarkdownText, markdown, markdown_code
 from runners.rendering.safe_text import html as safe_html
-from runners.store.analysis_reads import (
+from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows, sweep_points
+from runners.store.report_reads import (
     BenchRunScope,
     CaseRunScope,
     FamilyCounts,
@@ -51,7 +52,6 @@ from runners.store.analysis_reads import (
     family_counts,
     tool_requests,
 )
-from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows, sweep_points
 
 MAX_BENCH_RUNS = 6
 """Bench runs shown one by one in a report that is not about a sweep."""
@@ -244,11 +244,11 @@ def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
         dx = (gi - (len(groups) - 1) / 2) * width  # spread the series so intervals do not hide each other
         x = [pos[s.setting(x_col)] + dx for s in group]
         for ax, metric in ((axes[0], "recall"), (axes[1], "wasted")):
-            ivs = [getattr(s, metric) for s in group]
+            bounds = [getattr(s, metric).bounds() for s in group]
             ax.errorbar(
                 x,
-                [i.value for i in ivs],
-                yerr=[[i.value - i.low for i in ivs], [i.high - i.value for i in ivs]],
+                [v for v, _, _ in bounds],
+                yerr=[[v - lo for v, lo, _ in bounds], [hi - v for v, _, hi in bounds]],
                 marker="o",
                 ms=4,
                 capsize=3,
@@ -271,10 +271,11 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 4.6))
     for s in stats:
         on_front = s in rec.front
+        value, low, high = s.recall.bounds()
         ax.errorbar(
             [s.cost(obj)],
-            [s.recall.value],
-            yerr=[[s.recall.value - s.recall.low], [s.recall.high - s.recall.value]],
+            [value],
+            yerr=[[value - low], [high - value]],
             fmt="o",
             ms=6 if on_front else 4,
             color="tab:orange" if on_front else "tab:gray",
@@ -318,7 +319,7 @@ def _stops_section(con: duckdb.DuckDBPyConnection, db: str, bench_run_id: str, w
     from runners.decisions.case_alternatives import with_alternatives
     from runners.decisions.compare_stops import CompareStopsInputError, compare_stops, default_policies
     from runners.rendering.compare_stops import LEGEND, pareto_png, pareto_table, recorded_line
-    from runners.store.whatif_runs import runs_of_bench_run
+    from runners.store.replayable_runs import runs_of_bench_run
 
     title = f"Which stop rule pays — {what}"
     runs = runs_of_bench_run(con, db, bench_run_id)
@@ -415,7 +416,14 @@ def _sweep_sections(
 def _bench_sections(
     con: duckdb.DuckDBPyConnection, bench_run_id: str | None, db: str = "bench.duckdb"
 ) -> list[Section]:
-    runs = bench_run_summaries(con, bench_run_id)
+    from runners.store.tag_probes import probe_bench_runs
+
+    probes = {run_id for run_id, _ in probe_bench_runs(con)}  # reported on their own (a probe is not a run)
+    if bench_run_id in probes:
+        return [Section("Summary", [f"Bench run {bench_run_id} is a tag probe (`harness-bench tag-probe`)."])]
+    runs = [r for r in bench_run_summaries(con, bench_run_id) if r.bench_run_id not in probes]
+    if not runs and probes:
+        return [Section("Summary", ["The database holds tag probes only (`harness-bench tag-probe`)."])]
     if not runs:
         raise ValueError(f"no case runs for {'bench run ' + bench_run_id if bench_run_id else 'any bench run'}")
     sections = [
@@ -462,6 +470,7 @@ def build_report(
     margin: float = DEFAULT_MARGIN,
 ) -> tuple[Path, Path]:
     """Write `report.md`, `report.html` and the PNGs into `out`; returns the two document paths."""
+    from runners.rendering.tag_probe import probe_sections
     from runners.store.connection import connect
     from runners.store.runs import sweep_ids
 
@@ -476,9 +485,13 @@ def build_report(
         else:
             scope = f"bench run {bench_run_id}" if bench_run_id else "all bench runs"
             sections = _bench_sections(con, bench_run_id, str(db))
+            sections += [
+                Section(p.title, p.paragraphs, [TableBlock(p.header, p.rows)], p.definitions)
+                for p in probe_sections(con, bench_run_id)
+            ]  # the tag probes among them
     finally:
         con.close()
-    from runners.store._files import NamedPath, check_outputs, write_bytes, write_text
+    from runners.store.output_files import NamedPath, check_outputs, write_bytes, write_text
 
     md_path, html_path = out / "report.md", out / "report.html"
     figures = [(out / f.name, f.png) for s in sections for f in s.figures]
@@ -520,14 +533,21 @@ _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1040px;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#222}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 p{margin:.6rem 0}
-table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0;max-width:100%}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0}
 td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right;vertical-align:top}
-th{overflow-wrap:anywhere}
+th{overflow-wrap:normal;word-break:normal}
 th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}
 dl{font-size:.85rem}dt{font-weight:600;display:inline}dd{display:inline;margin:0}dd::after{content:"";display:block}
 img{max-width:100%;height:auto}figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#555}
 code{overflow-wrap:anywhere}
 """
+
+
+def _breakable(header: str) -> str:
+    """A column header that wraps between words, and after the `_` or `/` inside one (`NEVER_RETRIEVED`, `S / F`),
+    never inside a word ("case s" under a narrow column): a wide table scrolls in its own box instead."""
+    return header.replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
 def _cell(text: str) -> str:
@@ -541,9 +561,11 @@ def _html(title: str, db: str, sections: list[Section]) -> str:
         parts.append(f"<h2>{safe_html(s.title)}</h2>")
         parts += [f"<p>{safe_html(p)}</p>" for p in s.paragraphs]
         for t in s.tables:
-            head = "".join(f"<th>{safe_html(h)}</th>" for h in t.header)
+            head = "".join(f"<th>{_breakable(safe_html(h))}</th>" for h in t.header)
             body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            parts.append(
+                f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            )
         if s.definitions:
             items = "".join(
                 f"<dt>{safe_html(k)}:</dt> <dd>{safe_html(v.split(' — ')[-1])}</dd>" for k, v in s.definitions.items()

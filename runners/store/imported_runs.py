@@ -2,7 +2,7 @@
 
 The bench run's row (`source = 'imported'`, status `completed`) and every case run's rows go in one transaction
 (the writer's): a file gets the whole import or nothing of it. Every text goes through the bench's one redaction
-(runners/plan/redact.py) on its way in: the case runs' cells in the writer, the bench run's model, case ids and
+(runners/domain/redaction.py) on its way in: the case runs' cells in the writer, the bench run's model, case ids and
 trace file name here — a trace may carry a key anywhere.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from runners.plan.redact import NO_SECRETS, redact, redact_cells
+from runners.domain.redaction import NO_SECRETS, redact, redact_cells
 from runners.store.schema import CaseRunRows
 from runners.store.writer import MetricsWriter
 
@@ -50,6 +50,9 @@ class ImportedBenchRun:
     fingerprint: str | None = None
     """What was imported, hashed (`bench_runs.evalset_hash`): the same runs imported again under one label are
     found by it."""
+    agent: str | None = None
+    """The loop its runs ran under (`bench_runs.agent`): None, the Harness's; `plain`, another agent's (no Harness
+    decided its calls: the comparisons treat it as the plain loop, caps and loop detectors only)."""
 
 
 Transcript = tuple[list[tuple[Any, ...]], dict[str, str]]
@@ -68,12 +71,12 @@ def write_imported_bench_run(
     def bench_row(c: duckdb.DuckDBPyConnection) -> None:
         c.execute(
             "INSERT INTO bench_runs (bench_run_id, started_at, finished_at, status, model, label, evalset_specs,"
-            " evalset_hash, case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source)"
-            " VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, ?, true, ?)",
+            " evalset_hash, case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source,"
+            " agent) VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, ?, true, ?, ?)",
             list(redact_cells((
                 run.bench_run_id, run.model, run.label, json.dumps([redact(run.traces)], ensure_ascii=False),
                 run.fingerprint, json.dumps([redact(c) for c in run.case_ids], ensure_ascii=False), run.epochs,
-                len(rows), run.version, RunSource.IMPORTED.value,
+                len(rows), run.version, RunSource.IMPORTED.value, run.agent,
             ), NO_SECRETS)),
         )  # fmt: skip
 

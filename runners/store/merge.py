@@ -38,10 +38,10 @@ from harness import CancellationToken
 from runners.plan import settings
 from runners.plan.options import BenchOptions
 from runners.plan.shard import RunStatus
-from runners.store._files import replacing, same_file
 from runners.store.connection import check_database_file, connect
 from runners.store.errors import MetricsDbError
 from runners.store.migrations import SCHEMA_VERSION, current_version, prepare
+from runners.store.output_files import replacing, same_file
 
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them
@@ -151,7 +151,7 @@ def _plan(row: dict[str, Any]) -> dict[str, Any]:
     plan["cassettes"] = bool(row.get("cassettes"))
     # the agent loop and whether transcripts were stored, as `--resume` reads them back (a NULL column: the old
     # default), so a native shard and a NULL-agent one agree while an openai-agents shard does not
-    for concern in BenchOptions.CONCERNS.values():
+    for concern in BenchOptions.concerns().values():
         for d in concern.declared():
             if d.column in FIT_COLUMNS:
                 plan[d.column] = d.encode(d.decode(row.get(d.column)))

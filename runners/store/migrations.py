@@ -18,6 +18,7 @@ import duckdb
 
 from runners.plan import settings
 from runners.plan.options import DeclaredColumns, declared_columns
+from runners.store.declared_columns import RENAMED_COLUMNS
 from runners.store.errors import MetricsDbError
 from runners.store.runs import store_settings
 from runners.store.views import VIEWS, view_statements
@@ -26,7 +27,7 @@ __all__ = [
     "SCHEMA_VERSION", "check_version", "current_version", "ensure_settings_columns", "migrate", "outdated", "prepare",
 ]  # fmt: skip
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 11
 
 Step = str | Callable[[duckdb.DuckDBPyConnection], None]
 """A migration step: a statement, or a function for what SQL cannot say (rewriting stored JSON)."""
@@ -290,7 +291,7 @@ _MIGRATIONS: dict[int, list[Step]] = {
     # becomes `max_total_tokens`. The views name the columns, so they go first (recreated at connect).
     9: [
         *(f"DROP VIEW IF EXISTS {view}" for view in VIEWS),
-        lambda con: _rename_settings(con, {"max_tool_calls": "max_tool_invocations", "max_tokens": "max_total_tokens"}),
+        lambda con: _rename_settings(con, RENAMED_COLUMNS),
     ],
     # v10: two verdicts instead of one. `outcome_passed`: the outcome, fallback kind, root-cause words and the
     # Harness's invariants (any agent); `trajectory_passed`: the reference trajectory's bounds (a scripted run at the
@@ -302,6 +303,14 @@ _MIGRATIONS: dict[int, list[Step]] = {
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS outcome_passed BOOLEAN",
         "ALTER TABLE case_runs ADD COLUMN IF NOT EXISTS trajectory_passed BOOLEAN",
         "ALTER TABLE tool_calls ADD COLUMN IF NOT EXISTS carries_evidence BOOLEAN",
+    ],
+    # v11: `tag_probes`, one row per probe of `harness-bench tag-probe` (its case run is a `case_runs` row whose `epoch`
+    # is the step probed): the model's answer (TAGGED, UNTAGGED, DRAFT, INVALID_DRAFT, NO_ANSWER), the tag applied,
+    # what a Draft implies, and the observation's truth grade as the case declared it when the probe ran.
+    11: [
+        """CREATE TABLE IF NOT EXISTS tag_probes (bench_run_id VARCHAR, case_run_id VARCHAR PRIMARY KEY,
+            case_id VARCHAR, step INTEGER, tool_call_id VARCHAR, answer VARCHAR, tag VARCHAR, implied VARCHAR,
+            grade VARCHAR)""",
     ],
 }
 

@@ -1,12 +1,13 @@
 """The one output-path rule, walked over every command that writes.
 
 Each writer — the OTLP file, Inspect logs, `show --html`, a captured case, the what-if JSON, the stop-rule
-comparison's JSON and plot, the gate's three files, the report, the real-models report, `merge OUT`, the database of
-`run`, `sweep`, `import` and `migrate`, and a cassette a recording run writes — is given `/dev/full`, a FIFO, a
-symbolic link and a copy of a character device made with `mknod` as its output. Each is refused with one line naming
-the flag, exit 2, and the path is left as it was (its type, its device numbers, its link target and the file behind
-it), with no file beside it. `/dev/stdout` is a stream where that is documented (`export --otel`, `show --html`,
-`capture --out`: the document on stdout, the note on stderr) and refused in one line everywhere else.
+comparison's JSON and plot, the gate's three files, the report, the real-models report, `merge OUT`, the tag probe's
+JSON and database, the database of `run`, `sweep`, `import` and `migrate`, and a cassette a recording run writes — is
+given `/dev/full`, a FIFO, a symbolic link and a copy of a character device made with `mknod` as its output. Each is
+refused with one line naming the flag, exit 2, and the path is left as it was (its type, its device numbers, its link
+target and the file behind it), with no file beside it. `/dev/stdout` is a stream where that is documented (`export
+--otel`, `show --html`, `capture --out`: the document on stdout, the note on stderr) and refused in one line
+everywhere else.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from runners.endpoints.simulator import SimulatorServer
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = "empty_logs_gateway_timeout_t1"
+PROBED = "diagnosable_late_order_deadlock_t4"
+"""A case with observations to probe (the empty-logs case has none)."""
 KINDS = ("/dev/full", "a FIFO", "a symlink", "a mknod device")
 FULL = Path("/dev/full")
 
@@ -113,6 +116,9 @@ WRITERS: dict[str, Writer] = {
                            inside=lambda w: "report.md"),
     "real-models --out": Writer("--out", lambda w, out, tmp: ["real-models", "--cassettes", str(ROOT / "cassettes"),
                                                               "--out", str(out)], inside=lambda w: "report.md"),
+    "tag-probe --json": Writer("--json", lambda w, out, tmp: ["tag-probe", "--case", PROBED, "--db", str(tmp / "p.db"),
+                                                              "--json", str(out)]),
+    "tag-probe --db": Writer("--db", lambda w, out, tmp: ["tag-probe", "--db", str(out), "--case", PROBED]),
     "merge OUT": Writer("OUT", lambda w, out, tmp: ["merge", str(out), str(w.a)]),
     "run --db": Writer("--db", lambda w, out, tmp: ["run", "--db", str(out), "--case", CASE]),
     "sweep --db": Writer("--db", lambda w, out, tmp: ["sweep", "--db", str(out), "--case", CASE,
@@ -248,7 +254,7 @@ def test_a_socket_or_a_block_device_is_refused_by_the_rule_itself(kind: str, tmp
     """The two kinds the walk above does not make (no writer is needed to see the rule refuse them)."""
     import socket
 
-    from runners.store._files import NamedPath, OutputPathError, write_text
+    from runners.store.output_files import NamedPath, OutputPathError, write_text
 
     path = tmp_path / "out"
     if kind == "a socket":
@@ -265,3 +271,15 @@ def test_a_socket_or_a_block_device_is_refused_by_the_rule_itself(kind: str, tmp
     assert _state(path) == before and _listing(tmp_path) == ["out"]
     if kind == "a socket":
         server.close()
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664])
+def test_a_replaced_output_keeps_its_mode(tmp_path: Path, mode: int) -> None:
+    db = tmp_path / "w.duckdb"
+    assert main(["run", "--case", "empty_logs_gateway_timeout_t1", "--db", str(db), "--label", "w"]) == 0
+    out = tmp_path / "whatif.json"
+    out.write_text("old\n")
+    out.chmod(mode)
+    assert main(["whatif", "--db", str(db), "--label", "w", "--no-gain-threshold", "1", "--json", str(out)]) == 0
+    assert out.read_text() != "old\n"
+    assert stat.S_IMODE(out.stat().st_mode) == mode

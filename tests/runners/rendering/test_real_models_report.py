@@ -16,6 +16,7 @@ import pytest
 
 from runners.cli import main
 from runners.decisions.real_models import summarize
+from runners.decisions.tag_probe import ProbeMeasure, RecordedProbe
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
@@ -55,6 +56,18 @@ def _record(root: Path, model: str, cases: list[str], base_url: str, extra: tupl
     (folder / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n")
 
 
+def _record_probe(root: Path, model: str, cases: list[str], base_url: str) -> None:
+    """cassettes/<model>-probe/: the model's tag probe on `cases`, with the summary scripts/record_probe.py writes."""
+    folder = root / f"{model}-probe"
+    flags = [*(a for c in cases for a in ("--case", c)), "--model", PROFILES[model], "--api-key-env", "HB_REAL_KEY"]
+    out = root.parent / "probe.json"
+    assert main(["tag-probe", *flags, "--base-url", base_url, "--cassettes", str(folder), "--record-mode", "once",
+                 "--db", str(root.parent / "probe.duckdb"), "--label", model, "--json", str(out)]) == 0  # fmt: skip
+    measured = ProbeMeasure.model_validate_json(out.read_bytes()).models[0].model_copy(update={"bench_run_id": None})
+    summary = RecordedProbe(model=model, probe_args=tuple(flags), cases=len(cases), measured=measured)
+    (folder / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n")
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """cassettes/<model>/ for the two models, recorded through serve-sim (the larger with a hostile `--base-url`
@@ -68,6 +81,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _record(root, SMALL, cases, sim.base_url)
             _record(root, LARGE, cases, sim.base_url)
             _record(root, LARGE, cases[:6], sim.base_url, ("--agent", "plain"), folder_name=f"{LARGE}-plain")
+            _record_probe(root, LARGE, cases[:4], sim.base_url)
     finally:
         mp.undo()
     return root
@@ -105,7 +119,30 @@ def test_the_report_is_written_from_the_replay(report: tuple[Path, Path, int]) -
     con = duckdb.connect(str(db), read_only=True)
     labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
     con.close()
-    assert labels == {SMALL, LARGE, f"{LARGE}-plain"}
+    assert labels == {SMALL, LARGE, f"{LARGE}-plain"}  # the tag probe is replayed apart
+
+
+def test_the_tag_probe_is_replayed_and_set_beside_the_sweep(report: tuple[Path, Path, int]) -> None:
+    out, _, code = report
+    assert code == 0
+    md = (out / "report.md").read_text()
+    section = md.split("## Gain tags on every observation (the tag probe)", 1)[1].split("## Gate", 1)[0]
+    assert f"### {LARGE} (4 cases, `cassettes/{LARGE}-probe`)" in section
+    assert "| always GAINED | always NO_GAIN |" in section and "Implied NO_GAIN threshold:" in section
+    assert "the recorded sweep recommends" in section
+    assert "Gain tags on every observation" in (out / "report.html").read_text()
+
+
+def test_a_probe_summary_the_replay_does_not_yield_is_exit_1(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = _copy(recorded, tmp_path, LARGE, f"{LARGE}-probe")
+    path = root / f"{LARGE}-probe" / "summary.json"
+    data = json.loads(path.read_text())
+    data["measured"]["right"] += 1
+    path.write_text(json.dumps(data))
+    code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
+    assert code == 1 and "the probe's replay does not yield the committed summary" in err
 
 
 def test_each_model_says_which_stop_rule_pays(report: tuple[Path, Path, int]) -> None:
@@ -363,6 +400,21 @@ def test_flags_the_sweep_refuses_are_exit_2_naming_the_summary(
     path.write_text(json.dumps(data))
     code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
     assert code == 2 and f"{LARGE}/summary.json: sweep_args are not `harness-bench sweep` flags" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_sweep_the_bench_refuses_is_exit_2_naming_the_summary(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Flags the parser takes but the bench's plan refuses (an unknown case): the in-process replay's refusal is one
+    line naming the summary, and nothing is written."""
+    root = _copy(recorded, tmp_path, LARGE)
+    path = root / LARGE / "summary.json"
+    data = json.loads(path.read_text())
+    data["sweep_args"] += ["--case", "no_such_case"]
+    path.write_text(json.dumps(data))
+    code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
+    assert code == 2 and f"{LARGE}/summary.json: its sweep did not replay (unknown case id(s): no_such_case" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 

@@ -1,7 +1,7 @@
-"""The reads of `harness-bench whatif`, as named queries returning typed rows: which labels and bench runs exist,
-and every selected case run with what its replay needs — the thresholds and budgets it ran under, its published
-outcome, its final diagnosis message (the Draft, when transcripts were stored) and its trace as typed events.
-Parameters, never SQL text, cross this boundary."""
+"""The stored runs a counterfactual replays (`whatif`, `compare-stops`, the real-models report), as named queries
+returning typed rows: which labels and bench runs exist, and every selected case run with what its replay needs — the
+thresholds and budgets it ran under, its published outcome, its final diagnosis message (the Draft, when transcripts
+were stored) and its trace as typed events. Parameters, never SQL text, cross this boundary."""
 
 from __future__ import annotations
 
@@ -29,16 +29,16 @@ class ReplayableRun:
     """The evaluation case."""
     epoch: int
     """Its epoch."""
-    no_gain_threshold: int
-    """The consecutive-NO_GAIN threshold it ran with."""
-    protocol_violation_threshold: int
-    """The consecutive-violation threshold it ran with."""
-    max_tool_invocations: int
-    """Its tool-invocation budget."""
-    max_model_calls: int
-    """Its model-call budget."""
-    max_total_tokens: int
-    """Its token budget."""
+    no_gain_threshold: int | None
+    """The consecutive-NO_GAIN threshold it ran with (None: not recorded — another agent's run)."""
+    protocol_violation_threshold: int | None
+    """The consecutive-violation threshold it ran with (None: not recorded — another agent's run)."""
+    max_tool_invocations: int | None
+    """Its tool-invocation budget (None: not recorded — another agent's run)."""
+    max_model_calls: int | None
+    """Its model-call budget (None: not recorded — another agent's run)."""
+    max_total_tokens: int | None
+    """Its token budget (None: not recorded — another agent's run)."""
     outcome: str
     """The published outcome (a `ReleaseOutcome` value)."""
     transcripts: bool
@@ -98,6 +98,14 @@ class UnknownLimitsError(ValueError):
     """A selected case run does not record the thresholds and budgets it ran under (one line, exit 2)."""
 
 
+_PLAIN = "plain"
+"""`bench_runs.agent` of a run no Harness drove (`runners.plan.agent.AgentFramework.PLAIN`)."""
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(str(value))
+
+
 _HAS_MESSAGES = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'"
 
 # `where` is one of the two fixed filters above, never text from a caller.
@@ -123,8 +131,10 @@ _FINAL_MESSAGES = """
 
 def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[object]) -> tuple[ReplayableRun, ...]:
     rows = con.execute(_RUNS.format(where=where), params).fetchall()
-    unknown = next((r for r in rows if any(v is None for v in r[4:9])), None)
-    if unknown is not None:  # a run imported from a trace that did not say the limits it ran under
+    # a run imported from a trace that did not say the limits it ran under (another agent's run, stored as the
+    # plain loop, has none: it is compared on caps and loop detectors only)
+    unknown = next((r for r in rows if any(v is None for v in r[4:9]) and r[15] != _PLAIN), None)
+    if unknown is not None:
         raise UnknownLimitsError(
             f"{db}: case run {unknown[0]} has no recorded thresholds and budgets (imported from a trace without"
             " harness.config.* attributes): its what-if cannot be known"
@@ -144,11 +154,11 @@ def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[obje
             bench_run_id=str(r[1]),
             case_id=str(r[2]),
             epoch=int(r[3]),
-            no_gain_threshold=int(r[4]),
-            protocol_violation_threshold=int(r[5]),
-            max_tool_invocations=int(r[6]),
-            max_model_calls=int(r[7]),
-            max_total_tokens=int(r[8]),
+            no_gain_threshold=_int(r[4]),
+            protocol_violation_threshold=_int(r[5]),
+            max_tool_invocations=_int(r[6]),
+            max_model_calls=_int(r[7]),
+            max_total_tokens=_int(r[8]),
             outcome=str(r[9]),
             transcripts=bool(r[10]),
             final_message=finals.get(str(r[0])),
