@@ -8,12 +8,13 @@ import argparse
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated, Any
 
 from rich.text import Text
 
-from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _say, err
+from runners.commands._common import EXIT_INTERRUPTED, EXIT_STORAGE, _error, _fail, _say, err
 from runners.plan import settings
-from runners.plan.flags import FlagModel, group_of
+from runners.plan.flags import Flag, FlagModel, group_of
 from runners.plan.options import BENCH, CASSETTES, EXECUTION, BenchOptions, ResumeFlag, ResumeRequest
 from runners.run import interrupts
 
@@ -157,3 +158,30 @@ def _name_run(intr: interrupts.Interrupts, command: str, db: Path, run_id: str) 
         f"{what} {run_id} stays 'running' until the next writer marks it 'interrupted'; continue with:\n"
         f"  {_resume_command(command, db, run_id)}"
     )
+
+
+# -- tag-probe's own flags (shared with the real-models command, which replays a probe recording) ----------------
+class TagProbeFlags(FlagModel):
+    """`tag-probe`'s flags of its own, beside every option of a run (runners/plan/options.py)."""
+
+    json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
+    """also write the model's confusion per truth grade, the baselines and every probe's answer as JSON"""
+    probe: Annotated[tuple[str, ...], Flag(metavar="CASE:STEP")] = ()
+    """probe only these observations (repeatable): a selected case's id and the reference step whose observation
+    is asked about (default: every probe point of the selected cases)"""
+
+
+def probe_points_given(given: tuple[str, ...], cases: Any) -> frozenset[tuple[str, int]]:
+    """The `--probe CASE:STEP` points; one that names no probe point of a selected case: one line, exit 2."""
+    from runners.run.tag_probe import probe_points
+
+    by_id = {c.id: c for c in cases}
+    out: set[tuple[str, int]] = set()
+    for text in given:
+        case_id, sep, step = text.rpartition(":")
+        if not sep or not step.isdigit() or case_id not in by_id:
+            _fail(f"--probe {text!r}: give CASE:STEP, CASE one of the selected cases and STEP a reference step")
+        if int(step) not in {p.step for p in probe_points(by_id[case_id])}:
+            _fail(f"--probe {text!r}: step {step} of {case_id} is not an observation the model is asked to evaluate")
+        out.add((case_id, int(step)))
+    return frozenset(out)

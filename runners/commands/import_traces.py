@@ -15,7 +15,7 @@ from runners.commands._common import EXIT_OK, _add_db, _fail, _say, _sub
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.labels import label_arg
 
-__all__ = ["ImportFormat", "register", "run"]
+__all__ = ["register", "run"]
 
 
 class ImportFormat(StrEnum):

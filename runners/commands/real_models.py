@@ -181,17 +181,18 @@ def _probes(cassettes: Path, db: Path, built: Any) -> tuple[Any, ...] | None:
 def _plan_of(recording: Any, db: Path) -> Any:
     """The plan (and `--probe` points) that replay a probe recording into `db`: its flags, offline from its cassettes
     under the model's name, read by the parser of `harness-bench tag-probe` as that command reads them."""
-    from runners.commands._bench import _bench_options
-    from runners.commands.tag_probe import _points, _TagProbeFlags, register
+    from runners.commands._bench import TagProbeFlags, _add_bench, _bench_options, probe_points_given
     from runners.plan.run_plan import plan_run
     from runners.store.resume import STORED_RUNS
 
     summary = recording.summary
-    argv = ["tag-probe", *summary.probe_args, "--cassettes", str(recording.folder), "--record-mode", "none",
+    argv = [*summary.probe_args, "--cassettes", str(recording.folder), "--record-mode", "none",
             "--db", str(db), "--label", f"{summary.model}-probe"]  # fmt: skip
-    parser = Parser(prog="harness-bench")
-    register(parser.add_subparsers(dest="command"))
+    parser = Parser(prog="harness-bench tag-probe")  # tag-probe's own arguments, as that command declares them
+    _add_bench(parser, sweep=False)
+    TagProbeFlags.add_flags(parser, "tag-probe")
     args = parser.parse_args(argv)
+    args.command = "tag-probe"
     plan = plan_run(_bench_options(args, command="run"), STORED_RUNS)
-    flags = _TagProbeFlags.from_args(args, "tag-probe")
-    return plan, (_points(flags.probe, plan.cases) if flags.probe else None)
+    flags = TagProbeFlags.from_args(args, "tag-probe")
+    return plan, (probe_points_given(flags.probe, plan.cases) if flags.probe else None)

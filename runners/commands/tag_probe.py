@@ -6,24 +6,21 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-from runners.commands._bench import _add_bench, _bench_options, _claim, _interrupts, _name_run
+from runners.commands._bench import (
+    TagProbeFlags,
+    _add_bench,
+    _bench_options,
+    _claim,
+    _interrupts,
+    _name_run,
+    probe_points_given,
+)
 from runners.commands._common import EXIT_INPUT, EXIT_OK, _error, _fail, _progress, _say, _sub, out
-from runners.plan.flags import Flag, FlagModel
 from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
-
-
-class _TagProbeFlags(FlagModel):
-    """`tag-probe`'s flags of its own, beside every option of a run (runners/plan/options.py)."""
-
-    json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
-    """also write the model's confusion per truth grade, the baselines and every probe's answer as JSON"""
-    probe: Annotated[tuple[str, ...], Flag(metavar="CASE:STEP")] = ()
-    """probe only these observations (repeatable): a selected case's id and the reference step whose observation
-    is asked about (default: every probe point of the selected cases)"""
 
 
 def register(sub: Any) -> None:
@@ -36,7 +33,7 @@ def register(sub: Any) -> None:
              " run (its epoch is the probed step) in --db, its model call recorded in --cassettes like any"
              " run's.")  # fmt: skip
     _add_bench(p, sweep=False)
-    _TagProbeFlags.add_flags(p, "tag-probe")
+    TagProbeFlags.add_flags(p, "tag-probe")
     p.set_defaults(func=run)
 
 
@@ -51,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.resume import STORED_RUNS
     from runners.store.tag_probes import stored_probes
 
-    flags = _TagProbeFlags.from_args(args, "tag-probe")
+    flags = TagProbeFlags.from_args(args, "tag-probe")
     if getattr(args, "resume", None):
         _fail("--resume: a tag probe is not resumed; run it again with --cassettes and --record-mode once")
     for flag, value, alone in (("--shard", getattr(args, "shard", None), None),
@@ -68,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             _fail(f"--json {flags.json_path} is the --db file; name another")
     opts = _bench_options(args, command="run")
     plan = plan_run(opts, STORED_RUNS)
-    only = _points(flags.probe, plan.cases) if flags.probe else None
+    only = probe_points_given(flags.probe, plan.cases) if flags.probe else None
     _claim(args.db)
     with _progress() as progress:
         task = progress.add_task("probes", total=None, passed="")
@@ -98,19 +95,3 @@ def run(args: argparse.Namespace) -> int:
         _say(f"{summary.infra_errors} probe(s) ended on an endpoint or cassette error, not the model's answer",
              stderr=True)  # fmt: skip
     return EXIT_OK
-
-
-def _points(given: tuple[str, ...], cases: Any) -> frozenset[tuple[str, int]]:
-    """The `--probe CASE:STEP` points; one that names no probe point of a selected case: one line, exit 2."""
-    from runners.run.tag_probe import probe_points
-
-    by_id = {c.id: c for c in cases}
-    out: set[tuple[str, int]] = set()
-    for text in given:
-        case_id, sep, step = text.rpartition(":")
-        if not sep or not step.isdigit() or case_id not in by_id:
-            _fail(f"--probe {text!r}: give CASE:STEP, CASE one of the selected cases and STEP a reference step")
-        if int(step) not in {p.step for p in probe_points(by_id[case_id])}:
-            _fail(f"--probe {text!r}: step {step} of {case_id} is not an observation the model is asked to evaluate")
-        out.add((case_id, int(step)))
-    return frozenset(out)

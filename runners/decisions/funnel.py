@@ -10,7 +10,7 @@ The funnel's stages, in order (a run is counted at the first one it does not pas
 4. `NO_CONCLUSION` — a valid Draft with `conclusion: null`;
 5. `CITATION_REJECTED` — EvidenceGuard rejected a citation (the reason kept);
 6. `UNSUPPORTED` — SemanticGuard judged the conclusion UNSUPPORTED;
-7. `ROOT_CAUSE_MISSING` — published SUCCESS, without the root cause's words;
+7. `ROOT_CAUSE_MISSING` — published SUCCESS whose conclusion does not state the root cause (as the judge reads it);
 8. `SUCCESS` — published SUCCESS with the root cause.
 
 A run whose evidence truth is unknown (imported from a trace: the bench never saw its records) starts at stage 3;
@@ -38,7 +38,7 @@ __all__ = [
     "stage_of",
 ]
 
-ROOT_CAUSE_FAILURE = "conclusion lacks root-cause words"
+ROOT_CAUSE_FAILURE = "conclusion does not state the root cause"
 """How the outcome verdict says a SUCCESS missed the root cause (runners/run/verdict.py)."""
 
 
@@ -58,7 +58,7 @@ class FunnelStage(StrEnum):
     UNSUPPORTED = "UNSUPPORTED"
     """SemanticGuard judged the conclusion unsupported."""
     ROOT_CAUSE_MISSING = "ROOT_CAUSE_MISSING"
-    """SUCCESS without the root cause's words."""
+    """SUCCESS whose conclusion does not state the root cause."""
     SUCCESS = "SUCCESS"
     """SUCCESS with the root cause."""
     OTHER = "OTHER"
@@ -72,7 +72,7 @@ STAGE_DOCS: dict[FunnelStage, str] = {
     FunnelStage.NO_CONCLUSION: "a valid Draft with no conclusion",
     FunnelStage.CITATION_REJECTED: "EvidenceGuard rejected a citation",
     FunnelStage.UNSUPPORTED: "SemanticGuard judged the conclusion unsupported",
-    FunnelStage.ROOT_CAUSE_MISSING: "SUCCESS without the root cause's words",
+    FunnelStage.ROOT_CAUSE_MISSING: "SUCCESS without the root cause",
     FunnelStage.SUCCESS: "SUCCESS with the root cause",
     FunnelStage.OTHER: "fits no stage (shown, never dropped)",
 }

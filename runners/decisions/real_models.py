@@ -125,6 +125,8 @@ class ThresholdSummary(BaseModel):
     """Runs of cases expected to succeed, by the funnel stage where they fell out (runners/decisions/funnel.py)."""
     splits: dict[str, SplitCounts] = {}
     """Outcome passes and SUCCESS reached per split (dev / held-out)."""
+    fallback_sources: dict[str, int] = {}
+    """FALLBACK releases by where they came from: the model declined, a guard blocked, the Harness relabelled."""
 
 
 class RecordedSummary(BaseModel):
@@ -241,6 +243,7 @@ def _threshold(
         ),
         funnel=_counts(stage_of(f).value for f in funnel_of if f.expected_outcome == "SUCCESS"),
         splits={split.value: _split(split, funnel_of, split_of) for split in Split},
+        fallback_sources=_counts(s.value for f in funnel_of if (s := f.fallback_source) is not None),
     )
 
 

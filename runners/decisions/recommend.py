@@ -57,7 +57,8 @@ BOOTSTRAP_RESAMPLES = 2_000
 BOOTSTRAP_SEED = 20_261_130
 
 METRIC_DEFINITIONS = {
-    "recall": "diagnosis recall — share of cases expected to end in SUCCESS that did, with the root cause's words"
+    "recall": "diagnosis recall — share of cases expected to end in SUCCESS that did, with the root cause as the judge "
+    "reads it"
     " (per case, then averaged)",
     "honest fallback": "share of no-evidence cases (empty_logs, generic_kb, missing_context) that ended in the "
     "expected FALLBACK and fallback kind",

@@ -31,6 +31,7 @@ from harness import (
     Relevance,
     normalize_timestamp,
 )
+from runners.domain.root_cause import RootCause
 from runners.domain.scripted import Mistake, Trajectory
 from runners.domain.suite import BuiltinTool, SuiteSpec
 from runners.domain.tool_fixtures import ToolFixture
@@ -51,7 +52,6 @@ __all__ = [
     "Fixtures",
     "OutcomeExpectation",
     "RecordedResult",
-    "RootCauseWord",
     "TableName",
     "ToolFault",
     "ToolName",
@@ -219,22 +219,18 @@ class ExactCounts(_Strict):
     """GAINED evaluations by the Agent."""
 
 
-RootCauseWord = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=r"^[^|]+(\|[^|]+)*$")]
-"""One word (or phrase) a SUCCESS conclusion must contain, case-insensitively, anywhere (so a stem such as `expir`
-matches `expired` and `expiry`); alternatives are separated by `|` (`expired|expiration|expiry`): any one will do."""
-
-
 class OutcomeExpectation(_Strict):
-    """What any agent's run of the case should publish: the outcome, its fallback kind, the root cause's words."""
+    """What any agent's run of the case should publish: the outcome, its fallback kind, the root cause."""
 
     outcome: ReleaseOutcome
     """The expected Release outcome."""
     fallback_kind: FallbackKind | None = None
     """Expected fallback kind (FALLBACK only)."""
-    root_cause_keywords: list[RootCauseWord] = Field(default_factory=list)
-    """Words a SUCCESS conclusion must contain (each case-insensitive, anywhere; `a|b` alternatives)."""
+    root_cause: RootCause | None = None
+    """What a SUCCESS conclusion must state (required with SUCCESS), as the judge reads it."""
     root_cause_statement: str | None = Field(default=None, min_length=3, max_length=8_000)
-    """The root cause as a statement, for a judge (a SUCCESS expectation gives it or `root_cause_keywords`)."""
+    """The root cause as a plain statement only, for a judge to compare a conclusion with (an imported suite's case,
+    whose source gives no facts to check): a SUCCESS expectation gives it or `root_cause`."""
 
     @model_validator(mode="after")
     def _coherent(self) -> OutcomeExpectation:
@@ -242,8 +238,8 @@ class OutcomeExpectation(_Strict):
             raise ValueError("fallback_kind is required when outcome is FALLBACK")
         if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
             raise ValueError("fallback_kind is only allowed when outcome is FALLBACK")
-        if self.outcome is ReleaseOutcome.SUCCESS and not self.root_cause_keywords and not self.root_cause_statement:
-            raise ValueError("root_cause_keywords is required when outcome is SUCCESS")
+        if self.outcome is ReleaseOutcome.SUCCESS and self.root_cause is None and self.root_cause_statement is None:
+            raise ValueError("root_cause is required when outcome is SUCCESS")
         return self
 
 
@@ -259,7 +255,7 @@ class EvidenceMark(_Strict):
 
 class Expectations(_Strict):
     """What a correct run of this case looks like. Outcome expectations (`outcome`, `fallback_kind`,
-    `root_cause_keywords`, `without_mistake`) hold for any agent; the others are trajectory expectations: they
+    `root_cause`, `without_mistake`, `after_a_call`) hold for any agent; the others are trajectory expectations: they
     describe the scripted reference trajectory at the default config and judge scripted runs at those settings."""
 
     outcome: ReleaseOutcome
@@ -268,14 +264,18 @@ class Expectations(_Strict):
     """Expected fallback kind (FALLBACK only)."""
     stop_reason: ExpectedStop | None = None
     """Expected stop reason (a trajectory expectation); omit to not check it."""
-    root_cause_keywords: list[RootCauseWord] = Field(default_factory=list)
-    """Words a SUCCESS conclusion must contain (each case-insensitive, anywhere; `a|b` alternatives)."""
+    root_cause: RootCause | None = None
+    """What a SUCCESS conclusion must state (required with SUCCESS), as the judge reads it."""
     root_cause_statement: str | None = Field(default=None, min_length=3, max_length=8_000)
-    """The root cause as a statement, for a judge to compare a conclusion with (a SUCCESS case gives it or
-    `root_cause_keywords`)."""
+    """The root cause as a plain statement only, for a judge to compare a conclusion with (an imported suite's case,
+    whose source gives no facts to check): a SUCCESS expectation gives it or `root_cause`."""
     without_mistake: OutcomeExpectation | None = None
     """For a case whose point is a model's mistake (a protocol violation, a fabricated citation, an unsupported
     conclusion): what a model that does not make it should publish. The outcome verdict accepts either."""
+    after_a_call: OutcomeExpectation | None = None
+    """What a run that completed a backend call should publish, where the expected outcome needs none to have
+    completed (MISSING_REQUIRED_CONTEXT: a model forced to call first, or one that looks before it asks, cannot reach
+    it). The outcome verdict accepts either."""
     evidence: list[EvidenceMark] = Field(default_factory=list)
     """Fixture records that carry evidence beyond the ones the reference Draft cites (those count by themselves):
     the truth an agent's GAINED / NO_GAIN is scored against."""
@@ -300,8 +300,8 @@ class Expectations(_Strict):
             raise ValueError("expect.fallback_kind is required when expect.outcome is FALLBACK")
         if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
             raise ValueError("expect.fallback_kind is only allowed when expect.outcome is FALLBACK")
-        if self.outcome is ReleaseOutcome.SUCCESS and not self.root_cause_keywords and not self.root_cause_statement:
-            raise ValueError("expect.root_cause_keywords is required when expect.outcome is SUCCESS")
+        if self.outcome is ReleaseOutcome.SUCCESS and self.root_cause is None and self.root_cause_statement is None:
+            raise ValueError("expect.root_cause is required when expect.outcome is SUCCESS")
         return self
 
 

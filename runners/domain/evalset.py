@@ -375,7 +375,8 @@ def _hashed(case: EvalCase) -> dict[str, object]:
             data.pop(key, None)
     if not data["fixtures"].get("results"):
         data["fixtures"].pop("results", None)
-    for expect in (data["expect"], data["expect"].get("without_mistake") or {}):
+    nested = [data["expect"].get(k) or {} for k in ("without_mistake", "after_a_call")]
+    for expect in (data["expect"], *nested):
         if expect.get("root_cause_statement") is None:
             expect.pop("root_cause_statement", None)
     return data

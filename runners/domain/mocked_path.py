@@ -5,7 +5,7 @@ capture one), so every declared tool, fixture and citation of a suite goes throu
 Each call's arguments are the fixture's `match` (a wildcard argument is left out, or given a placeholder of its type
 when the tool requires it); a call whose scope an earlier one already had is not made again. Each call evaluates the
 previous one GAINED when that returned results, NO_GAIN otherwise. The Draft concludes with the case's root-cause
-statement (or its keywords) and cites the first line of every result; with no result, it concludes nothing.
+statement (its root cause's) and cites the first line of every result; with no result, it concludes nothing.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def mocked_path(case: EvalCase) -> Trajectory:
         if excerpt is not None:
             cited.append((len(steps), tool.name, excerpt))
     expect = case.expect
-    statement = expect.root_cause_statement or ", ".join(expect.root_cause_keywords) or None
+    statement = expect.root_cause_statement or (expect.root_cause.statement if expect.root_cause else None)
     draft: dict[str, JsonValue]
     if cited and statement is not None:
         draft = {

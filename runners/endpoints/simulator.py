@@ -155,6 +155,14 @@ def _plain(body: dict[str, Any]) -> bool:
     return plain_tools(specs)
 
 
+def _offered(body: dict[str, Any]) -> tuple[ToolSpec, ...]:
+    """The tools of a request, as specs (name, description, parameters)."""
+    tools = body.get("tools")
+    return tuple(ToolSpec(str(f.get("name")), str(f.get("description") or ""), f.get("parameters") or {})
+                 for t in (tools if isinstance(tools, list) else []) if isinstance(t, dict)
+                 if isinstance(f := t.get("function"), dict))  # fmt: skip
+
+
 def _answer(conv: _Conversation, body: dict[str, Any], trajectory_for: TrajectoryFor) -> dict[str, Any]:
     messages, case, is_guard = conv.messages, conv.case, conv.is_guard
     model = str(body.get("model") or "scripted")
@@ -170,7 +178,9 @@ def _answer(conv: _Conversation, body: dict[str, Any], trajectory_for: Trajector
         )
     )  # a loop without the Harness's envelope: the scripted model sends the business input alone
     reply = AssistantMessage(guard_answer(traj)) if is_guard else next_turn(traj, messages, plain=plain)
-    usage = estimate_usage(ChatRequest(tuple(messages)), reply)
+    # the tools offered count as the in-process model counts them (their descriptions), so a run's tokens are the
+    # same in process, over HTTP and from a cassette
+    usage = estimate_usage(ChatRequest(tuple(messages), tools=_offered(body)), reply)
     msg: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
     if reply.tool_calls:
         msg["tool_calls"] = [

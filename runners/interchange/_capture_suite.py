@@ -1,5 +1,6 @@
-"""What `capture` makes of a suite's run: each call of a declared tool as a fixture of the case's results (its input
-as the match, what the observation showed as the output, a failure as an error), and the tools the run offered.
+"""What `capture` reads of the tools a run offered (their names; the database tool's tables) and makes of a suite's
+run: each call of a declared tool as a fixture of the case's results (its input as the match, what the observation
+showed as the output, a failure as an error).
 
 The records are what the model was shown (an observation is capped), so a fixture holds those lines, not the tool's
 whole output; the replay shows the same lines again for the same arguments.
@@ -11,11 +12,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from harness import InvocationStatus, JsonValue
+from harness import EntryKind, InvocationStatus, JsonValue
 from runners.domain.case_model import TOOL_NAMES
 from runners.domain.suite import SuiteSpec
+from runners.domain.tools.db_query import tables_in_description
+from runners.store.captured_runs import CapturedMessage
 
-__all__ = ["CaptureError", "SuiteCall", "offered_tools", "suite_fields", "suite_results"]
+__all__ = ["CaptureError", "SuiteCall", "offered_tables", "offered_tools", "suite_fields", "suite_results"]
 
 
 class CaptureError(ValueError):
@@ -95,3 +98,19 @@ def suite_fields(
         return {}
     fixtures["results"] = suite_results(declared)
     return {"suite": suite.model_dump(mode="json", exclude_none=True), "tools": offered_tools(tools_entry)}
+
+
+def offered_tables(messages: Sequence[CapturedMessage]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The tables (and columns) the database tool's description listed, as the run was shown them (its TOOLS entry;
+    nothing when the transcript has none)."""
+    for m in messages:
+        if m.kind != EntryKind.TOOLS.value or not m.content:
+            continue
+        try:
+            offered = json.loads(m.content)
+        except ValueError:
+            continue
+        for tool in offered if isinstance(offered, list) else []:
+            if isinstance(tool, dict) and tool.get("name") == "db_query" and isinstance(tool.get("description"), str):
+                return tables_in_description(tool["description"])
+    return ()

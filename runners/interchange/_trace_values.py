@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 from harness import ModelCall, ToolInvocation, TraceEvent
 
 __all__ = [
+    "strict_json",
     "INT64_MAX",
     "BadValue",
     "ChatMessage",
@@ -312,3 +313,19 @@ def read_messages(attribute: str, value: object) -> tuple[ChatMessage, ...]:
         why = first["msg"][:1].lower() + first["msg"][1:]
         raise BadValue(attribute, f"{where}{shown}: {why} (a message is"
                                   ' {"role": …, "parts": [{"type": …}, …]})') from None  # fmt: skip
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are each given once: a key twice (`"input_tokens": -7, "input_tokens": 1230`) would
+    let the last one win and a value never checked pass, so it is refused."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"key {key!r} given twice in one object")
+        out[key] = value
+    return out
+
+
+def strict_json(text: str) -> Any:
+    """`json.loads` refusing an object that gives a key twice (ValueError)."""
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys)

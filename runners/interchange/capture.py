@@ -46,10 +46,11 @@ from harness import (
 from runners.domain.evalset import TOOL_NAMES, EvalCase, ExpectedStop, Family, FaultKind
 from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
 from runners.domain.suite import SuiteSpec
-from runners.domain.tools.db_query import DbQueryInput, analyse_sql, tables_in_description
+from runners.domain.tools.db_query import DbQueryInput, analyse_sql
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
-from runners.interchange._capture_suite import CaptureError, SuiteCall, suite_fields
+from runners.interchange._capture_suite import CaptureError, SuiteCall, offered_tables, suite_fields
+from runners.run.rule_judge import asserted_words
 from runners.store.captured_runs import CapturedMessage, CapturedRun
 from runners.store.transcripts import GUARD_VERDICT
 
@@ -57,7 +58,7 @@ __all__ = ["REVIEW", "CaptureError", "build_case", "case_yaml", "replay_argv"]
 
 REVIEW = (
     "expect: the run's own outcome, stop reason and counts, not a judgement of what a correct run does",
-    "expect.root_cause_keywords: words taken from the run's conclusion",
+    "expect.root_cause: the run's own conclusion as the statement, words taken from it as the facts, no distractors",
     "trajectory: the model's calls, evaluations and Draft as it made them (mistakes included)",
     "fixtures.recorded: each call's result as the run saw it, served again for the same scope",
     "trajectory.steps[].input of a call the run never sent whole: a placeholder (only its length counts)",
@@ -96,7 +97,6 @@ _INPUTS: dict[str, type[BaseModel]] = {
     "db_query": DbQueryInput,
 }
 """Each tool's input model (db_query's without a case's table list)."""
-_KEYWORD = re.compile(r"\w{5,}")
 
 
 @dataclass(slots=True)
@@ -355,22 +355,6 @@ def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
     return out
 
 
-def _offered_tables(messages: Sequence[CapturedMessage]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The tables (and columns) the database tool's description listed, as the run was shown them (its TOOLS entry;
-    nothing when the transcript has none)."""
-    for m in messages:
-        if m.kind != EntryKind.TOOLS.value or not m.content:
-            continue
-        try:
-            offered = json.loads(m.content)
-        except ValueError:
-            continue
-        for tool in offered if isinstance(offered, list) else []:
-            if isinstance(tool, dict) and tool.get("name") == "db_query" and isinstance(tool.get("description"), str):
-                return tables_in_description(tool["description"])
-    return ()
-
-
 def _tables(steps: Sequence[_Step], offered: Sequence[tuple[str, tuple[str, ...]]]) -> dict[str, JsonValue]:
     """The tables the run was shown (with their columns, no rows: what queries returned is recorded) and, as
     `named_tables`, any other table its SQL read."""
@@ -451,8 +435,10 @@ def _expect(run: CapturedRun, calls: Sequence[_Call]) -> dict[str, JsonValue]:
     if stop in tuple(ExpectedStop):
         expect["stop_reason"] = stop
     if run.outcome == ReleaseOutcome.SUCCESS.value:
-        words = list(dict.fromkeys(w.lower() for w in _KEYWORD.findall(run.conclusion or "")))
-        expect["root_cause_keywords"] = words[:3] or [(run.conclusion or "").strip()[:40] or "?"]
+        conclusion = (run.conclusion or "").strip()
+        words = asserted_words(conclusion)
+        facts: list[JsonValue] = [{"variants": [w]} for w in words[:3]] or [{"variants": [conclusion[:40] or "?"]}]
+        expect["root_cause"] = {"statement": f"As the run concluded: {conclusion[:370]}", "facts": facts}
     expect["stop_required_delivered"] = run.stop_required_deliveries > 0
     rejections = Counter(c.row.rejection for c in calls if c.row.rejection in tuple(RejectionReason))
     exact: dict[str, JsonValue] = {"backend_calls": run.tool_invocations, "model_calls": run.model_calls}
@@ -490,7 +476,7 @@ def build_case(run: CapturedRun, suite: SuiteSpec | None = None) -> EvalCase:
         trajectory["semantic_verdict"] = verdict
     family = run.family if run.family in tuple(Family) or suite is not None else Family.DIAGNOSABLE.value
     mine = [c for c in calls if (c.row.tool or "") in TOOL_NAMES or suite is None]  # the built-in tools' calls
-    fixtures: dict[str, JsonValue] = {**_fixtures(mine), **_tables(steps, _offered_tables(diagnosis))}
+    fixtures: dict[str, JsonValue] = {**_fixtures(mine), **_tables(steps, offered_tables(diagnosis))}
     entry = next((m.content for m in diagnosis if m.kind == EntryKind.TOOLS.value), None)
     called = [SuiteCall(c.row.tool or "", c.row.invocation_status, _input(c), c.observation) for c in calls]
     suited = suite_fields(run.case_run_id, suite, called, entry, fixtures)

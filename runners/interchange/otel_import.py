@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import typing
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -58,6 +57,7 @@ from runners.interchange._trace_values import (
     check_times,
     check_totals,
     read_messages,
+    strict_json,
 )
 from runners.interchange.genai_spans import MODEL_OPERATIONS, NotScalar, Span, foreign_run, is_foreign
 from runners.interchange.observed_runs import (
@@ -127,7 +127,7 @@ _FORMAT_SHAPES = {
 
 def _json(path: Path, n: int, line: str) -> Any:
     try:
-        return json.loads(line)
+        return strict_json(line)
     except RecursionError:
         raise TraceImportError(f"{path}:{n}: JSON nested too deep") from None
     except ValueError as exc:
@@ -147,9 +147,11 @@ def _event_log_values(where: str, text: str) -> None:
     """A line's values strictly as they are written (pydantic would read `true` or `"1"` as 1): the run id a
     non-empty string, every event field of its type and range, the limits within the settings' bounds."""
     try:
-        raw = json.loads(text)
-    except (ValueError, RecursionError):
+        raw = strict_json(text)
+    except RecursionError:
         return  # pydantic read it: json can too (it is refused there otherwise)
+    except ValueError as exc:
+        raise TraceImportError(f"{where}: not JSON ({str(exc).splitlines()[0]})") from None
     if not isinstance(raw, dict):
         return
     try:
@@ -303,6 +305,7 @@ class _OtlpReader:
                     raise TraceImportError(f"{self.path}:{n}: span {span.span_id} appears twice (also line"
                                            f" {spans[key].line})")  # fmt: skip
                 spans[key] = span
+        self._refuse_cycles(spans)
         runs = [s for s in spans.values() if s.attributes.get(_OPERATION) == "invoke_agent"]
         children: dict[tuple[str, str], list[Span]] = {(r.trace_id, r.span_id): [] for r in runs}
         indirect: dict[tuple[str, str], Span] = {}
@@ -347,6 +350,21 @@ class _OtlpReader:
         if not out:
             raise TraceImportError(f"{self.path}: no invoke_agent span: no run to import")
         return out
+
+    def _refuse_cycles(self, spans: Mapping[tuple[str, str], Span]) -> None:
+        """Spans form a tree: a span whose parent ids lead back to it (its own ancestor) is refused, naming it."""
+        done: set[tuple[str, str]] = set()
+        for start in spans.values():
+            path: list[tuple[str, str]] = []
+            at: Span | None = start
+            while at is not None and (at.trace_id, at.span_id) not in done:
+                key = (at.trace_id, at.span_id)
+                if key in path:
+                    raise TraceImportError(f"{self.path}:{at.line}: span {at.span_id} is its own ancestor (its parent"
+                                           " ids lead back to it): spans must form a tree")  # fmt: skip
+                path.append(key)
+                at = spans.get((at.trace_id, at.parent)) if at.parent else None
+            done.update(path)
 
     @staticmethod
     def _run_above(s: Span, spans: Mapping[tuple[str, str], Span]) -> Span | None:

@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness import ReleaseOutcome
+from runners.interchange._trace_values import strict_json
 
 __all__ = ["OutcomeKey", "OutcomeRow", "OutcomesError", "RunVerdict", "match_outcomes", "read_outcomes"]
 
@@ -102,7 +103,7 @@ def _json_lines(path: Path, lines: Sequence[tuple[int, str]]) -> list[tuple[int,
     out: list[tuple[int, Mapping[str, object]]] = []
     for n, line in lines:
         try:
-            value = json.loads(line)
+            value = strict_json(line)
         except (ValueError, RecursionError) as exc:
             raise OutcomesError(f"{path}:{n}: not JSON ({str(exc).splitlines()[0][:200]})") from None
         if not isinstance(value, dict):

@@ -16,7 +16,6 @@ nothing is imported.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
 from runners.interchange._foreign_events import ForeignModelCall, ForeignToolCall, foreign_events
-from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPart, ToolCallResponsePart
+from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPart, ToolCallResponsePart, strict_json
 from runners.interchange.observed_runs import Contents, ObservedRun, TraceImportError
 from runners.interchange.outcomes import REWARD_PASSES, RunVerdict
 
@@ -97,7 +96,7 @@ def read_tau_bench(path: Path) -> TauBenchRuns:
     except OSError as exc:
         raise TraceImportError(f"{path}: cannot read ({exc.strerror or exc})") from None
     try:
-        raw = json.loads(text)
+        raw = strict_json(text)
     except RecursionError:
         raise TraceImportError(f"{path}: JSON nested too deep") from None
     except ValueError as exc:

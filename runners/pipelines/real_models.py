@@ -21,9 +21,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness import ReleaseOutcome
 from runners.decisions.compare_stops import CompareStops
+from runners.decisions.judge_rates import judge_rates
 from runners.decisions.loop_comparison import LoopComparison, compare_loops
 from runners.decisions.real_models import RecordedSummary, summarize
 from runners.domain.evalset import BUILTIN_DIR, load_cases
+from runners.domain.labelled_answers import parse_labelled_answers
 from runners.pipelines.real_probes import is_probe_summary
 from runners.plan.agent import AgentFramework
 from runners.plan.options import BenchOptions
@@ -38,6 +40,8 @@ from runners.rendering.real_report import (
     RecordingSettings,
     ReplayMismatch,
 )
+from runners.rendering.real_report_judging import JudgeOnSet
+from runners.run.rule_judge import RULE_JUDGE
 from runners.store.connection import connect
 from runners.store.recorded_sweeps import cassette_misses, read_recorded
 from runners.store.report_reads import label_case_runs_at, threshold_counts
@@ -296,6 +300,21 @@ def _gate(db: Path, baseline: str, candidate: str, downgrade: bool, recorded: se
                     text=verdict_line_with_power(result).replace("**", ""))  # fmt: skip
 
 
+LABELLED_SETS = (("held-out", "held-out.jsonl"), ("dev", "dev.jsonl"))
+"""The committed labelled answers (`evalsets/judge/`): the held-out set first (never developed against)."""
+
+
+def measure_judge(folder: Path = BUILTIN_DIR / "judge") -> tuple[JudgeOnSet, ...]:
+    """The rule judge on each committed labelled set (offline, deterministic)."""
+    cases = {c.id: c for c in load_cases([str(BUILTIN_DIR)])}
+    out = []
+    for name, file in LABELLED_SETS:
+        path = folder / file
+        answers = parse_labelled_answers(path.read_text(encoding="utf-8"), str(path), cases)
+        out.append(JudgeOnSet(labelled_set=name, rates=judge_rates(RULE_JUDGE, answers, cases, default=True)))
+    return tuple(out)
+
+
 def build(
     recordings: Sequence[Recording], db: Path, settings: Mapping[str, RecordingSettings], order: Sequence[str],
     sweep_of: SweepOf,
@@ -327,7 +346,8 @@ def build(
     # The gate compares models through the Harness's own loop: the registry's models that have such a recording.
     natives = [m for m in order if m in replayed and replayed[m].agent is AgentFramework.NATIVE]
     gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(natives))
-    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, list(replayed.values())))
+    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, list(replayed.values())),
+                            judge=measure_judge())  # fmt: skip
 
 
 def loop_comparisons(db: Path, summaries: Sequence[RecordedSummary]) -> tuple[LoopComparison, ...]:

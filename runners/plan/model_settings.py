@@ -103,6 +103,23 @@ class ModelSettings(BaseModel):
     """native: the endpoint returns the calls in tool_calls; json: each reply is constrained (response_format) to
     one JSON object, a tool call or the Draft, and the call is read from the text."""
 
+    guard_model: Annotated[str | None, BenchSetting(metavar="MODEL")] = Field(
+        default=None, examples=["openai:qwen2.5-coder-1.5b"]
+    )
+    """The SemanticGuard's model, 'openai:<model-name>' (unset: the agent's own model, which then judges its own
+    conclusions: a report says so per verdict)."""
+    guard_base_url: Annotated[str | None, BenchSetting(metavar="URL", endpoint=True)] = Field(
+        default=None, examples=["http://127.0.0.1:8766/v1"]
+    )
+    """The guard model's OpenAI-compatible base URL (unset: --base-url)."""
+
+    @field_validator("guard_model")
+    @classmethod
+    def _guard_is_openai(cls, value: str | None) -> str | None:
+        if value is not None and (not value.startswith("openai:") or not value.removeprefix("openai:").strip()):
+            raise ValueError("expected openai:<model-name> (the guard is asked over an OpenAI-compatible endpoint)")
+        return value
+
     @field_validator("api_key_env")
     @classmethod
     def _variable_name(cls, value: str) -> str:

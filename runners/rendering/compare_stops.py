@@ -216,7 +216,7 @@ def pareto_png(result: CompareStops, title: str) -> bytes:
     import matplotlib.pyplot as plt
 
     shown, unknown = plot_points(result)
-    fig, ax = plt.subplots(figsize=(9, 4.8))
+    fig, ax = plt.subplots(figsize=(11, 5))
     for pt in shown:
         on = pt.policy.policy in result.pareto
         xerr = _err(pt.policy.tool_invocations_saved, pt.saved)
@@ -228,8 +228,14 @@ def pareto_png(result: CompareStops, title: str) -> bytes:
     spots: dict[tuple[float, float], list[str]] = {}
     for pt in shown:
         spots.setdefault((round(pt.saved, 2), round(pt.recall, 3)), []).append(pt.policy.policy)
-    for i, ((x, y), names) in enumerate(sorted(spots.items())):
-        ax.annotate(", ".join(names), (x, y), textcoords="offset points", xytext=(6, -12 if i % 2 else 6), fontsize=7)
+    # Points are numbered and the numbers keyed beside the axes: policy names written at their points overlap
+    # wherever policies land close together (caps and detectors that cut nothing all sit at the origin).
+    key: list[str] = []
+    for i, ((x, y), names) in enumerate(sorted(spots.items()), start=1):
+        ax.annotate(str(i), (x, y), textcoords="offset points", xytext=(5, 5 if i % 2 else -10), fontsize=8,
+                    fontweight="bold")  # fmt: skip
+        key.append(f"{i}  {', '.join(names)}")
+    fig.text(0.70, 0.93, "\n".join(_wrapped(key, 44)), fontsize=7.5, va="top", family="monospace")
     ax.set(xlabel="tool calls saved per run (mean over cases)", ylabel="recall kept (share of cases, known to pass)",
            ylim=(-0.05, 1.1), title=title)  # fmt: skip
     if unknown:
@@ -238,10 +244,17 @@ def pareto_png(result: CompareStops, title: str) -> bytes:
     ax.plot([], [], "o", color="tab:gray", alpha=0.6, label="dominated")
     ax.legend(fontsize=8, loc="lower left")
     buf = io.BytesIO()
-    fig.tight_layout(rect=(0, 0.04 if unknown else 0, 1, 1))
+    fig.tight_layout(rect=(0, 0.04 if unknown else 0, 0.68, 1))
     fig.savefig(buf, format="png", dpi=100)
     plt.close(fig)
     return buf.getvalue()
+
+
+def _wrapped(lines: list[str], width: int) -> list[str]:
+    """Key lines wrapped at `width` characters, a continued line indented under its text."""
+    import textwrap
+
+    return [part for line in lines for part in textwrap.wrap(line, width, subsequent_indent="    ") or [line]]
 
 
 def _err(iv: Interval, at: float, *, rate: bool = False) -> list[list[float]] | None:

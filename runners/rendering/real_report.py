@@ -20,6 +20,15 @@ from runners.decisions.loop_comparison import LoopComparison
 from runners.decisions.real_models import RecordedSummary
 from runners.plan.agent import AgentFramework
 from runners.rendering.real_probes import PROBE_TEXT, ProbeReport, probe_lines
+from runners.rendering.real_report_judging import (
+    FALLBACK_HEADER,
+    JUDGE_HEADER,
+    JudgeOnSet,
+    fallback_rows,
+    guard_text,
+    judge_rows,
+    judge_text,
+)
 from runners.rendering.safe_text import html, markdown, markdown_code
 
 __all__ = [
@@ -168,6 +177,8 @@ class RealModelsReport(BaseModel):
     """Each upgrade and its reverse."""
     loops: tuple[LoopComparison, ...] = ()
     """Per model recorded through both loops: the Harness at the gate's threshold against the plain loop."""
+    judge: tuple[JudgeOnSet, ...] = ()
+    """The outcome judge's error rates on the committed labelled answers."""
     probes: tuple[ProbeReport, ...] = ()
     """Per model with a tag-probe recording: its tags on every observation, and the threshold they imply."""
 
@@ -281,8 +292,8 @@ def _gate_text(g: GateLine) -> str:
 FUNNEL_TEXT = (
     "Every run of a case expected to end in SUCCESS, counted at the first stage it did not pass: the evidence never "
     "retrieved, retrieved but tagged NO_GAIN, no valid Draft (a stop, an invalid final message or an error), no "
-    "conclusion, a citation EvidenceGuard rejected, a conclusion SemanticGuard judged UNSUPPORTED, SUCCESS without the "
-    "root cause's words, SUCCESS."
+    "conclusion, a citation EvidenceGuard rejected, a conclusion SemanticGuard judged UNSUPPORTED, SUCCESS whose "
+    "conclusion does not state the root cause (the rule judge, rates below), SUCCESS."
 )
 GAIN_TEXT = (
     "The model's own judgment: its GAINED / NO_GAIN on each non-empty observation it evaluated, against whether the "
@@ -362,7 +373,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
 def render_markdown(report: RealModelsReport, command: str) -> str:
     """The report as Markdown; every text from a file passes through `markdown`."""
     lines = ["# Real models", "", f"Made by {markdown_code(command)} from the committed cassettes (replayed offline"
-             " and checked against each `summary.json`).", "", "## Pass rate per family", ""]  # fmt: skip
+             " and checked against each `summary.json`).", "", "## The judge", "", judge_text(), ""]  # fmt: skip
+    lines += [*_md_table(JUDGE_HEADER, judge_rows(report.judge)), "", "## Pass rate per family", ""]
     lines += _md_table(*_families(report))
     for m in report.models:
         lines += ["", f"## {markdown(m.summary.label)}", "",
@@ -371,6 +383,8 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
         lines += _md_table(HARNESS_HEADER, _harness_rows(m))
         lines += ["", "Verdicts and guards:", ""]
         lines += _md_table(VERDICT_HEADER, _verdict_rows(m))
+        lines += ["", markdown(guard_text(m.summary)), "", "Where each FALLBACK came from:", ""]
+        lines += _md_table(FALLBACK_HEADER, fallback_rows(m.summary))
         verdict = m.recommended.threshold
         lines += ["", f"**Recommend:** {markdown(verdict) if verdict else 'no recommendation'}.", ""]
         for paragraph in m.recommended.paragraphs:
@@ -433,14 +447,16 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
              ".loud{color:#b00;font-weight:bold}</style>",
              "</head><body><h1>Real models</h1>",
              f"<p>Made by <code>{html(command)}</code> from the committed cassettes (replayed offline and checked"
-             " against each <code>summary.json</code>).</p><h2>Pass rate per family</h2>",
+             " against each <code>summary.json</code>).</p><h2>The judge</h2>", f"<p>{html(judge_text())}</p>",
+             _html_table(JUDGE_HEADER, judge_rows(report.judge)), "<h2>Pass rate per family</h2>",
              _html_table(*_families(report))]  # fmt: skip
     for m in report.models:
         verdict = m.recommended.threshold
         parts += [f"<h2>{html(m.summary.label)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
                   f"<p>Replay: <code>{html(_replay_command(m))}</code>.</p>",
                   _html_table(HARNESS_HEADER, _harness_rows(m)), "<p>Verdicts and guards:</p>",
-                  _html_table(VERDICT_HEADER, _verdict_rows(m)),
+                  _html_table(VERDICT_HEADER, _verdict_rows(m)), f"<p>{html(guard_text(m.summary))}</p>",
+                  "<p>Where each FALLBACK came from:</p>", _html_table(FALLBACK_HEADER, fallback_rows(m.summary)),
                   f"<p><b>Recommend:</b> {html(verdict) if verdict else 'no recommendation'}.</p>",
                   *(f"<p>{html(p)}</p>" for p in m.recommended.paragraphs)]  # fmt: skip
         paragraphs, table = _stops_lines(m)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import io
 import re
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
@@ -38,6 +39,7 @@ from runners.decisions.recommend import (
     recommend,
     table_rows,
 )
+from runners.domain.fallback_source import FallbackSource
 from runners.plan.settings import SettingValue
 from runners.rendering.safe_text import MarkdownText, markdown, markdown_code
 from runners.rendering.safe_text import html as safe_html
@@ -131,7 +133,7 @@ FAMILY_HEADER = [
 ]
 FAMILY_DEFINITIONS = {
     "pass rate": "share of case runs passing every verdict that applies to them",
-    "outcome / trajectory": "the two verdicts apart: the outcome verdict (outcome, fallback kind, root-cause words, "
+    "outcome / trajectory": "the two verdicts apart: the outcome verdict (outcome, fallback kind, the root cause, "
     "the Harness's invariants; any agent) and the trajectory verdict (the reference trajectory's bounds; scripted runs "
     "at the default settings only, `-` where none was judged)",
     "outcomes S / F / X": "case runs released as SUCCESS / FALLBACK / FAILED or CANCELLED",
@@ -180,14 +182,25 @@ def _diagnosis_section(con: duckdb.DuckDBPyConnection, groups: Mapping[str, str]
         [[c.group, str(c.gained_on_evidence), str(c.gained_on_nothing), str(c.no_gain_on_evidence),
           str(c.no_gain_on_nothing), _rate(c.accuracy)] for c in tags],
     )  # fmt: skip
+    sources: dict[str, Counter[FallbackSource]] = {}
+    for r in rows:
+        if (source := r.fallback_source) is not None:
+            sources.setdefault(groups[r.bench_run_id], Counter())[source] += 1
+    fallback_table = TableBlock(
+        ["bench run", "FALLBACK", "the model declined", "a guard blocked", "the Harness relabelled"],
+        [[g, str(sum(c.values())), *(str(c[s]) for s in FallbackSource)] for g, c in sources.items()],
+    )
     why = [f"{g.group}: citations rejected because {', '.join(f'{r} ({n})' for r, n in g.rejections)}"
            for g in stages if g.rejections]  # fmt: skip
     return Section(
         "Diagnosis funnel and gain tags",
         ["Every run of a case expected to end in SUCCESS, counted at the first stage it did not pass; then the "
          "agent's GAINED / NO_GAIN on the observations it evaluated, against whether their records carried the "
-         "case's evidence (the Harness's own NO_GAIN on empty results and repeats is not counted).", *why],
-        [funnel_table, tag_table] if stages or tags else [],
+         "case's evidence (the Harness's own NO_GAIN on empty results and repeats is not counted); then where each "
+         "FALLBACK came from: the model's valid Draft declined to conclude, a guard blocked its conclusion, or the "
+         "Harness relabelled a reply that was no valid Draft (invalid, cut off, or none).", *why],
+        [t for t, show in ((funnel_table, stages or tags), (tag_table, stages or tags), (fallback_table, sources))
+         if show],
         FUNNEL_DEFINITIONS,
     )  # fmt: skip
 

@@ -58,6 +58,25 @@ class ModelFactory:
                 api_key=(os.environ.get(ms.api_key_env) or OFFLINE_KEY) if replay.replays else None,
             )
 
+        self.guard: ChatModel | None = None
+        guard = plan.options.settings.model_settings.guard_model
+        if guard is not None:
+            from harness import OpenAIChatModel
+            from runners.store.cassettes import OFFLINE_KEY, CassetteTransport
+
+            opts = plan.options
+            ms, replay = opts.settings.model_settings, opts.replay
+            # the guard's isolated calls go through the run's cassette like the agent's
+            self.guard = OpenAIChatModel(
+                guard.removeprefix("openai:"),
+                base_url=ms.guard_base_url or ms.base_url,
+                api_key_env=ms.api_key_env,
+                timeout_seconds=opts.settings.config.model_timeout_seconds,
+                temperature=0.0,
+                transport=partial(CassetteTransport, require_binding=True) if replay.cassettes is not None else None,
+                api_key=(os.environ.get(ms.api_key_env) or OFFLINE_KEY) if replay.replays else None,
+            )
+
     def for_case(self, case: EvalCase, epoch: int) -> ChatModel:
         if self._shared is not None:
             return self._shared
@@ -73,7 +92,7 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, cancellation
     config, loop, replay = opts.settings.config, loop_for(opts.execution.agent), opts.replay
     harnessed, judge = factory.plan.harnessed, factory.judge_trajectory
     if replay.cassettes is None or factory.spec.kind is not ModelKind.OPENAI:
-        return run_case(case, model, config=config, cancellation=cancellation, loop=loop,
+        return run_case(case, model, config=config, cancellation=cancellation, loop=loop, guard_model=factory.guard,
                         judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
     from runners.store.cassettes import CassetteError, cassette_path, rerecord_command, use_cassette
 
@@ -81,7 +100,8 @@ def execute_case(case: EvalCase, epoch: int, factory: ModelFactory, cancellation
     try:
         with use_cassette(path, replay.mode, factory.plan.secrets) as tape:
             run = run_case(case, model, config=config, cancellation=cancellation, deadline_clock=tape.deadline_clock,
-                           loop=loop, judge_trajectory=judge, judge_invariants=harnessed)  # fmt: skip
+                           loop=loop, guard_model=factory.guard, judge_trajectory=judge,
+                           judge_invariants=harnessed)  # fmt: skip
     except CassetteError as exc:
         command = rerecord_command(opts, case.id, epoch, delete_first=True)
         raise BenchInputError(f"{exc}; re-record with: {command}") from None

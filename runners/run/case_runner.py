@@ -100,7 +100,8 @@ def run_case(
         task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=case_system_prompt(case)
     )
     metrics = metrics_of(result)
-    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants)
+    judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants,
+                      real_model=not isinstance(chat, ScriptedChatModel))  # fmt: skip
     return CaseRun(case, result, metrics, judged, evidence_calls(case, result, ctx))
 
 

@@ -1,10 +1,12 @@
 """The two verdicts of one case run.
 
-- The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, the root
-  cause's words in a SUCCESS conclusion (or, for a case whose point is a model's mistake, what a model that does not
-  make it should publish), and the Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope
-  completes at most once, rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once,
-  and what is published cites only this run's canonical records.
+- The **outcome verdict** holds for any agent, scripted or real: the published outcome and fallback kind, whether a
+  SUCCESS conclusion states the case's root cause as the judge reads it (`runners/domain/judge.py`; the rule judge by
+  default) (or what the case accepts instead: what a model that does not make its mistake should publish, what a run
+  that completed a call should publish, for a real model an honest FALLBACK where the script's mistake earns FAILED),
+  and the Harness's invariants — nothing reaches a backend after STOP_REQUIRED, each scope completes at most once,
+  rejections are never charged to the tool budget, STOP_REQUIRED is delivered at most once, and what is published
+  cites only this run's canonical records.
 - The **trajectory verdict** describes the scripted reference trajectory: exact counts, call bounds, the stop reason
   that follows from the script. It judges a scripted run at the settings the bounds were written for (the default
   thresholds and budgets) and no other run: at another threshold, or for a real model, it does not apply (None).
@@ -14,9 +16,8 @@ A failure names its verdict (`[outcome] …`, `[trajectory] …`), so a reader s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from harness import (
+    FallbackKind,
     HarnessConfig,
     InvocationStatus,
     RejectionReason,
@@ -28,11 +29,12 @@ from harness import (
 )
 from runners.domain.case_model import EvalCase, ExactCounts, ExpectedStop, OutcomeExpectation
 from runners.domain.case_run import CaseMetrics, Verdicts
+from runners.domain.judge import Judge
 from runners.plan.bench_config import BenchHarnessConfig
+from runners.run.rule_judge import RULE_JUDGE
 
 __all__ = [
     "invariant_failures",
-    "missing_root_cause_words",
     "outcome_failures",
     "trajectory_applies",
     "trajectory_failures",
@@ -51,24 +53,26 @@ def trajectory_applies(config: HarnessConfig, *, scripted: bool) -> bool:
 
 
 def verdicts(
-    case: EvalCase, result: RunResult, metrics: CaseMetrics, *, judge_trajectory: bool, judge_invariants: bool = True
+    case: EvalCase,
+    result: RunResult,
+    metrics: CaseMetrics,
+    *,
+    judge_trajectory: bool,
+    judge_invariants: bool = True,
+    judge: Judge = RULE_JUDGE,
+    real_model: bool = False,
 ) -> Verdicts:
     """Both verdicts of `result` against `case` (`judge_trajectory`: see `trajectory_applies`; `judge_invariants`:
     False for a run no Harness drove: the plain loop, whose repeats and unguarded answers are what it is measured
-    on)."""
+    on; `judge`: who reads a SUCCESS conclusion; `real_model`: not the scripted reference model, see
+    `outcome_failures`)."""
     invariants = invariant_failures(result, metrics) if judge_invariants else []
-    outcome = [*outcome_failures(case, result), *invariants]
+    outcome = [*outcome_failures(case, result, judge=judge, real_model=real_model), *invariants]
     trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
     return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
 
 
-def missing_root_cause_words(words: Sequence[str], conclusion: str) -> list[str]:
-    """The words (`a|b` alternatives) none of whose alternatives the conclusion contains, case-insensitively."""
-    text = conclusion.casefold()
-    return [w for w in words if not any(alt.strip().casefold() in text for alt in w.split("|"))]
-
-
-def _against(want: OutcomeExpectation, result: RunResult) -> list[str]:
+def _against(want: OutcomeExpectation, result: RunResult, question: str, judge: Judge) -> list[str]:
     d = result.decision
     out: list[str] = []
     if d.outcome is not want.outcome:
@@ -76,27 +80,50 @@ def _against(want: OutcomeExpectation, result: RunResult) -> list[str]:
     if want.fallback_kind is not None and d.fallback_kind is not want.fallback_kind:
         got = d.fallback_kind.value if d.fallback_kind else None
         out.append(f"fallback_kind {got} != expected {want.fallback_kind.value}")
-    if d.outcome is ReleaseOutcome.SUCCESS and want.root_cause_keywords:
+    if d.outcome is ReleaseOutcome.SUCCESS and want.root_cause is not None:
         conclusion = (d.draft.conclusion if d.draft else "") or ""
-        missing = missing_root_cause_words(want.root_cause_keywords, conclusion)
-        if missing:
-            out.append(f"conclusion lacks root-cause words {missing}")
+        verdict = judge.judge(want.root_cause, conclusion, question=question)
+        if not verdict.states_root_cause:
+            out.append(f"conclusion does not state the root cause ({judge.name} judge: {verdict.reason})")
     return out
 
 
-def outcome_failures(case: EvalCase, result: RunResult) -> list[str]:
-    """How the published outcome differs from the case's expectation (empty when it, or the outcome of a model
-    that does not make the case's mistake, holds)."""
+_HONEST_FALLBACK = OutcomeExpectation(outcome=ReleaseOutcome.FALLBACK, fallback_kind=FallbackKind.INSUFFICIENT_EVIDENCE)
+
+
+def _completed_a_call(result: RunResult) -> bool:
+    return any(isinstance(e, ToolInvocation) and e.invocation_status is InvocationStatus.COMPLETED
+               for e in result.events)  # fmt: skip
+
+
+def outcome_failures(
+    case: EvalCase, result: RunResult, *, judge: Judge = RULE_JUDGE, real_model: bool = False
+) -> list[str]:
+    """How the published outcome differs from the case's expectation (empty when it holds, or one the case accepts
+    instead: what a model that does not make the case's mistake should publish; after a completed call, what such a
+    run should publish; for a real model where the scripted model's mistake makes FAILED, an honest FALLBACK); `judge`
+    reads a SUCCESS conclusion."""
     exp = case.expect
     primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
-                                 root_cause_keywords=exp.root_cause_keywords,
+                                 root_cause=exp.root_cause,
                                  root_cause_statement=exp.root_cause_statement)  # fmt: skip
-    failures = _against(primary, result)
-    if failures and exp.without_mistake is not None:
-        clean = _against(exp.without_mistake, result)
+    failures = _against(primary, result, case.question, judge)
+    if not failures:
+        return []
+    instead: list[tuple[str, OutcomeExpectation]] = []
+    if exp.without_mistake is not None:
+        instead.append(("what a model without the case's mistake should publish", exp.without_mistake))
+    if exp.after_a_call is not None and _completed_a_call(result):
+        instead.append(("what a run that completed a call should publish", exp.after_a_call))
+    if real_model and exp.outcome is ReleaseOutcome.FAILED:
+        # FAILED is what the scripted model's mistake earns; a real model that checked and said it cannot conclude
+        # did better than the script, not worse
+        instead.append(("an honest fallback (a real model need not make the scripted mistake)", _HONEST_FALLBACK))
+    for why, other in instead:
+        clean = _against(other, result, case.question, judge)
         if not clean:
             return []
-        failures.append(f"nor what a model without the case's mistake should publish: {'; '.join(clean)}")
+        failures.append(f"nor {why}: {'; '.join(clean)}")
     return failures
 
 

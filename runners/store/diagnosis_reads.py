@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import duckdb
 
+from runners.domain.fallback_source import FallbackSource, fallback_source
 from runners.plan.settings import SettingValue, swept_names
 
 __all__ = ["FunnelRow", "GainTagRow", "SweepPoint", "funnel_rows", "gain_tag_rows", "sweep_points"]
@@ -61,6 +62,12 @@ class FunnelRow:
     """Of those, the ones the agent tagged NO_GAIN."""
     failures: str | None
     """The verdicts' failures, as stored (JSON)."""
+
+    @property
+    def fallback_source(self) -> FallbackSource | None:
+        """Where its FALLBACK came from (None for another outcome)."""
+        return fallback_source(self.outcome, draft_valid=self.draft_valid, evidence_check=self.evidence_check,
+                               semantic_verdict=self.semantic_verdict)  # fmt: skip
 
 
 def _case_runs(con: duckdb.DuckDBPyConnection, bench_run_ids: Sequence[str], case_run_ids: Sequence[str] | None

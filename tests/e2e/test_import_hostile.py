@@ -562,3 +562,58 @@ def test_no_credential_shape_a_trace_carries_reaches_a_table_or_a_stream(
     assert not any(v in streams.out + streams.err for v in secrets.values())
     # the scan bites: the imported rows do carry the redacted spans' other text
     assert _cells_holding(db, REDACTED_MARK)
+
+
+# -- duplicate keys, cycles, equal timestamps ------------------------------------------------------------------------
+def test_a_key_given_twice_in_an_event_log_line_is_refused(
+    bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = bench.log.read_text(encoding="utf-8").split("\n")[:-1]
+    at = next(i for i, line in enumerate(lines) if '"input_tokens":' in line.replace(" ", ""))
+    lines[at] = lines[at].replace('"input_tokens":', '"input_tokens":-7,"input_tokens":', 1)
+    bad = tmp_path / "twice.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    message = _refused(bad, bench, tmp_path, capsys)
+    assert f"{bad}:{at + 1}: " in message and "'input_tokens' given twice" in message, message
+
+
+def test_a_key_given_twice_in_a_span_is_refused(
+    bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = bench.spans.read_text(encoding="utf-8").split("\n")[:-1]
+    lines[0] = lines[0].replace('"spanId":', '"spanId":"00","spanId":', 1)
+    bad = tmp_path / "twice-span.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    message = _refused(bad, bench, tmp_path, capsys)
+    assert f"{bad}:1: " in message and "'spanId' given twice" in message, message
+
+
+@pytest.mark.parametrize("shape", ["its own parent", "two spans each the other's parent"])
+def test_a_span_that_is_its_own_ancestor_is_refused(
+    bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str], shape: str
+) -> None:
+    request = json.loads(bench.spans.read_text(encoding="utf-8").split("\n")[0])
+    chats = _kids(request, "chat")
+    if shape == "its own parent":
+        chats[0]["parentSpanId"] = chats[0]["spanId"]
+    else:
+        root = _root(request)
+        chats[0]["parentSpanId"], root["parentSpanId"] = root["spanId"], chats[0]["spanId"]
+    bad = tmp_path / "cycle.jsonl"
+    bad.write_text(json.dumps(request) + "\n", encoding="utf-8")
+    message = _refused(bad, bench, tmp_path, capsys)
+    assert "is its own ancestor" in message and f"{bad}:1: " in message, message
+
+
+def test_events_of_one_run_with_the_same_timestamp_import(bench: Bench, tmp_path: Path) -> None:
+    """Real traces stamp several events in one millisecond: equal times are ordered by their sequence, not refused."""
+    lines = bench.log.read_text(encoding="utf-8").split("\n")[:-1]
+    parsed = [json.loads(line) for line in lines]
+    first_run = parsed[0]["run_id"]
+    stamp = next(p["event"]["t_ms"] for p in parsed if p["run_id"] == first_run)
+    for p in parsed:
+        if p["run_id"] == first_run:
+            p["event"]["t_ms"] = stamp
+    same = tmp_path / "same-time.jsonl"
+    same.write_text("\n".join(json.dumps(p, ensure_ascii=False) for p in parsed) + "\n", encoding="utf-8")
+    assert _import(same, tmp_path / "same.duckdb") == 0

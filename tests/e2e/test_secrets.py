@@ -148,7 +148,10 @@ def _canary_evalset(path: Path) -> Path:
                                            "tenant": "t1", "keyword": KEY}},
     )  # fmt: skip
     case["trajectory"]["draft"]["conclusion"] += f" (The key {KEY} of {USER} was not the cause.)"
-    case["expect"] = {"outcome": "SUCCESS", "root_cause_keywords": ["connection pool"]}
+    case["expect"] = {
+        "outcome": "SUCCESS",
+        "root_cause": {"statement": "The connection pool was exhausted.", "facts": [{"variants": ["connection pool"]}]},
+    }
     for claim in case["trajectory"]["draft"]["claims"]:
         for citation in claim["citations"]:
             citation["tool_call_id"] = "@step2"

@@ -20,9 +20,11 @@ from harness.config import HarnessConfig
 from harness.contracts import ReleaseOutcome
 from runners.domain.evalset import EvalCase, Family, load_cases
 from runners.domain.evidence_marks import carries_evidence, evidence_marks
+from runners.domain.root_cause import RootCause
 from runners.domain.scripted import RejectionReaction, StopReaction
+from runners.run._conclusion_text import analyse
 from runners.run.case_runner import run_case
-from runners.run.verdict import missing_root_cause_words
+from runners.run.rule_judge import RULE_JUDGE
 from tests.runners.domain._case_records import case_text, fixture_records
 
 CASES = load_cases()
@@ -157,17 +159,18 @@ def test_without_mistake_differs_from_the_expectation(case: EvalCase) -> None:
     )
 
 
-SUCCESSES = [(case, label, words) for case in CASES
+SUCCESSES = [(case, label, want.root_cause) for case in CASES
              for label, want in (("expect", case.expect), ("without_mistake", case.expect.without_mistake))
              if want is not None and want.outcome is ReleaseOutcome.SUCCESS
-             for words in [want.root_cause_keywords]]  # fmt: skip
+             and want.root_cause is not None]  # fmt: skip
 
 
-@pytest.mark.parametrize(("case", "label", "words"), SUCCESSES, ids=[f"{c.id}-{lab}" for c, lab, _ in SUCCESSES])
-def test_root_cause_words_are_the_cases_own(case: EvalCase, label: str, words: list[str]) -> None:
-    text = case_text(case)
-    foreign = [w for w in words if not any(alt.strip().casefold() in text for alt in w.split("|"))]
-    assert not foreign, f"{case.id} {label}: no alternative of {foreign} occurs in its question or fixtures"
+@pytest.mark.parametrize(("case", "label", "cause"), SUCCESSES, ids=[f"{c.id}-{lab}" for c, lab, _ in SUCCESSES])
+def test_root_cause_facts_are_the_cases_own(case: EvalCase, label: str, cause: RootCause) -> None:
+    """Each fact has a wording the case's question or fixtures hold: a fact no record shows is no root cause."""
+    text = analyse(case_text(case))
+    foreign = [f.variants for f in cause.facts if not any(text.find(v) for v in f.variants)]
+    assert not foreign, f"{case.id} {label}: no wording of {foreign} occurs in its question or fixtures"
 
 
 CLEAN_SUCCESS = [case for case in WITH_CLEAN
@@ -186,14 +189,14 @@ WRONG = [case for case in CLEAN_SUCCESS
 
 
 @pytest.mark.parametrize("case", WRONG, ids=[c.id for c in WRONG])
-def test_the_root_cause_words_reject_the_cases_wrong_conclusion(case: EvalCase) -> None:
+def test_the_judge_rejects_the_cases_wrong_conclusion(case: EvalCase) -> None:
     clean = case.expect.without_mistake
     draft = case.trajectory.draft or {}
     conclusion = draft.get("conclusion")
     assert clean is not None and isinstance(conclusion, str)
-    assert missing_root_cause_words(clean.root_cause_keywords, conclusion), (
-        f"{case.id}: its wrong conclusion {conclusion!r} contains every word of {clean.root_cause_keywords}"
-    )
+    assert clean.root_cause is not None
+    verdict = RULE_JUDGE.judge(clean.root_cause, conclusion, question=case.question)
+    assert not verdict.states_root_cause, f"{case.id}: its wrong conclusion {conclusion!r} passes the judge"
 
 
 @pytest.mark.parametrize("threshold", sorted(THRESHOLD_EFFECTS))
@@ -210,3 +213,12 @@ def test_off_the_default_threshold_only_real_effects_change_the_outcome(threshol
     assert not unexpected, f"threshold {threshold}: outcome failures that are no listed effect: {unexpected}"
     gone = sorted(set(expected) - set(failed))
     assert not gone, f"threshold {threshold}: listed effects whose outcome no longer changes (remove them): {gone}"
+
+
+def test_every_missing_context_case_says_what_a_run_that_made_a_call_should_get() -> None:
+    """A model forced to call first (or one that looks before it asks) cannot reach MISSING_REQUIRED_CONTEXT."""
+    from harness.contracts import FallbackKind
+
+    missing = [c.id for c in CASES if c.expect.fallback_kind is FallbackKind.MISSING_REQUIRED_CONTEXT
+               and c.expect.after_a_call is None]  # fmt: skip
+    assert not missing

@@ -79,6 +79,8 @@ def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring()
     assert model == {
         "model",
         "base_url",
+        "guard_model",
+        "guard_base_url",
         "api_key_env",
         "tool_choice",
         "parallel_tool_calls",

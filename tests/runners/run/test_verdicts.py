@@ -1,6 +1,6 @@
-"""The two verdicts of a case run: the outcome verdict (any agent: outcome, fallback kind, root-cause words or the
-clean outcome of a mistake case, and the Harness's invariants) and the trajectory verdict (the reference trajectory's
-bounds, for a scripted run at the default settings only)."""
+"""The two verdicts of a case run: the outcome verdict (any agent: outcome, fallback kind, the judge on the root cause
+or the clean outcome of a mistake case, and the Harness's invariants) and the trajectory verdict (the reference
+trajectory's bounds, for a scripted run at the default settings only)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from harness import HarnessConfig, InvocationStatus, ReleaseOutcome, StopRequiredDelivered, ToolInvocation
 from runners.domain.case_model import OutcomeExpectation
 from runners.domain.evalset import BUILTIN_DIR, EvalCase, load_cases
+from runners.domain.root_cause import RootCause, RootCauseFact
 from runners.run.case_runner import run_case
 from runners.run.verdict import (
     invariant_failures,
-    missing_root_cause_words,
     outcome_failures,
     trajectory_applies,
     verdicts,
@@ -26,15 +26,6 @@ SUCCESS_CASE = "diagnosable_gateway_risk_pool_exhausted_t1"
 @pytest.fixture(scope="module")
 def cases() -> dict[str, EvalCase]:
     return {c.id: c for c in load_cases([str(BUILTIN_DIR)])}
-
-
-def test_root_cause_words_match_as_a_reader_would() -> None:
-    """Each word case-insensitively anywhere (a stem matches its inflections); `a|b` alternatives, any one will do."""
-    words = ["certificate", "expired|expiration|expiry"]
-    assert missing_root_cause_words(words, "The endpoint's Certificate EXPIRATION stopped deliveries") == []
-    assert missing_root_cause_words(["expir"], "the cert expired at midnight") == []
-    assert missing_root_cause_words(words, "a certificate problem") == ["expired|expiration|expiry"]
-    assert missing_root_cause_words(words, "") == words
 
 
 def test_the_trajectory_verdict_applies_to_a_scripted_run_at_the_default_settings_only() -> None:
@@ -65,19 +56,23 @@ def test_a_failure_names_its_verdict(cases: dict[str, EvalCase]) -> None:
     assert run.failures == ("[trajectory] model calls 2 > max 1",)
 
 
+def _cause(*variants: str) -> RootCause:
+    return RootCause(statement="a root cause for the test", facts=[RootCauseFact(variants=list(variants))])
+
+
 def test_a_mistake_case_accepts_what_a_model_without_the_mistake_publishes(cases: dict[str, EvalCase]) -> None:
     """The reference of a SUCCESS case judged against an expectation of FALLBACK fails, unless the case says a model
-    without its mistake should publish SUCCESS with the words the run's conclusion holds."""
+    without its mistake should publish SUCCESS with the root cause the run's conclusion states."""
     case = cases[SUCCESS_CASE]
     result = run_case(case).result
-    fallback = case.expect.model_copy(update={"outcome": ReleaseOutcome.FALLBACK, "root_cause_keywords": [],
+    fallback = case.expect.model_copy(update={"outcome": ReleaseOutcome.FALLBACK, "root_cause": None,
                                               "fallback_kind": "INSUFFICIENT_EVIDENCE"})  # fmt: skip
     as_mistake = case.model_copy(update={"expect": fallback})
     assert outcome_failures(as_mistake, result)[0].startswith("outcome SUCCESS != expected FALLBACK")
-    clean = OutcomeExpectation(outcome=ReleaseOutcome.SUCCESS, root_cause_keywords=["pool"])
+    clean = OutcomeExpectation(outcome=ReleaseOutcome.SUCCESS, root_cause=_cause("pool*"))
     with_clean = as_mistake.model_copy(update={"expect": fallback.model_copy(update={"without_mistake": clean})})
     assert outcome_failures(with_clean, result) == []
-    wrong_words = OutcomeExpectation(outcome=ReleaseOutcome.SUCCESS, root_cause_keywords=["certificate"])
+    wrong_words = OutcomeExpectation(outcome=ReleaseOutcome.SUCCESS, root_cause=_cause("certificate"))
     with_wrong = as_mistake.model_copy(update={"expect": fallback.model_copy(update={"without_mistake": wrong_words})})
     assert "nor what a model without the case's mistake should publish" in outcome_failures(with_wrong, result)[-1]
 
