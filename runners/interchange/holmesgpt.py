@@ -406,7 +406,7 @@ def suite_files(conversion: Conversion) -> dict[str, str]:
     files = {"suite.yaml": "# Converted by `harness-bench import-suite --from holmesgpt`; docs/your-agent.md.\n"
              + _dump(conversion.suite.model_dump(mode="json", exclude_none=True))}  # fmt: skip
     for layout, cases in sorted(conversion.cases.items()):
-        docs = [c.model_dump(mode="json", exclude_none=True, exclude={"suite"}, exclude_defaults=False) for c in cases]
+        docs = [c.model_dump(mode="json", exclude_defaults=True, exclude={"suite"}) for c in cases]
         files[f"{layout}.yaml"] = _dump({"cases": docs})
     files["not_converted.json"] = (
         json.dumps([{"folder": s.folder, "reason": s.reason} for s in conversion.skipped], indent=1, ensure_ascii=False)
