@@ -38,7 +38,7 @@ def split_of_cases(cases: Iterable[EvalCase]) -> dict[str, Split]:
     """Each case's split, by the rule in the module docstring (a family is split among the cases given)."""
     by_family: dict[str, list[str]] = defaultdict(list)
     for case in cases:
-        by_family[case.family.value].append(case.id)
+        by_family[case.family].append(case.id)
     out: dict[str, Split] = {}
     for ids in by_family.values():
         ranked = sorted(ids, key=_rank)

@@ -65,7 +65,7 @@ from harness import (
     project_result,
     render_task,
 )
-from runners.domain.prompt import PLAIN_SYSTEM_PROMPT
+from runners.domain.prompt import plain_prompt
 
 __all__ = ["PlainLoop", "plain_loop"]
 
@@ -108,11 +108,11 @@ class PlainLoop:
         guard_model: ChatModel | None,
         system_prompt: str,
     ) -> RunResult:
-        """One run to its answer (see the module docstring); `system_prompt` is the Harness's, not used here."""
+        """One run to its answer (see the module docstring); `system_prompt` is the Harness's: its role is kept."""
         t0 = time.perf_counter()
         by_name = {t.name: t for t in tools}
         specs = tuple(ToolSpec(t.name, t.description, t.input_schema()) for t in tools)
-        messages: list[ChatMessage] = [SystemMessage(PLAIN_SYSTEM_PROMPT), UserMessage(render_task(task))]
+        messages: list[ChatMessage] = [SystemMessage(plain_prompt(system_prompt)), UserMessage(render_task(task))]
         ctx.trace.emit(RunStarted(model=model.name))
         draft_text: str | None = None
         error: str | None = None

@@ -105,7 +105,8 @@ def outcome_failures(
     reads a SUCCESS conclusion."""
     exp = case.expect
     primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
-                                 root_cause=exp.root_cause)  # fmt: skip
+                                 root_cause=exp.root_cause,
+                                 root_cause_statement=exp.root_cause_statement)  # fmt: skip
     failures = _against(primary, result, case.question, judge)
     if not failures:
         return []
