@@ -1,7 +1,7 @@
 """Record a real model's sweep into cassettes, resumably, a batch of cases at a time (a developer tool).
 
     python -m scripts.record_real --model qwen2.5-coder-1.5b --base-url http://127.0.0.1:8081/v1 \\
-        [--split held-out|dev|all] [--thresholds 1,2,3,4] [--batch 6] [--agent native] [--out DIR]
+        [--split held-out|new-held-out|dev|all] [--thresholds 1,2,3,4] [--batch 6] [--agent native] [--out DIR]
 
 Each batch is one `harness-bench sweep` over its cases at every threshold (record mode `new_episodes`, so a threshold
 recorded after another adds only the calls where it diverges), into the live database `DIR/live.duckdb` (not
@@ -47,8 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="a registered model (runners/live/models.py)")
     parser.add_argument("--base-url", required=True, help="the model server, e.g. http://127.0.0.1:8081/v1")
-    parser.add_argument("--split", choices=("held-out", "dev", "all"), default="all",
-                        help="which cases (held-out first when all)")  # fmt: skip
+    parser.add_argument("--split", choices=(*(s.value for s in Split if s is not Split.UNASSIGNED), "all"),
+                        default="all", help="which cases (evalsets/splits/; held-out first when all)")  # fmt: skip
     parser.add_argument("--thresholds", default="1,2,3,4")
     parser.add_argument("--batch", type=int, default=6, help="cases per sweep (default 6)")
     parser.add_argument("--agent", default="native")
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     cases = load_cases([str(BUILTIN_DIR)])
     splits = split_of_cases(cases)
-    order = [c.id for c in cases if splits[c.id] is Split.HELD_OUT] + [c.id for c in cases if splits[c.id] is Split.DEV]
+    ranked = (Split.HELD_OUT, Split.NEW_HELD_OUT, Split.DEV)
+    order = [c.id for split in ranked for c in cases if splits[c.id] is split]
     wanted = [i for i in order if args.split == "all" or splits[i].value == args.split]
     done_file = out / "recorded.txt"
     done = [line for line in done_file.read_text().split("\n") if line] if done_file.exists() else []

@@ -129,7 +129,8 @@ class ThresholdSummary(BaseModel):
     funnel: dict[str, int] = {}
     """Runs of cases expected to succeed, by the funnel stage where they fell out (runners/decisions/funnel.py)."""
     splits: dict[str, SplitCounts] = {}
-    """Outcome passes and SUCCESS reached per split (dev / held-out)."""
+    """Outcome passes and SUCCESS reached per split (dev and held-out always; new held-out and unassigned when the
+    sweep ran a case of theirs)."""
 
 
 class RecordedSummary(BaseModel):
@@ -245,8 +246,16 @@ def _threshold(
             no_gain_on_nothing=sum(t.no_gain_on_nothing for t in tags),
         ),
         funnel=_counts(stage_of(f).value for f in funnel_of if f.expected_outcome == "SUCCESS"),
-        splits={split.value: _split(split, funnel_of, split_of) for split in Split},
+        splits={
+            split.value: _split(split, funnel_of, split_of)
+            for split in Split
+            if split in _ALWAYS_COUNTED or any(split_of.get(r.case_id) is split for r in funnel_of)
+        },
     )
+
+
+_ALWAYS_COUNTED = frozenset({Split.DEV, Split.HELD_OUT})
+"""The splits a summary counts even when it ran none of their cases; the others appear once it ran one of theirs."""
 
 
 def _split(split: Split, rows: Sequence[FunnelRow], split_of: Mapping[str, Split]) -> SplitCounts:
