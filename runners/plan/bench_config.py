@@ -5,6 +5,7 @@ other setting."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import Field, field_validator
@@ -13,7 +14,7 @@ from harness import HarnessConfig, RequestCheck
 from runners.domain.stop_rules import RuleKind, StopRule, StopRuleError, parse_rules
 from runners.plan.model_settings import BenchSetting
 
-__all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "live_settings", "request_checks"]
+__all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "PlainPrompt", "live_settings", "request_checks"]
 
 NEVER_SATURATES = 1_000_000
 """A NO_GAIN threshold no run reaches: a run of a policy without `no-gain` (the contract never saturates)."""
@@ -22,8 +23,17 @@ _BUDGET_FLAGS = {RuleKind.NO_GAIN: "--no-gain-threshold", RuleKind.TOOL_CAP: "--
                  RuleKind.TURN_CAP: "--max-model-calls", RuleKind.TOKEN_CAP: "--max-total-tokens"}  # fmt: skip
 
 
+class PlainPrompt(StrEnum):
+    """The system prompt the plain loop (`--agent plain`) sends."""
+
+    PLAIN = "plain"
+    """Its own: the Harness's without the protocol block (the envelope and the information-gain contract)."""
+    HARNESS = "harness"
+    """The Harness's, word for word, so that a comparison with the Harness does not change the prompt too."""
+
+
 class BenchHarnessConfig(HarnessConfig):
-    """HarnessConfig, and the loop detectors a bench run stops on."""
+    """HarnessConfig, the loop detectors a bench run stops on, and the plain loop's prompt."""
 
     stop_rule: Annotated[str | None, BenchSetting(metavar="SPEC")] = Field(
         default=None, examples=["repeat:k=3,w=10", "error-cycle:k=2+alternation:k=2"]
@@ -32,6 +42,10 @@ class BenchHarnessConfig(HarnessConfig):
     tool and scope asked K times within W requests), error-cycle:k=K (the same failing call asked K times in a row),
     alternation:k=K (two calls asked in turn K times), combined with +; the caps are --max-tool-invocations,
     --max-model-calls and --max-total-tokens, the contract's threshold --no-gain-threshold."""
+
+    plain_prompt: Annotated[PlainPrompt, BenchSetting(sweepable=True)] = PlainPrompt.PLAIN
+    """The plain loop's system prompt (`--agent plain` only; the Harness's loops always send the Harness's): plain
+    (its own, without the protocol block) or harness (the Harness's, word for word)."""
 
     @field_validator("stop_rule")
     @classmethod

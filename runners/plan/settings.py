@@ -62,6 +62,7 @@ HARNESS_SETTINGS: Mapping[str, BenchSetting] = {
     "max_retry_wait_seconds": _SECONDS,
     "record_ttl_seconds": _SECONDS,
     "schema_mode": BenchSetting(sweepable=True),
+    "ablate": BenchSetting(sweepable=True, metavar="CONTROL"),
 }
 """How the bench exposes `HarnessConfig`'s fields, by field name (a subclass's new field may instead carry its
 marker as `Annotated` metadata, as `ModelSettings`' fields do)."""
