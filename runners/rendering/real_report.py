@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness import ReleaseOutcome
+from runners.decisions.ablation import NewHeldOutLine, OneChange, new_held_out_lines, one_change
 from runners.decisions.compare_stops import CompareStops
 from runners.decisions.funnel import FunnelStage
 from runners.decisions.gate import Verdict
@@ -27,7 +28,17 @@ from runners.decisions.loop_comparison import LoopComparison, compare_loops
 from runners.decisions.real_models import RecordedSummary, summarize
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV
+from runners.domain.splits import Split, assigned_splits
 from runners.plan.agent import AgentFramework
+from runners.plan.bench_config import PlainPrompt
+from runners.rendering.one_change import (
+    NEW_HELD_OUT_HEADER,
+    NEW_HELD_OUT_TEXT,
+    ONE_CHANGE_HEADER,
+    new_held_out_rows,
+    one_change_rows,
+    one_change_text,
+)
 from runners.rendering.safe_text import html, markdown, markdown_code
 from runners.store.analysis_reads import label_case_runs_at, threshold_counts
 from runners.store.connection import connect
@@ -202,6 +213,13 @@ class RealModelsReport(BaseModel):
     """Each upgrade and its reverse."""
     loops: tuple[LoopComparison, ...] = ()
     """Per model recorded through both loops: the Harness at the gate's threshold against the plain loop."""
+    new_held_out: tuple[NewHeldOutLine, ...] = ()
+    """Each recording's figures on the new held-out cases, at the gate's threshold."""
+    one_change: tuple[OneChange, ...] = ()
+    """Each recording that changed one thing (a control off, the plain loop with the Harness's prompt) against the
+    Harness as it ships."""
+    held_out_cases: int = 0
+    """The older held-out cases (what a changed recording's coverage is counted against)."""
 
 
 # -- recordings -----------------------------------------------------------------------------------
@@ -426,20 +444,28 @@ def build(
     # The gate compares models through the Harness's own loop: the registry's models that have such a recording.
     natives = [m for m in order if m in replayed and replayed[m].agent is AgentFramework.NATIVE]
     gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(natives))
-    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, list(replayed.values())))
+    summaries = list(replayed.values())
+    expected = {c.id: c.expect.outcome is ReleaseOutcome.SUCCESS for c in load_cases([str(BUILTIN_DIR)])}
+    runs_of = {label: read_recorded(db, label).runs for label in replayed}
+    held = sum(s is Split.HELD_OUT for s in assigned_splits().values())
+    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, summaries),
+                            new_held_out=new_held_out_lines(summaries, GATE_THRESHOLD),
+                            one_change=one_change(summaries, runs_of, expected, GATE_THRESHOLD),
+                            held_out_cases=held)  # fmt: skip
 
 
 def loop_comparisons(db: Path, summaries: Sequence[RecordedSummary]) -> tuple[LoopComparison, ...]:
     """The Harness against the plain loop, for every model recorded through both."""
     expected = {c.id: c.expect.outcome is ReleaseOutcome.SUCCESS for c in load_cases([str(BUILTIN_DIR)])}
-    natives = {s.model: s for s in summaries if s.agent is AgentFramework.NATIVE}
+    natives = {s.model: s for s in summaries if s.baseline}
     out = []
     for s in summaries:
         native = natives.get(s.model)
-        if s.agent is not AgentFramework.PLAIN or native is None:
+        if s.agent is not AgentFramework.PLAIN or native is None or s.new_held_out:
             continue
         harness_runs, plain_runs = read_recorded(db, native.label).runs, read_recorded(db, s.label).runs
-        out.append(compare_loops(s.model, harness_runs, plain_runs, expected, GATE_THRESHOLD))
+        name = s.model if s.plain_prompt is PlainPrompt.PLAIN else s.label  # the plain loop with its own prompt
+        out.append(compare_loops(name, harness_runs, plain_runs, expected, GATE_THRESHOLD))
     return tuple(out)
 
 
@@ -659,6 +685,13 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
     if report.loops:
         lines += ["", "## The Harness against a plain loop", "", LOOP_TEXT, ""]
         lines += _md_table(LOOP_HEADER, _loop_rows(report))
+    if report.one_change:
+        lines += ["", "## What each control costs and buys", "",
+                  markdown(one_change_text(report.one_change, report.held_out_cases)), ""]  # fmt: skip
+        lines += _md_table(ONE_CHANGE_HEADER, one_change_rows(report.one_change))
+    if report.new_held_out:
+        lines += ["", "## New held-out cases", "", markdown(NEW_HELD_OUT_TEXT), ""]
+        lines += _md_table(NEW_HELD_OUT_HEADER, new_held_out_rows(report.new_held_out))
     lines += ["", "## Gate", ""]
     lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -729,6 +762,13 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
     if report.loops:
         parts += ["<h2>The Harness against a plain loop</h2>", f"<p>{html(LOOP_TEXT)}</p>",
                   _html_table(LOOP_HEADER, _loop_rows(report))]  # fmt: skip
+    if report.one_change:
+        parts += ["<h2>What each control costs and buys</h2>",
+                  f"<p>{html(one_change_text(report.one_change, report.held_out_cases))}</p>",
+                  _html_table(ONE_CHANGE_HEADER, one_change_rows(report.one_change))]  # fmt: skip
+    if report.new_held_out:
+        parts += ["<h2>New held-out cases</h2>", f"<p>{html(NEW_HELD_OUT_TEXT)}</p>",
+                  _html_table(NEW_HELD_OUT_HEADER, new_held_out_rows(report.new_held_out))]  # fmt: skip
     parts.append("<h2>Gate</h2><ul>")
     for g in report.gates:
         cls = " class='loud'" if g.downgrade_passed else ""

@@ -60,7 +60,8 @@ def sim() -> Iterator[SimulatorServer]:
 def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring() -> None:
     decl = declaration()
     harness = {s.field: s for s in decl.settings if s.owner is settings.SettingOwner.HARNESS}
-    assert set(harness) == set(HarnessConfig.model_fields) | {"stop_rule"}  # the bench adds its loop detectors
+    # the bench adds its loop detectors and the plain loop's prompt
+    assert set(harness) == set(HarnessConfig.model_fields) | {"stop_rule", "plain_prompt"}
     for field, public in PUBLIC_NAMES.items():
         assert harness[field].name == public, "public names (CLI flags, DuckDB columns) are the library's"
     assert {s.name for s in decl.sweepable} >= {
