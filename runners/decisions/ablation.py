@@ -60,6 +60,15 @@ class OneChange(BaseModel):
     """What it changed."""
     comparison: LoopComparison
     """Paired by case: `harness` is the Harness as it ships, `plain` the changed run (whatever loop it used)."""
+    harness_published: int
+    """Over the cases both ran: the Harness's SUCCESS releases."""
+    changed_published: int
+    """The changed run's SUCCESS releases."""
+    harness_wrong: int
+    """Of the Harness's SUCCESS releases, those the outcome verdict fails (a case expecting a fallback, or a
+    conclusion without the root cause's words)."""
+    changed_wrong: int
+    """The same of the changed run's."""
 
 
 def one_change(
@@ -85,7 +94,18 @@ def one_change(
         comparison = compare_loops(s.label, runs_of[base.label], mine, expected_success, threshold)
         if comparison.cases:
             what = ChangedThing(control=s.ablation, plain_loop_with_harness_prompt=harness_prompt)
-            out.append(OneChange(label=s.label, changed=what, comparison=comparison))
+            h = {r.case_id: r for r in runs_of[base.label] if r.no_gain_threshold == threshold}
+            c = {r.case_id: r for r in mine}
+            common = set(h) & set(c)
+            h_ok, c_ok = (
+                [h[i] for i in common if h[i].outcome == "SUCCESS"],
+                [c[i] for i in common if c[i].outcome == "SUCCESS"],
+            )
+            out.append(OneChange(
+                label=s.label, changed=what, comparison=comparison, harness_published=len(h_ok),
+                changed_published=len(c_ok), harness_wrong=sum(not r.outcome_passed for r in h_ok),
+                changed_wrong=sum(not r.outcome_passed for r in c_ok),
+            ))  # fmt: skip
     return tuple(out)
 
 

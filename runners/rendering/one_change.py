@@ -11,7 +11,7 @@ __all__ = ["NEW_HELD_OUT_HEADER", "NEW_HELD_OUT_TEXT", "ONE_CHANGE_HEADER", "one
            "new_held_out_rows"]  # fmt: skip
 
 NEW_HELD_OUT_TEXT = (
-    "The cases listed under [new-held-out] in evalsets/splits/held-out.txt were written after the Harness's "
+    "The cases listed under `[new-held-out]` in `evalsets/splits/held-out.txt` were written after the Harness's "
     "model-facing text froze; no text or tool behaviour was developed on them and no model had run on them before "
     "they were committed. Every one expects SUCCESS. SUCCESS counts a conclusion that passed both guards and holds "
     "the case's root-cause words (the outcome verdict), with its 95% Wilson interval."
@@ -65,6 +65,9 @@ def one_change_rows(changes: Sequence[OneChange]) -> list[list[str]]:
             rows.append([what, c.label, str(m.cases), m.name, *values])
         rows.append([what, c.label, str(cmp.cases), "conclusions with rejected citations: blocked / published",
                      f"{cmp.harness_blocked} blocked", f"{cmp.plain_published_rejected} published", "—"])  # fmt: skip
+        rows.append([what, c.label, str(cmp.cases), "SUCCESS published (of them, failing the outcome verdict)",
+                     f"{c.harness_published} ({c.harness_wrong})", f"{c.changed_published} ({c.changed_wrong})",
+                     "—"])  # fmt: skip
         rows.append([what, c.label, str(cmp.cases), "FAILED releases", str(cmp.harness_failed),
                      str(cmp.plain_failed), "—"])  # fmt: skip
     return rows

@@ -687,10 +687,10 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
         lines += _md_table(LOOP_HEADER, _loop_rows(report))
     if report.one_change:
         lines += ["", "## What each control costs and buys", "",
-                  markdown(one_change_text(report.one_change, report.held_out_cases)), ""]  # fmt: skip
+                  one_change_text(report.one_change, report.held_out_cases), ""]  # fmt: skip
         lines += _md_table(ONE_CHANGE_HEADER, one_change_rows(report.one_change))
     if report.new_held_out:
-        lines += ["", "## New held-out cases", "", markdown(NEW_HELD_OUT_TEXT), ""]
+        lines += ["", "## New held-out cases", "", NEW_HELD_OUT_TEXT, ""]
         lines += _md_table(NEW_HELD_OUT_HEADER, new_held_out_rows(report.new_held_out))
     lines += ["", "## Gate", ""]
     lines += [f"- {markdown(_gate_text(g))}" for g in report.gates]

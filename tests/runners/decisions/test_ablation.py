@@ -68,6 +68,7 @@ def test_a_changed_recording_is_paired_with_the_harness_as_it_ships() -> None:
     assert [c.label for c in got] == [off.label, prompt.label], "the plain loop with its own prompt is no ablation"
     ev = got[0].comparison
     assert ev.cases == 2 and ev.harness_blocked == 1 and ev.plain_published_rejected == 1
+    assert (got[0].harness_published, got[0].changed_published, got[0].changed_wrong) == (1, 2, 0)
     recall = next(m for m in ev.metrics if m.name.startswith("recall (SUCCESS"))
     assert (recall.harness, recall.plain) == (0.5, 1.0)
     tokens = next(m for m in ev.metrics if m.name == "tokens per run")
