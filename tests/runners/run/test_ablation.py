@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import cache
+from pathlib import Path
 
 import pytest
 
@@ -25,6 +26,7 @@ from harness import (
     ToolRequestRejected,
     TraceEvent,
 )
+from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.prompt import BENCH_SYSTEM_PROMPT, PLAIN_SYSTEM_PROMPT
 from runners.domain.scripted import ScriptedChatModel
@@ -161,3 +163,21 @@ def test_the_plain_loop_sends_the_prompt_its_setting_names_and_nothing_else_chan
 
     assert without_prompt_size(run) == without_prompt_size(other)
     assert run.result.decision.outcome is ReleaseOutcome.SUCCESS
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--agent", "plain", "--ablate", "envelope"], "--ablate envelope switches off a Harness control"),
+        (["--plain-prompt", "harness"], "--plain-prompt harness applies to --agent plain only"),
+        (["--agent", "pydantic-ai", "--plain-prompt", "harness"], "--plain-prompt harness applies to --agent plain"),
+    ],
+)
+def test_a_setting_the_loop_would_ignore_is_refused_in_one_line_and_nothing_is_written(
+    flags: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "x.duckdb"
+    assert main(["run", "--db", str(db), "--case", "diagnosable_ledger_disk_full_t8", *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not db.exists()
