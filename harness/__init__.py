@@ -9,7 +9,14 @@ Where each decision lives (docs/architecture.md §2, §10.1):
 - scope.py — ToolScopeNormalizer
 - evidence_guard.py / semantic_guard.py — citations real / conclusion supported
 - release.py — the single published outcome; snapshot.py — the ProgressSnapshot behind a fallback
-- trace.py — the typed audit events
+- trace.py — the typed audit events; event_log.py — them as JSON Lines; otel.py — them as OpenTelemetry spans
+- contracts.py — the vocabularies; config.py — thresholds and budgets; context.py — the run's identity, deadline,
+  budgets and cancellation; canonical_store.py — the per-run truth of every invocation
+- envelope.py — the agent-facing tool envelope; request_checks.py — an embedder's stop rules before the gate
+- draft.py — the DiagnosisDraft; prompts.py — the frozen model-facing texts; transcript.py — what the model was
+  sent and answered; retry.py — the Harness-owned model retries
+- models/ — the chat-model interface and the OpenAI-compatible model; adapters/ — the Harness under pydantic-ai
+  and the OpenAI Agents SDK
 
 What an embedder needs is exported here (`__all__`), and what the bench needs is exported here too: the bench
 (`runners/`) imports nothing from the library but these names, so everything else is an implementation detail.
@@ -112,7 +119,7 @@ if TYPE_CHECKING:
     from harness.adapters.openai_agents import run_agent as run_openai_agents_agent
     from harness.adapters.pydantic_ai import run_agent as run_pydantic_ai_agent
     from harness.event_log import EventLogError, EventLogLine, event_adapter, event_from_json, event_line
-    from harness.models.openai_model import ModelConfigError, OpenAIChatModel, TransportWrapper
+    from harness.models.openai_model import ModelConfigError, OpenAIChatModel, TransportWrapper, read_body
     from harness.otel import NAMESPACE as OTEL_NAMESPACE
     from harness.otel import Evaluation, HarnessAttribute, SpanRecorder
     from harness.otel import attribute_name as otel_attribute_name
@@ -121,6 +128,7 @@ _LAZY: dict[str, tuple[str, str, str | None]] = {
     "OpenAIChatModel": ("harness.models.openai_model", "OpenAIChatModel", None),
     "ModelConfigError": ("harness.models.openai_model", "ModelConfigError", None),
     "TransportWrapper": ("harness.models.openai_model", "TransportWrapper", None),
+    "read_body": ("harness.models.openai_model", "read_body", None),
     "EventLogError": ("harness.event_log", "EventLogError", None),
     "EventLogLine": ("harness.event_log", "EventLogLine", None),
     "event_adapter": ("harness.event_log", "event_adapter", None),
@@ -279,6 +287,7 @@ __all__ = [
     "otel_attribute_name",
     "parse_draft",
     "project_result",
+    "read_body",
     "render_task",
     "run_diagnosis",
     "run_openai_agents_agent",

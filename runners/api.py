@@ -67,15 +67,18 @@ __all__ = [
 
 
 def run(
-    options: BenchOptions, *, cancellation: CancellationToken | None = None, on_progress: ProgressHook | None = None
-) -> BenchSummary:
+    options: BenchOptions, *, cancellation: CancellationToken | None = None, on_progress: ProgressHook | None = None,
+    keep_runs: bool = True,
+) -> BenchSummary:  # fmt: skip
     """Plan and run one bench run (or resume one: `BenchOptions.of(resume=ID, db=...)`): every case × epoch of
-    `options` into its database. Once `cancellation` is set, no case run starts and the run ends `interrupted`."""
+    `options` into its database. Once `cancellation` is set, no case run starts and the run ends `interrupted`.
+    `keep_runs` False: the summary keeps no case run (memory stays flat over a large run; they are in the database)."""
     from runners.plan.run_plan import plan_run
     from runners.run.bench import run_bench
     from runners.store.resume import STORED_RUNS
 
-    return run_bench(plan_run(options, STORED_RUNS), cancellation=cancellation, on_progress=on_progress)
+    return run_bench(plan_run(options, STORED_RUNS), cancellation=cancellation, on_progress=on_progress,
+                     keep_runs=keep_runs)  # fmt: skip
 
 
 def sweep(
@@ -179,7 +182,7 @@ def whatif(
     from runners.decisions.whatif import WhatIfInputError
     from runners.decisions.whatif import whatif as replay
     from runners.store.connection import connect
-    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
+    from runners.store.replayable_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
     if (label is None) == (bench_run is None):
         raise BenchInputError("give one of --label and --bench-run")

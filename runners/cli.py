@@ -115,8 +115,8 @@ def _dispatch(args: argparse.Namespace, signals: interrupts.Interrupts | None = 
 
     from runners.domain.evalset import EvalSetError
     from runners.plan.rules import BenchInputError
-    from runners.store._files import OutputWriteError
     from runners.store.errors import MetricsDbError, MetricsWriteError
+    from runners.store.output_files import OutputWriteError
 
     try:
         try:

@@ -1,4 +1,4 @@
-"""Run the calibration study (runners/decisions/calibration.py) and write its file, figures and tables.
+"""Run the calibration study (runners/pipelines/calibration.py) and write its file, figures and tables.
 
     .venv/bin/python -m scripts.calibration [--part gate|recommend|power|all] [--pairs 60] [--epochs 3]
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pydantic
 
-from runners.decisions.calibration import gate_study, power_study, recommend_study
 from runners.decisions.calibration_results import CalibrationResults, gate_key
+from runners.pipelines.calibration import gate_study, power_study, recommend_study
 from runners.rendering.calibration import gate_figure, gate_tables, power_figure, power_tables
 
 ROOT = Path(__file__).resolve().parent.parent

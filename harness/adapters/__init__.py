@@ -2,6 +2,7 @@
 
 - `harness.adapters.pydantic_ai` — pydantic-ai (`pydantic-ai-slim`): `HarnessBridge` and `run_agent`.
 - `harness.adapters.openai_agents` — the OpenAI Agents SDK (`openai-agents`): `HarnessAgentsModel` and `run_agent`.
+- `_batch.py` — what both share: a whole assistant message answered at once, in order.
 
 Each adapter routes every model call through `HarnessSession.complete` and every tool call, with its raw
 arguments, through `HarnessSession.handle_tool_calls`; the framework's argument validation and retries never

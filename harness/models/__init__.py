@@ -1,4 +1,5 @@
-"""Chat-model implementations behind one interface."""
+"""Chat-model implementations behind one interface: `base.py` (the `ChatModel` interface the Diagnosis Agent loop
+and SemanticGuard call) and `openai_model.py` (any OpenAI-compatible endpoint through the `openai` SDK)."""
 
 from typing import TYPE_CHECKING, Any
 

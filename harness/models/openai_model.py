@@ -88,7 +88,7 @@ def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemapho
         return slots.semaphore
 
 
-def _read_body(response: httpx2.Response) -> bytes:
+def read_body(response: httpx2.Response) -> bytes:
     """The whole body of a transport-level response, its stream closed (answers are small)."""
     stream = response.stream
     assert isinstance(stream, httpx2.SyncByteStream)
@@ -116,7 +116,7 @@ class CappedTransport(httpx2.BaseTransport):
             raise httpx2.PoolTimeout("no free in-flight slot for this endpoint within the timeout", request=request)
         try:
             response = self._inner.handle_request(request)
-            content = _read_body(response)
+            content = read_body(response)
         finally:
             self._slots.release()
         response.stream = httpx2.ByteStream(content)

@@ -1,4 +1,4 @@
-"""Business tools behind the Harness boundary."""
+"""Business tools behind the Harness boundary: `base.py` (what a tool is and what it returns)."""
 
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
 

@@ -136,7 +136,7 @@ def _warn_unchecked(db: Path) -> None:
 def _endpoint_named(run: settings.RunSettings | None, opts: BenchOptions) -> str:
     """The endpoint (and the cassettes) a bench run used, for the one-line error when none of it served."""
     from harness import OpenAIChatModel
-    from runners.plan.redact import safe_url
+    from runners.domain.redaction import safe_url
 
     name = safe_url(OpenAIChatModel.resolve_base_url(run.model_settings.base_url if run is not None else None)) or ""
     cassettes = opts.replay.cassettes

@@ -15,12 +15,12 @@ from typing import Any, NoReturn, TextIO, cast
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.text import Text
 
+from runners.domain.redaction import redact
 from runners.plan.flags import bounded_float, bounded_int
-from runners.plan.redact import redact
 from runners.plan.rules import UsageError
 from runners.rendering import tables
 from runners.rendering.safe_text import terminal
-from runners.store._files import NamedPath, check_outputs
+from runners.store.output_files import NamedPath, check_outputs
 
 __all__ = [
     "EXIT_OK",
@@ -224,7 +224,7 @@ def _check_db(path: Path, *, must_exist: bool) -> None:
 
 
 def _check_outputs(outputs: Sequence[NamedPath], inputs: Sequence[NamedPath]) -> None:
-    """Every output file a command will write, by the one output-path rule (runners/store/_files.py): a regular
+    """Every output file a command will write, by the one output-path rule (runners/store/output_files.py): a regular
     file or nothing yet (never a device, FIFO, socket, folder or symlink; `/dev/stdout` only where the output is a
     stream), never one of the command's `inputs` nor another output, however named — all checked before anything
     is written."""

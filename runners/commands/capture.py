@@ -10,7 +10,7 @@ from typing import Annotated, Any
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.rules import DEFAULT_DB
-from runners.store._files import NamedPath, OutputKind, check_output_path
+from runners.store.output_files import NamedPath, OutputKind, check_output_path
 
 __all__ = ["register", "run"]
 
@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from runners.interchange.capture import CaptureError, build_case, case_yaml, replay_argv
-    from runners.store._files import write_text
+    from runners.store.output_files import write_text
 
     if args.trace is not None or args.run is not None:
         if args.case_run is not None or args.db is not None:

@@ -9,7 +9,7 @@ from typing import Annotated, Any, ClassVar
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -72,9 +72,9 @@ def run(args: argparse.Namespace) -> int:
     from runners.decisions.case_alternatives import with_alternatives
     from runners.decisions.compare_stops import compare_stops
     from runners.rendering.compare_stops import render
-    from runners.store._files import write_text
     from runners.store.connection import connect
-    from runners.store.whatif_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
+    from runners.store.output_files import write_text
+    from runners.store.replayable_runs import bench_run_exists, label_exists, runs_of_bench_run, runs_of_label
 
     flags = _CompareStopsFlags.from_args(args, "compare-stops")
     policies = _specs(flags.policy)
@@ -112,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
         _say(f"wrote {flags.json_path}")
     if flags.plot is not None:
         from runners.rendering.compare_stops import pareto_png
-        from runners.store._files import write_bytes
+        from runners.store.output_files import write_bytes
 
         write_bytes(NamedPath("--plot", flags.plot), pareto_png(result, title))
         _say(f"wrote {flags.plot}")
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> int:
 def _policies_of(path: Path) -> list[Any]:
     """The policies of a policy file; a file that cannot be read or holds a bad spec: one line naming it."""
     from runners.domain.stop_rules import StopRuleError, parse_policy_file
-    from runners.store._files import path_kind
+    from runners.store.output_files import path_kind
 
     kind = path_kind(path)
     if kind is not None:  # a folder; a FIFO or a device would block the read

@@ -103,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         validate_flags,
     )
     from runners.rendering.gate import markdown, plan, write_outputs
-    from runners.store._files import NamedPath, OutputWriteError
     from runners.store.connection import connect
+    from runners.store.output_files import NamedPath, OutputWriteError
 
     flags, limits = _GateFlags.from_args(args, "gate"), GateThresholds.from_args(args, "gate")
     _refuse_ignored(flags, {*_GateFlags.given(args), *GateThresholds.given(args)})

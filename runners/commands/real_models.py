@@ -20,7 +20,7 @@ from runners.commands._common import (
     _sub,
 )
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -73,18 +73,28 @@ def _settings(sweep_args: tuple[str, ...], where: Path) -> Any:
     )  # fmt: skip
 
 
+def _sweep_of(recording: Any, db: Path) -> Any:
+    """The sweep that replays `recording` into `db`: its flags, offline from its cassettes under its label, read by
+    the parser of `harness-bench sweep` as that command reads them."""
+    from runners.commands._bench import _add_bench, _bench_options
+    from runners.pipelines.real_models import ReplaySweep
+    from runners.plan import settings
+
+    summary = recording.summary
+    argv = [*summary.sweep_args, "--cassettes", str(recording.folder), "--record-mode", "none", "--db", str(db),
+            "--label", summary.label]  # fmt: skip
+    parser = Parser(prog="harness-bench sweep")
+    _add_bench(parser, sweep=True)
+    args = parser.parse_args(argv)
+    options = _bench_options(args, command="sweep")
+    return ReplaySweep(grid={} if options.resume else settings.axes_from_args(args), options=options)
+
+
 def run(args: argparse.Namespace) -> int:
     from runners.live.models import MODELS
-    from runners.rendering.real_report import (
-        RecordingError,
-        ReplayMismatch,
-        build,
-        find_recordings,
-        render_html,
-        render_markdown,
-        stops_figures,
-    )
-    from runners.store._files import write_bytes, write_text
+    from runners.pipelines.real_models import RecordingError, build, find_recordings
+    from runners.rendering.real_report import ReplayMismatch, render_html, render_markdown, stops_figures
+    from runners.store.output_files import write_bytes, write_text
 
     flags = _RealModelsFlags.from_args(args, "real-models")
     if flags.out.exists() and not flags.out.is_dir():
@@ -106,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="hb-real-models-") as tmp:
         db = flags.db if flags.db is not None else Path(tmp) / "replay.duckdb"
         try:
-            built = build(recordings, db, settings, list(MODELS))
+            built = build(recordings, db, settings, list(MODELS), _sweep_of)
         except RecordingError as exc:
             _fail(str(exc))
         if isinstance(built, list):

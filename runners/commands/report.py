@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_outputs, _fail, _say, _sub
 from runners.plan.flags import Flag, FlagModel
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 

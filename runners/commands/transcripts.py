@@ -12,11 +12,11 @@ from typing import Annotated, Any, ClassVar
 from pydantic import Field
 
 from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub
+from runners.domain.redaction import safe_url
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.labels import label_arg
-from runners.plan.redact import safe_url
 from runners.plan.rules import MAX_EPOCHS
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
 
@@ -162,7 +162,7 @@ def _show(args: argparse.Namespace) -> int:
     finally:
         con.close()
     if html is not None:
-        from runners.store._files import write_text
+        from runners.store.output_files import write_text
 
         write_text(html, render_html(info))
         _wrote(html, f"wrote {args.html}")
@@ -248,7 +248,7 @@ def _export_otel(args: argparse.Namespace) -> int:
 
 def _wrote(output: NamedPath, note: str) -> None:
     """What was written: on stdout, or on stderr when the output itself went to stdout (a stream)."""
-    from runners.store._files import OutputKind, check_output_path
+    from runners.store.output_files import OutputKind, check_output_path
 
     _say(note, stderr=check_output_path(output) is OutputKind.STREAM, wrap=False)
 

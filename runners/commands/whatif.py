@@ -16,7 +16,7 @@ from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _say, _su
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.settings import axis_type
 from runners.rendering.safe_text import terminal
-from runners.store._files import NamedPath
+from runners.store.output_files import NamedPath
 
 if TYPE_CHECKING:
     from runners.decisions.whatif import PointWhatIf, Saving, WhatIf
@@ -60,7 +60,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from runners.api import whatif
-    from runners.store._files import write_text
+    from runners.store.output_files import write_text
 
     flags = _WhatIfFlags.from_args(args, "whatif")
     if flags.json_path is not None:

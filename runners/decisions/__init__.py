@@ -1,7 +1,11 @@
-"""Decisions over stored runs: the power-aware model-upgrade gate (`gate/`), the power arithmetic (`power`), the
-threshold recommendation (`recommend`, its rules and objectives in `choices`), what lower thresholds or budgets
-would have done (`whatif`), whether a real model's replayed recording still yields its committed summary
-(`real_models`), the Harness against a plain loop (`loop_comparison`), and what each Harness control costs and buys,
-with the new held-out cases apart (`ablation`). Each returns typed results; the rendering layer turns them into text,
-tables and pages.
+"""Decisions over stored runs — they read what the store holds and never run the bench (`runners/pipelines/` composes
+the two): the power-aware model-upgrade gate (`gate/`, its thresholds in `gate_flags`), the power arithmetic
+(`power`), the threshold recommendation (`recommend`, its rules and objectives in `choices`); the counterfactual
+core (`counterfactual`: a stored run replayed under a stop rule up to its cut), with what lower thresholds or budgets
+would have done (`whatif`) and which stop rule pays (`compare_stops`) on it, and the one interval over cases
+(`intervals`); the diagnosis funnel and gain-tag confusion (`funnel`), the Harness against the plain loop
+(`loop_comparison`), what each Harness control costs and buys with the new held-out cases apart (`ablation`), what a
+case's mistake-free model would publish (`case_alternatives`), whether a real model's replayed recording still yields
+its committed summary (`real_models`), and the calibration study's typed results (`calibration_results`). Each
+returns typed results (frozen models on `_model`'s base); the rendering layer turns them into text, tables and pages.
 """

@@ -14,22 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
-
 from harness import HarnessControl
+from runners.decisions._model import Frozen
+from runners.decisions.intervals import Interval
 from runners.decisions.loop_comparison import LoopComparison, compare_loops
 from runners.decisions.real_models import RecordedSummary
-from runners.decisions.recommend import Interval, wilson
+from runners.decisions.recommend import wilson
 from runners.domain.splits import Split
 from runners.store.recorded_sweeps import CaseRunRow
 
 __all__ = ["ChangedThing", "NewHeldOutLine", "OneChange", "one_change", "new_held_out_lines"]
 
 
-class ChangedThing(BaseModel):
+class ChangedThing(Frozen):
     """What a recording changed against the Harness as it ships."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     control: HarnessControl
     """The Harness control switched off (none for the plain loop)."""
@@ -49,10 +47,8 @@ class ChangedThing(BaseModel):
         }.get(self.control, self.control.value)
 
 
-class OneChange(BaseModel):
+class OneChange(Frozen):
     """One recording that changed one thing, against the model's Harness recording."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     label: str
     """The changed recording's label."""
@@ -109,10 +105,8 @@ def one_change(
     return tuple(out)
 
 
-class NewHeldOutLine(BaseModel):
+class NewHeldOutLine(Frozen):
     """A recording's figures on the new held-out cases, at one threshold."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
     label: str
     """The recording."""

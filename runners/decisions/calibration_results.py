@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
 from runners.plan.settings import SettingValue
 
 __all__ = [
+    "DROPS",
+    "STOCHASTIC",
     "CalibrationResults",
     "DropDetection",
     "FixedEpochs",
@@ -34,6 +36,11 @@ __all__ = [
     "gate_key",
     "rate",
 ]
+
+STOCHASTIC = ("sloppy", "eager", "fabricator")
+"""The noisy profiles of the calibration study: each seed draws its own trajectories."""
+DROPS = (2, 5, 10)
+"""Injected pass-rate drops (points) the study compares point by point."""
 
 
 class _Result(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from runners.store.whatif_runs import ReplayableRun
+from runners.store.replayable_runs import ReplayableRun
 
 __all__ = ["with_alternatives"]
 

@@ -11,9 +11,9 @@ recorded events in order, as the live Harness decides them (runners/domain/stop_
   FAILED on a limit. These cuts are exact, savings and outcome alike. A turn or token cap that leaves the diagnosis
   alone but leaves no room for the SemanticGuard's call (live, the guard counts against the same budgets) turns a
   Draft into that same fallback: a cut at the guard's call, with nothing saved but the outcome changed;
-- the contract's `no-gain:T` delivers STOP_REQUIRED earlier (the what-if's replay through the real tracker,
-  runners/decisions/whatif.py): the model gets one call for its Draft, whose content, tokens and outcome were never
-  recorded (UNKNOWN; AT_RISK when the published Draft cites a record obtained after the cut) — unless the policy's
+- the contract's `no-gain:T` delivers STOP_REQUIRED earlier (the replay through the real tracker,
+  runners/decisions/counterfactual.py): the model gets one call for its Draft, whose content, tokens and outcome were
+  never recorded (UNKNOWN; AT_RISK when the published Draft cites a record obtained after the cut) — unless the policy's
   caps or the recorded budgets leave no room for that call: then no Draft, and the outcome is the hard cut's;
 - nothing fires before the run's recorded end: UNCHANGED;
 - the recorded run was stopped where the policy would have let it go on — by the contract's INFORMATION_SATURATED (a
@@ -29,7 +29,9 @@ protocol-violation threshold (a policy without `no-gain` turns the information-g
 The case is the unit: per case the runs' (epochs') effects are averaged, and intervals are 95% t intervals over
 cases.
 
-Pure: stored runs in (`runners.store.whatif_runs`), typed results out; no I/O.
+The walk of a stored trace, the tracker's replay and the interval are the counterfactual core's
+(`runners.decisions.counterfactual`, `runners.decisions.intervals`), shared with `what-if`. Pure: stored runs in
+(`runners.store.replayable_runs`), typed results out; no I/O.
 """
 
 from __future__ import annotations
@@ -37,9 +39,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-
-from pydantic import BaseModel, ConfigDict
-from scipy import stats
 
 from harness import (
     BudgetExhausted,
@@ -58,9 +57,20 @@ from harness import (
     ToolRequestRejected,
     TraceEvent,
 )
-from runners.decisions.whatif import ConclusionRisk, Counts, RunStatus, recorded_counts, replay_run
+from runners.decisions._model import Frozen
+from runners.decisions.counterfactual import (
+    ConclusionRisk,
+    Counts,
+    RunStatus,
+    draft_call_allowed,
+    recorded_counts,
+    replay_run,
+    spent_before,
+    unreplayable,
+)
+from runners.decisions.intervals import CONFIDENCE, Interval, t_interval
 from runners.domain.stop_rules import StopRule, parse_rules
-from runners.store.whatif_runs import ReplayableRun
+from runners.store.replayable_runs import ReplayableRun
 
 __all__ = [
     "CONFIDENCE",
@@ -78,9 +88,6 @@ __all__ = [
     "default_policies",
     "run_under",
 ]
-
-CONFIDENCE = 0.95
-"""The level of the intervals over cases."""
 
 NOTES = (
     "exact up to the cut: a stop rule changes nothing the model saw before it",
@@ -141,11 +148,7 @@ class Effect(StrEnum):
     """The run has no outcome verdict to keep or lose (imported from a trace, or stored before verdicts)."""
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class StopCut(_Model):
+class StopCut(Frozen):
     """Where a policy stops a run."""
 
     rule: str
@@ -166,7 +169,7 @@ class StopCut(_Model):
     """A STOP_REQUIRED cut: the model still gets its one call for the Draft (the budgets and caps allow it)."""
 
 
-class RunUnderPolicy(_Model):
+class RunUnderPolicy(Frozen):
     """One stored run under one policy."""
 
     case_run_id: str
@@ -194,20 +197,7 @@ class RunUnderPolicy(_Model):
     """Its case's expected outcome."""
 
 
-class Interval(_Model):
-    """A mean over cases with its 95% t interval."""
-
-    mean: float | None
-    """The mean (None: no case)."""
-    low: float | None
-    """Lower end (None: under two cases)."""
-    high: float | None
-    """Upper end (None: under two cases)."""
-    cases: int
-    """Cases it is over."""
-
-
-class Predicted(_Model):
+class Predicted(Frozen):
     """What the runs not censored spend under a policy, summed."""
 
     tool_invocations: int
@@ -220,7 +210,7 @@ class Predicted(_Model):
     """No cut left a Draft call's tokens unknown."""
 
 
-class VerdictTally(_Model):
+class VerdictTally(Frozen):
     """The runs of one expected outcome (SUCCESS: recall; FALLBACK: honest fallback) by what a policy does to them."""
 
     runs: int
@@ -235,7 +225,7 @@ class VerdictTally(_Model):
     """Not known under it (a Draft never recorded, a conclusion at risk, a censored run)."""
 
 
-class PolicyResult(_Model):
+class PolicyResult(Frozen):
     """One policy over the selected runs."""
 
     policy: str
@@ -280,7 +270,7 @@ class PolicyResult(_Model):
     """Every run under this policy, its cut or none."""
 
 
-class CompareStops(_Model):
+class CompareStops(Frozen):
     """Every policy over the selected runs."""
 
     policies: tuple[PolicyResult, ...]
@@ -378,32 +368,6 @@ def _guard_refused(events: Sequence[TraceEvent], policy: StopRule) -> _Fire | No
     return None
 
 
-@dataclass(frozen=True, slots=True)
-class _Spent:
-    counts: Counts
-    requests: int
-    facts: bool
-    """A call completed before the cut (Release has a verified fact to publish a fallback from)."""
-
-
-def _spent_before(events: Sequence[TraceEvent], seq: int) -> _Spent:
-    tools = calls = tokens = requests = 0
-    facts = False
-    for e in events:
-        if e.seq >= seq:
-            break
-        if isinstance(e, ModelCall) and e.purpose is ModelPurpose.DIAGNOSIS:
-            calls += 1
-            tokens += (e.input_tokens or 0) + (e.output_tokens or 0)
-        elif isinstance(e, ToolInvocation):
-            tools += 1
-            requests += 1
-            facts = facts or e.invocation_status is InvocationStatus.COMPLETED
-        elif isinstance(e, ToolRequestRejected):
-            requests += 1
-    return _Spent(Counts(tool_invocations=tools, model_calls=calls, tokens=tokens), requests, facts)
-
-
 def _request_seq(events: Sequence[TraceEvent], tool_call_id: str | None) -> int | None:
     """The seq of the first request event of `tool_call_id`."""
     return next((e.seq for e in events if isinstance(e, ToolInvocation | ToolRequestRejected)
@@ -481,8 +445,8 @@ def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
         return RunUnderPolicy(**base, status=RunStatus.UNCHANGED, cut=None, to_cut=recorded, saved=zero,
                               outcome=ReleaseOutcome(run.outcome),
                               effect=_effect(run.outcome_passed, run.outcome_passed))  # fmt: skip
-    spent = _spent_before(events, fire.spent_at)
-    draft_call = fire.kind is CutKind.STOP_REQUIRED and _draft_call_allowed(run, policy, spent.counts)
+    spent = spent_before(events, fire.spent_at)
+    draft_call = fire.kind is CutKind.STOP_REQUIRED and draft_call_allowed(run, spent.counts, policy)
     cut = StopCut(rule=fire.rule, kind=fire.kind, at=fire.at, tool_call_id=fire.tool_call_id,
                   executed=fire.executed, model_calls=spent.counts.model_calls, tool_requests=spent.requests,
                   draft_call=draft_call)  # fmt: skip
@@ -503,30 +467,7 @@ def run_under(run: ReplayableRun, policy: StopRule) -> RunUnderPolicy:
                           effect=effect)  # fmt: skip
 
 
-def _draft_call_allowed(run: ReplayableRun, policy: StopRule, spent: Counts) -> bool:
-    """Whether the model gets its Draft call after a STOP_REQUIRED cut: the recorded budgets and the policy's caps
-    leave room for it (the deadline and the observation-byte budget are assumed to)."""
-    if spent.model_calls >= run.max_model_calls or spent.tokens >= run.max_total_tokens:
-        return False
-    return not any(rule.stops_model_call(spent.model_calls, spent.tokens) for rule in policy.call_rules)
-
-
 # -- over runs ------------------------------------------------------------------------------------------------------
-def _interval(values: Sequence[float]) -> Interval:
-    """The mean over cases and its 95% Student t interval (scipy.stats); values equal across cases: no spread."""
-    if not values:
-        return Interval(mean=None, low=None, high=None, cases=0)
-    n = len(values)
-    mean = float(sum(values) / n)
-    if n < 2:
-        return Interval(mean=mean, low=None, high=None, cases=n)
-    sem = float(stats.sem(values))
-    if sem == 0.0:  # (scipy answers nan for a zero scale)
-        return Interval(mean=mean, low=mean, high=mean, cases=n)
-    low, high = stats.t.interval(CONFIDENCE, n - 1, loc=mean, scale=sem)
-    return Interval(mean=mean, low=float(low), high=float(high), cases=n)
-
-
 def _by_case(runs: Sequence[RunUnderPolicy], value: Callable[[RunUnderPolicy], float | None]) -> list[float]:
     """Per case, the mean of `value` over its runs (epochs); runs where it is None left out."""
     groups: dict[str, list[float]] = {}
@@ -583,7 +524,7 @@ def _policy(runs: Sequence[ReplayableRun], policy: StopRule) -> PolicyResult:
     answered = [r for r in per_run if r.saved is not None]
 
     def saving(count: Callable[[Counts], int]) -> Interval:
-        return _interval(_by_case(answered, lambda r: None if r.saved is None else count(r.saved)))
+        return t_interval(_by_case(answered, lambda r: None if r.saved is None else count(r.saved)))
 
     spent = [(r.recorded, r.saved) for r in answered if r.saved is not None]
     return PolicyResult(
@@ -593,11 +534,11 @@ def _policy(runs: Sequence[ReplayableRun], policy: StopRule) -> PolicyResult:
         runs_censored=sum(r.status is RunStatus.CENSORED for r in per_run),
         success_cases=len({r.case_id for r in success}),
         recall_recorded=_mean(_by_case(success, was)),
-        recall_kept=_interval(_by_case(success, scored(_KNOWN))),
+        recall_kept=t_interval(_by_case(success, scored(_KNOWN))),
         recall_at_most=_mean(_by_case(success, scored(_BEST))),
         fallback_cases=len({r.case_id for r in fallback}),
         honest_recorded=_mean(_by_case(fallback, was)),
-        honest_kept=_interval(_by_case(fallback, scored(_KNOWN))),
+        honest_kept=t_interval(_by_case(fallback, scored(_KNOWN))),
         honest_at_most=_mean(_by_case(fallback, scored(_BEST))),
         recall_runs=_tally(success, passed),
         honest_runs=_tally(fallback, passed),
@@ -626,12 +567,9 @@ def _pareto(results: Sequence[PolicyResult]) -> tuple[str, ...]:
 
 def compare_stops(runs: Sequence[ReplayableRun], policies: Sequence[StopRule]) -> CompareStops:
     """Every policy over `runs` (each policy's runs paired per case with the runs as recorded)."""
-    if not runs:
-        raise CompareStopsInputError("the selection holds no case runs")
-    empty = [r.case_run_id for r in runs if not r.events]
-    if empty:
-        more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
-        raise CompareStopsInputError(f"case run {empty[0]}{more} has no stored events to compare stop rules on")
+    problem = unreplayable(runs, "to compare stop rules on")
+    if problem is not None:
+        raise CompareStopsInputError(problem)
     plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
     contract = next((p.spec for p in policies if p.no_gain is not None), None)
     if plain is not None and contract is not None:

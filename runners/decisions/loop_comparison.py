@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
-from runners.decisions.recommend import Interval, case_bootstrap_mean
+from runners.decisions.intervals import Interval
+from runners.decisions.recommend import case_bootstrap_mean
 from runners.store.recorded_sweeps import CaseRunRow
 
 __all__ = ["LoopComparison", "PairedMetric", "compare_loops"]

@@ -36,9 +36,10 @@ from runners.decisions.choices import Objective as Objective
 from runners.decisions.choices import RecommendInputError as RecommendInputError
 from runners.decisions.choices import Rule as Rule
 from runners.decisions.choices import check_margin
+from runners.decisions.intervals import Interval as Interval
 from runners.domain.evalset import Family
 from runners.plan.settings import SettingValue, swept_names
-from runners.store.analysis_reads import SweepCaseRun, sweep_case_runs
+from runners.store.report_reads import SweepCaseRun, sweep_case_runs
 
 NO_EVIDENCE_FAMILIES = (Family.EMPTY_LOGS, Family.GENERIC_KB, Family.MISSING_CONTEXT)
 
@@ -68,46 +69,29 @@ METRIC_DEFINITIONS = {
 """One line per metric, shown by `recommend` and the report."""
 
 
-@dataclass(frozen=True)
-class Interval:
-    """A point estimate with a 95% interval."""
-
-    value: float
-    """Point estimate."""
-    low: float
-    """Lower bound."""
-    high: float
-    """Upper bound."""
-    n: int
-    """Sample size: cases."""
-
-    def fmt(self, pct: bool = False, digits: int = 2) -> str:
-        """`0.83 [0.71, 0.91]`, `83% [71%, 91%]` with pct, `4810 [4702, 4950]` with digits=0."""
-        if self.n == 0:
-            return "n/a"
-        if pct:
-            return f"{self.value:.0%} [{self.low:.0%}, {self.high:.0%}]"
-        return f"{self.value:.{digits}f} [{self.low:.{digits}f}, {self.high:.{digits}f}]"
+_NO_CASE = Interval(mean=None, low=None, high=None, cases=0)
+"""An interval over no case."""
 
 
 def wilson(successes: float, n: int, z: float = 1.96) -> Interval:
     """Wilson score interval; `successes` may be fractional (a sum of per-case rates over n cases)."""
     if n == 0:
-        return Interval(float("nan"), float("nan"), float("nan"), 0)
+        return _NO_CASE
     p = successes / n
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n)
+    return Interval(mean=p, low=max(0.0, centre - half), high=min(1.0, centre + half), cases=n)
 
 
 def case_bootstrap_mean(values: list[float]) -> Interval:
     """Mean of per-case values with a percentile bootstrap interval resampling cases (seeded)."""
     if not values:
-        return Interval(float("nan"), float("nan"), float("nan"), 0)
+        return _NO_CASE
     arr = np.asarray(values, dtype=float)
     if len(arr) == 1 or np.all(arr == arr[0]):
-        return Interval(float(arr.mean()), float(arr.mean()), float(arr.mean()), len(arr))
+        mean = float(arr.mean())
+        return Interval(mean=mean, low=mean, high=mean, cases=len(arr))
     res = scipy.stats.bootstrap(
         (arr,),
         np.mean,
@@ -117,7 +101,7 @@ def case_bootstrap_mean(values: list[float]) -> Interval:
         rng=np.random.default_rng(BOOTSTRAP_SEED),
     )
     ci = res.confidence_interval
-    return Interval(float(arr.mean()), float(ci.low), float(ci.high), len(arr))
+    return Interval(mean=float(arr.mean()), low=float(ci.low), high=float(ci.high), cases=len(arr))
 
 
 def deficit_upper_bound(deficits: list[float]) -> float:

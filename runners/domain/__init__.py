@@ -1,3 +1,15 @@
-"""The bench's domain: the evaluation cases (loading, validation, content hash, JSON schema) and the scripted model
-profiles that drive the harness without a network.
+"""The bench's domain: the evaluation cases and what a case run is given and keeps, the scripted models that drive
+the harness without a network, and the vocabularies every layer above shares.
+
+- cases: `case_model.py` (a case as frozen pydantic models), `evalset.py` (evaluation sets: loading, validation,
+  content hash, JSON schema), read one at a time by `_case_file.py` over the YAML event stream (`_yaml_stream.py`,
+  its bounds in `_yaml_bounds.py`, the event path `_yaml_events.py` and libyaml's fast path `_yaml_fast.py`);
+  `splits.py` (the declared development split), `evidence_marks.py` (which tool records carry evidence);
+- a case run: `case_setup.py` (its task and tools, faults applied), `case_run.py` (what the bench keeps of it),
+  `prompt.py` (the bench's Diagnosis Agent prompt), `tools/` (the three domain tools over a case's fixtures);
+- models: `model_spec.py` (the model under test as the bench names it), `scripted.py` (`ScriptedChatModel`),
+  `profiles.py` (seeded behaviour profiles);
+- `stop_rules.py` (stop rules as declared policies), `redaction.py` (the secrets boundary every writer and printed
+  line goes through, below every layer that writes), `object_columns.py` (rows handed to DuckDB as object columns,
+  by the tools' fixtures and the metrics writer).
 """

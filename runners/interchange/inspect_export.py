@@ -17,7 +17,7 @@ from typing import Any
 import pydantic_core
 
 from harness import EntryKind, ModelPurpose
-from runners.plan.redact import safe_url
+from runners.domain.redaction import safe_url
 from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_run
 
 __all__ = ["INSPECT_EXTRA", "InspectUnavailable", "export_inspect"]
@@ -170,7 +170,7 @@ def _sample(info: CaseRunInfo) -> Any:
 
 
 def _bench_runs(con: Any, db: str, bench_run: str | None, label: str | None) -> list[dict[str, Any]]:
-    from runners.store.analysis_reads import bench_run_rows
+    from runners.store.report_reads import bench_run_rows
 
     runs = [dict(r.columns) for r in bench_run_rows(con, bench_run_id=bench_run, label=label)]
     if not runs:
@@ -207,7 +207,7 @@ def export_inspect(
         con.close()
     if not logs:
         raise InspectUnavailable(f"{db}: the selected bench runs hold no case runs")
-    from runners.store._files import NamedPath, OutputWriteError, check_outputs, replacing
+    from runners.store.output_files import NamedPath, OutputWriteError, check_outputs, replacing
 
     paths = [out / _log_name(run) for run, _ in logs]
     check_outputs([NamedPath("--inspect", p) for p in paths], [NamedPath("--db", db)])  # before the folder exists

@@ -11,7 +11,7 @@ Message contents (from the stored transcript) only with `content=True`, as the c
 Collector's file exporter writes it): the SDK's own protobuf encoder (`encode_spans`) and protobuf's JSON mapping,
 with the two changes OTLP/JSON makes to that mapping — trace and span ids hex, not base64, and enums as integers
 (`parse_otlp_json` reads a line back). `--otlp-endpoint` sends the same spans with the SDK's OTLP/HTTP exporter.
-Every text goes through the bench's redaction (`runners/plan/redact.py`) on its way out.
+Every text goes through the bench's redaction (`runners/domain/redaction.py`) on its way out.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ from harness import (
     TranscriptEntry,
     __version__,
 )
-from runners.plan.redact import Secrets, redact
+from runners.domain.redaction import Secrets, redact
 
 __all__ = [
     "OTLP_TIMEOUT_SECONDS",
@@ -182,9 +182,9 @@ def _entries(info: Any, secrets: Secrets) -> tuple[TranscriptEntry, ...]:
 
 def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> list[_CaseRun]:
     from runners.interchange.inspect_export import _bench_runs
-    from runners.store.analysis_reads import case_run_rows_of
     from runners.store.connection import connect
     from runners.store.events import read_bench_run_events
+    from runners.store.report_reads import case_run_rows_of
     from runners.store.transcripts import load_case_run
 
     con = connect(db, read_only=True)
@@ -274,7 +274,7 @@ def export_otel_file(
 ) -> ExportSummary:
     """Write the selected case runs to `out`, one OTLP/JSON request (one trace) per case run per line: the file
     whole or, on any error or interrupt, as it was (`/dev/stdout`: the lines written to stdout as they are made)."""
-    from runners.store._files import NamedPath, check_outputs, opened_text
+    from runners.store.output_files import NamedPath, check_outputs, opened_text
 
     output = NamedPath("--otel", out, stream=True)
     check_outputs([output], [NamedPath("--db", db)])
@@ -336,7 +336,7 @@ def export_otlp_endpoint(
     left of it, and none starts once it has passed."""
     import time
 
-    from runners.plan.redact import safe_url
+    from runners.domain.redaction import safe_url
 
     timeout = OTLP_TIMEOUT_SECONDS if timeout is None else timeout
     runs = _read(db, bench_run, label, content)

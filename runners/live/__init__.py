@@ -5,6 +5,7 @@ the prebuilt xllamacpp wheel or a source build, started and stopped (`server.py`
 `_xllamacpp_serve.py`, the chat templates in `templates/`); the live check's recording proxy (`proxy.py`),
 rendered-prompt checks (`prompt_checks.py`), time sizing (`sizing.py`), live and replayed runs (`runs.py`), the
 structural invariants (`invariants.py`, over the queries of `runners/store/live_invariants.py`), the replay
-comparison (`replay.py`), and the program that runs them in order (`main.py`). `harness-bench serve-model`
-(runners/commands/serve_model.py) serves a registered model with the same server.
+comparison (`replay.py`), and the program that runs them in order (`main.py`; `__main__.py`: `python -m
+runners.live`), its built-in cases and `tool_choice` modes (`cases.py`) and its progress lines (`_log.py`).
+`harness-bench serve-model` (runners/commands/serve_model.py) serves a registered model with the same server.
 """

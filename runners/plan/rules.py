@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from runners.domain.model_spec import ModelKind, ModelSpec
+from runners.domain.redaction import redact
 from runners.plan.executor import Executor, check_available
 from runners.plan.flags import BenchInputError
 from runners.plan.options import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, BenchOptions, RecordMode, ResumeRequest
-from runners.plan.redact import redact
 
 if TYPE_CHECKING:  # the shard module brings DuckDB: not imported when the command line is only parsed
     from runners.plan.shard import ShardSpec

@@ -16,10 +16,10 @@ from pathlib import Path
 
 from runners.domain.evalset import EvalCase, content_hash, load_cases
 from runners.domain.model_spec import ModelSpec
+from runners.domain.redaction import Secrets
 from runners.plan import shard, stored_plan
 from runners.plan.flags import StoredValue
 from runners.plan.options import BenchOptions, DeclaredColumns, declared_columns
-from runners.plan.redact import Secrets
 from runners.plan.rules import BenchInputError, check_options
 from runners.plan.settings import RunSettings, SettingValue
 from runners.plan.stored_plan import StoredRuns

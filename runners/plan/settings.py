@@ -30,6 +30,7 @@ from pydantic.fields import FieldInfo
 
 from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
+from runners.domain.redaction import safe_url
 from runners.plan.bench_config import BenchHarnessConfig
 from runners.plan.flags import field_bounds, group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
@@ -37,7 +38,6 @@ from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
 from runners.plan.model_settings import BenchSetting as BenchSetting
 from runners.plan.model_settings import ModelSettings as ModelSettings
 from runners.plan.model_settings import ParallelToolCalls as ParallelToolCalls
-from runners.plan.redact import safe_url
 
 SettingValue = int | float | str | None
 """A setting's value as the CLI, DuckDB and JSON see it (enums as their string value)."""

@@ -1,4 +1,4 @@
-"""The calibration study's figures and tables (`runners/decisions/calibration.py` measures them): false alarms and
+"""The calibration study's figures and tables (`runners/pipelines/calibration.py` measures them): false alarms and
 detection of the gate (`gate_figure`, `gate_tables`), predicted against measured detection and the sequential mode
 (`power_figure`, `power_tables`), and `recommend`'s picks (in `gate_tables`, as the docs show them)."""
 
@@ -10,8 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from runners.decisions.calibration import DROPS, STOCHASTIC
-from runners.decisions.calibration_results import CalibrationResults, GateStudy, PowerStudy, Rate, gate_key
+from runners.decisions.calibration_results import (
+    DROPS,
+    STOCHASTIC,
+    CalibrationResults,
+    GateStudy,
+    PowerStudy,
+    Rate,
+    gate_key,
+)
 
 __all__ = ["gate_figure", "gate_tables", "power_figure", "power_tables"]
 

@@ -56,12 +56,12 @@ def one_change_rows(changes: Sequence[OneChange]) -> list[list[str]]:
     for c in changes:
         cmp, what = c.comparison, c.changed.text
         for m in cmp.metrics:
-            d = m.difference
+            value, low, high = m.difference.bounds()
             if m.share:
                 values = [f"{m.harness:.0%}", f"{m.plain:.0%}",
-                          f"{d.value * 100:+.0f} pts [{d.low * 100:+.0f}, {d.high * 100:+.0f}]"]  # fmt: skip
+                          f"{value * 100:+.0f} pts [{low * 100:+.0f}, {high * 100:+.0f}]"]  # fmt: skip
             else:
-                values = [f"{m.harness:,.1f}", f"{m.plain:,.1f}", f"{d.value:+,.1f} [{d.low:+,.1f}, {d.high:+,.1f}]"]
+                values = [f"{m.harness:,.1f}", f"{m.plain:,.1f}", f"{value:+,.1f} [{low:+,.1f}, {high:+,.1f}]"]
             rows.append([what, c.label, str(m.cases), m.name, *values])
         rows.append([what, c.label, str(cmp.cases), "conclusions with rejected citations: blocked / published",
                      f"{cmp.harness_blocked} blocked", f"{cmp.plain_published_rejected} published", "—"])  # fmt: skip

@@ -41,7 +41,8 @@ from runners.decisions.recommend import (
 from runners.plan.settings import SettingValue
 from runners.rendering.safe_text import MarkdownText, markdown, markdown_code
 from runners.rendering.safe_text import html as safe_html
-from runners.store.analysis_reads import (
+from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows, sweep_points
+from runners.store.report_reads import (
     BenchRunScope,
     CaseRunScope,
     FamilyCounts,
@@ -51,7 +52,6 @@ from runners.store.analysis_reads import (
     family_counts,
     tool_requests,
 )
-from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows, sweep_points
 
 MAX_BENCH_RUNS = 6
 """Bench runs shown one by one in a report that is not about a sweep."""
@@ -244,11 +244,11 @@ def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
         dx = (gi - (len(groups) - 1) / 2) * width  # spread the series so intervals do not hide each other
         x = [pos[s.setting(x_col)] + dx for s in group]
         for ax, metric in ((axes[0], "recall"), (axes[1], "wasted")):
-            ivs = [getattr(s, metric) for s in group]
+            bounds = [getattr(s, metric).bounds() for s in group]
             ax.errorbar(
                 x,
-                [i.value for i in ivs],
-                yerr=[[i.value - i.low for i in ivs], [i.high - i.value for i in ivs]],
+                [v for v, _, _ in bounds],
+                yerr=[[v - lo for v, lo, _ in bounds], [hi - v for v, _, hi in bounds]],
                 marker="o",
                 ms=4,
                 capsize=3,
@@ -271,10 +271,11 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
     fig, ax = plt.subplots(figsize=(9, 4.6))
     for s in stats:
         on_front = s in rec.front
+        value, low, high = s.recall.bounds()
         ax.errorbar(
             [s.cost(obj)],
-            [s.recall.value],
-            yerr=[[s.recall.value - s.recall.low], [s.recall.high - s.recall.value]],
+            [value],
+            yerr=[[value - low], [high - value]],
             fmt="o",
             ms=6 if on_front else 4,
             color="tab:orange" if on_front else "tab:gray",
@@ -318,7 +319,7 @@ def _stops_section(con: duckdb.DuckDBPyConnection, db: str, bench_run_id: str, w
     from runners.decisions.case_alternatives import with_alternatives
     from runners.decisions.compare_stops import CompareStopsInputError, compare_stops, default_policies
     from runners.rendering.compare_stops import LEGEND, pareto_png, pareto_table, recorded_line
-    from runners.store.whatif_runs import runs_of_bench_run
+    from runners.store.replayable_runs import runs_of_bench_run
 
     title = f"Which stop rule pays — {what}"
     runs = runs_of_bench_run(con, db, bench_run_id)
@@ -478,7 +479,7 @@ def build_report(
             sections = _bench_sections(con, bench_run_id, str(db))
     finally:
         con.close()
-    from runners.store._files import NamedPath, check_outputs, write_bytes, write_text
+    from runners.store.output_files import NamedPath, check_outputs, write_bytes, write_text
 
     md_path, html_path = out / "report.md", out / "report.html"
     figures = [(out / f.name, f.png) for s in sections for f in s.figures]

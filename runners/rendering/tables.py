@@ -298,7 +298,7 @@ def interval(iv: Any, *, pct: bool = False) -> Text:
     """`40% [25–58]` or `2.2 [2.1–2.4]` (an interval of one point shows the point alone)."""
     if not getattr(iv, "n", 0):
         return Text("n/a")
-    value, low, high = iv.value, iv.low, iv.high
+    value, low, high = iv.bounds()
     if pct:
         point, lo, hi = f"{value:.0%}", f"{low * 100:.0f}", f"{high * 100:.0f}"
     else:

@@ -15,10 +15,10 @@ import duckdb
 from harness import CancellationToken, __version__
 from runners.domain.case_setup import import_tool_backends
 from runners.domain.evalset import EvalCase
+from runners.domain.redaction import redact
 from runners.plan import run_plan
 from runners.plan.executor import Executor
 from runners.plan.options import BenchOptions
-from runners.plan.redact import redact
 from runners.plan.run_plan import RunPlan
 from runners.plan.settings import RunSettings
 from runners.run._execute import ModelFactory, execute_case

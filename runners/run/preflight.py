@@ -150,7 +150,7 @@ def preflight(plan: RunPlan) -> ProbeResult | None:
     if not needs_preflight(plan):
         return None
     from harness import OpenAIChatModel
-    from runners.plan.redact import redact
+    from runners.domain.redaction import redact
 
     ms = plan.options.settings.model_settings
     name = plan.model.name

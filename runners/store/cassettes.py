@@ -4,7 +4,7 @@ blocked; failed and deadline-cut attempts included).
 One cassette per (case, model, epoch), in vcrpy's JSON format. Requests match on method, path and
 JSON body — not on host or port, so a cassette recorded against one local server replays against
 another — and secrets are scrubbed before anything is written: secret headers dropped, and request and response
-bodies passed through the bench's one redaction (runners/plan/redact.py: the run's key, URL credentials, key and
+bodies passed through the bench's one redaction (runners/domain/redaction.py: the run's key, URL credentials, key and
 token shapes). A live request is redacted the same way before it is matched, so a recording whose request held
 the key matches again when the replay has the same key set.
 
@@ -64,12 +64,12 @@ from vcr.serialize import serialize
 from vcr.stubs.httpx_stubs import _deserialize_response, _serialize_response
 
 from harness import ModelCallError, ModelErrorKind
+from runners.domain.redaction import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.options import BenchOptions
 from runners.plan.options import RecordMode as RunRecordMode  # the bench's; vcr's own `RecordMode` is above
-from runners.plan.redact import NO_SECRETS, Secrets, redact, safe_url
 from runners.plan.rules import RECORD_MODES
 from runners.plan.stored_plan import run_argv
-from runners.store._files import NamedPath, OutputPathError, check_output_path, path_kind, write_text
+from runners.store.output_files import NamedPath, OutputPathError, check_output_path, path_kind, write_text
 
 OFFLINE_KEY = "offline-replay-no-key"
 """The API key a replay sends when the run's key variable is unset (the header is scrubbed, the key never checked):
@@ -113,16 +113,6 @@ def _innermost_cause(exc: BaseException) -> BaseException:
             break
         cur = nxt
     return cur
-
-
-def _read_body(response: httpx2.Response) -> bytes:
-    """The whole body of a transport-level response, its stream closed (answers are small)."""
-    stream = response.stream
-    assert isinstance(stream, httpx2.SyncByteStream)
-    try:
-        return b"".join(stream)
-    finally:
-        stream.close()
 
 
 def _slug(text: str) -> str:
@@ -199,7 +189,7 @@ class _VCR(vcr.VCR):  # type: ignore[misc]  # vcrpy ships no types: its VCR is A
 
 
 class AtomicPersister(FilesystemPersister):  # type: ignore[misc]  # vcrpy ships no types (Any to mypy)
-    """vcrpy's file persister, saving through a temporary file renamed into place (runners/store/_files.py):
+    """vcrpy's file persister, saving through a temporary file renamed into place (runners/store/output_files.py):
     a crash, a full disk or Ctrl-C mid-save leaves the old cassette or the complete new one, never half a file."""
 
     @staticmethod
@@ -449,10 +439,12 @@ class CassetteSession:
             # Not retryable: replaying the same request against the same cassette misses again.
             first = str(miss).splitlines()[0]
             raise ModelCallError(ModelErrorKind.REPLAY_MISS, f"cassette miss: {first}") from miss
+        from harness import read_body  # loads the openai SDK's module: only a recording needs it
+
         t0 = time.perf_counter()
         try:
             response = inner.handle_request(request)
-            content = _read_body(response)
+            content = read_body(response)
         except (httpx2.TransportError, OSError) as exc:
             cut = _cut_by_deadline(exc, last_read, _timeout_of(request))
             fault = _fault_response(exc, request, time.perf_counter() - t0, cut_by_deadline=cut, secrets=self._secrets)

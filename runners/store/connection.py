@@ -12,9 +12,9 @@ import duckdb
 
 from runners.plan.options import DeclaredColumns
 from runners.store import migrations
-from runners.store._files import NamedPath, OutputPathError, check_output_path, path_kind
 from runners.store.errors import DatabaseLockedError, MetricsDbError, MetricsWriteError
 from runners.store.migrations import SCHEMA_VERSION
+from runners.store.output_files import NamedPath, OutputPathError, check_output_path, path_kind
 
 __all__ = ["check_database_file", "connect"]
 

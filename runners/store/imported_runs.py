@@ -2,7 +2,7 @@
 
 The bench run's row (`source = 'imported'`, status `completed`) and every case run's rows go in one transaction
 (the writer's): a file gets the whole import or nothing of it. Every text goes through the bench's one redaction
-(runners/plan/redact.py) on its way in: the case runs' cells in the writer, the bench run's model, case ids and
+(runners/domain/redaction.py) on its way in: the case runs' cells in the writer, the bench run's model, case ids and
 trace file name here — a trace may carry a key anywhere.
 """
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import duckdb
 
-from runners.plan.redact import NO_SECRETS, redact, redact_cells
+from runners.domain.redaction import NO_SECRETS, redact, redact_cells
 from runners.store.schema import CaseRunRows
 from runners.store.writer import MetricsWriter
 

@@ -38,10 +38,10 @@ from harness import CancellationToken
 from runners.plan import settings
 from runners.plan.options import BenchOptions
 from runners.plan.shard import RunStatus
-from runners.store._files import replacing, same_file
 from runners.store.connection import check_database_file, connect
 from runners.store.errors import MetricsDbError
 from runners.store.migrations import SCHEMA_VERSION, current_version, prepare
+from runners.store.output_files import replacing, same_file
 
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
 # bench_runs fields that say what was measured; copies of one run must agree on all of them

@@ -6,7 +6,7 @@ the gain applied to it, STOP_REQUIRED, the budget state after it); after the con
 guard verdict. System and user prompts are stored once, by hash, in `prompts`.
 
 Secrets never land in the table: the writer (runners/store/writer.py `MetricsWriter`) passes every row
-through the bench's one redaction (runners/plan/redact.py), as it does every other table's rows.
+through the bench's one redaction (runners/domain/redaction.py), as it does every other table's rows.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from harness import (
     ToolRequestRejected,
     TraceEvent,
 )
-from runners.plan.redact import REDACTED
+from runners.domain.redaction import REDACTED
 from runners.store.diagnosis_reads import FunnelRow, funnel_rows
 
 __all__ = [

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import duckdb
 
 from runners.domain.object_columns import object_columns
-from runners.plan.redact import NO_SECRETS, Secrets, redact, redact_cells
+from runners.domain.redaction import NO_SECRETS, Secrets, redact, redact_cells
 from runners.store.errors import STORAGE_ERRORS, WRITE_FAILURES, MetricsWriteError
 from runners.store.schema import EVENT_COLUMNS, TOOL_CALL_COLUMNS, CaseRunRows
 

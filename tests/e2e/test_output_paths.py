@@ -25,7 +25,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
-from runners.store._files import OutputPathError, write_text
+from runners.store.output_files import OutputPathError, write_text
 from tests.runners.run.test_interrupts import PROBE, ROOT, _Child
 
 EMPTY = "empty_logs_gateway_timeout_t1"

@@ -248,7 +248,7 @@ def test_a_socket_or_a_block_device_is_refused_by_the_rule_itself(kind: str, tmp
     """The two kinds the walk above does not make (no writer is needed to see the rule refuse them)."""
     import socket
 
-    from runners.store._files import NamedPath, OutputPathError, write_text
+    from runners.store.output_files import NamedPath, OutputPathError, write_text
 
     path = tmp_path / "out"
     if kind == "a socket":

@@ -1,4 +1,4 @@
-"""The one redaction boundary (runners/plan/redact.py): the run's key value and the base URL's credentials,
+"""The one redaction boundary (runners/domain/redaction.py): the run's key value and the base URL's credentials,
 planted in a case (question, fixtures), in the model's answers (tool arguments, the Draft) and in the URL, are
 found in no file any command writes and on no output stream — and the same scan finds them everywhere when the
 redaction is switched off (the test bites)."""
@@ -17,11 +17,11 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-import runners.plan.redact as redaction
+import runners.domain.redaction as redaction
 from runners.cli import main
 from runners.domain.evalset import load_cases
+from runners.domain.redaction import REDACTED, Secrets, redact, safe_url
 from runners.endpoints.simulator import SimulatorServer
-from runners.plan.redact import REDACTED, Secrets, redact, safe_url
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "Zq7CanaryKeyValue42x"  # not shaped like a key: found by its value, not by a pattern

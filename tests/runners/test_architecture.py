@@ -15,7 +15,10 @@ import sqlglot
 from sqlglot import exp
 
 ROOT = Path(__file__).resolve().parents[2] / "runners"
-PACKAGES = ("plan", "run", "store", "endpoints", "live", "interchange", "decisions", "rendering", "domain", "commands")
+PACKAGES = (
+    "plan", "run", "store", "endpoints", "live", "interchange", "decisions", "rendering", "pipelines", "domain",
+    "commands",
+)  # fmt: skip
 
 
 def _modules() -> dict[str, Path]:
@@ -293,17 +296,18 @@ def test_the_agent_loop_protocol_is_the_librarys() -> None:
 
 # -- layers point one way ---------------------------------------------------------------------------------------
 LAYERS = (
-    "domain", "plan", "store", "run", "endpoints", "interchange", "decisions", "rendering", "api", "live", "commands",
-    "cli",
+    "domain", "plan", "store", "run", "endpoints", "interchange", "decisions", "rendering", "api", "pipelines", "live",
+    "commands", "cli",
 )  # fmt: skip
-"""The bench's layers, lowest first: a module may import its own layer and those before it, never one after.
-`domain` is the bench's world (cases, tools, profiles, the model spec), `plan` decides what a run is (options,
-rules, the run's secrets), `store` owns every byte on disk, `run` executes a plan, `endpoints` serve what the run
-talks to (serve-sim), `interchange` carries runs in and out (OpenTelemetry, event logs, Inspect logs, captures),
-`decisions` judge stored runs (gate, power, recommend, what-if), `rendering` writes what a person reads (tables,
-transcripts, reports, the gate's files), `api` is the Python API of notebooks and scripts (one module), `live` drives
-real local models, `commands` are the CLI's commands and `cli` their parser. Developer tools live outside the package,
-in scripts/."""
+"""The bench's layers, lowest first: a module may import its own layer and those before it, never one after. `domain` is
+the bench's world (cases, tools, profiles, the model spec, the run's secrets and their redaction), `plan` decides what a
+run is (options, rules), `store` owns every byte on disk, `run` executes a plan, `endpoints` serve what the run talks to
+(serve-sim), `interchange` carries runs in and out (OpenTelemetry, event logs, Inspect logs, captures), `decisions`
+judge stored runs (gate, power, recommend, what-if, compare-stops), `rendering` writes what a person reads (tables,
+transcripts, reports, the gate's files), `api` is the Python API of notebooks and scripts (one module), `pipelines` run
+the bench in process and compose the decisions over what it stored (the real-models report, the calibration study),
+`live` drives real local models, `commands` are the CLI's commands and `cli` their parser. Developer tools live outside
+the package, in scripts/."""
 TOP: tuple[str, ...] = ()
 """Programs of their own inside the package, above every layer (none: developer tools are in scripts/)."""
 
@@ -381,3 +385,90 @@ def test_the_benchmark_import_check_bites(tmp_path: Path) -> None:
     tests.mkdir()
     (tests / "test_x.py").write_text("import os\n\ndef test() -> None:\n    from benchmarks.calibration import rate\n")
     assert benchmark_imports(tests) == ["tests/test_x.py:4: benchmarks.calibration"]
+
+
+# -- the command line is started from the commands only ------------------------------------------------------------
+_STARTS = {("subprocess", "run"), ("subprocess", "Popen"), ("subprocess", "call"), ("subprocess", "check_call"),
+           ("subprocess", "check_output"), ("os", "system"), ("os", "execv"), ("os", "execvp"), ("os", "spawnv"),
+           ("asyncio", "create_subprocess_exec"), ("asyncio", "create_subprocess_shell")}  # fmt: skip
+"""Calls that start a process."""
+_CLI = re.compile(r"(runners\.cli|harness-bench)(\s|$)")
+"""A string that names the bench's command line as a program: `python -m runners.cli`, `harness-bench sweep …`."""
+
+
+def process_starts(path: Path) -> list[tuple[int, bool]]:
+    """Each call that starts a process in `path`, as (line, whether the function it is in names the bench's command
+    line in a string other than its docstring: the argv it builds)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    found = []
+    scopes: list[ast.AST] = [
+        tree,
+        *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)),
+    ]
+    for scope in scopes:
+        body = list(ast.iter_child_nodes(scope))
+        doc = (
+            ast.get_docstring(scope, clean=False)
+            if isinstance(scope, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef)
+            else None
+        )
+        texts = [n.value for b in body for n in ast.walk(b) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                 and n.value != doc]  # fmt: skip
+        names_cli = any(_CLI.match(t.strip()) for t in texts)
+        for b in body:
+            if scope is tree and isinstance(b, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue  # a function's calls are its own scope's
+            for n in ast.walk(b):
+                if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and isinstance(n.func.value, ast.Name):
+                    if (n.func.value.id, n.func.attr) in _STARTS:
+                        found.append((n.lineno, names_cli))
+    return sorted(set(found))
+
+
+def cli_started_below_the_commands(modules: dict[str, Path]) -> list[str]:
+    """Every module below `commands` that starts the bench's command line as a process (`module:line`): a layer
+    that cannot import a command must not run one either, where the import check cannot see it."""
+    commands = LAYERS.index("commands")
+    return [f"{name}:{line}" for name, path in sorted(modules.items()) if layer_of(name) < commands
+            for line, cli in process_starts(path) if cli]  # fmt: skip
+
+
+def test_no_layer_below_the_commands_starts_the_command_line() -> None:
+    found = cli_started_below_the_commands(_modules())
+    assert found == [], "the bench's command line started as a process below the commands:\n" + "\n".join(found)
+
+
+def test_rendering_starts_no_process() -> None:
+    """The rendering layer only renders: it starts no process at all (and imports no command: the layer check)."""
+    found = {name: lines for name, path in _modules().items() if name.startswith("runners.rendering")
+             if (lines := [line for line, _ in process_starts(path)])}  # fmt: skip
+    assert found == {}, f"processes started by the rendering layer (module: lines): {found}"
+
+
+def test_decisions_import_nothing_from_the_run() -> None:
+    """Decisions read stored runs; they never run the bench (a pipeline composes the two)."""
+    graph = import_graph(_modules())
+    found = sorted(f"{name} -> {dep}" for name, deps in graph.items() if name.startswith("runners.decisions")
+                   for dep in deps if dep.startswith("runners.run"))  # fmt: skip
+    assert found == [], "decisions importing the run:\n" + "\n".join(found)
+
+
+def test_the_command_line_check_bites(tmp_path: Path) -> None:
+    """A renderer that starts `python -m runners.cli sweep` (its argv built first), or `harness-bench` through a
+    shell, is found; a command may, and a process that is not the bench's command line is no finding."""
+    (tmp_path / "r.py").write_text(
+        '"""Replays with `harness-bench sweep`."""\nimport subprocess, sys\n\n'
+        "def replay(db):\n"
+        '    """Runs harness-bench sweep."""\n'
+        '    argv = [sys.executable, "-m", "runners.cli", "sweep", "--db", db]\n'
+        "    return subprocess.run(argv, check=False)\n"
+    )
+    (tmp_path / "s.py").write_text('import os\nos.system("harness-bench run --db x")\n')
+    (tmp_path / "w.py").write_text(
+        '"""Calls harness-bench? No: sha256sum."""\nimport subprocess\n\n'
+        'def f():\n    """Not harness-bench."""\n    return subprocess.run(["sha256sum", "f"])\n'
+    )
+    modules = {"runners.rendering.r": tmp_path / "r.py", "runners.decisions.s": tmp_path / "s.py",
+               "runners.live.w": tmp_path / "w.py", "runners.commands.c": tmp_path / "r.py"}  # fmt: skip
+    assert cli_started_below_the_commands(modules) == ["runners.decisions.s:2", "runners.rendering.r:7"]
+    assert process_starts(tmp_path / "w.py") == [(6, False)]

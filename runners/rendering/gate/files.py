@@ -7,7 +7,7 @@ from pathlib import Path
 
 from runners.decisions.gate.result import GateResult
 from runners.rendering.gate.render import finite, junit, markdown, to_json
-from runners.store._files import NamedPath, write_text
+from runners.store.output_files import NamedPath, write_text
 
 __all__ = ["write_outputs"]
 

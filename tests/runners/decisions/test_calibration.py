@@ -319,7 +319,7 @@ def test_missing_kernel_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytes
 
 # -- the power study's shortcut: distinct (case, trajectory) run once, reused ---------------------------------
 def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
-    from runners.decisions.calibration import outcome_table
+    from runners.pipelines.calibration import outcome_table
     from runners.plan.run_plan import select_cases
 
     db = tmp_path / "o.duckdb"
@@ -377,7 +377,7 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
 
 
 def test_power_study_reads_the_80_percent_drop_off_the_measured_curve() -> None:
-    from runners.decisions.calibration import crossing
+    from runners.pipelines.calibration import crossing
 
     curve = [(1.0, 0.1), (2.0, 0.5), (4.0, 0.9), (8.0, 1.0)]
     assert crossing(curve, 0.8) == pytest.approx(3.5)  # between 2 (50%) and 4 (90%)

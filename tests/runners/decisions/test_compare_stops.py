@@ -40,10 +40,10 @@ from runners.decisions.compare_stops import (
     default_policies,
     run_under,
 )
-from runners.decisions.whatif import RunStatus, recorded_counts
+from runners.decisions.counterfactual import RunStatus, recorded_counts
 from runners.domain.stop_rules import parse_rules
 from runners.plan.bench_config import BenchHarnessConfig, live_settings, request_checks
-from runners.store.whatif_runs import ReplayableRun
+from runners.store.replayable_runs import ReplayableRun
 from tests.conftest import LINES, LookupTool, call
 
 CITATION = {"tool_call_id": "c1", "excerpt": "db connection pool exhausted"}

@@ -16,10 +16,10 @@ import pytest
 from runners.cli import main
 from runners.decisions.case_alternatives import with_alternatives
 from runners.decisions.compare_stops import compare_stops
-from runners.decisions.whatif import RunStatus, recorded_counts
+from runners.decisions.counterfactual import RunStatus, recorded_counts
 from runners.domain.stop_rules import parse_rules
 from runners.store.connection import connect
-from runners.store.whatif_runs import ReplayableRun, runs_of_label
+from runners.store.replayable_runs import ReplayableRun, runs_of_label
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
 CASES = (

@@ -31,13 +31,13 @@ from harness import (
 )
 from runners.cli import main
 from runners.decisions.compare_stops import CutAt, CutKind, Effect, RunUnderPolicy, run_under
-from runners.decisions.whatif import Counts, RunStatus, recorded_counts
+from runners.decisions.counterfactual import Counts, RunStatus, recorded_counts
 from runners.domain.profiles import PROFILES
 from runners.domain.stop_rules import RuleKind, StopRule, parse_rules
 from runners.plan.bench_config import live_settings
 from runners.plan.settings import declaration
 from runners.store.connection import connect
-from runners.store.whatif_runs import ReplayableRun, runs_of_label
+from runners.store.replayable_runs import ReplayableRun, runs_of_label
 
 CASES = (
     "tool_failures_failing_logs_retried_until_budget_t14",

@@ -230,7 +230,7 @@ def test_per_case_means() -> None:
 
 
 def test_calibration_injects_exactly_the_requested_drop() -> None:
-    from runners.decisions.calibration import inject_drop
+    from runners.pipelines.calibration import inject_drop
 
     pairs = uniform(9, 9, 3)  # 243 passing case runs
     dropped, flips = inject_drop(pairs, 5, seed=1)

@@ -16,7 +16,7 @@ import pytest
 
 from runners.cli import main
 from runners.decisions.real_models import RecordedSummary, summarize
-from runners.rendering.real_report import differences
+from runners.pipelines.real_models import differences
 from runners.store.recorded_sweeps import read_recorded
 from tests._real_replays import RECORDINGS, replay_argv, replayed, summary_of
 

@@ -56,11 +56,11 @@ def _stats(config: tuple[int, ...], recall: dict[str, float], tokens: float) -> 
     named = dict(zip(("no_gain_threshold", "protocol_violation_threshold", "max_tool_invocations", "max_model_calls",
                       "max_total_tokens"), config, strict=True))  # fmt: skip
     full = tuple(named.get(c, "adaptive") for c in config_columns())
-    iv = Interval(tokens, tokens, tokens, 1)
+    iv = Interval(mean=tokens, low=tokens, high=tokens, cases=1)
     honest = {"e1": 1.0}
     return ConfigStats(
         full, len(recall) + 1, len(recall) + 1, recall, honest, wilson(sum(recall.values()), len(recall)),
-        wilson(1, 1), Interval(0, 0, 0, 1), iv, iv, iv, 1.0,
+        wilson(1, 1), Interval(mean=0, low=0, high=0, cases=1), iv, iv, iv, 1.0,
     )  # fmt: skip
 
 

@@ -20,19 +20,12 @@ import pytest
 from harness.contracts import InvocationStatus, ModelPurpose, StopReason
 from harness.trace import ModelCall, StopRequiredDelivered, ToolInvocation, ToolRequestRejected, TraceEvent
 from runners.cli import main
-from runners.decisions.whatif import (
-    ConclusionRisk,
-    RunStatus,
-    RunWhatIf,
-    WhatIf,
-    recorded_counts,
-    replay_run,
-    whatif,
-)
+from runners.decisions.counterfactual import ConclusionRisk, RunStatus, RunWhatIf, recorded_counts, replay_run
+from runners.decisions.whatif import WhatIf, whatif
 from runners.domain.profiles import PROFILES
 from runners.store.connection import connect
 from runners.store.recorded_sweeps import CaseRunRow, read_recorded
-from runners.store.whatif_runs import ReplayableRun, runs_of_label
+from runners.store.replayable_runs import ReplayableRun, runs_of_label
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -366,6 +366,21 @@ def test_flags_the_sweep_refuses_are_exit_2_naming_the_summary(
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
 
 
+def test_a_sweep_the_bench_refuses_is_exit_2_naming_the_summary(
+    recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Flags the parser takes but the bench's plan refuses (an unknown case): the in-process replay's refusal is one
+    line naming the summary, and nothing is written."""
+    root = _copy(recorded, tmp_path, LARGE)
+    path = root / LARGE / "summary.json"
+    data = json.loads(path.read_text())
+    data["sweep_args"] += ["--case", "no_such_case"]
+    path.write_text(json.dumps(data))
+    code, _, err = _run(capsys, "--cassettes", str(root), "--out", str(tmp_path / "out"))
+    assert code == 2 and f"{LARGE}/summary.json: its sweep did not replay (unknown case id(s): no_such_case" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
 def test_an_out_that_is_a_file_or_an_existing_db_is_refused(
     recorded: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -71,7 +71,7 @@ def test_a_complete_save_replaces_the_cassette(tmp_path: Path) -> None:
 def test_a_write_error_raised_in_a_worker_process_reaches_the_driver_whole() -> None:
     import pickle
 
-    from runners.store._files import OutputWriteError
+    from runners.store.output_files import OutputWriteError
 
     error = OutputWriteError(Path("c/epoch1.json"), OSError(27, "File too large"))
     back = pickle.loads(pickle.dumps(error))

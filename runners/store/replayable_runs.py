@@ -1,7 +1,7 @@
-"""The reads of `harness-bench whatif`, as named queries returning typed rows: which labels and bench runs exist,
-and every selected case run with what its replay needs — the thresholds and budgets it ran under, its published
-outcome, its final diagnosis message (the Draft, when transcripts were stored) and its trace as typed events.
-Parameters, never SQL text, cross this boundary."""
+"""The stored runs a counterfactual replays (`whatif`, `compare-stops`, the real-models report), as named queries
+returning typed rows: which labels and bench runs exist, and every selected case run with what its replay needs — the
+thresholds and budgets it ran under, its published outcome, its final diagnosis message (the Draft, when transcripts
+were stored) and its trace as typed events. Parameters, never SQL text, cross this boundary."""
 
 from __future__ import annotations
 

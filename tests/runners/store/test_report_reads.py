@@ -10,7 +10,7 @@ import pytest
 
 from runners.cli import main
 from runners.plan.settings import swept_names
-from runners.store import analysis_reads as reads
+from runners.store import report_reads as reads
 from runners.store.connection import connect
 
 

@@ -24,6 +24,10 @@ that what `gate` prints is true. It runs minutes to an hour (the scripted model 
 trajectory, config), and the profiles draw the same trajectory again and again, so each distinct (case,
 trajectory) is run once through the real Harness and its outcome reused — exactly the rows a bench run of that
 seed would write (a test checks it against `run_bench`).
+
+A pipeline, not a decision: it runs the bench in process through its API (`runners.api.run`, `runners.api.sweep`;
+`outcome_table` runs single cases through `runners.run.case_runner`) and scores what it stored with the gate and
+`recommend`.
 """
 
 from __future__ import annotations
@@ -41,8 +45,11 @@ import numpy as np
 import numpy.typing as npt
 
 from harness import HarnessConfig
+from runners import api
 from runners.decisions import power
 from runners.decisions.calibration_results import (
+    DROPS,
+    STOCHASTIC,
     DropDetection,
     FixedEpochs,
     GateProfile,
@@ -63,10 +70,8 @@ from runners.domain.profiles import trajectory_for
 from runners.domain.scripted import ScriptedChatModel
 from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
-from runners.plan.sweep_plan import SweepGrid, SweepOptions
-from runners.run.bench import plan_run, run_bench
+from runners.plan.sweep_plan import SweepGrid
 from runners.run.case_runner import run_case
-from runners.run.sweep import plan_sweep, run_sweep
 from runners.store.connection import connect
 from runners.store.gate_pairs import labels
 from runners.store.runs import completed_sweeps
@@ -86,16 +91,14 @@ __all__ = [
     "recommend_study",
 ]
 
-STOCHASTIC = ("sloppy", "eager", "fabricator")
-"""The noisy profiles: each seed draws its own trajectories."""
-DROPS = (2, 5, 10)
-"""Injected pass-rate drops (points) compared point by point."""
 KNOWN_OPTIMA = {"reference": 2, "rewriter?k=1": 3, "rewriter?k=2": 4, "rewriter?k=3": 5}
 """Profiles built to need one no_gain_threshold."""
 SWEEP_FAMILIES = ["diagnosable", "empty_logs", "generic_kb", "missing_context"]
 SWEEP_THRESHOLDS = (1, 2, 3, 4, 5, 6)
 SWEEP_BUDGETS = (8, 16)
 SWEEP_EPOCHS = (1, 3, 10)
+SWEEP_GRID = {"no_gain_threshold": SWEEP_THRESHOLDS, "max_tool_invocations": SWEEP_BUDGETS}
+"""The grid of the recommend part: every threshold with every tool budget."""
 POWER_EPOCHS = (3, 10)
 POWER_DROPS = (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16)
 """Injected drops (points) of the measured detection curve; 2, 5 and 10 are compared point by point."""
@@ -150,7 +153,7 @@ def _run_seeds(db: Path, profile: str, seeds: Sequence[int], epochs: int) -> Non
             continue
         model = f"scripted:{profile}?seed={seed}" if profile != "reference" else "scripted"
         opts = BenchOptions.of(model=model, label=f"s{seed}", db=db, epochs=epochs)
-        run_bench(plan_run(opts), keep_runs=False)
+        api.run(opts, keep_runs=False)
 
 
 def _gate_profile(profile: str, all_pairs: list[list[Pair]], epochs: int) -> GateProfile:
@@ -391,10 +394,10 @@ def recommend_study(workdir: Path) -> RecommendStudy:
         picks: dict[str, RecommendPick] = {}
         for epochs in SWEEP_EPOCHS:
             model = "scripted" if profile == "reference" else f"scripted:{profile}"
-            grid = SweepGrid(no_gain_threshold=SWEEP_THRESHOLDS, max_tool_invocations=SWEEP_BUDGETS)
+            grid = SweepGrid(SWEEP_GRID)
             opts = BenchOptions.of(evalsets=SWEEP_FAMILIES, model=model, db=db, epochs=epochs)
             cached = _cached_sweep(db, model, epochs, grid)
-            sweep_id = cached or run_sweep(plan_sweep(SweepOptions(grid, opts))).sweep_id
+            sweep_id = cached or api.sweep(SWEEP_GRID, opts).sweep_id
             con = connect(db, read_only=True)
             try:
                 rec = recommend(measure(con, sweep_id))
