@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | cksum |
 # clone's ignored __pycache__ folders, as Python does by default.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bench test test-fast test-full lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
+.PHONY: bench test test-fast test-full durations lint typecheck venv clean cassettes schema perf notebook live live-deps ci-deps phoenix docs
 
 ## The wheels of the package's pinned dependencies (from pip's cache once filled): tests/e2e/test_wheel.py installs
 ## the built wheel into a fresh venv from them alone, offline (`--no-index`).
@@ -74,9 +74,17 @@ test: $(STAMP)
 	[ $$rc -eq 0 ] && [ $$mrc -eq 0 ]
 
 ## The loop before every commit: the Harness library, the evaluation cases and the bench's modules on their own
-## (everything not marked `slow` in tests/conftest.py), no lint.
+## (every module not marked `slow`: those measured under 3 CPU-s in tests/durations.json), no lint.
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_PAR) -m "not slow"
+
+## Measure the suite: each test module's wall and CPU time (its fixtures' setup and teardown included) into the
+## committed tests/durations.json, from which tests/conftest.py marks the `slow` modules and orders `make test`'s
+## modules heaviest first. One process (the figures are a module's own, not a share of a loaded machine); re-run it
+## on a quiet machine after adding or speeding up a heavy module. Some modules only:
+## `pytest -n 0 tests/x.py --durations-out tests/durations.json` replaces their entries and keeps the rest.
+durations: $(STAMP)
+	$(BIN)/python -m pytest -q -n 0 -p no:cacheprovider --durations-out tests/durations.json
 
 ## `make test` with every interrupt moment (20 instead of the sampled 10).
 test-full: $(STAMP)

@@ -22,8 +22,8 @@ from pathlib import Path
 from harness import CancellationToken
 from runners.decisions.choices import Objective, RecommendChoices, Rule
 from runners.decisions.gate import GateInputError, GateResult, Verdict, evaluate, evaluate_sequential
-from runners.decisions.gate_flags import DEFAULTS as GATE_DEFAULTS
-from runners.decisions.gate_flags import GateThresholds
+from runners.decisions.gate_thresholds import DEFAULTS as GATE_DEFAULTS
+from runners.decisions.gate_thresholds import GateThresholds
 from runners.decisions.recommend import ConfigStats, Recommendation
 from runners.decisions.whatif import WhatIf
 from runners.plan.agent import AgentFramework

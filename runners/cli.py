@@ -51,6 +51,8 @@ from runners.commands._common import (
     say,
     stdout_may_close,
 )
+from runners.plan.declarations import Declarations, declaring
+from runners.plan.flags import add_version
 from runners.plan.rules import UsageError
 from runners.run import interrupts
 
@@ -70,7 +72,7 @@ __all__ = [
 def build_parser() -> argparse.ArgumentParser:
     """Every command's parser, in the order `--help` lists them; each command module adds its own."""
     parser = Parser(prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--version", action="version", version=f"harness-bench {__version__}")
+    add_version(parser, f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, compare_stops, gate, report,
@@ -81,13 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, declarations: Declarations | None = None) -> int:
+    """Run one command; `declarations`: the models that declare the run settings and options (default the bench's
+    own), in effect for the whole command — its parser, its runs and the databases it opens."""
     plug_closed_streams()  # started with stdout or stderr closed: the command runs, and exits, as with them
     for stream in (sys.stdout, sys.stderr):  # an ASCII-only terminal gets '?' for '…', never an exit 2
         reconfigure = getattr(stream, "reconfigure", None)
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
             reconfigure(errors="replace")
-    with stdout_may_close():
+    with declaring(declarations), stdout_may_close():
         parser = build_parser()
         try:
             args = parser.parse_args(argv)
@@ -144,8 +148,7 @@ def _dispatch(args: argparse.Namespace, signals: interrupts.Interrupts | None = 
         return EXIT_INPUT
     except MetricsWriteError as exc:  # before a bench run or sweep started: nothing of it is stored
         where = getattr(args, "db", None) or "the database"
-        error(f"writing {where} failed ({exc}): nothing was started; free some space (or fix the device) and"
-               " run the command again")  # fmt: skip
+        error(f"writing {where} failed ({exc}): nothing was started; {exc.fix}")
         return EXIT_STORAGE
     except duckdb.Error as exc:  # a file DuckDB opened but cannot read or write (truncated, damaged)
         where = getattr(args, "db", None) or getattr(args, "out", None) or "the database"

@@ -29,31 +29,95 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from enum import StrEnum
 from pathlib import Path
+from typing import Annotated
 
+from pydantic import Field
+
+from harness import HarnessControl
+from runners.decisions.real_models import recording_cost, summarize
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.splits import Split, split_of_cases
 from runners.live.models import get
+from runners.plan.agent import AgentFramework
+from runners.plan.bench_config import PlainPrompt
+from runners.plan.flags import Flag, FlagModel
+from runners.plan.options import BenchOptions
+from runners.plan.settings import axis_flags
+from runners.plan.stored_plan import run_argv
+from runners.store.recorded_sweeps import read_recorded
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "runners.cli"]
 
 
+class Which(StrEnum):
+    """Which cases a recording takes."""
+
+    HELD_OUT = "held-out"
+    NEW_HELD_OUT = "new-held-out"
+    DEV = "dev"
+    ALL = "all"
+
+
+class RecordFlags(FlagModel):
+    """The recording's flags."""
+
+    model: Annotated[str, Flag(required=True, metavar="NAME", help="a registered model (runners/live/models.py)")]
+    """The registered model recorded."""
+    base_url: Annotated[str, Flag(required=True, metavar="URL", help="the model server, e.g. http://127.0.0.1:8081/v1")]
+    """Where its server answers."""
+    split: Annotated[Which, Flag(help="which cases (held-out first when all)")] = Which.ALL
+    """Which cases."""
+    thresholds: Annotated[str, Flag(metavar="N[,…]", help="the NO_GAIN thresholds swept (default {default})")] = (
+        "1,2,3,4"
+    )
+    """The thresholds swept, comma-separated."""
+    batch: Annotated[int, Flag(metavar="N", help="cases per sweep (default {default})")] = Field(
+        default=6, ge=1, le=1000
+    )
+    """Cases per sweep."""
+    agent: Annotated[AgentFramework, Flag(help="the agent loop recorded (default {default})")] = AgentFramework.NATIVE
+    """The agent loop."""
+    ablate: Annotated[
+        HarnessControl, Flag(metavar="CONTROL", help="the Harness control switched off (default {default})")
+    ] = HarnessControl.NONE
+    """The Harness control switched off (`harness-bench --ablate`)."""
+    plain_prompt: Annotated[PlainPrompt, Flag(help="the plain loop's prompt (default {default})")] = PlainPrompt.PLAIN
+    """The plain loop's system prompt (`harness-bench --plain-prompt`)."""
+    cases: Annotated[Path | None, Flag(metavar="FILE", help="case ids, one a line, recorded in the file's order")] = (
+        None
+    )
+    """The cases to record, in order (instead of --split)."""
+    seed_from: Annotated[
+        Path | None, Flag(metavar="DIR", help="a recording of the same model each batch starts from")
+    ] = None
+    """A recording of the same model whose cassettes each batch is seeded with."""
+    out: Annotated[
+        Path | None,
+        Flag(metavar="DIR", help="default cassettes/MODEL[-AGENT][-harness-prompt][-no-CONTROL][-new-held-out]"),
+    ] = None
+    """Where the cassettes go."""
+    summary_only: Annotated[bool, Flag(help="rebuild summary.json from the cassettes")] = False
+    """Rebuild the summary only."""
+
+
 def sweep_flags(
     model: str, agent: str, thresholds: str, ablate: str = "none", plain_prompt: str = "plain"
 ) -> list[str]:
-    """The flags every batch and the replay share (the registry's request settings, generous timeouts; the control
-    switched off and the plain loop's prompt when they are not the defaults)."""
+    """The flags every batch and the replay share, rendered from the model's settings (the registry's request
+    settings, generous timeouts; the control switched off and the plain loop's prompt), the sweep's options and its
+    thresholds axis."""
     local = get(model)
-    r = local.request
-    return [
-        "--model", f"openai:{model}", "--temperature", f"{r.temperature:g}", "--tool-choice", r.tool_choice,
-        "--schema-mode", r.schema_mode.value, "--tool-call-format", r.tool_call_format.value,
-        "--no-gain-threshold", thresholds, "--epochs", "1", "--deadline", "3600", "--model-timeout-seconds", "900",
-        *(["--agent", agent] if agent != "native" else []),
-        *(["--ablate", ablate] if ablate != "none" else []),
-        *(["--plain-prompt", plain_prompt] if plain_prompt != "plain" else []),
-    ]  # fmt: skip
+    changed: dict[str, float | str] = {
+        "deadline": 3600.0, "model_timeout_seconds": 900.0, "ablate": ablate, "plain_prompt": plain_prompt,
+    }  # fmt: skip
+    settings = local.run_settings().with_values(changed)
+    opts = BenchOptions.of(settings=settings, epochs=1, agent=agent)
+    argv = run_argv(opts, always=("model", *type(local.request).model_fields), command="sweep")[2:]
+    axis = tuple(int(t) for t in thresholds.split(",") if t.strip())
+    return [*argv, *axis_flags({"no_gain_threshold": axis})]
 
 
 def seed(batch: list[str], source: Path, out: Path) -> None:
@@ -69,56 +133,31 @@ def seed(batch: list[str], source: Path, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, help="a registered model (runners/live/models.py)")
-    parser.add_argument("--base-url", required=True, help="the model server, e.g. http://127.0.0.1:8081/v1")
-    parser.add_argument("--split", choices=(*(s.value for s in Split if s is not Split.UNASSIGNED), "all"),
-                        default="all", help="which cases (evalsets/splits/; held-out first when all)")  # fmt: skip
-    parser.add_argument("--thresholds", default="1,2,3,4")
-    parser.add_argument("--batch", type=int, default=6, help="cases per sweep (default 6)")
-    parser.add_argument("--agent", default="native")
-    parser.add_argument("--ablate", default="none", help="the Harness control switched off (harness-bench --ablate)")
-    parser.add_argument("--plain-prompt", default="plain", help="the plain loop's prompt (plain or harness)")
-    parser.add_argument(
-        "--cases",
-        type=Path,
-        default=None,
-        help="a file of case ids, one a line, recorded in its order (instead of --split)",
-    )
-    parser.add_argument(
-        "--seed-from",
-        type=Path,
-        default=None,
-        help="a recording of the same model whose cassettes each batch starts from",
-    )
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        help="default cassettes/MODEL[-AGENT][-harness-prompt][-no-CONTROL][-new-held-out]",
-    )
-    parser.add_argument("--summary-only", action="store_true", help="rebuild summary.json from the cassettes")
-    args = parser.parse_args(argv)
-    name = args.model if args.agent == "native" else f"{args.model}-{args.agent}"
-    name += "-harness-prompt" if args.plain_prompt == "harness" else ""
-    name += f"-no-{args.ablate}" if args.ablate != "none" else ""
-    name += "-new-held-out" if args.split == Split.NEW_HELD_OUT.value and args.cases is None else ""
+    RecordFlags.add_flags(parser, "record_real")
+    args = RecordFlags.from_args(parser.parse_args(argv), "record_real")
+    agent = args.agent.value
+    name = args.model if agent == "native" else f"{args.model}-{agent}"
+    name += "-harness-prompt" if args.plain_prompt is PlainPrompt.HARNESS else ""
+    name += f"-no-{args.ablate.value}" if args.ablate is not HarnessControl.NONE else ""
+    name += "-new-held-out" if args.split is Which.NEW_HELD_OUT and args.cases is None else ""
     out: Path = args.out or ROOT / "cassettes" / name
     out.mkdir(parents=True, exist_ok=True)
     cases = load_cases([str(BUILTIN_DIR)])
     splits = split_of_cases(cases)
     ranked = (Split.HELD_OUT, Split.NEW_HELD_OUT, Split.DEV)
     order = [c.id for split in ranked for c in cases if splits[c.id] is split]
-    wanted = [i for i in order if args.split == "all" or splits[i].value == args.split]
+    wanted = [i for i in order if args.split is Which.ALL or splits[i].value == args.split.value]
     if args.cases is not None:
         wanted = [line.strip() for line in args.cases.read_text().splitlines() if line.strip()]
     done_file = out / "recorded.txt"
     done = [line for line in done_file.read_text().split("\n") if line] if done_file.exists() else []
-    flags = sweep_flags(args.model, args.agent, args.thresholds, args.ablate, args.plain_prompt)
+    flags = sweep_flags(args.model, agent, args.thresholds, args.ablate.value, args.plain_prompt.value)
+    endpoint = get(args.model).run_flags(args.base_url)[2:4]  # --base-url URL, rendered like the rest
     todo = [i for i in wanted if i not in done]
-    print(f"[record] {args.model} ({args.agent}): {len(done)} cases recorded, {len(todo)} to go", flush=True)
+    print(f"[record] {args.model} ({agent}): {len(done)} cases recorded, {len(todo)} to go", flush=True)
     while todo and not args.summary_only:
         batch, todo = todo[: args.batch], todo[args.batch :]
-        command = [*CLI, "sweep", *flags, "--base-url", args.base_url, "--cassettes", str(out),
+        command = [*CLI, "sweep", *flags, *endpoint, "--cassettes", str(out),
                    "--record-mode", "new_episodes", "--db", str(out / "live.duckdb"), "--label", args.model,
                    *(a for i in batch for a in ("--case", i))]  # fmt: skip
         print(f"[record] batch of {len(batch)}: {' '.join(batch)}", flush=True)
@@ -144,21 +183,14 @@ def write_summary(model: str, out: Path, flags: list[str], done: list[str]) -> N
         db = Path(tmp) / "replay.duckdb"
         subprocess.run([*CLI, "sweep", *sweep_args, "--cassettes", str(out), "--record-mode", "none",
                         "--db", str(db), "--label", model], cwd=ROOT, check=True, capture_output=True)  # fmt: skip
-        summary = subprocess.run(
-            [sys.executable, "-m", "runners.decisions.real_models", "--db", str(db), "--label", model,
-             "--model", model, "--sweep-args", shlex.join(sweep_args)],
-            cwd=ROOT, check=True, capture_output=True, text=True,
-        )  # fmt: skip
-    (out / "summary.json").write_text(summary.stdout)
+        summary = summarize(model, read_recorded(db, model), sweep_args)
+    (out / "summary.json").write_text(summary.model_dump_json(indent=1) + "\n")
     live = out / "live.duckdb"
     if live.exists():
-        cost = subprocess.run(
-            [sys.executable, "-m", "runners.decisions.real_models", "--db", str(live), "--label", model,
-             "--model", model, "--recording-cost", str(out)],
-            cwd=ROOT, check=True, capture_output=True, text=True,
-        )  # fmt: skip
-        (out / "recording.json").write_text(cost.stdout)
+        cost = recording_cost(model, read_recorded(live, model), out)
+        (out / "recording.json").write_text(cost.model_dump_json(indent=1) + "\n")
     print(f"[record] {out / 'summary.json'}: {len(done)} cases", flush=True)
+    print(f"[record] replay: {shlex.join(['harness-bench', 'sweep', *sweep_args])}", flush=True)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import json
 import os
 import threading
 from collections.abc import Generator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.contracts import EvidenceStatus, JsonObject
 from harness.models.base import ToolCallRequest
 from harness.tools.base import BusinessTool, ToolResult
+from tests._durations import ROOT, add_durations_option, load_durations, register_durations_writer
 
 # In CI (CI=true) a skip is a failure unless listed here with why it may skip: a check that never runs
 # where it matters is worse than a red one.
@@ -27,39 +29,52 @@ ALLOWED_CI_SKIPS: dict[str, str] = {
 
 # The bench end to end: subprocesses, servers on 127.0.0.1, sweeps, worker processes, Ray, Chromium. Everything
 # else — the Harness library, the evaluation cases, the bench's modules on their own — is the fast loop
-# (`make test-fast`, `pytest -m "not slow"`); `make test` runs both.
-# Heaviest first, as measured (pytest --durations=0, 2026-12-03; test_agent_equivalence.py added 2026-12-04: handed
-# out among the quick modules, its 8 s were the last ones to end): the order `make test` hands them out in.
-SLOW_MODULES: tuple[str, ...] = (
-    "test_capture.py", "test_phoenix.py", "test_output_paths.py", "test_wheel.py", "test_interrupts.py",
-    "test_settings.py", "test_deep_json.py", "test_shards.py", "test_hostile_text.py", "test_ray_executor.py",
-    "test_flag_bounds.py",
-    "test_process_executor.py", "test_evalset_stream.py", "test_full_disk.py", "test_bad_flags.py",
-    "test_real_models_report.py", "test_calibration.py", "test_cassettes.py", "test_live_llm.py",
-    "test_transcripts.py", "test_power.py", "test_otel_import.py", "test_recommend.py", "test_whatif.py",
-    "test_compare_stops_live.py", "test_compare_stops_command.py",
-    "test_agent_equivalence.py", "test_readme_commands.py",
-    "test_report.py", "test_reliability.py", "test_serve_model.py", "test_preflight.py", "test_real_models.py",
-    "test_cassette_faults.py", "test_tables.py", "test_deadline_replay.py", "test_secrets.py", "test_input_bounds.py",
-    "test_cassette_atomic.py", "test_bad_paths.py", "test_bench.py", "test_serve_model_live.py", "test_ci_skips.py",
-    "test_concurrency.py", "test_otel_export.py", "test_multi_call_turns.py", "test_views.py", "test_docs_site.py",
-    "test_unknown_query_e2e.py", "test_import_cost.py", "test_mkdocs_hooks.py",
-)  # fmt: skip
-_SLOW_RANK = {name: rank for rank, name in enumerate(SLOW_MODULES)}
+# (`make test-fast`, `pytest -m "not slow"`); `make test` runs both. Which modules are slow, and the order `make test`
+# hands them out in, come from a measured run, not from a list kept by hand: `make durations` writes each module's
+# wall and CPU seconds to DURATIONS_FILE (tests/_durations.py).
+DURATIONS_FILE = Path(__file__).with_name("durations.json")
+SLOW_CPU_SECONDS = 3.0
+"""A module whose tests took this much CPU time in all (its subprocesses' included) is `slow`."""
+_MEASURED = load_durations(DURATIONS_FILE)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_durations_option(parser)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    register_durations_writer(config)
+
+
+def module_name(path: Path) -> str:
+    """A test module's name in DURATIONS_FILE: its path from the repository's root (a module elsewhere, such as a
+    test's own scratch suite, keeps its full path and is never measured)."""
+    return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
+
+
+def module_rank(name: str) -> tuple[int, float]:
+    """Where a module goes in `make test`'s order: the slow ones longest first, then the modules not measured yet
+    (early enough that a heavy newcomer does not end the run alone), then the quick ones longest first."""
+    cost = _MEASURED.get(name)
+    if cost is None:
+        return (1, 0.0)
+    return (0 if cost.cpu_seconds >= SLOW_CPU_SECONDS else 2, -cost.seconds)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark every test of a module in SLOW_MODULES `slow`, and run those modules first.
+    """Mark every test of a module measured at SLOW_CPU_SECONDS or more `slow`, and order the modules by
+    `module_rank`.
 
     `make test` hands whole modules to its workers in collection order (`--no-loadscope-reorder`: xdist would
     otherwise order them by their number of tests, which puts many-parametrised quick modules first and a heavy
-    module of few tests last): a slow module handed out last keeps one worker busy while the others idle. Slow
-    modules first, heaviest first, and the short ones filling in behind is the longest-first order that keeps every
-    worker busy to the end. Within a module the order is unchanged."""
+    module of few tests last): a slow module handed out last keeps one worker busy while the others idle. Longest
+    first, and the short ones filling in behind, is the order that keeps every worker busy to the end. Within a
+    module the order is unchanged."""
+    names = {item: module_name(item.path) for item in items}
     for item in items:
-        if item.path.name in _SLOW_RANK:
+        if module_rank(names[item])[0] == 0:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: _SLOW_RANK.get(item.path.name, len(SLOW_MODULES)))
+    items.sort(key=lambda item: module_rank(names[item]))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

@@ -15,7 +15,6 @@ MAX_LINES = 600
 """The bound on a module's length."""
 OVER_FOR_NOW: dict[str, str] = {
     "runners/interchange/otel_import.py": "being split by the OpenTelemetry-import rewrite",
-    "runners/plan/flags.py": "being split by the one flag engine",
 }
 """Modules still over the bound, each with the work that brings it under; the list only shrinks."""
 

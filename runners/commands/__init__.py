@@ -6,5 +6,6 @@ module declares its flags in `register(sub)`, which adds its subparser and point
 `runners/cli.py` only calls every `register` in the order `--help` lists the commands and dispatches to `args.func`.
 The helpers every command shares — the one-line error and plain-text printing, argparse types and the parser that
 turns a refused flag into one line, the database and output-path checks made before anything is written, progress
-bars — live in `_common.py`.
+bars, how `recommend` and `report` show the choices their decision declares (`RecommendFlags`) — live in
+`_common.py`.
 """

@@ -37,8 +37,8 @@ def _add_bench(p: argparse.ArgumentParser, *, sweep: bool) -> None:
     command = "sweep" if sweep else "run"
     for title in (*settings.GROUPS.values(), CASSETTES, BENCH, EXECUTION):  # the order --help lists them in
         group_of(p, title)
-    settings.add_arguments(p, sweep=sweep)
-    concerns: list[type[FlagModel]] = [*BenchOptions.CONCERNS.values(), ResumeFlag]
+    settings.add_arguments(p, command, sweep=sweep)
+    concerns: list[type[FlagModel]] = [*BenchOptions.concerns().values(), ResumeFlag]
     for concern in concerns:
         concern.add_flags(p, command)
 
@@ -47,14 +47,14 @@ def _bench_options(args: argparse.Namespace, *, command: str) -> BenchOptions:
     """The options the flags give, for the flag rules (runners/plan/rules.py) the plan applies. With --resume: where
     and how it executes, the endpoint settings given, and the flags a resume would ignore (the rest is the stored
     run's)."""
-    concerns = {name: concern.from_args(args, command) for name, concern in BenchOptions.CONCERNS.items()}
+    concerns = {name: concern.from_args(args, command) for name, concern in BenchOptions.concerns().items()}
     resume = ResumeFlag.from_args(args, command).resume
     if resume is None:
         return BenchOptions.of_concerns(concerns, settings.settings_from_args(args))
     decl = settings.declaration()
     named = settings.given(args)
     refused = [decl[n].flag for n in named if not decl[n].endpoint]
-    refused += [d.flag for c in BenchOptions.CONCERNS.values() for d in c.declared() if d.stored and d.given(args)]
+    refused += [d.flag for c in BenchOptions.concerns().values() for d in c.declared() if d.stored and d.given(args)]
     overrides = {n: v for n, v in named.items() if decl[n].endpoint}
     return BenchOptions.of_concerns(
         concerns, settings.RunSettings.of(), ResumeRequest(resume, overrides, tuple(refused))

@@ -12,11 +12,21 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, cast
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.text import Text
 
+from runners.decisions.choices import Objective, RecommendChoices, Rule
 from runners.domain.redaction import redact
-from runners.plan.flags import bounded_float, bounded_int
+from runners.domain.suggest import did_you_mean
+from runners.plan.flags import Flag, bounded_float, bounded_int, presented
 from runners.plan.rules import UsageError
 from runners.rendering import tables
 from runners.rendering.safe_text import terminal
@@ -29,6 +39,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_INCONCLUSIVE",
     "EXIT_STORAGE",
+    "RecommendFlags",
     "out",
     "err",
     "_fail",
@@ -177,12 +188,47 @@ class Parser(argparse.ArgumentParser):
         # reaches the flag's own check ("must be ≥ 1") instead of "expected one argument".
         self._negative_number_matcher = re.compile(r"^-\d[\d.,eE+-]*$")
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        # The words given, so that an unrecognised flag can be matched against the options of the command it was
+        # given to (argparse reports it from the top-level parser, which knows no command's options).
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
+        hint = self._suggestion(message)
+        if hint:  # the suggestion replaces the list of every choice
+            message = re.sub(r" \(choose from .*\)$", "", message, flags=re.S)
+        # a value is quoted as given, but a long one (a 4,300-digit number) is shortened to what names it
+        message = re.sub(r"'([^']{80,})'", lambda v: f"'{v.group(1)[:40]}…' ({len(v.group(1)):,} characters)", message)
+        message = re.sub(r"\b\d{80,}", lambda v: f"{v.group(0)[:40]}… ({len(v.group(0)):,} digits)", message)
         m = re.fullmatch(r"argument ([^:]+): (.*)", message, flags=re.S)
         if m:
             flag = m.group(1).split("/")[-1]
             message = f"{flag} {m.group(2)}"
-        raise ArgumentError(f"{message} (see {self.prog} --help)")
+        raise ArgumentError(f"{message}{hint} (see {self.prog} --help)")
+
+    def _suggestion(self, message: str) -> str:
+        """A "did you mean" for a mistyped command or flag (argparse only does so from Python 3.14)."""
+        choice = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message, flags=re.S)
+        if choice:
+            return did_you_mean(choice.group(1), re.findall(r"'([^']*)'", choice.group(2)))
+        unknown = re.fullmatch(r"unrecognized arguments: (.*)", message, flags=re.S)
+        if not unknown:
+            return ""
+        first = next((w for w in unknown.group(1).split() if w.startswith("--")), None)
+        if first is None:
+            return ""
+        return did_you_mean(first.split("=", 1)[0], self._options_of_command())
+
+    def _options_of_command(self) -> list[str]:
+        """The option strings of the command named among the words given (this parser's own when none is)."""
+        parsers: list[argparse.ArgumentParser] = [self]
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                given = getattr(self, "_given", [])
+                chosen = [action.choices[w] for w in given if w in action.choices]
+                parsers = chosen[:1] or parsers
+        return [o for p in parsers for a in p._actions for o in a.option_strings if o.startswith("--")]
 
 
 # -- shared options -----------------------------------------------------------------------------
@@ -209,11 +255,28 @@ def _add_db(p: argparse.ArgumentParser) -> None:
     Storage.add_flags(p, "", only=("db",), grouped=False)
 
 
+class RecommendFlags(RecommendChoices):
+    """`recommend`'s and `report`'s choices as their flags: each field of the decision's `RecommendChoices`
+    (runners/decisions/choices.py: default, bounds, refusal) with its help and placeholder."""
+
+    objective: Objective = presented(
+        RecommendChoices, "objective", Flag(help="what 'cheapest' means (default {default})")
+    )
+    rule: Rule = presented(
+        RecommendChoices, "rule",
+        Flag(help="non-inferiority: the cheapest configuration shown within --margin of the best recall and honest"
+                  " fallback (default); max-recall: the highest recall first"),
+    )  # fmt: skip
+    margin: float = presented(
+        RecommendChoices,
+        "margin",
+        Flag(metavar="RATE", help="non-inferiority margin in [0, 1] (default {default:g} = {points:g} points)"),
+    )
+
+
 def _add_recommend_choices(p: argparse.ArgumentParser, command: str) -> None:
     """--objective, --rule and --margin of `recommend` and `report`, from their one declaration."""
-    from runners.decisions.choices import RecommendChoices
-
-    RecommendChoices.add_flags(p, command)
+    RecommendFlags.add_flags(p, command)
 
 
 # -- checks before any file is created ----------------------------------------------------------
@@ -265,9 +328,61 @@ def _load_with_progress(load: Callable[[], Sequence[Any]]) -> Sequence[Any]:
         progress.stop()
 
 
-def _progress() -> Progress:
-    """The bar of a bench run or sweep on stderr (drawn only on a terminal): done of planned, passed, times."""
+def _progress() -> Progress | LineProgress:
+    """The progress of a bench run or sweep on stderr: a bar on a terminal (done of planned, passed, times), plain
+    lines elsewhere (a CI log), so a long run is never silent."""
+    if not err.is_terminal:
+        return LineProgress()
     return Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[passed]}"),
-        TimeElapsedColumn(), TimeRemainingColumn(), console=err, disable=not err.is_terminal,
+        TimeElapsedColumn(), TimeRemainingColumn(), console=err,
     )  # fmt: skip
+
+
+class LineProgress:
+    """Progress as plain lines on stderr where no bar can be drawn (a pipe, a CI log): nothing for a run shorter
+    than `quiet_seconds`, then a line per tenth done (at most one every `min_seconds`) or every `max_seconds`, and a
+    last line when it ends — the same interface as rich's `Progress` for the one task a command shows."""
+
+    def __init__(self, *, quiet_seconds: float = 10.0, min_seconds: float = 5.0, max_seconds: float = 60.0,
+                 clock: Callable[[], float] | None = None) -> None:  # fmt: skip
+        import time
+
+        self._clock = clock or time.monotonic
+        self._quiet, self._min, self._max = quiet_seconds, min_seconds, max_seconds
+        self._started = self._clock()
+        self._last: float | None = None
+        self._step = -1
+        self._state: dict[str, Any] = {"description": "", "completed": 0, "total": None, "passed": ""}
+
+    def __enter__(self) -> LineProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._last is not None:  # a line was printed: say where it ended
+            self._line()
+
+    def add_task(self, description: str, *, total: int | None = None, **fields: Any) -> TaskID:
+        self._state.update(description=description, total=total, **fields)
+        return TaskID(0)
+
+    def update(self, task: TaskID, **fields: Any) -> None:
+        self._state.update(fields)
+        now = self._clock()
+        if now - self._started < self._quiet:
+            return
+        total, done = self._state["total"], self._state["completed"]
+        step = int(10 * done / total) if total else -1
+        since = now - self._last if self._last is not None else None
+        if since is None or (step > self._step and since >= self._min) or since >= self._max:
+            self._step = step
+            self._line()
+
+    def _line(self) -> None:
+        self._last = self._clock()
+        s = self._state
+        total = s["total"]
+        of = f"{s['completed']}/{total} ({s['completed'] / total:.0%})" if total else f"{s['completed']}"
+        passed = f", {s['passed']}" if s.get("passed") else ""
+        elapsed = int(self._last - self._started)
+        say(f"{s['description']}: {of} case runs{passed}, {elapsed // 60}m{elapsed % 60:02d}s", stderr=True)

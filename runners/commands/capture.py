@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub
+from runners.domain.input_files import MAX_TRACE_BYTES, check_input_path
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.rules import DEFAULT_DB
 from runners.store.output_files import NamedPath, OutputKind, check_output_path
@@ -55,6 +56,7 @@ def run(args: argparse.Namespace) -> int:
         if args.trace is None or args.run is None:
             _fail("--trace FILE and --run ID go together")
         source = NamedPath("--trace", args.trace)
+        check_input_path("--trace", args.trace, max_bytes=MAX_TRACE_BYTES)  # a FIFO blocks, /dev/zero never ends
     elif args.case_run is None:
         _fail("name the run: CASE_RUN_ID [--db D], or --trace FILE --run ID")
     else:

@@ -28,7 +28,8 @@ class _CompareStopsFlags(FlagModel):
         Flag(metavar="SPEC",
              help="a stop policy (repeatable): no-gain:T, tool-cap:N, turn-cap:N, token-cap:N, repeat:k=K,w=W,"
                   " error-cycle:k=K, alternation:k=K, or several joined with + (whichever stops first), e.g."
-                  " no-gain:2+tool-cap:8"),
+                  " no-gain:2+tool-cap:8; none given: no-gain:2, no-gain:3, tool-cap:8, turn-cap:8, repeat:k=3,w=10,"
+                  " error-cycle:k=2, alternation:k=3"),
     ] = ()  # fmt: skip
     """The stop policies to compare, as specs."""
     policy_file: Annotated[Path | None, Flag(metavar="PATH")] = None
@@ -80,8 +81,6 @@ def run(args: argparse.Namespace) -> int:
     policies = _specs(flags.policy)
     if flags.policy_file is not None:
         policies += _policies_of(flags.policy_file)
-    if not policies:
-        _fail("give at least one --policy SPEC or a --policy-file")
     outputs = [NamedPath(flag, path) for flag, path in (("--json", flags.json_path), ("--plot", flags.plot)) if path]
     inputs = [NamedPath("--db", args.db)]
     if flags.policy_file is not None:
@@ -102,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
             runs = runs_of_label(con, db, flags.label)
     finally:
         con.close()
+    if not policies:  # the documented default set (caps and detectors only on plain-loop runs), said first
+        from runners.domain.stop_rules import DEFAULT_POLICY_SPECS
+
+        plain = any(r.agent == "plain" for r in runs)
+        specs = tuple(s for s in DEFAULT_POLICY_SPECS if not (plain and s.startswith("no-gain")))
+        policies = _specs(specs)
+        _say(f"no --policy given: comparing the default set {' '.join(specs)}")
     policies = list({p.spec: p for p in policies}.values())  # a policy given twice is compared once
     result = compare_stops(with_alternatives(runs), policies)  # refuses before anything is written
     selection = f"bench run {flags.bench_run}" if flags.bench_run is not None else f"label {flags.label}"
@@ -128,7 +134,7 @@ def _policies_of(path: Path) -> list[Any]:
     if kind is not None:  # a folder; a FIFO or a device would block the read
         _fail(f"--policy-file {path} is {kind}, not a file")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as exc:
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         _fail(f"--policy-file {path}: cannot be read ({why})")

@@ -23,16 +23,68 @@ from runners.commands._common import (
     _sub,
     out,
 )
-from runners.decisions.gate_flags import POWER, GateThresholds
-from runners.plan.flags import Flag, FlagModel
+from runners.decisions.gate_thresholds import MAX_COST_INCREASE, MAX_LOOKS, GateThresholds
+from runners.plan.flags import Flag, FlagModel, presented
 from runners.plan.labels import label_arg
+from runners.plan.options import MAX_EPOCHS
 
 __all__ = ["register", "run"]
 
 
+POWER = "power (docs/gate.md: power, INCONCLUSIVE, the plan, sequential looks)"
+"""The `--help` group of the flags that size the gate's power."""
+
+
+class GateThresholdFlags(GateThresholds):
+    """The gate's thresholds as `gate`'s flags: each field of the decision's `GateThresholds`
+    (runners/decisions/gate_thresholds.py: default, bounds, refusal) with its spelling, placeholder, help and `--help`
+    group, the presentation the decision does not carry."""
+
+    k: int = presented(GateThresholds, "k", Flag(help="k of pass^k, at most the epochs per case (default {default})"))
+    max_recall_drop: float = presented(
+        GateThresholds, "max_recall_drop",
+        Flag("--max-pass-rate-drop", aliases=("--max-recall-drop",), metavar="RATE",
+             help="pass-rate drop in [0, 1] tolerated even when significant (default {default}; --max-recall-drop is"
+                  " the old name: the gate compares pass rates, not recommend's SUCCESS share)"),
+    )  # fmt: skip
+    max_cost_increase: float = presented(
+        GateThresholds, "max_cost_increase",
+        Flag(metavar="RATE",
+             help=f"relative increase (0 to {MAX_COST_INCREASE:g}) of mean tool calls, model calls or tokens tolerated"
+                  " (default {default})"),
+    )  # fmt: skip
+    alpha: float = presented(
+        GateThresholds, "alpha",
+        Flag(metavar="A", help="false-alarm rate of the whole gate, Holm-corrected over all tests (default {default})"),
+    )  # fmt: skip
+    max_mde: float = presented(
+        GateThresholds, "max_mde",
+        Flag(metavar="RATE", group=POWER,
+             help="a pass needs the overall test to detect this pass-rate drop with 80% probability, else"
+                  " INCONCLUSIVE, exit 3 (default {default:.2f} = {points:g} points)"),
+    )  # fmt: skip
+    target_mde: float | None = presented(
+        GateThresholds, "target_mde",
+        Flag(metavar="RATE", group=POWER,
+             help="with --plan: the MDE to plan for; with --sequential: stop with a pass once the overall MDE at 90%"
+                  " power is at most this"),
+    )  # fmt: skip
+    budget: int = presented(
+        GateThresholds, "budget",
+        Flag(metavar="EPOCHS", group=POWER, tell_given=True,
+             help=f"with --sequential: most epochs to run, at most {MAX_EPOCHS} like --epochs (default {{default}})"),
+    )  # fmt: skip
+    stage: int = presented(
+        GateThresholds, "stage",
+        Flag(metavar="EPOCHS", group=POWER, tell_given=True,
+             help=f"with --sequential: epochs between looks (default {{default}}), at most {MAX_LOOKS} looks up to"
+                  " --budget (each look's level is simulated)"),
+    )  # fmt: skip
+
+
 class _GateFlags(FlagModel):
     """The gate command's own flags: which runs it compares and which files it writes (its thresholds are
-    `GateThresholds`, the library's)."""
+    `GateThresholdFlags`, the library's `GateThresholds` as flags)."""
 
     baseline: Annotated[str, Flag(parse=label_arg, metavar="LABEL")]
     """label of the baseline runs"""
@@ -82,13 +134,13 @@ def register(sub: Any) -> None:
     )
     _add_db(p)
     _GateFlags.add_flags(p, "gate", only=("baseline", "candidate"))
-    GateThresholds.add_flags(p, "gate", only=("k", "max_recall_drop", "max_cost_increase", "alpha"))
+    GateThresholdFlags.add_flags(p, "gate", only=("k", "max_recall_drop", "max_cost_increase", "alpha"))
     _GateFlags.add_flags(p, "gate", only=("bench_run", "summary", "junit", "json_path"))
-    GateThresholds.add_flags(p, "gate", only=("max_mde",))
+    GateThresholdFlags.add_flags(p, "gate", only=("max_mde",))
     _GateFlags.add_flags(p, "gate", only=("allow_inconclusive", "plan"))
-    GateThresholds.add_flags(p, "gate", only=("target_mde",))
+    GateThresholdFlags.add_flags(p, "gate", only=("target_mde",))
     _GateFlags.add_flags(p, "gate", only=("sequential",))
-    GateThresholds.add_flags(p, "gate", only=("budget", "stage"))
+    GateThresholdFlags.add_flags(p, "gate", only=("budget", "stage"))
     p.set_defaults(func=run)
 
 
@@ -106,8 +158,8 @@ def run(args: argparse.Namespace) -> int:
     from runners.store.connection import connect
     from runners.store.output_files import NamedPath, OutputWriteError
 
-    flags, limits = _GateFlags.from_args(args, "gate"), GateThresholds.from_args(args, "gate")
-    _refuse_ignored(flags, {*_GateFlags.given(args), *GateThresholds.given(args)})
+    flags, limits = _GateFlags.from_args(args, "gate"), GateThresholdFlags.from_args(args, "gate")
+    _refuse_ignored(flags, {*_GateFlags.given(args), *GateThresholdFlags.given(args)})
     outputs = [NamedPath("--summary", flags.summary), NamedPath("--junit", flags.junit)]
     if flags.json_path is not None:
         outputs.append(NamedPath("--json", flags.json_path))
@@ -174,7 +226,7 @@ def _refuse_ignored(flags: _GateFlags, given: set[str]) -> None:
             _fail(f"{' and '.join(sizes)} size the looks of --sequential: add --sequential or remove them")
 
 
-def _check_power_flags(flags: _GateFlags, limits: GateThresholds) -> None:
+def _check_power_flags(flags: _GateFlags, limits: GateThresholdFlags) -> None:
     from runners.decisions.gate import GateInputError, sequential_looks
 
     if flags.sequential:

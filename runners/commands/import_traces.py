@@ -4,6 +4,7 @@ or the library's event log) stored as an imported bench run, so `show`, `report`
 from __future__ import annotations
 
 import argparse
+import contextlib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -87,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
     except BaseException:
         if not existed:  # nothing half-imported: a database this import created goes with it
             for leftover in (db, Path(f"{db}.wal")):
-                leftover.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # a read-only file system refuses even removing nothing
+                    leftover.unlink(missing_ok=True)
         raise
     _say(f"imported {len(rows)} case runs from {traces} into {db} as bench run {bench_run_id} (label"
          f" {args.label}, {written} rows)")  # fmt: skip

@@ -19,6 +19,8 @@ from runners.commands._common import (
     _say,
     _sub,
 )
+from runners.domain.input_files import what_is
+from runners.domain.repository import hint_for_missing
 from runners.plan.flags import Flag, FlagModel
 from runners.store.output_files import NamedPath
 
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     flags = _RealModelsFlags.from_args(args, "real-models")
     if flags.out.exists() and not flags.out.is_dir():
-        _fail(f"--out {flags.out} is a file; give a folder (it will hold report.md and report.html)")
+        _fail(f"--out {flags.out} is {what_is(flags.out)}; give a folder (it will hold report.md and report.html)")
     inputs = [NamedPath("--cassettes", flags.cassettes)]
     if flags.db is not None:
         inputs.append(NamedPath("--db", flags.db))
@@ -108,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     _check_outputs([NamedPath("--out", md_path), NamedPath("--out", html_path)], inputs)
     if any(flags.cassettes.resolve() in (p.resolve(), *p.resolve().parents) for p in (md_path,)):
         _fail(f"--out {flags.out} is inside --cassettes {flags.cassettes}: the report would land among its inputs")
+    if not flags.cassettes.exists() and hint_for_missing(flags.cassettes):
+        _fail(f"--cassettes {flags.cassettes}: no such folder{hint_for_missing(flags.cassettes)}")
     try:
         recordings = find_recordings(flags.cassettes)
     except RecordingError as exc:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Annotated, Any
 
 from rich.text import Text
 
-from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _fail, _say, _sub, out
+from runners.commands._common import EXIT_OK, RecommendFlags, _add_db, _add_recommend_choices, _fail, _say, _sub, out
 from runners.plan.flags import Flag, FlagModel
 from runners.rendering import tables
 
@@ -15,7 +16,7 @@ __all__ = ["register", "run"]
 
 
 class _RecommendFlags(FlagModel):
-    """`recommend`'s flag of its own (its choices are `RecommendChoices`, the library's)."""
+    """`recommend`'s flag of its own (its choices are `RecommendFlags`, the library's `RecommendChoices` as flags)."""
 
     sweep: Annotated[str | None, Flag(metavar="SWEEP_ID")] = None
     """sweep id (default: the newest)"""
@@ -30,18 +31,19 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.choices import RecommendChoices
     from runners.decisions.recommend import METRIC_DEFINITIONS, measure, recommend
     from runners.run.sweep import sweep_ids
     from runners.store.connection import connect
 
-    choices = RecommendChoices.from_args(args, "recommend")
+    choices = RecommendFlags.from_args(args, "recommend")
+    if not Path(args.db).exists() and (hint := _elsewhere(Path(args.db))):
+        _fail(f"{args.db}: no such DuckDB file; {hint}")
     con = connect(args.db, read_only=True)
     try:
         known = sweep_ids(con)
         sweep = args.sweep or (known[0] if known else None)
         if sweep is None:
-            _fail(f"{args.db} holds no sweeps; run `harness-bench sweep` first")
+            _fail(f"{args.db} holds no sweeps; {_elsewhere(args.db) or 'run `harness-bench sweep` first'}")
         if sweep not in known:
             _fail(f"--sweep: unknown sweep {sweep!r} in {args.db}; known: {', '.join(known[:5]) or 'none'}")
         stats = measure(con, sweep)
@@ -57,3 +59,29 @@ def run(args: argparse.Namespace) -> int:
     for name, definition in METRIC_DEFINITIONS.items():
         _say(f"  {name}: {definition.split(' — ')[-1]}")
     return EXIT_OK
+
+
+def _elsewhere(db: Path) -> str | None:
+    """Which other database beside `db` holds sweeps (a user in a folder with `sweep.duckdb` who ran `recommend`
+    without `--db`), as the fix to print; None when none does. Read only; a file that is not a readable DuckDB
+    database is passed over."""
+    from runners.run.sweep import sweep_ids
+    from runners.store.connection import connect
+
+    found: list[str] = []
+    for other in sorted(db.resolve().parent.glob("*.duckdb")):
+        if other == db.resolve() or not other.is_file():
+            continue
+        try:
+            con = connect(other, read_only=True)
+        except Exception:  # not ours, damaged, locked: not a suggestion
+            continue
+        try:
+            count = len(sweep_ids(con))
+        except Exception:
+            count = 0
+        finally:
+            con.close()
+        if count:
+            found.append(f"--db {other.name} ({count} sweep{'s' if count > 1 else ''})")
+    return f"this folder has {', '.join(found[:3])}" if found else None

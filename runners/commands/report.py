@@ -7,7 +7,17 @@ import argparse
 from pathlib import Path
 from typing import Annotated, Any
 
-from runners.commands._common import EXIT_OK, _add_db, _add_recommend_choices, _check_outputs, _fail, _say, _sub
+from runners.commands._common import (
+    EXIT_OK,
+    RecommendFlags,
+    _add_db,
+    _add_recommend_choices,
+    _check_outputs,
+    _fail,
+    _say,
+    _sub,
+)
+from runners.domain.input_files import what_is
 from runners.plan.flags import Flag, FlagModel
 from runners.store.output_files import NamedPath
 
@@ -34,16 +44,17 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runners.decisions.choices import RecommendChoices
     from runners.rendering.report import build_report
     from runners.store.connection import connect
     from runners.store.runs import bench_run_exists, sweep_ids
 
-    choices = RecommendChoices.from_args(args, "report")
+    choices = RecommendFlags.from_args(args, "report")
     if args.sweep and args.bench_run:
         _fail("give --sweep or --bench-run, not both")
     if args.out.exists() and not args.out.is_dir():
-        _fail(f"--out {args.out} is a file; give a folder (it will hold report.md, report.html and figures)")
+        _fail(
+            f"--out {args.out} is {what_is(args.out)}; give a folder (it will hold report.md, report.html and figures)"
+        )
     # the documents, never the database (the figures are checked once their names are known, before any write)
     _check_outputs([NamedPath("--out", args.out / name) for name in ("report.md", "report.html")],
                    [NamedPath("--db", args.db)])  # fmt: skip

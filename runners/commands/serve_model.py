@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import errno
+import shlex
 import socket
 import sys
 import textwrap
@@ -129,10 +130,7 @@ def run(args: argparse.Namespace) -> int:
         _fail(f"the server for {model.name} is not healthy: {exc}")
     try:
         base_url = f"{root}/v1"
-        r = model.request
-        run_flags = (f"--model openai:{model.name} --base-url {base_url} --temperature {r.temperature:g} "
-                     f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value} "
-                     f"--tool-call-format {r.tool_call_format.value}")  # fmt: skip
+        run_flags = shlex.join(model.run_flags(base_url))  # rendered from the model's settings
         _print(f"serve-model: {model.name} on {base_url} (Ctrl-C to stop)")
         _print(f"flags: {run_flags}")
         _print(f"try:   harness-bench run --case {DEFAULT_CASES[0]} {run_flags}")

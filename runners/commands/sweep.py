@@ -19,6 +19,7 @@ from runners.commands._bench import (
 )
 from runners.commands._common import EXIT_OK, _progress, _say, _sub
 from runners.plan import settings
+from runners.plan.agent import CONTRACT_SETTINGS, AgentFramework
 
 __all__ = ["register", "run"]
 
@@ -39,7 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
     intr = _interrupts(args)
     options = _bench_options(args, command="sweep")
-    grid = SweepGrid() if options.resume else SweepGrid(settings.axes_from_args(args))
+    axes = settings.axes_from_args(args)
+    if options.execution.agent is AgentFramework.PLAIN:  # the contract's default axes: one point, not a sweep of
+        axes = {n: v for n, v in axes.items() if n not in CONTRACT_SETTINGS or getattr(args, n, None) is not None}
+    grid = SweepGrid() if options.resume else SweepGrid(axes)
     plan = plan_sweep(SweepOptions(grid, replace(options, resume=None), options.resume), STORED_RUNS)
     if intr.received:
         return _interrupted(intr, "sweep", "sweep", args.db, None, "", 0, 0)

@@ -4,6 +4,7 @@ side from their first divergent turn, and stored bench runs as Inspect AI logs o
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,8 @@ from typing import Annotated, Any, ClassVar
 
 from pydantic import Field
 
-from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub
+from runners.commands._common import EXIT_OK, _add_db, _check_outputs, _fail, _say, _sub, say
+from runners.domain.input_files import what_is
 from runners.domain.redaction import safe_url
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.labels import label_arg
@@ -45,7 +47,7 @@ class _ShowFlags(FlagModel):
     label: Annotated[str | None, Flag(parse=label_arg, metavar="LABEL")] = None
     """the label's newest case run of --case (and --epoch)"""
     case: Annotated[str | None, Flag(metavar="CASE")] = None
-    """case id (with --bench-run or --label)"""
+    """case id (in --bench-run or --label; without them, the latest bench run that ran it)"""
     epoch: Annotated[int | None, Flag(metavar="N", help="epoch (default: the first)")] = _epoch()
     """The epoch (None: the first)."""
     html: Annotated[Path | None, Flag(metavar="FILE")] = None
@@ -140,7 +142,7 @@ def _open(db: Path) -> Any:
 
 def _show(args: argparse.Namespace) -> int:
     from runners.rendering.show import render_html, render_text
-    from runners.store.transcripts import load_case_run, resolve_case_run
+    from runners.store.transcripts import latest_bench_run_of_case, load_case_run, resolve_case_run
 
     if args.case_run and (args.bench_run or args.label or args.case):
         _fail(f"give a case run id ({args.case_run}) or --bench-run/--label with --case, not both")
@@ -148,15 +150,19 @@ def _show(args: argparse.Namespace) -> int:
         _fail("name the case run: CASE_RUN_ID, or --bench-run ID --case CASE [--epoch N]")
     if args.bench_run and args.label is not None:  # the label would be ignored: the bench run names the case run
         _fail(f"give --bench-run {args.bench_run!r} or --label {args.label!r}, not both")
-    if args.case and not (args.bench_run or args.label is not None):
-        _fail(f"--case {args.case} needs --bench-run ID or --label LABEL")
     html = NamedPath("--html", args.html, stream=True) if args.html is not None else None
     if html is not None:  # never the database it reads, however named
         _check_outputs([html], [NamedPath("--db", args.db)])
     con = _open(args.db)
     try:
+        bench_run = args.bench_run
+        if args.case and not (bench_run or args.label is not None):  # the only run, or the latest: said on stderr
+            bench_run, held_by = latest_bench_run_of_case(con, str(args.db), args.case)
+            if held_by > 1:
+                say(f"showing bench run {bench_run}, the latest of {held_by} that ran {args.case}"
+                    " (--bench-run ID or --label LABEL picks another)", stderr=True)  # fmt: skip
         run_id = args.case_run or resolve_case_run(
-            con, str(args.db), bench_run=args.bench_run, label=args.label, case=args.case, epoch=args.epoch
+            con, str(args.db), bench_run=bench_run, label=args.label, case=args.case, epoch=args.epoch
         )
         info = load_case_run(con, str(args.db), run_id)
     finally:
@@ -211,14 +217,14 @@ def _export(args: argparse.Namespace) -> int:
     if args.inspect is None:
         return _export_otel(args)
     if args.inspect.exists() and not args.inspect.is_dir():
-        _fail(f"--inspect {args.inspect} is a file; give a folder")
+        _fail(f"--inspect {args.inspect} is {what_is(args.inspect)}; give a folder")
     try:
         written = export_inspect(args.db, args.inspect, bench_run=args.bench_run, label=args.label)
     except InspectUnavailable as exc:
         _fail(str(exc))
-    for path, samples in written:
-        sys.stdout.write(f"wrote {path} ({samples} samples)\n")
-    sys.stdout.write(f"open with: inspect view --log-dir {args.inspect}\n")
+    for path, samples in written:  # paths shown as text: an escape sequence in a folder's name stays inert
+        say(f"wrote {path} ({samples} samples)", wrap=False)
+    say(f"open with: inspect view --log-dir {shlex.quote(str(args.inspect))}", wrap=False)
     return EXIT_OK
 
 
@@ -242,7 +248,7 @@ def _export_otel(args: argparse.Namespace) -> int:
                                                 label=args.label, content=args.otel_content,
                                                 timeout=args.otlp_timeout)  # fmt: skip
         url = safe_url(args.otlp_endpoint)
-        sys.stdout.write(f"sent {done.case_runs} case runs ({done.spans} spans) to {url}\n")
+        say(f"sent {done.case_runs} case runs ({done.spans} spans) to {url}", wrap=False)
     return EXIT_OK
 
 

@@ -1,5 +1,5 @@
 """Decisions over stored runs — they read what the store holds and never run the bench (`runners/pipelines/` composes
-the two): the power-aware model-upgrade gate (`gate/`, its thresholds in `gate_flags`), the power arithmetic
+the two): the power-aware model-upgrade gate (`gate/`, its thresholds in `gate_thresholds`), the power arithmetic
 (`power`), the threshold recommendation (`recommend`, its rules and objectives in `choices`); the counterfactual
 core (`counterfactual`: a stored run replayed under a stop rule up to its cut), with what lower thresholds or budgets
 would have done (`whatif`) and which stop rule pays (`compare_stops`) on it, and the one interval over cases
@@ -8,4 +8,6 @@ would have done (`whatif`) and which stop rule pays (`compare_stops`) on it, and
 case's mistake-free model would publish (`case_alternatives`), whether a real model's replayed recording still yields
 its committed summary (`real_models`), and the calibration study's typed results (`calibration_results`). Each
 returns typed results (frozen models on `_model`'s base); the rendering layer turns them into text, tables and pages.
+A decision declares the values it decides (defaults, bounds, refusals); how a command shows them as flags is the
+command's.
 """

@@ -1,5 +1,6 @@
-"""The vocabulary of `recommend` and `report`, and their flags (`RecommendChoices`), declared once and light to
-import (the CLI builds its choices and defaults from it before any analysis module is loaded)."""
+"""The vocabulary of `recommend` and `report` and their choices (`RecommendChoices`: defaults, bounds, refusals),
+declared once and light to import (the CLI builds its flags from it, runners/commands/_common.py, before any
+analysis module is loaded)."""
 
 from __future__ import annotations
 
@@ -30,21 +31,16 @@ class Rule(StrEnum):
 
 
 class RecommendChoices(FlagModel):
-    """How `recommend` and `report` pick the configuration they recommend."""
+    """How `recommend` and `report` pick the configuration they recommend (their flags show it:
+    runners/commands/_common.py)."""
 
-    objective: Annotated[Objective, Flag(help="what 'cheapest' means (default {default})")] = Objective.TOKENS
+    objective: Objective = Objective.TOKENS
     """What "cheapest" means."""
-    rule: Annotated[
-        Rule,
-        Flag(help="non-inferiority: the cheapest configuration shown within --margin of the best recall and honest"
-                  " fallback (default); max-recall: the highest recall first"),
-    ] = Rule.NON_INFERIORITY  # fmt: skip
+    rule: Rule = Rule.NON_INFERIORITY
     """How recall is traded against cost."""
-    margin: Annotated[
-        float,
-        Flag(metavar="RATE", reason="a rate margin must be within [0, 1] ({default:g} = {points:g} points)",
-             help="non-inferiority margin in [0, 1] (default {default:g} = {points:g} points)"),
-    ] = Field(default=0.02, ge=0.0, le=1.0)  # fmt: skip
+    margin: Annotated[float, Flag(reason="a rate margin must be within [0, 1] ({default:g} = {points:g} points)")] = (
+        Field(default=0.02, ge=0.0, le=1.0)
+    )
     """The non-inferiority margin: 2 points of rate."""
 
 

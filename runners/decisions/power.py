@@ -43,7 +43,7 @@ import numpy as np
 import scipy.special
 import scipy.stats
 
-from runners.decisions.gate_flags import MAX_LOOKS
+from runners.decisions.gate_thresholds import MAX_LOOKS
 
 __all__ = [
     "EXACT_MAX_CASES",

@@ -2,18 +2,13 @@
 
 The summary of a label's case runs is committed beside the model's cassettes (`cassettes/<model>/summary.json`);
 the offline replay test rebuilds it from the cassettes and compares, so a change to the Harness that alters what a
-recorded model's runs yield shows the differing numbers.
-
-    python -m runners.decisions.real_models --db D --label L --model NAME --sweep-args "FLAGS" \\
-        > cassettes/NAME/summary.json
+recorded model's runs yield shows the differing numbers. `scripts/record_real.py` writes it (`summarize`) and the
+recording's cost (`recording_cost`) after every batch it records.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
-import shlex
-import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -27,7 +22,7 @@ from runners.domain.splits import Split, split_of_cases
 from runners.plan.agent import AgentFramework
 from runners.plan.bench_config import PlainPrompt
 from runners.store.diagnosis_reads import FunnelRow, GainTagRow
-from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow, read_recorded
+from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow
 
 __all__ = ["FamilyPassRate", "GainTags", "RecordedSummary", "SplitCounts", "ThresholdSummary", "summarize"]
 
@@ -321,27 +316,3 @@ def summarize(model: str, rows: RecordedRows, sweep_args: Sequence[str] = ()) ->
             for t in thresholds
         ),
     )
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Print the summary of `--label` in `--db` as JSON."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--db", required=True, type=Path)
-    parser.add_argument("--label", required=True)
-    parser.add_argument("--model", required=True)
-    parser.add_argument("--sweep-args", default="", help="the sweep's flags, as one shell-quoted string")
-    parser.add_argument(
-        "--recording-cost", type=Path, metavar="CASSETTES", help="print the recording's cost from the live database"
-    )
-    args = parser.parse_args(argv)
-    rows = read_recorded(args.db, args.label)
-    if args.recording_cost is not None:
-        sys.stdout.write(recording_cost(args.model, rows, args.recording_cost).model_dump_json(indent=1) + "\n")
-        return 0
-    summary = summarize(args.model, rows, shlex.split(args.sweep_args))
-    sys.stdout.write(summary.model_dump_json(indent=1) + "\n")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -143,6 +143,16 @@ def check_points(runs: Sequence[ReplayableRun], thresholds: Sequence[int], budge
     problem = unreplayable(runs, "to replay")
     if problem is not None:
         raise WhatIfInputError(problem)
+    plain = next((r.case_run_id for r in runs if r.agent == "plain"), None)
+    if plain is not None:  # no contract, no gain evaluations: nothing a lower threshold could have changed
+        raise WhatIfInputError(
+            f"case run {plain} ran the plain loop (--agent plain), which has no information-gain contract to replay;"
+            " compare caps and loop detectors on it with compare-stops"
+        )
+    for flag, values in (("--no-gain-threshold", thresholds), ("--max-tool-invocations", budgets)):
+        low = next((v for v in values if v < 1), None)
+        if low is not None:
+            raise WhatIfInputError(f"{flag} {low}: must be ≥ 1")
     top = max(r.no_gain_threshold for r in runs)
     for t in thresholds:
         if t >= top:

@@ -11,5 +11,8 @@ the harness without a network, and the vocabularies every layer above shares.
   `profiles.py` (seeded behaviour profiles);
 - `stop_rules.py` (stop rules as declared policies), `redaction.py` (the secrets boundary every writer and printed
   line goes through, below every layer that writes), `object_columns.py` (rows handed to DuckDB as object columns,
-  by the tools' fixtures and the metrics writer).
+  by the tools' fixtures and the metrics writer);
+- what every command shares about files and names: `input_files.py` (the input-path rule: a regular file of bounded
+  size, refused before it is opened), `repository.py` (whether the bench runs from a clone, for the commands that read
+  its committed recordings), `suggest.py` (the "did you mean" of a mistyped name).
 """

@@ -48,6 +48,8 @@ from runners.domain.case_model import (
     ToolName,
     db_tables,
 )
+from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, check_input_path, input_kind
+from runners.domain.suggest import did_you_mean
 
 __all__ = [
     "BUILTIN_DIR",
@@ -135,6 +137,9 @@ def _yaml_files(folder: Path, problems: list[str] | None = None) -> list[Path]:
         if p.suffix not in (".yaml", ".yml"):
             continue
         if p.is_file():
+            if p.stat().st_size > MAX_EVALSET_BYTES and problems is not None:
+                problems.append(f"{p} is {p.stat().st_size:,} bytes, over the {MAX_EVALSET_BYTES:,} an input may be")
+                continue
             found.append(p)
         elif problems is not None and not p.is_dir():
             try:
@@ -151,14 +156,23 @@ def _selections(specs: Sequence[str], problems: list[str]) -> list[tuple[list[Pa
     selections: list[tuple[list[Path], str | None]] = []
     for spec in list(specs) or [str(BUILTIN_DIR)]:
         path = Path(spec)
-        if path.is_dir():
+        kind = input_kind(path)
+        if kind == "a folder":
             selections.append((_yaml_files(path, problems), None))
-        elif path.is_file():
+        elif kind is None:
+            try:
+                check_input_path("--evalset", path, max_bytes=MAX_EVALSET_BYTES)
+            except InputPathError as exc:
+                problems.append(str(exc))
+                continue
             selections.append(([path], None))
         elif spec in _FAMILIES:
             selections.append((_yaml_files(BUILTIN_DIR), spec))
+        elif kind != "missing":  # a FIFO would block the read, a device never end it
+            problems.append(f"--evalset {spec} is {kind}, not an evaluation file or folder")
         else:
-            problems.append(f"{spec}: no such file, folder or family (families: {', '.join(sorted(_FAMILIES))})")
+            hint = did_you_mean(spec, _FAMILIES)
+            problems.append(f"{spec}: no such file, folder or family{hint} (families: {', '.join(sorted(_FAMILIES))})")
     return selections
 
 

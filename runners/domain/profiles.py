@@ -38,6 +38,7 @@ from harness import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from runners.domain.evalset import EvalCase
 from runners.domain.model_spec import DEFAULT_PROFILE, ModelKind, ModelSpecError, parse_model
 from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
+from runners.domain.suggest import did_you_mean
 
 PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel", "optimist", "dismissive")
 _DEFAULTS: dict[str, dict[str, float]] = {
@@ -61,7 +62,9 @@ def parse_profile(text: str) -> tuple[str, dict[str, float]]:
     name, _, query = text.partition("?")
     name = name or DEFAULT_PROFILE
     if name not in PROFILES:
-        raise UnknownProfileError(f"unknown behaviour profile {name!r}; profiles are {', '.join(PROFILES)}")
+        raise UnknownProfileError(
+            f"unknown behaviour profile {name!r}{did_you_mean(name, PROFILES)}; profiles are {', '.join(PROFILES)}"
+        )
     params: dict[str, float] = {"seed": 0, "epoch": 0, **_DEFAULTS[name]}
     given: set[str] = set()
     for part in filter(None, query.split("&")):

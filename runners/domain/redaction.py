@@ -8,7 +8,9 @@ and fault texts, the errors and commands printed on stderr — with the run's `S
   8 characters or longer (a shorter value would eat ordinary words), matched case-insensitively (the scope
   normaliser lower-cases tool arguments) and in their JSON- and URL-escaped spellings;
 - whatever the run's secrets, the user info of any URL (`scheme://user:password@host` keeps
-  `scheme://[REDACTED]@host`), anything shaped like an `sk-` key or a bearer token.
+  `scheme://[REDACTED]@host`), and anything shaped like a credential: an `sk-` key, a bearer token, a JWT, an AWS
+  access key id (`AKIA…`) and, next to a word like "secret" or "key", a 40-character AWS secret key, a GitHub token
+  (`ghp_…`, `github_pat_…`), a Slack token (`xoxb-…`) and HTTP basic auth (`Basic <base64 of user:password>`).
 
 A stored base URL keeps its scheme, host, port and path only (`safe_url`): a resume or a re-record of a run
 whose endpoint needs credentials in its URL is given them again with `--base-url`.
@@ -18,6 +20,7 @@ This module imports nothing of the bench, so every layer (plan, store, endpoints
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import re
@@ -35,7 +38,44 @@ _SHAPES = re.compile(
     r"\bsk-[A-Za-z0-9_\-]{16,}"  # an OpenAI-style key
     r"|(?i:bearer)\s+[A-Za-z0-9._~+/\-]{16,}=*"  # a bearer token
     r"|(?<=://)[A-Za-z0-9._~%!$&'()*+,;=:\-]+(?=@[A-Za-z0-9\[])"  # a URL's user info (user:password)
+    r"|\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"  # a JWT (header.payload.signature)
+    r"|\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"  # an AWS access key id
+    r"|(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"  # an AWS secret key's shape (checked in `_shapes`)
+    r"|\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})"  # a GitHub token
+    r"|\bxox[abposre]-[A-Za-z0-9\-]{10,}"  # a Slack token
 )
+_BASIC = re.compile(r"(?i:\bbasic)\s+([A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])")
+"""`Basic <base64>` (HTTP basic auth): redacted when the base64 decodes to `user:password`, so prose ("basic
+troubleshooting") is left alone."""
+_TRIGGERS = ("sk-", "bearer", "@", "eyj", "akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa", "gh", "xox",
+             "basic")  # fmt: skip
+"""Lower-cased pieces one of which every shape holds: text holding none skips the patterns (most text)."""
+_SECRET_KEY_CONTEXT = re.compile(r"(?i)(secret|aws|credential|password|passwd|token|key)")
+"""A 40-character base64 run is an AWS secret key only next to words like these (a hash or a path is not)."""
+
+
+def _basic(m: re.Match[str]) -> str:
+    try:
+        decoded = base64.b64decode(m.group(1) + "=" * (-len(m.group(1)) % 4), validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return m.group(0)
+    if ":" not in decoded or not decoded.isprintable():
+        return m.group(0)
+    return m.group(0)[: m.start(1) - m.start(0)] + REDACTED
+
+
+def _shapes(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        token = m.group(0)
+        if len(token) == 40 and re.fullmatch(r"[A-Za-z0-9/+]{40}", token):  # the AWS secret key's bare shape:
+            before = text[max(m.start() - 40, 0) : m.start()]  # only beside a word like "secret", and mixed like
+            mixed = all(any(f(c) for c in token) for f in (str.isupper, str.islower, str.isdigit))  # a key (a hex
+            if not (mixed and _SECRET_KEY_CONTEXT.search(before)):  # digest or a path is not)
+                return token
+        return REDACTED
+
+    text = _SHAPES.sub(one, text)
+    return _BASIC.sub(_basic, text) if "basic" in text.lower() else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,13 +132,17 @@ NO_SECRETS = Secrets()
 """No known secret: only the shapes (URL user info, `sk-` keys, bearer tokens) are removed."""
 
 
+def _maybe_aws_secret(text: str) -> bool:
+    return len(text) >= 40 and _SECRET_KEY_CONTEXT.search(text) is not None
+
+
 def redact(text: str, secrets: Secrets = NO_SECRETS) -> str:
     """`text` with every secret of the run, any URL user info and anything shaped like a key replaced."""
     if not text:
         return text
     low = text.lower()
-    if "sk-" in text or "bearer" in low or "@" in text:  # the shapes first: a URL's whole user info goes,
-        text = _SHAPES.sub(REDACTED, text)  # not only the password within it
+    if any(t in low for t in _TRIGGERS) or _maybe_aws_secret(text):  # the shapes first: a URL's whole user info
+        text = _shapes(text)  # goes, not only the password within it
         low = text.lower()
     pattern = secrets._pattern
     if pattern is None or not any(v in low for v in secrets._lowered):

@@ -39,11 +39,12 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from harness import SeenRequest
 
 __all__ = [
+    "DEFAULT_POLICY_SPECS",
     "Alternation",
     "AnyOf",
     "Detector",
@@ -186,6 +187,13 @@ class Repeat(_Rule):
     """Occurrences, the request itself included, that stop the run."""
     w: int = Field(ge=2, le=10_000)
     """The window of requests looked at, the request itself included."""
+
+    @model_validator(mode="after")
+    def _window_holds_k(self) -> Repeat:
+        # A window shorter than k can never hold k requests: the rule would never fire, silently.
+        if self.w < self.k:
+            raise ValueError(f"w={self.w} is less than k={self.k}: the window can never hold k requests (w ≥ k)")
+        return self
 
     @property
     def spec(self) -> str:
@@ -344,7 +352,8 @@ def _single(text: str) -> Single:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or kind.value
-        raise StopRuleError(f"{shown}: {where}: {first['msg']} (e.g. {example})") from None
+        why = first["msg"].removeprefix("Value error, ")
+        raise StopRuleError(f"{shown}: {where}: {why} (e.g. {example})") from None
     assert isinstance(rule, NoGain | ToolCap | TurnCap | TokenCap | Repeat | ErrorCycle | Alternation)
     return rule
 
@@ -370,6 +379,7 @@ def parse_policy_file(text: str) -> tuple[StopRule, ...]:
     """A policy file's policies: one spec a line; blank lines and `#` comments (whole lines or after a spec) are
     skipped. StopRuleError names the first bad line (`line N: ...`), or says the file holds no policy."""
     policies: list[StopRule] = []
+    text = text.removeprefix("\ufeff")  # a byte-order mark, as editors on Windows write one
     for number, line in enumerate(text.splitlines(), start=1):
         spec = line.split("#", 1)[0].strip()
         if not spec:
@@ -381,3 +391,16 @@ def parse_policy_file(text: str) -> tuple[StopRule, ...]:
     if not policies:
         raise StopRuleError("no policy in it (one spec a line, e.g. no-gain:2 or repeat:k=3,w=10)")
     return tuple(policies)
+
+
+DEFAULT_POLICY_SPECS: tuple[str, ...] = (
+    "no-gain:2",
+    "no-gain:3",
+    "tool-cap:8",
+    "turn-cap:8",
+    "repeat:k=3,w=10",
+    "error-cycle:k=2",
+    "alternation:k=3",
+)
+"""What `compare-stops` compares when given no policy: the contract at the Harness's default threshold and one above,
+a cap of each kind peers ship, and each loop detector at the settings their tiers propose (docs/calibration.md)."""

@@ -138,14 +138,19 @@ def _list(value: JsonValue | None) -> list[JsonValue]:
     return value if isinstance(value, list) else []
 
 
-def _calls(messages: Sequence[CapturedMessage]) -> list[_Call]:
+def _calls(messages: Sequence[CapturedMessage], *, plain: bool = False) -> list[_Call]:
+    """The tool calls with their answers; `plain`: a plain-loop run's arguments are the business input itself (no
+    envelope), read as the envelope's `input`, so its steps carry what it sent and no envelope mistake."""
     calls: list[_Call] = []
     by_id: dict[str, _Call] = {}
     last_message: int | None = None
     for m in messages:
         if m.kind == EntryKind.TOOL_CALL.value:
             message = m.model_call if m.model_call is not None else -1
-            call = _Call(message, message != last_message, m, _json_object(m.arguments))
+            arguments = _json_object(m.arguments)
+            if plain and arguments is not None:
+                arguments = {"input": arguments}
+            call = _Call(message, message != last_message, m, arguments)
             last_message = message
             calls.append(call)
             for key in (m.tool_call_id, m.harness_call_id):
@@ -473,7 +478,7 @@ def build_case(run: CapturedRun) -> EvalCase:
     if user is None:
         raise CaptureError(f"case run {run.case_run_id!r}: its transcript has no user prompt (no question)")
     question, context = _context(user)
-    calls = _calls(diagnosis)
+    calls = _calls(diagnosis, plain=run.agent == "plain")
     steps = _steps(calls)
     stops = [i for i, c in enumerate(calls) if c.row.stop_required]
     verdict = next((m.verdict for m in run.messages if m.kind == GUARD_VERDICT and m.guard == GuardName.SEMANTIC), None)
@@ -519,6 +524,8 @@ def replay_argv(run: CapturedRun, path: str) -> list[str]:
 
     used = {s.name: s.value for s in run.settings}
     argv = ["harness-bench", "run", "--evalset", path, "--model", "scripted"]
+    if run.agent not in (None, "native"):  # replayed through the loop it ran under
+        argv += ["--agent", str(run.agent)]
     for s in declaration().settings:
         value = used.get(s.name)
         if s.owner is SettingOwner.HARNESS and value is not None and value != s.default:

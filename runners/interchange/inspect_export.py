@@ -253,7 +253,10 @@ def export_inspect(
         status = "success" if run.get("status") == "completed" else "started"
         log = EvalLog(eval=spec, status=status, results=results, stats=stats, samples=samples)
         with replacing(NamedPath("--inspect", path)) as tmp:  # each log whole or absent, also on Ctrl-C
-            write_eval_log(log, str(tmp), format="eval")
+            try:
+                write_eval_log(log, str(tmp), format="eval")
+            except OSError as exc:  # a full disk, an I/O error: one line naming the log, none of it left
+                raise OutputWriteError(path, exc) from None
         written.append((path, len(samples)))
     return written
 

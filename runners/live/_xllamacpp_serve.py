@@ -15,24 +15,46 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Annotated
 
-__all__ = ["main"]
+from pydantic import Field
+
+from runners.plan.flags import Flag, FlagModel
+
+__all__ = ["ServeFlags", "main"]
+
+
+class ServeFlags(FlagModel):
+    """The server process's flags (`runners/live/server.py` renders them with `argv`)."""
+
+    model: Annotated[Path, Flag(required=True, metavar="GGUF")]
+    """The GGUF file served."""
+    port: int = Field(ge=0, le=65535)
+    """The port (0: a free one)."""
+    host: str = "127.0.0.1"
+    """The address to listen on."""
+    alias: Annotated[str, Flag(required=True)]
+    """The model's name in the OpenAI routes."""
+    chat_template_file: Annotated[
+        Path | None,
+        Flag(metavar="T.jinja", help="a Jinja chat template (default: the GGUF's own tokenizer.chat_template)"),
+    ] = None
+    """A Jinja chat template (None: the GGUF's own)."""
+    threads: int = Field(default=1, ge=1, le=1024)
+    """Generation and batch threads."""
+    ctx_size: int = Field(default=16384, ge=1, le=1 << 24)
+    """Context window in tokens."""
+    n_predict: int = Field(default=384, ge=1, le=1 << 24)
+    """Server-side cap on generated tokens per request."""
+    parallel: int = Field(default=1, ge=1, le=1024)
+    """Slots served at once."""
 
 
 def main(argv: list[str] | None = None) -> int:
     """Start the server and block until stdin closes (exit 0) or a signal ends the process."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", required=True, type=Path)
-    parser.add_argument("--port", required=True, type=int)
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--alias", required=True)
-    parser.add_argument("--chat-template-file", type=Path, default=None,
-                        help="a Jinja chat template (default: the GGUF's own tokenizer.chat_template)")  # fmt: skip
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--ctx-size", type=int, default=16384)
-    parser.add_argument("--n-predict", type=int, default=384)
-    parser.add_argument("--parallel", type=int, default=1)
-    args = parser.parse_args(argv)
+    ServeFlags.add_flags(parser, "serve")
+    args = ServeFlags.from_args(parser.parse_args(argv), "serve")
     import xllamacpp
 
     params = xllamacpp.CommonParams()

@@ -40,6 +40,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field
 
 from harness import HarnessConfig, SchemaMode
 from runners.live import models as registry
@@ -72,10 +75,11 @@ from runners.live.server import (
 from runners.live.sizing import LivePlan, plan_live, warm_up
 from runners.live.weights import WeightsError
 from runners.live.weights import ensure_weights as ensure_registered_weights
+from runners.plan.flags import Flag, FlagModel
 from runners.store.live_invariants import case_run_count, deadline_cut_count, live_figures
 from runners.store.transcripts import check_against_requests
 
-__all__ = ["LiveArgs", "main", "parse_args", "set_up_server", "write_status"]
+__all__ = ["LiveArgs", "LiveFlags", "main", "parse_args", "set_up_server", "write_status"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,39 +108,82 @@ class LiveArgs:
     """Install the server wheel and the model's verified GGUF into the cache folder, then exit (no server)."""
 
 
+def _registered(name: str) -> str:
+    """`--model`'s value: a registered model's name."""
+    if name not in registry.MODELS:
+        raise argparse.ArgumentTypeError(f"{name!r}: not a registered model ({', '.join(registry.MODELS)})")
+    return name
+
+
+_DEFAULT_MODE: SchemaMode = HarnessConfig.model_fields["schema_mode"].default
+
+
+class LiveFlags(FlagModel):
+    """The live check's flags, as the command line gives them."""
+
+    cases: Annotated[int, Flag(metavar="N", help="built-in cases per mode (default {default})")] = Field(
+        default=len(DEFAULT_CASES), ge=1, le=len(DEFAULT_CASES) * 100
+    )
+    """Built-in cases per mode."""
+    model: Annotated[
+        str,
+        Flag(metavar="NAME", parse=_registered,
+             help=lambda _: f"the registered model to run live: {', '.join(registry.MODELS)} (default "
+                            f"{LIVE_MODEL.name})"),
+    ] = LIVE_MODEL.name  # fmt: skip
+    """The registered model to run live."""
+    modes: Annotated[
+        str | None,
+        Flag(metavar="MODES", help=f"tool_choice values to run (default {','.join(MODES)}; for another --model, the "
+                                   "tool_choice its registry entry gives)"),
+    ] = None  # fmt: skip
+    """tool_choice values to run, comma-separated."""
+    max_live_seconds: Annotated[float, Flag(metavar="SECONDS", help="ceiling of the live phase ({default})")] = Field(
+        default=600.0, gt=0, le=86_400
+    )
+    """Ceiling of the live phase."""
+    schema_mode: Annotated[SchemaMode, Flag(help="envelope schema of the live runs (default {default})")] = (
+        _DEFAULT_MODE
+    )
+    """Envelope schema of the live runs."""
+    db: Annotated[Path, Flag(metavar="PATH", help="DuckDB file (default live.duckdb)")] = ROOT / "live.duckdb"
+    """The metrics database of the live runs."""
+    deadline_seconds: Annotated[
+        float | None,
+        Flag("--deadline", aliases=("--deadline-seconds",), metavar="SECONDS",
+             help="the runs' deadline, as the bench's --deadline (default the Harness's); shorter: more runs cut by"
+                  " it"),
+    ] = Field(default=None, gt=0, le=86_400)  # fmt: skip
+    """The runs' deadline (None: the Harness's)."""
+    status_file: Annotated[
+        Path, Flag(metavar="PATH", help="one line: PASSED / FAILED / SKIPPED and why (default live-status.txt)")
+    ] = ROOT / "live-status.txt"
+    """Where the one-line result goes."""
+    cassettes: Annotated[
+        Path, Flag(metavar="DIR", help="where the live runs are recorded, then replayed from (live-cassettes/)")
+    ] = ROOT / "live-cassettes"
+    """Where the live runs are recorded."""
+    install_only: Annotated[
+        bool,
+        Flag(help="install the xllamacpp wheel and the model's verified GGUF into the cache folder and exit, serving"
+                  " nothing (CI runs it before the tests that serve a cached model)"),
+    ] = False  # fmt: skip
+    """Install, then exit."""
+
+
 def parse_args(argv: Sequence[str] | None = None) -> LiveArgs:
     """The command line (`--help` prints this module's docstring)."""
     parser = argparse.ArgumentParser(prog="python -m runners.live", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    parser.add_argument("--cases", type=int, default=len(DEFAULT_CASES), help="built-in cases per mode (default 8)")
-    parser.add_argument("--model", choices=list(registry.MODELS), default=LIVE_MODEL.name, metavar="NAME",
-                        help=f"the registered model to run live: {', '.join(registry.MODELS)} "
-                        f"(default {LIVE_MODEL.name})")  # fmt: skip
-    parser.add_argument("--modes", default=None,
-                        help=f"tool_choice values to run (default {','.join(MODES)}; for another --model, the "
-                        "tool_choice its registry entry gives)")  # fmt: skip
-    parser.add_argument("--max-live-seconds", type=float, default=600.0, help="ceiling of the live phase (600)")
-    default_mode = HarnessConfig.model_fields["schema_mode"].default
-    parser.add_argument("--schema-mode", choices=[m.value for m in SchemaMode], default=default_mode.value,
-                        help=f"envelope schema of the live runs (default {default_mode.value})")  # fmt: skip
-    parser.add_argument("--db", type=Path, default=ROOT / "live.duckdb", help="DuckDB file (default live.duckdb)")
-    parser.add_argument("--deadline-seconds", type=float, default=None,
-                        help="the runs' deadline (default the Harness's); shorter: more runs cut by it")  # fmt: skip
-    parser.add_argument("--status-file", type=Path, default=ROOT / "live-status.txt",
-                        help="one line: PASSED / FAILED / SKIPPED and why (default live-status.txt)")  # fmt: skip
-    parser.add_argument("--cassettes", type=Path, default=ROOT / "live-cassettes",
-                        help="where the live runs are recorded, then replayed from (live-cassettes/)")  # fmt: skip
-    parser.add_argument("--install-only", action="store_true",
-                        help="install the xllamacpp wheel and the model's verified GGUF into the cache folder and "
-                        "exit, serving nothing (CI runs it before the tests that serve a cached model)")  # fmt: skip
-    args = parser.parse_args(argv)
-    model = registry.get(args.model)
-    modes = _default_modes(model) if args.modes is None else str(args.modes)
+    LiveFlags.add_flags(parser, "live")
+    flags = LiveFlags.from_args(parser.parse_args(argv), "live")
+    model = registry.get(flags.model)
+    modes = _default_modes(model) if flags.modes is None else flags.modes
     return LiveArgs(
-        model=model, cases=args.cases, modes=tuple(m.strip() for m in modes.split(",") if m.strip()),
-        max_live_seconds=args.max_live_seconds, schema_mode=SchemaMode(args.schema_mode), db=args.db,
-        deadline_seconds=args.deadline_seconds, status_file=args.status_file, cassettes=args.cassettes,
-        install_only=args.install_only,
+        model=model, cases=flags.cases, modes=tuple(m.strip() for m in modes.split(",") if m.strip()),
+        max_live_seconds=flags.max_live_seconds, schema_mode=flags.schema_mode, db=flags.db,
+        deadline_seconds=flags.deadline_seconds, status_file=flags.status_file, cassettes=flags.cassettes,
+        install_only=flags.install_only,
     )  # fmt: skip
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.resources
+from enum import Enum
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness import SchemaMode, ToolCallFormat
+from runners.plan.settings import RunSettings, SettingValue, reproduce_flags
 
 __all__ = [
     "MODELS",
@@ -107,10 +109,28 @@ class LocalModel(BaseModel):
     request: RequestSettings = RequestSettings()
     """What the client should send it."""
 
+    def run_settings(self, base_url: str | None = None) -> RunSettings:
+        """The settings a bench run of this model is given: `openai:NAME` at `base_url`, asked as `request` says."""
+        values: dict[str, SettingValue] = {"model": f"openai:{self.name}", "base_url": base_url}
+        values |= {name: _plain(getattr(self.request, name)) for name in RequestSettings.model_fields}
+        return RunSettings.from_values(values)
+
+    def run_flags(self, base_url: str | None = None, settings: RunSettings | None = None) -> list[str]:
+        """The `run`/`sweep` arguments that ask this model as it is recorded (`settings`: its `run_settings` with
+        more): the model, its base URL and every request setting, given even where it is the default, then every
+        other setting that differs from its default — rendered from the settings, never written by hand."""
+        always = ("model", "base_url", *RequestSettings.model_fields)
+        return reproduce_flags(settings or self.run_settings(base_url), always=always)
+
     @property
     def stamp_key(self) -> str:
         """Changes whenever what the assembled file must be changes: a new key means a new verification."""
         return f"{self.name}-{self.sha256[:12]}"
+
+
+def _plain(value: object) -> SettingValue:
+    """A request setting as a setting's value (an enum as its text)."""
+    return str(value.value) if isinstance(value, Enum) else value  # type: ignore[return-value]
 
 
 def parts_of(package_prefix: str, version: str, count: int, member: str) -> tuple[WeightsPart, ...]:

@@ -320,11 +320,12 @@ def xllamacpp_command(
 ) -> list[str]:  # fmt: skip
     """The command line of the xllamacpp server process (`_xllamacpp_serve`); `chat_template` None: the GGUF's own,
     `host` None: the wrapper's default, 127.0.0.1."""
-    return [sys.executable, "-m", "runners.live._xllamacpp_serve", "--model", str(model), "--port", str(port),
-            *(("--host", host) if host is not None else ()), "--alias", alias,
-            *(("--chat-template-file", str(chat_template)) if chat_template is not None else ()),
-            "--threads", str(threads), "--ctx-size", str(ctx_size), "--n-predict", str(n_predict),
-            "--parallel", str(parallel)]  # fmt: skip
+    from runners.live._xllamacpp_serve import ServeFlags
+
+    flags = ServeFlags(model=model, port=port, alias=alias, chat_template_file=chat_template, threads=threads,
+                       ctx_size=ctx_size, n_predict=n_predict, parallel=parallel,
+                       **({"host": host} if host is not None else {}))  # fmt: skip
+    return [sys.executable, "-m", "runners.live._xllamacpp_serve", *flags.argv(every=True)]
 
 
 def server_command(

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["ADAPTERS_EXTRA", "AgentFramework"]
+__all__ = ["ADAPTERS_EXTRA", "CONTRACT_SETTINGS", "AgentFramework"]
 
 ADAPTERS_EXTRA = "pip install 'harness-bench[adapters]'"
+
+CONTRACT_SETTINGS = frozenset({"no_gain_threshold", "protocol_violation_threshold", "schema_mode"})
+"""The settings only the Harness's envelope and contract read: the plain loop has neither, so sweeping them over
+plain-loop runs would give identical points and a threshold recommended from nothing."""
 
 
 class AgentFramework(StrEnum):

@@ -1,17 +1,19 @@
-"""The Harness's settings as the bench runs them: `HarnessConfig`'s fields, and the loop detectors the bench makes
-live through the Harness's request checks (`--stop-rule`). `settings.py` declares the bench's settings from this
-class, so the stop rule has its flag, its `bench_runs` column and its place in a stored run's settings like any
-other setting."""
+"""The Harness's settings as the bench runs them: `HarnessConfig`'s fields, each with the bench's marker
+(`BenchSetting`: its flag, sweep axis, older spellings) as its own metadata — the library's names, types, bounds,
+defaults and docstrings stay the library's — and the loop detectors the bench makes live through the Harness's
+request checks (`--stop-rule`). `settings.py` views this class through the flag engine, so the stop rule has its
+flag, its `bench_runs` column and its place in a stored run's settings like any other setting."""
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from harness import HarnessConfig, RequestCheck
+from harness import HarnessConfig, HarnessControl, RequestCheck, SchemaMode
 from runners.domain.stop_rules import RuleKind, StopRule, StopRuleError, parse_rules
+from runners.plan.flags import presented
 from runners.plan.model_settings import BenchSetting
 
 __all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "PlainPrompt", "live_settings", "request_checks"]
@@ -21,6 +23,14 @@ NEVER_SATURATES = 1_000_000
 
 _BUDGET_FLAGS = {RuleKind.NO_GAIN: "--no-gain-threshold", RuleKind.TOOL_CAP: "--max-tool-invocations",
                  RuleKind.TURN_CAP: "--max-model-calls", RuleKind.TOKEN_CAP: "--max-total-tokens"}  # fmt: skip
+
+
+def _marked(name: str, marker: BenchSetting) -> Any:
+    """HarnessConfig's field `name` as it is (type, bounds, default, docstring), with the bench's `marker`."""
+    return presented(HarnessConfig, name, marker)
+
+
+_SECONDS = BenchSetting(metavar="SECONDS")
 
 
 class PlainPrompt(StrEnum):
@@ -34,6 +44,24 @@ class PlainPrompt(StrEnum):
 
 class BenchHarnessConfig(HarnessConfig):
     """HarnessConfig, the loop detectors a bench run stops on, and the plain loop's prompt."""
+
+    no_gain_threshold: int = _marked("no_gain_threshold", BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4)))
+    protocol_violation_threshold: int = _marked("protocol_violation_threshold", BenchSetting(sweepable=True))
+    max_model_calls: int = _marked("max_model_calls", BenchSetting(sweepable=True))
+    # The library's names everywhere (flag, column, stored key); the former flags still parse. `max_tokens` is
+    # not one of them: it reads as the per-request cap of a chat request, and this is the run's total.
+    max_tool_invocations: int = _marked(
+        "max_tool_invocations", BenchSetting(sweepable=True, aliases=("--max-tool-calls",))
+    )
+    max_total_tokens: int = _marked("max_total_tokens", BenchSetting(sweepable=True, aliases=("--max-tokens",)))
+    deadline_seconds: float = _marked("deadline_seconds", BenchSetting(public_name="deadline", metavar="SECONDS"))
+    tool_timeout_seconds: float = _marked("tool_timeout_seconds", _SECONDS)
+    model_timeout_seconds: float = _marked("model_timeout_seconds", _SECONDS)
+    retry_backoff_seconds: float = _marked("retry_backoff_seconds", _SECONDS)
+    max_retry_wait_seconds: float = _marked("max_retry_wait_seconds", _SECONDS)
+    record_ttl_seconds: float = _marked("record_ttl_seconds", _SECONDS)
+    schema_mode: SchemaMode = _marked("schema_mode", BenchSetting(sweepable=True))
+    ablate: HarnessControl = _marked("ablate", BenchSetting(sweepable=True, metavar="CONTROL"))
 
     stop_rule: Annotated[str | None, BenchSetting(metavar="SPEC")] = Field(
         default=None, examples=["repeat:k=3,w=10", "error-cycle:k=2+alternation:k=2"]

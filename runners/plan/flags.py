@@ -14,8 +14,9 @@ and the stored column. A new flag is one field of the model of its concern. The 
 from __future__ import annotations
 
 import argparse
+import copy
+import dataclasses
 import json
-import math
 import types
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,9 +25,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Self, Union, cast, get_args, get_origin
 
-import annotated_types
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic.fields import FieldInfo
+
+from runners.plan._bounds import Bounded, bounded_float, bounded_int, field_bounds, shown
 
 __all__ = [
     "BenchInputError",
@@ -39,10 +41,14 @@ __all__ = [
     "PerCommand",
     "Stored",
     "StoredValue",
+    "add_version",
+    "base_type",
     "bounded_float",
     "bounded_int",
+    "declare_field",
     "field_bounds",
     "group_of",
+    "presented",
 ]
 
 StoredValue = int | float | str | bool | list[str] | None
@@ -57,112 +63,6 @@ class BenchInputError(ValueError):
 
 class FlagError(BenchInputError):
     """A flag's value is unusable; the message is one line naming the flag, the value and what is allowed."""
-
-
-# -- the bounded numeric type --------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True)
-class Bounded:
-    """A numeric flag's type: its text parsed, then refused (one line naming the value and the range) outside it."""
-
-    lo: int | float
-    """The smallest value allowed (or, with `lo_open`, the bound it must exceed)."""
-    hi: int | float
-    """The largest value allowed (or, with `hi_open`, the bound it must stay below)."""
-    integer: bool
-    """An integer flag (else a finite number)."""
-    lo_open: bool = False
-    """`lo` itself is refused."""
-    hi_open: bool = False
-    """`hi` itself is refused."""
-    reason: str | None = None
-    """What the refusal says after the value, when the range needs its meaning (default: `must be <the range>`)."""
-
-    @property
-    def __name__(self) -> str:  # argparse names the type in "invalid <name> value" messages
-        return "integer" if self.integer else "number"
-
-    def allowed(self) -> str:
-        """The range, as the refusal says it."""
-        if self.integer:
-            return f"an integer from {int(self.lo)} to {int(self.hi)}"
-        if not (self.lo_open or self.hi_open):
-            return f"a number from {self.lo:g} to {self.hi:g}"
-        return f"a number in {'(' if self.lo_open else '['}{self.lo:g}, {self.hi:g}{')' if self.hi_open else ']'}"
-
-    def refusal(self) -> str:
-        """What follows the value in the refusal: the allowed range."""
-        return self.reason or f"must be {self.allowed()}"
-
-    def inside(self, value: int | float) -> bool:
-        """`value` is within the range (never NaN or an infinity)."""
-        if isinstance(value, float) and not math.isfinite(value):
-            return False
-        above = value > self.lo if self.lo_open else value >= self.lo
-        below = value < self.hi if self.hi_open else value <= self.hi
-        return above and below
-
-    def __call__(self, text: str) -> int | float:
-        try:
-            value: int | float = int(text) if self.integer else float(text)
-        except ValueError:  # not a number, or an integer of more digits than Python converts
-            raise argparse.ArgumentTypeError(f"{_shown(repr(text))}: {self.refusal()}") from None
-        if not self.inside(value):
-            raise argparse.ArgumentTypeError(f"{_shown(text)}: {self.refusal()}")
-        return value
-
-
-def _shown(text: str) -> str:
-    """A value as the refusal quotes it: a long one cut, with its length (the line stays one screen line)."""
-    return text if len(text) <= 60 else f"{text[:60]}… ({len(text)} characters)"
-
-
-def bounded_int(lo: int, hi: int, *, reason: str | None = None) -> Bounded:
-    """An integer flag from `lo` to `hi` (both allowed)."""
-    return Bounded(lo, hi, integer=True, reason=reason)
-
-
-def bounded_float(
-    lo: float, hi: float, *, lo_open: bool = False, hi_open: bool = False, reason: str | None = None
-) -> Bounded:
-    """A finite-number flag from `lo` to `hi` (an open end excludes its bound)."""
-    return Bounded(lo, hi, integer=False, lo_open=lo_open, hi_open=hi_open, reason=reason)
-
-
-@dataclass(frozen=True, slots=True)
-class FieldBounds:
-    """A numeric field's `ge`/`gt`/`le`/`lt` bounds, as `Field(...)` declares them."""
-
-    lower: float | None
-    """Lower bound, if any."""
-    lower_strict: bool
-    """The lower bound is exclusive (`gt`)."""
-    upper: float | None
-    """Upper bound, if any."""
-    upper_strict: bool
-    """The upper bound is exclusive (`lt`)."""
-
-
-def field_bounds(owner: str, info: FieldInfo) -> FieldBounds:
-    """The bounds `Field(ge=..., gt=..., le=..., lt=...)` declares on a field (`owner`: its model, for errors)."""
-    lower = upper = None
-    lower_strict = upper_strict = False
-    for m in info.metadata:
-        if isinstance(m, annotated_types.Ge):
-            lower, lower_strict = _number(owner, m.ge), False
-        elif isinstance(m, annotated_types.Gt):
-            lower, lower_strict = _number(owner, m.gt), True
-        elif isinstance(m, annotated_types.Le):
-            upper, upper_strict = _number(owner, m.le), False
-        elif isinstance(m, annotated_types.Lt):
-            upper, upper_strict = _number(owner, m.lt), True
-    return FieldBounds(lower, lower_strict, upper, upper_strict)
-
-
-def _number(owner: str, value: object) -> float:
-    """A bound as a number (annotated_types types it only as comparable)."""
-    if isinstance(value, int | float):
-        return float(value)
-    raise TypeError(f"{owner}: bound {value!r} is not a number")
 
 
 # -- the markers -----------------------------------------------------------------------------------------------------
@@ -407,7 +307,7 @@ def _cli_text(value: object) -> str:
     return str(value)
 
 
-def _base_type(annotation: Any) -> tuple[Any, bool]:
+def base_type(annotation: Any) -> tuple[Any, bool]:
     """(type, nullable) of `T` or `T | None`."""
     if get_origin(annotation) in (Union, types.UnionType):
         args = [a for a in get_args(annotation) if a is not type(None)]
@@ -416,11 +316,12 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def _declare(model: type[BaseModel], name: str, info: FieldInfo) -> Declared:
+def declare_field(model: type[BaseModel], name: str, info: FieldInfo, *, open_ended: bool = False) -> Declared:
+    """One field as a flag (`open_ended`: a number may leave a bound to its column's range, as a setting does)."""
     owner = f"{model.__name__}.{name}"
     marker = next((m for m in info.metadata if isinstance(m, Flag)), Flag())
     stored = next((m for m in info.metadata if isinstance(m, Stored)), None)
-    base, _ = _base_type(info.annotation)
+    base, _ = base_type(info.annotation)
     bounds: Bounded | None = None
     choices: tuple[str, ...] = ()
     value_type: Any = base
@@ -438,8 +339,8 @@ def _declare(model: type[BaseModel], name: str, info: FieldInfo) -> Declared:
         kind = Kind.TEXT
     required = info.is_required()
     default = None if required else info.get_default(call_default_factory=True)
-    if kind is Kind.NUMBER:
-        b = field_bounds(owner, info)
+    b = field_bounds(owner, info)
+    if kind is Kind.NUMBER and not (open_ended and (b.lower is None or b.upper is None)):
         if b.lower is None or b.upper is None:
             raise TypeError(f"{owner}: a numeric flag declares both bounds (Field(ge=..., le=...))")
         reason = marker.reason
@@ -547,6 +448,24 @@ class FlagModel(BaseModel):
                 out[d.column] = json.dumps(value) if as_json else value
         return out
 
+    def argv(self, command: str = "", *, every: bool = False) -> list[str]:
+        """The command-line arguments that give this model's values in `command` (a value at its default left out
+        unless `every`): a command line rendered from its flags' declaration, never written by hand."""
+        out: list[str] = []
+        for d in self.declared():
+            value = getattr(self, d.name)
+            if value is None or (value == d.default_in(command) and not (every and d.kind is not Kind.SWITCH)):
+                continue
+            if d.kind is Kind.SWITCH:
+                out.append(d.flag)
+            elif d.kind is Kind.LIST:
+                out += [
+                    a for v in value for a in ((str(_plain(v)),) if d.marker.positional else (d.flag, str(_plain(v))))
+                ]
+            else:
+                out += [str(_plain(value))] if d.marker.positional else [d.flag, str(_plain(value))]
+        return out
+
     @classmethod
     def restored(cls, stored: Mapping[str, object], *, columns: bool) -> dict[str, object]:
         """The fields of a stored run (by column when `columns`, else by a sweep's saved key): each option it keeps,
@@ -572,9 +491,27 @@ def group_of(parser: argparse.ArgumentParser, title: str | None) -> Any:
     return parser.add_argument_group(title)
 
 
+def presented(model: type[BaseModel], name: str, marker: Flag) -> Any:
+    """Field `name` of `model` as it is (type, bounds, default, docstring), shown on the command line as `marker`
+    says: a subclass redeclares the field with it (`x: int = presented(Base, "x", Flag(...))`), so that the model
+    that decides a value (a library's config, a decision's thresholds) carries no presentation. A refusal's
+    `reason` the field declares is kept unless `marker` gives its own."""
+    info = copy.copy(model.model_fields[name])
+    own = next((m for m in info.metadata if isinstance(m, Flag)), None)
+    if own is not None and own.reason is not None and marker.reason is None:
+        marker = dataclasses.replace(marker, reason=own.reason)
+    info.metadata = [*(m for m in info.metadata if not isinstance(m, Flag)), marker]
+    return info
+
+
+def add_version(parser: argparse.ArgumentParser, text: str) -> None:
+    """`--version`: prints `text` and exits 0."""
+    parser.add_argument("--version", action="version", version=text)
+
+
 @cache
 def _declared(model: type[BaseModel]) -> tuple[Declared, ...]:
-    return tuple(_declare(model, n, f) for n, f in model.model_fields.items())
+    return tuple(declare_field(model, n, f) for n, f in model.model_fields.items())
 
 
 def describe(exc: ValidationError, model: type[FlagModel]) -> str:
@@ -590,8 +527,8 @@ def describe(exc: ValidationError, model: type[FlagModel]) -> str:
         elif d.bounds is not None and isinstance(value, int | float) and not isinstance(value, bool):
             problems.append(f"{d.flag} {_cli_text(value)}: {d.bounds.refusal()}")
         else:
-            shown = repr(value) if isinstance(value, str) else _cli_text(value)
-            problems.append(f"{d.flag} {_shown(shown)}: {str(e['msg']).removeprefix('Value error, ')}")
+            text = repr(value) if isinstance(value, str) else _cli_text(value)
+            problems.append(f"{d.flag} {shown(text)}: {str(e['msg']).removeprefix('Value error, ')}")
     return "; ".join(problems)
 
 

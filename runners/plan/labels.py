@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import re
 
+from runners.domain.redaction import redact
+
 __all__ = ["LABEL_PATTERN", "label_arg"]
 
 LABEL_PATTERN = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9 ._:/+@=-]{0,198}[A-Za-z0-9._:/+@=-])?")
@@ -21,4 +23,6 @@ def label_arg(text: str) -> str:
             f"{shown}: a label is 1-200 letters, digits, spaces or '._-:/+@=', starting with a letter or digit and"
             " not ending with a space"
         )
+    if redact(text) != text:  # stored and printed as given, so never a credential (it could not be selected again)
+        raise argparse.ArgumentTypeError(f"{redact(text)!r}: the label looks like a credential; name the run otherwise")
     return text

@@ -1,6 +1,7 @@
 """The model under test and how it is asked (`ModelSettings`), and the marker (`BenchSetting`, a `Flag` of
 runners/plan/flags.py) by which a settings field says how the bench exposes it — its flag, column and sweep axis.
-`settings.py` derives the one declaration of run settings from these and from `HarnessConfig`."""
+`settings.py` views these fields and `HarnessConfig`'s (with the markers `bench_config.py` puts on them) through the
+flag engine."""
 
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ class ModelSettings(BaseModel):
         default=DEFAULT_API_KEY_ENV, examples=["HB_TEST_KEY"]
     )
     """Environment variable holding the API key (local servers need none)."""
-    tool_choice: Annotated[str, BenchSetting(metavar="|".join((*TOOL_CHOICE_MODES, "TOOL")))] = Field(
+    tool_choice: Annotated[str, BenchSetting(metavar="{" + ",".join((*TOOL_CHOICE_MODES, "TOOL")) + "}")] = Field(
         default="auto", examples=["kb_search"]
     )
     """OpenAI tool_choice sent with the tools (auto, none, required, required-first, required-until-evidence); a

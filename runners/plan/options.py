@@ -17,6 +17,7 @@ from typing import Annotated, ClassVar, cast
 from pydantic import BeforeValidator, Field, PlainSerializer
 
 from harness import HarnessConfig
+from runners.plan import declarations
 from runners.plan.agent import AgentFramework
 from runners.plan.executor import Executor
 from runners.plan.flags import Flag, FlagError, FlagModel, Stored, StoredValue
@@ -305,8 +306,14 @@ class BenchOptions:
     CONCERNS: ClassVar[dict[str, type[FlagModel]]] = {
         "selection": Selection, "storage": Storage, "execution": Execution, "replay": Replay,
     }  # fmt: skip
-    """The option models by the field that holds each, in the order their flags are listed (read at call time: a test
-    may declare a concern with one more option)."""
+    """The option models by the field that holds each, in the order their flags are listed (`concerns()`: with the
+    ones the `Declarations` in effect give instead)."""
+
+    @classmethod
+    def concerns(cls) -> dict[str, type[FlagModel]]:
+        """The option models in effect by the field that holds each: `CONCERNS`, with those the `Declarations` in
+        effect (runners/plan/declarations.py) put in their place."""
+        return {**cls.CONCERNS, **declarations.current().concerns}
 
     @classmethod
     def of(cls, **values: object) -> BenchOptions:
@@ -335,7 +342,7 @@ class BenchOptions:
             known = sorted(set(owners) | names)
             raise FlagError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(known)}")
         groups: dict[str, FlagModel] = {}
-        for attribute, concern in self.CONCERNS.items():
+        for attribute, concern in self.concerns().items():
             mine = {k: v for k, v in values.items() if owners.get(k) is concern}
             current: FlagModel = getattr(self, attribute)
             changed = mine or type(current) is not concern
@@ -359,21 +366,21 @@ class BenchOptions:
     def column_values(self) -> dict[str, StoredValue]:
         """`bench_runs` column -> value of every option the run keeps in a column."""
         out: dict[str, StoredValue] = {}
-        for attribute in self.CONCERNS:
+        for attribute in self.concerns():
             out |= getattr(self, attribute).column_values()
         return out
 
     def saved_values(self) -> dict[str, StoredValue]:
         """Name -> value of every option a sweep saves with its shared options (`sweeps.options_json`)."""
         out: dict[str, StoredValue] = {}
-        for attribute in self.CONCERNS:
+        for attribute in self.concerns():
             out |= getattr(self, attribute).stored_values()
         return out
 
     @classmethod
     def column_types(cls) -> list[tuple[str, str]]:
         """(column, DuckDB type) of every option a run keeps in `bench_runs`."""
-        return [(d.column, d.sql_type) for c in cls.CONCERNS.values() for d in c.declared() if d.column]
+        return [(d.column, d.sql_type) for c in cls.concerns().values() for d in c.declared() if d.column]
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,4 +404,4 @@ def declared_columns() -> DeclaredColumns:
 
 def _owners() -> dict[str, type[FlagModel]]:
     """Option name -> the concern that declares it."""
-    return {d.name: concern for concern in BenchOptions.CONCERNS.values() for d in concern.declared()}
+    return {d.name: concern for concern in BenchOptions.concerns().values() for d in concern.declared()}

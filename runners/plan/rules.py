@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from runners.domain.input_files import what_is
 from runners.domain.model_spec import ModelKind, ModelSpec
 from runners.domain.redaction import redact
+from runners.domain.repository import hint_for_missing
 from runners.plan.executor import Executor, check_available
 from runners.plan.flags import BenchInputError
 from runners.plan.options import DEFAULT_DB, MAX_CONCURRENCY, MAX_EPOCHS, BenchOptions, RecordMode, ResumeRequest
@@ -64,10 +66,13 @@ def check_cassettes(model: ModelSpec, cassettes: Path | None, record_mode: Recor
     if model.kind is not ModelKind.OPENAI:
         raise PlanError(f"--cassettes records a model's HTTP; --model {model} makes none (use openai:<model-name>)")
     if cassettes.exists() and not cassettes.is_dir():
-        raise PlanError(f"--cassettes {cassettes} is a file, not a folder")
+        raise PlanError(f"--cassettes {cassettes} is {what_is(cassettes)}, not a folder")
     if (record_mode or RecordMode.NONE) == RecordMode.NONE and not cassettes.is_dir():
-        raise PlanError(f"--cassettes {cassettes}: no such folder; a replay (--record-mode none) reads recorded"
-                        " cassettes: check the path, or record them first with --record-mode all")  # fmt: skip
+        why = hint_for_missing(cassettes) or (
+            "; a replay (--record-mode none) reads recorded cassettes: check the path, or record them first with"
+            " --record-mode all"
+        )
+        raise PlanError(f"--cassettes {cassettes}: no such folder{why}")
 
 
 def check_endpoint_url(model: ModelSpec, base_url: str | None, *, replay: bool) -> None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from runners.domain.evalset import EvalCase, content_hash, load_cases
 from runners.domain.model_spec import ModelSpec
 from runners.domain.redaction import Secrets
+from runners.domain.suggest import did_you_mean
 from runners.plan import shard, stored_plan
 from runners.plan.flags import StoredValue
 from runners.plan.options import BenchOptions, DeclaredColumns, declared_columns
@@ -81,7 +82,8 @@ def select_cases(evalsets: Sequence[str], case_ids: Sequence[str]) -> list[EvalC
         known = {c.id for c in cases}
         unknown = [c for c in case_ids if c not in known]
         if unknown:
-            raise BenchInputError(f"unknown case id(s): {', '.join(unknown)}")
+            hint = did_you_mean(unknown[0], known) if len(unknown) == 1 else ""
+            raise BenchInputError(f"unknown case id(s): {', '.join(unknown)}{hint}")
         cases = [c for c in cases if c.id in set(case_ids)]
     if not cases:
         raise BenchInputError("no cases selected")

@@ -1,16 +1,14 @@
-"""One declaration of run settings: each setting of a bench run is declared once.
+"""The settings of a bench run — what it measures — as a view on the one flag mechanism (runners/plan/flags.py).
 
-Harness settings are derived from `HarnessConfig`'s pydantic fields (as the bench's `BenchHarnessConfig`, which adds
-the stop rule), model settings from
-`ModelSettings` (`model_settings.py`), the same way: the type, the default, the `ge`/`gt`/`le`/`lt` bounds, the
-attribute docstring (help) and a `BenchSetting` marker (a `Flag` of runners/plan/flags.py, the mechanism every flag
-is declared by, plus public name, sweepable, ...): on a `ModelSettings` field as its `Annotated` metadata, for
-`HarnessConfig`, whose fields keep the library's names and bounds and carry no bench markup, in `HARNESS_SETTINGS`
-below. A setting's bounds are read as every flag's are (`field_bounds`); its refusal adds the BIGINT limit of its
-column, and it is checked again wherever settings come from (the command line, a stored run, the Python API).
-From that come the CLI options of `run` and `sweep`, the sweep's grid axes, the `bench_runs` and
-`case_runs` columns, `--resume` and the flags that reproduce a run. A new field in either model is
-the only edit a new setting needs.
+A setting is a field of `HarnessConfig` (as the bench's `BenchHarnessConfig`, which adds the stop rule and carries
+the bench's markers on the library's fields) or of `ModelSettings` (`model_settings.py`): the flag engine declares
+it (`declare_field`: its type, default, bounds and docstring), its `BenchSetting` marker says what a setting is
+beyond a flag (public name, sweep axis, an endpoint `--resume` may change), and `Setting` is the view the bench
+reads (its refusals add the BIGINT limit of its column). Which classes declare them is the `Declarations` in effect
+(runners/plan/declarations.py). From that come the CLI options of `run` and `sweep` (added by the flag engine's one
+adder), the sweep's grid axes, the `bench_runs` and `case_runs` columns, `--resume` and the flags that reproduce a
+run (`reproduce_flags`, also the command line of a recorded model). A new field in either model is the only edit a
+new setting needs.
 """
 
 from __future__ import annotations
@@ -18,12 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import Enum, StrEnum
 from functools import lru_cache
-from typing import Any, Union, get_args, get_origin
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
@@ -31,8 +28,8 @@ from pydantic.fields import FieldInfo
 from harness import HarnessConfig
 from runners.domain.model_spec import DEFAULT_MODEL, ModelSpec
 from runners.domain.redaction import safe_url
-from runners.plan.bench_config import BenchHarnessConfig
-from runners.plan.flags import field_bounds, group_of
+from runners.plan import declarations
+from runners.plan.flags import Declared, Flag, FlagError, Kind, base_type, declare_field, field_bounds, group_of
 from runners.plan.model_settings import TOOL_CHOICE_MODES as TOOL_CHOICE_MODES
 from runners.plan.model_settings import WIRE_TOOL_CHOICES as WIRE_TOOL_CHOICES
 from runners.plan.model_settings import BenchSetting as BenchSetting
@@ -45,31 +42,9 @@ SettingValue = int | float | str | None
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
-_SECONDS = BenchSetting(metavar="SECONDS")
-
-HARNESS_SETTINGS: Mapping[str, BenchSetting] = {
-    "no_gain_threshold": BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4)),
-    "protocol_violation_threshold": BenchSetting(sweepable=True),
-    "max_model_calls": BenchSetting(sweepable=True),
-    # The library's names everywhere (flag, column, stored key); the former flags still parse. `max_tokens` is
-    # not one of them: it reads as the per-request cap of a chat request, and this is the run's total.
-    "max_tool_invocations": BenchSetting(sweepable=True, aliases=("--max-tool-calls",)),
-    "max_total_tokens": BenchSetting(sweepable=True, aliases=("--max-tokens",)),
-    "deadline_seconds": BenchSetting(public_name="deadline", metavar="SECONDS"),
-    "tool_timeout_seconds": _SECONDS,
-    "model_timeout_seconds": _SECONDS,
-    "retry_backoff_seconds": _SECONDS,
-    "max_retry_wait_seconds": _SECONDS,
-    "record_ttl_seconds": _SECONDS,
-    "schema_mode": BenchSetting(sweepable=True),
-    "ablate": BenchSetting(sweepable=True, metavar="CONTROL"),
-}
-"""How the bench exposes `HarnessConfig`'s fields, by field name (a subclass's new field may instead carry its
-marker as `Annotated` metadata, as `ModelSettings`' fields do)."""
-
-
-class SettingsError(ValueError):
-    """A setting value is unusable; the message names the flag, the value and what is allowed."""
+SettingsError = FlagError
+"""A setting's value is unusable: the flag engine's one error, a line naming the flag, the value and what is
+allowed."""
 
 
 class SettingOwner(StrEnum):
@@ -95,7 +70,7 @@ _SQL_TYPES = {
 
 @dataclass(frozen=True, slots=True)
 class Setting:
-    """One declared setting, derived from a pydantic field."""
+    """One declared setting: a field as the flag engine declares it, with its `BenchSetting` marker's meaning."""
 
     name: str
     """Public name: the DuckDB column, the key in stored settings and sweep labels, the argparse destination."""
@@ -255,33 +230,20 @@ def _show(value: object) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-# -- derivation from the pydantic models -------------------------------------------------------------
-def _base_type(annotation: Any) -> tuple[Any, bool]:
-    """(type, nullable) of `T` or `T | None`."""
-    if get_origin(annotation) in (Union, types.UnionType):
-        args = [a for a in get_args(annotation) if a is not type(None)]
-        if len(args) == 1:
-            return args[0], True
-    return annotation, False
-
-
-def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
-    declared = HARNESS_SETTINGS.get(field) if owner is SettingOwner.HARNESS else None
-    marker = next((m for m in info.metadata if isinstance(m, BenchSetting)), declared or BenchSetting())
-    base, nullable = _base_type(info.annotation)
-    enum_type: type[Enum] | None = None
-    choices: tuple[str, ...] = ()
-    if isinstance(base, type) and issubclass(base, Enum):
-        kind, enum_type, choices = ValueKind.CHOICE, base, tuple(str(m.value) for m in base)
-    elif base is bool:
-        # A flag would need its own spelling (true|false); declare an enum instead, as parallel_tool_calls does.
-        raise TypeError(f"{model.__name__}.{field}: bool settings are not supported; use a StrEnum")
-    elif base is int:
-        kind = ValueKind.INT
-    elif base is float:
-        kind = ValueKind.FLOAT
-    elif base is str or base is ModelSpec:  # a model's spec: its text on the command line and in DuckDB
+# -- the view on the flag engine --------------------------------------------------------------------
+def _view(owner: SettingOwner, model: type[BaseModel], field: str, info: FieldInfo) -> Setting:
+    """The setting the flag engine declares for `field` of `model`, with its `BenchSetting` marker's meaning."""
+    d = declare_field(model, field, info, open_ended=True)
+    marker = d.marker if isinstance(d.marker, BenchSetting) else BenchSetting()
+    base, nullable = base_type(info.annotation)
+    if d.kind is Kind.NUMBER:
+        kind = ValueKind.INT if base is int else ValueKind.FLOAT
+    elif d.kind is Kind.CHOICE:
+        kind = ValueKind.CHOICE
+    elif d.kind is Kind.TEXT and (base is str or base is ModelSpec):  # a model's spec: its text on the command line
         kind = ValueKind.TEXT
+    elif d.kind is Kind.SWITCH:  # a flag would need its own spelling (true|false): an enum, as parallel_tool_calls
+        raise TypeError(f"{model.__name__}.{field}: bool settings are not supported; use a StrEnum")
     else:
         raise TypeError(f"{model.__name__}.{field}: type {base!r} cannot be a bench setting (int, float, str, enum)")
     b = field_bounds(f"{model.__name__}.{field}", info)
@@ -290,22 +252,25 @@ def _derive(owner: SettingOwner, model: type[BaseModel], field: str, info: Field
         lower = INT64_MIN if lower is None else max(lower, INT64_MIN)
         upper = INT64_MAX if upper is None else min(upper, INT64_MAX)
         lower, upper = int(lower), int(upper)
-    default = info.get_default(call_default_factory=True)
     name = marker.public_name or field
     return Setting(
         name=name, flag=marker.flag or "--" + name.replace("_", "-"), aliases=marker.aliases, owner=owner,
-        field=field, kind=kind, default=_plain(default),
-        help=" ".join((info.description or field.replace("_", " ")).split()), sweepable=marker.sweepable,
-        sweep_default=tuple(_plain(v) for v in marker.sweep_default), choices=choices, nullable=nullable,
+        field=field, kind=kind, default=_plain(d.default), help=d.doc, sweepable=marker.sweepable,
+        sweep_default=tuple(_plain(v) for v in marker.sweep_default), choices=d.choices, nullable=nullable,
         lower=lower, lower_strict=lower_strict, upper=upper, upper_strict=upper_strict,
-        metavar=marker.metavar if isinstance(marker.metavar, str) else _metavar(kind, choices),
-        endpoint=marker.endpoint,
-        examples=tuple(_plain(v) for v in info.examples or ()), enum_type=enum_type,
+        metavar=marker.metavar if isinstance(marker.metavar, str) else _metavar(kind, d.choices),
+        endpoint=marker.endpoint, examples=tuple(_plain(v) for v in info.examples or ()),
+        enum_type=d.value_type if kind is ValueKind.CHOICE else None,
     )  # fmt: skip
 
 
 def _metavar(kind: ValueKind, choices: tuple[str, ...]) -> str:
-    return {ValueKind.INT: "N", ValueKind.FLOAT: "X", ValueKind.TEXT: "TEXT"}.get(kind) or "|".join(choices)
+    return {ValueKind.INT: "N", ValueKind.FLOAT: "X", ValueKind.TEXT: "TEXT"}.get(kind) or choice_metavar(choices)
+
+
+def choice_metavar(choices: Iterable[str]) -> str:
+    """A choice list as every `--help` line shows it (argparse's own form: `{a,b,c}`)."""
+    return "{" + ",".join(choices) + "}"
 
 
 def _plain(value: object) -> SettingValue:
@@ -324,6 +289,8 @@ class Declaration:
 
     harness_class: type[HarnessConfig]
     """The HarnessConfig class the harness settings come from."""
+    model_class: type[ModelSettings]
+    """The ModelSettings class the model settings come from."""
     settings: tuple[Setting, ...]
     """The settings."""
 
@@ -343,25 +310,21 @@ class Declaration:
         return tuple(s for s in self.settings if s.sweepable)
 
 
-HARNESS_CONFIG: type[HarnessConfig] = BenchHarnessConfig
-"""The class harness settings are derived from: HarnessConfig and the bench's stop rule (a test may swap in a
-subclass with a new field)."""
-
-
 @lru_cache(maxsize=8)
-def _declare(harness_class: type[HarnessConfig]) -> Declaration:
-    settings = [_derive(SettingOwner.MODEL, ModelSettings, n, f) for n, f in ModelSettings.model_fields.items()]
-    settings += [_derive(SettingOwner.HARNESS, harness_class, n, f) for n, f in harness_class.model_fields.items()]
+def _declare(harness_class: type[HarnessConfig], model_class: type[ModelSettings]) -> Declaration:
+    settings = [_view(SettingOwner.MODEL, model_class, n, f) for n, f in model_class.model_fields.items()]
+    settings += [_view(SettingOwner.HARNESS, harness_class, n, f) for n, f in harness_class.model_fields.items()]
     names = [s.name for s in settings]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"settings declared twice: {duplicates}")
-    return Declaration(harness_class, tuple(settings))
+    return Declaration(harness_class, model_class, tuple(settings))
 
 
 def declaration() -> Declaration:
-    """The current declaration of every run setting."""
-    return _declare(HARNESS_CONFIG)
+    """The declaration of every run setting, from the `Declarations` in effect."""
+    d = declarations.current()
+    return _declare(d.harness_config, d.model_settings)
 
 
 # -- the settings of one run --------------------------------------------------------------------------
@@ -376,13 +339,21 @@ class RunSettings:
 
     @classmethod
     def of(cls, config: HarnessConfig | None = None, model_settings: ModelSettings | None = None) -> RunSettings:
-        """Settings from the two models (a base HarnessConfig is lifted to the declared class)."""
-        harness_class = declaration().harness_class
+        """Settings from the two models (each lifted to the declared class: a base HarnessConfig, ModelSettings)."""
+        decl = declaration()
         if config is None:
-            config = harness_class()
-        elif type(config) is not harness_class:
-            config = _validated(lambda: harness_class.model_validate(config.model_dump()), SettingOwner.HARNESS)
-        return cls(config, model_settings or ModelSettings())
+            config = decl.harness_class()
+        elif type(config) is not decl.harness_class:
+            given_config = config
+            config = _validated(
+                lambda: decl.harness_class.model_validate(given_config.model_dump()), SettingOwner.HARNESS
+            )
+        if model_settings is None:
+            model_settings = decl.model_class()
+        elif type(model_settings) is not decl.model_class:
+            given = model_settings
+            model_settings = _validated(lambda: decl.model_class.model_validate(given.model_dump()), SettingOwner.MODEL)
+        return cls(config, model_settings)
 
     @classmethod
     def from_values(cls, values: Mapping[str, SettingValue], base: RunSettings | None = None) -> RunSettings:
@@ -399,7 +370,7 @@ class RunSettings:
             s = decl[name]
             (harness if s.owner is SettingOwner.HARNESS else model)[s.field] = s.check(value)
         config = _validated(lambda: decl.harness_class.model_validate(harness), SettingOwner.HARNESS)
-        return cls(config, _validated(lambda: ModelSettings.model_validate(model), SettingOwner.MODEL))
+        return cls(config, _validated(lambda: decl.model_class.model_validate(model), SettingOwner.MODEL))
 
     @classmethod
     def from_json(cls, text: str) -> RunSettings:
@@ -484,24 +455,27 @@ GROUPS = {
 """The `--help` group of each owner's settings."""
 
 
-def add_arguments(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
-    """One option per declared setting. With `sweep`, sweepable settings take comma lists (grid axes)."""
+def add_arguments(parser: argparse.ArgumentParser, command: str, *, sweep: bool = False) -> None:
+    """One option per declared setting, added by the flag engine. With `sweep`, sweepable settings take comma lists
+    (grid axes)."""
     for owner, title in GROUPS.items():
-        group = group_of(parser, title)
         for s in declaration().settings:
-            if s.owner is not owner:
-                continue
-            axis = sweep and s.sweepable
-            default = s.sweep_default if axis and s.sweep_default else (s.default,)
-            shown = ",".join(s.cli_text(v) for v in default) if default != (None,) else "unset"
-            suffix = f" [grid axis: comma list, default {shown}]" if axis else f" (default {shown})"
-            group.add_argument(
-                s.flag, dest=s.name, default=None, metavar=f"{s.metavar}[,…]" if axis else s.metavar,
-                type=_arg_type(s, axis), help=(s.help.rstrip(".") + suffix).replace("%", "%%"),
-            )  # fmt: skip
-            for alias in s.aliases:  # its own action, so that an error names the flag as it was typed
-                group.add_argument(alias, dest=s.name, default=None, type=_arg_type(s, axis),
-                                   help=argparse.SUPPRESS)  # fmt: skip
+            if s.owner is owner:
+                as_flag(s, title, axis=sweep and s.sweepable).add_to(group_of(parser, title), command)
+
+
+def as_flag(s: Setting, group: str, *, axis: bool) -> Declared:
+    """Setting `s` as the flag engine adds it (`axis`: a sweep's comma list): its value parsed and checked by the
+    setting, argparse's default None (the settings given are told from the others)."""
+    default = s.sweep_default if axis and s.sweep_default else (s.default,)
+    shown = ",".join(s.cli_text(v) for v in default) if default != (None,) else "unset"
+    suffix = f" [grid axis: comma list, default {shown}]" if axis else f" (default {shown})"
+    text = (s.help.rstrip(".") + suffix).replace("{", "{{").replace("}", "}}")  # the engine formats `{default}`
+    marker = Flag(flag=s.flag, aliases=s.aliases, metavar=f"{s.metavar}[,…]" if axis else s.metavar, help=text,
+                  group=group, parse=_arg_type(s, axis))  # fmt: skip
+    return Declared(name=s.name, model=s.owner.value, flag=s.flag, kind=Kind.TEXT, default=None, required=False,
+                    doc=s.help, marker=marker, stored=None, bounds=None, choices=(), value_type=str, column=None,
+                    sql_type=s.sql_type, tells_given=True)  # fmt: skip
 
 
 def _arg_type(s: Setting, axis: bool) -> Any:
@@ -557,6 +531,19 @@ def reproduce_flags(settings: RunSettings, *, always: Iterable[str] = (), skip: 
         if s.name in drop or value is None or (value == s.default and s.name not in keep):
             continue
         out += [s.flag, s.cli_text(value)]
+    return out
+
+
+def axis_flags(axes: Mapping[str, Iterable[SettingValue]]) -> list[str]:
+    """The `sweep` arguments that give each named setting its grid axis (a comma list), in declaration order."""
+    decl = declaration()
+    unknown = sorted(n for n in axes if n not in decl.names())
+    if unknown:
+        raise SettingsError(f"unknown setting(s) {', '.join(unknown)}")
+    out: list[str] = []
+    for s in decl.sweepable:
+        if s.name in axes:
+            out += [s.flag, ",".join(s.cli_text(s.check(v)) for v in axes[s.name])]
     return out
 
 

@@ -89,7 +89,7 @@ def restore_options(stored: Mapping[str, Any], form: StoredForm, given: BenchOpt
         raise BenchInputError(f"{what}: its stored settings are unusable ({exc})") from None
     try:
         groups = {name: _restored(concern, getattr(given, name), stored, columns=form is StoredForm.BENCH_RUN)
-                  for name, concern in BenchOptions.CONCERNS.items()}  # fmt: skip
+                  for name, concern in BenchOptions.concerns().items()}  # fmt: skip
     except ValueError as exc:
         raise BenchInputError(f"{what}: its stored options are unusable ({exc})") from None
     return BenchOptions().replaced(settings=restored, resume=given.resume, **{
@@ -201,9 +201,9 @@ def saved_sweep_options(base: BenchOptions) -> str:
     return json.dumps({**base.saved_values(), "settings": base.settings.stored_values()})
 
 
-def _option_argv(d: Declared, value: object) -> list[str]:
-    """The arguments that give option `d` the value `value` in `harness-bench run` (none for its default)."""
-    if value is None or value == d.default_in("run"):
+def _option_argv(d: Declared, value: object, command: str) -> list[str]:
+    """The arguments that give option `d` the value `value` in `harness-bench COMMAND` (none for its default)."""
+    if value is None or value == d.default_in(command):
         return []
     if d.kind is Kind.SWITCH:
         return [d.flag]
@@ -213,23 +213,28 @@ def _option_argv(d: Declared, value: object) -> list[str]:
 
 
 def run_argv(
-    opts: BenchOptions, *, always: Iterable[str] = (), skip: Iterable[str] = (), skip_options: Iterable[str] = ()
+    opts: BenchOptions,
+    *,
+    always: Iterable[str] = (),
+    skip: Iterable[str] = (),
+    skip_options: Iterable[str] = (),
+    command: str = "run",
 ) -> list[str]:
-    """The `harness-bench run` arguments that reproduce `opts`: the case selection, every setting that differs
-    from its default (plus the settings named in `always`, minus `skip`), then every other option the run keeps
-    that differs from its default (minus `skip_options`), in declaration order. Where and how it executes
-    (database, concurrency, executor) is not part of it."""
+    """The `harness-bench run` (`command`) arguments that reproduce `opts`: the case selection, every setting that
+    differs from its default (plus the settings named in `always`, minus `skip`), then every other option the run
+    keeps that differs from its default in that command (minus `skip_options`), in declaration order. Where and how
+    it executes (database, concurrency, executor) is not part of it."""
     dropped = set(skip_options)
-    kept = [(name, d) for name, concern in BenchOptions.CONCERNS.items() for d in concern.declared()
+    kept = [(name, d) for name, concern in BenchOptions.concerns().items() for d in concern.declared()
             if d.stored is not None and d.name not in dropped]  # fmt: skip
-    argv = ["harness-bench", "run"]
+    argv = ["harness-bench", command]
     for name, d in kept:
         if name == "selection" and d.kind is Kind.LIST:
-            argv += _option_argv(d, getattr(getattr(opts, name), d.name))
+            argv += _option_argv(d, getattr(getattr(opts, name), d.name), command)
     argv += reproduce_flags(opts.settings, always=always, skip=skip)
     for name, d in kept:
         if not (name == "selection" and d.kind is Kind.LIST):
-            argv += _option_argv(d, getattr(getattr(opts, name), d.name))
+            argv += _option_argv(d, getattr(getattr(opts, name), d.name), command)
     return argv
 
 

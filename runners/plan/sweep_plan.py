@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from runners.plan import shard, stored_plan
+from runners.plan.agent import CONTRACT_SETTINGS, AgentFramework
 from runners.plan.options import BenchOptions, ResumeRequest
 from runners.plan.rules import BenchInputError, check_options
 from runners.plan.run_plan import RunPlan, planned, point_plan, refuse_taken
@@ -107,6 +108,14 @@ def plan_sweep(opts: SweepOptions, stored: StoredRuns) -> SweepPlan:
         check_options(restored)  # this invocation's API key
         grid = SweepGrid(axes)
         return _plan(replace(restored, resume=None), grid, resume, resumes=True)
+    if base.execution.agent is AgentFramework.PLAIN:
+        moot = [n for n, values in opts.grid.axes.items() if n in CONTRACT_SETTINGS and len(values) > 1]
+        if moot:
+            flag = "--" + moot[0].replace("_", "-")
+            raise BenchInputError(
+                f"{flag}: the plain loop (--agent plain) has no envelope or information-gain contract, so its runs"
+                " would not differ; sweep it with the Harness's loop, or sweep the budgets and model settings"
+            )
     sweep_id = None
     if base.storage.run_id:
         sweep_id = shard.sweep_id(base.storage.run_id)

@@ -521,14 +521,21 @@ _CSS = """
 body{font-family:system-ui,sans-serif;max-width:1040px;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#222}
 h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
 p{margin:.6rem 0}
-table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0;max-width:100%}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0}
 td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right;vertical-align:top}
-th{overflow-wrap:anywhere}
+th{overflow-wrap:normal;word-break:normal}
 th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}
 dl{font-size:.85rem}dt{font-weight:600;display:inline}dd{display:inline;margin:0}dd::after{content:"";display:block}
 img{max-width:100%;height:auto}figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#555}
 code{overflow-wrap:anywhere}
 """
+
+
+def _breakable(header: str) -> str:
+    """A column header that wraps between words, and after the `_` or `/` inside one (`NEVER_RETRIEVED`, `S / F`),
+    never inside a word ("case s" under a narrow column): a wide table scrolls in its own box instead."""
+    return header.replace("_", "_<wbr>").replace("/", "/<wbr>")
 
 
 def _cell(text: str) -> str:
@@ -542,9 +549,11 @@ def _html(title: str, db: str, sections: list[Section]) -> str:
         parts.append(f"<h2>{safe_html(s.title)}</h2>")
         parts += [f"<p>{safe_html(p)}</p>" for p in s.paragraphs]
         for t in s.tables:
-            head = "".join(f"<th>{safe_html(h)}</th>" for h in t.header)
+            head = "".join(f"<th>{_breakable(safe_html(h))}</th>" for h in t.header)
             body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-            parts.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+            parts.append(
+                f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+            )
         if s.definitions:
             items = "".join(
                 f"<dt>{safe_html(k)}:</dt> <dd>{safe_html(v.split(' — ')[-1])}</dd>" for k, v in s.definitions.items()

@@ -12,7 +12,7 @@ import json
 import re
 import shlex
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -131,7 +131,13 @@ def _tools(text: str) -> list[tuple[str, str]]:
     return [(str(t.get("name")), str(t.get("description"))) for t in items if isinstance(t, dict)]
 
 
-def _message_lines(m: Message, width: int, *, full: bool, draft: bool) -> list[str]:
+def loop_name(bench: Mapping[str, object]) -> str:
+    """Who decided each tool call of a run: the Harness, or the plain loop (`--agent plain`, no Harness), which
+    admits every call it can parse."""
+    return "plain loop" if bench.get("agent") == "plain" else "Harness"
+
+
+def _message_lines(m: Message, width: int, *, full: bool, draft: bool, loop: str = "Harness") -> list[str]:
     text = m.content or ""
     kind = m.kind
     if kind == EntryKind.TOOLS:
@@ -162,7 +168,7 @@ def _message_lines(m: Message, width: int, *, full: bool, draft: bool) -> list[s
         return [
             f"  TOOL CALL {m.get('tool')}  id {m.get('tool_call_id') or '(none)'}",
             *_wrap(str(m.get("arguments") or ""), "    ", width),
-            *_wrap("Harness: " + _decision(m), "    ", width),
+            *_wrap(f"{loop}: " + _decision(m), "    ", width),
         ]
     if kind == EntryKind.MODEL_ERROR:
         return [f"  MODEL CALL FAILED ({m.get('error_kind')})", *_wrap(text, "    ", width)]
@@ -184,11 +190,13 @@ def _draft_seq(messages: Sequence[Message]) -> int | None:
     return last
 
 
-def _block_lines(block: Block, width: int, *, full: bool, draft: int | None, mark: str = "") -> list[str]:
+def _block_lines(
+    block: Block, width: int, *, full: bool, draft: int | None, mark: str = "", loop: str = "Harness"
+) -> list[str]:
     title = f"── {block.title}{mark} "
     lines = [title + "─" * max(0, width - len(title))]
     for m in block.messages:
-        lines.extend(_message_lines(m, width, full=full, draft=m.seq == draft))
+        lines.extend(_message_lines(m, width, full=full, draft=m.seq == draft, loop=loop))
     return lines
 
 
@@ -199,6 +207,11 @@ def _header(info: CaseRunInfo) -> list[str]:
     return [
         f"case run {info.case_run_id}",
         f"case {r['case_id']} ({r['family']}), epoch {r['epoch']}, model {r['model']}, label {b.get('label') or '-'}",
+        *(
+            ["loop: plain (--agent plain: no envelope, contract, duplicate rejection or guards)"]
+            if loop_name(b) == "plain loop"
+            else []
+        ),
         budget,
         f"expected {r['expected_outcome']}"
         + (f"/{r['expected_fallback_kind']}" if r.get("expected_fallback_kind") else "")
@@ -247,7 +260,7 @@ def render_text(info: CaseRunInfo, *, width: int = WIDTH, full: bool = False) ->
     draft = _draft_seq(info.messages)
     lines = [wrapped for line in _header(info) for wrapped in _wrap(line, "", width)]
     for block in blocks(info.messages):
-        lines.extend(_block_lines(block, width, full=full, draft=draft))
+        lines.extend(_block_lines(block, width, full=full, draft=draft, loop=loop_name(info.bench)))
     lines.extend(_footer(info, width))
     return terminal("\n".join(lines) + "\n")
 
@@ -346,20 +359,20 @@ def render_html(info: CaseRunInfo, *, title: str | None = None) -> str:
     for block in blocks(info.messages):
         parts.append(f"<h2>{_h(block.title)}</h2>")
         for m in block.messages:
-            parts.extend(_html_message(m, draft))
+            parts.extend(_html_message(m, draft, loop_name(info.bench)))
     parts.append("<div class='outcome'><pre>" + _h("\n".join(_footer(info, WIDTH)[1:])) + "</pre></div>")
     parts.append("</body></html>\n")
     return "".join(parts)
 
 
-def _html_message(m: Message, draft: int | None) -> Iterable[str]:
+def _html_message(m: Message, draft: int | None, loop: str = "Harness") -> Iterable[str]:
     text = m.content or ""
     label = "DRAFT" if m.seq == draft else m.kind.replace("_", " ")
     if m.kind == EntryKind.TOOL_CALL:
         yield f"<div class='k'>TOOL CALL {_h(m.get('tool'))} <code>{_h(m.get('tool_call_id') or '')}</code></div>"
         yield f"<pre>{_h(m.get('arguments') or '')}</pre>"
         cls = "rej" if m.get("invocation_status") == InvocationStatus.REJECTED else "ok"
-        yield f"<div class='decision {cls}'>Harness: {_h(_decision(m))}</div>"
+        yield f"<div class='decision {cls}'>{_h(loop)}: {_h(_decision(m))}</div>"
         return
     if m.kind == EntryKind.OBSERVATION:
         label += f" for {m.get('tool_call_id')}" + (" (never sent)" if m.get("sent") is False else "")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import os
 import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextvars import copy_context
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -83,10 +86,21 @@ class BenchSummary:
 
 
 def git_commit() -> str | None:
-    """The current commit of the working directory's repository, if any."""
+    """The current commit of the working directory's repository, if any (asked once per folder and process: a
+    sweep of many bench runs, or a test process of hundreds, starts one git instead of one a run)."""
+    return _git_commit_in(os.getcwd())
+
+
+@functools.lru_cache(maxsize=64)
+def _git_commit_in(folder: str) -> str | None:
     try:
         out = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True, timeout=5, check=False
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+            cwd=folder,
         )
     except (OSError, subprocess.SubprocessError):
         return None
@@ -246,6 +260,7 @@ def _iterate(
             yield execute_case(case, epoch, factory, cancellation), epoch
         return
     import_tool_backends()
+    # Each case run in the context of the run: the declarations in effect (runners/plan/declarations.py) hold there.
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="case")
     pending: dict[Future[CaseRun], int] = {}
     it = iter(todo)
@@ -253,7 +268,7 @@ def _iterate(
         for case, epoch in it:
             if cancellation.cancelled:
                 break
-            pending[pool.submit(execute_case, case, epoch, factory, cancellation)] = epoch
+            pending[pool.submit(copy_context().run, execute_case, case, epoch, factory, cancellation)] = epoch
             if len(pending) >= concurrency * 2:
                 break
         while pending:
@@ -263,7 +278,8 @@ def _iterate(
                 yield fut.result(), epoch
                 nxt = None if cancellation.cancelled else next(it, None)
                 if nxt is not None:
-                    pending[pool.submit(execute_case, nxt[0], nxt[1], factory, cancellation)] = nxt[1]
+                    case, epoch = nxt
+                    pending[pool.submit(copy_context().run, execute_case, case, epoch, factory, cancellation)] = epoch
     finally:
         for fut in pending:
             fut.cancel()

@@ -46,6 +46,7 @@ from harness import (
     FallbackKind,
     InvocationStatus,
     ModelCallFailed,
+    ModelErrorKind,
     ModelPurpose,
     Released,
     ReleaseDecision,
@@ -127,6 +128,7 @@ class PlainLoop:
         ctx.trace.emit(RunStarted(model=model.name))
         draft_text: str | None = None
         error: str | None = None
+        error_kind: ModelErrorKind | None = None  # typed as the Harness types it: a cassette miss is the bench's
         turns = auto_id = 0
         while True:
             if ctx.cancellation.cancelled:
@@ -144,7 +146,7 @@ class PlainLoop:
                 ctx.record_budget_stop(budget, str(exc)[:300])
                 break
             except ModelCallFailed as exc:
-                error = str(exc)
+                error, error_kind = str(exc), exc.last.kind
                 break
             turns += 1
             calls: list[ToolCallRequest] = []
@@ -184,7 +186,7 @@ class PlainLoop:
         parsed = parse_draft(draft_text) if draft_text is not None else None
         return RunResult(
             run_id=ctx.run_id, decision=decision, usage=ctx.usage, events=ctx.trace.events, turns=turns,
-            draft_error=parsed.error if parsed else None, error=error,
+            draft_error=parsed.error if parsed else None, error=error, error_kind=error_kind,
             wall_ms=round((time.perf_counter() - t0) * 1000, 3), transcript=ctx.transcript.entries,
         )  # fmt: skip
 

@@ -20,6 +20,7 @@ A mid-run outage is not a preflight matter: each case run keeps its classificati
 
 from __future__ import annotations
 
+import importlib.util
 import time
 from dataclasses import dataclass
 from enum import StrEnum
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from harness import ModelErrorKind
 from runners.domain.model_spec import DEFAULT_API_KEY_ENV, ModelKind
+from runners.plan.agent import ADAPTERS_EXTRA, AgentFramework
 
 if TYPE_CHECKING:
     import openai
@@ -144,9 +146,28 @@ def needs_preflight(plan: RunPlan) -> bool:
     return plan.model.kind is ModelKind.OPENAI and not plan.options.replay.replays
 
 
+_FRAMEWORK_MODULES = {AgentFramework.PYDANTIC_AI: "pydantic_ai", AgentFramework.OPENAI_AGENTS: "agents"}
+"""The module each framework's extra installs (`--agent` of a loop whose extra is missing is exit 2)."""
+
+
+def check_agent_installed(agent: AgentFramework) -> None:
+    """PreflightError naming the extra when `--agent` names a framework that is not installed: one line, before
+    anything is written (never a traceback and a `failed` bench run row)."""
+    module = _FRAMEWORK_MODULES.get(agent)
+    if module is None:
+        return
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise PreflightError(f"--agent {agent.value} needs its framework, which is not installed: {ADAPTERS_EXTRA}")
+
+
 def preflight(plan: RunPlan) -> ProbeResult | None:
-    """Probe the endpoint of a bench run (its model parsed by the plan) when it may reach the network;
-    PreflightError when unusable."""
+    """Check the agent loop's framework is installed, then probe the endpoint of a bench run (its model parsed by the
+    plan) when it may reach the network; PreflightError when unusable."""
+    check_agent_installed(plan.options.execution.agent)
     if not needs_preflight(plan):
         return None
     from harness import OpenAIChatModel

@@ -1,5 +1,6 @@
 """Storage: every byte on disk. The DuckDB metrics database: `schema.py` (the row types the writer stores, their columns
-derived from them), `migrations.py` (the schema history), `connection.py` (opening, locking, reading an older file),
+derived from them), `migrations.py` (the schema history; the columns the declared settings and options have had in
+`declared_columns.py`), `connection.py` (opening, locking, reading an older file),
 `views.py`, `writer.py` (the batched writer), `runs.py` (named queries on the run tables), `resume.py` (what planning
 reads back from a file), `errors.py`, `events.py` (a case run's trace read back as typed events); the reads of the
 layers above, as named queries returning typed rows: the live check's (`live_invariants.py`), the reports' and

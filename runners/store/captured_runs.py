@@ -123,11 +123,14 @@ class CapturedRun:
     """The transcript, in order."""
     settings: tuple[RunSetting, ...] = ()
     """The settings the run used that a replay needs (what it was measured at)."""
+    agent: str | None = None
+    """The agent loop it ran under (`native`, `plain`, …; None: native, stored before the column existed)."""
 
 
 _RUN = """SELECT case_run_id, bench_run_id, case_id, family, model, label, outcome, fallback_kind, stop_reason,
        conclusion, coalesce(model_calls, 0), coalesce(tool_invocations, 0), coalesce(no_gain_count, 0),
-       coalesce(gained_count, 0), coalesce(stop_required_deliveries, stop_required_delivered::INT, 0)
+       coalesce(gained_count, 0), coalesce(stop_required_deliveries, stop_required_delivered::INT, 0),
+       (SELECT b.agent FROM bench_runs b WHERE b.bench_run_id = case_runs.bench_run_id)
 FROM case_runs WHERE case_run_id = ?"""
 _MESSAGES = """SELECT m.seq, m.purpose, m.kind, m.model_call, coalesce(m.content, p.content), m.tool_call_id,
        m.harness_call_id, m.tool, m.arguments, m.sent, m.invocation_status, m.rejection, m.violation, m.stop_required,
@@ -184,4 +187,5 @@ def load_captured_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str)
     return CapturedRun(
         str(row[0]), str(row[1]), str(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9],
         int(row[10]), int(row[11]), int(row[12]), int(row[13]), int(row[14]), messages, settings,
+        None if row[15] is None else str(row[15]),
     )  # fmt: skip

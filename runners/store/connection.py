@@ -3,6 +3,7 @@ older database read through an upgraded temporary copy, and every failure one re
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import struct
 import sys
@@ -80,7 +81,8 @@ def connect(
         text = str(exc)
         if not read_only and not existed:  # creating the file failed: the storage (full disk, read-only)
             for created in (Path(path), Path(f"{target}.wal")):
-                created.unlink(missing_ok=True)
+                with contextlib.suppress(OSError):  # a read-only file system refuses even removing nothing
+                    created.unlink(missing_ok=True)
             raise MetricsWriteError(exc) from None
         if _locked_by_another_process(Path(path)):
             raise DatabaseLockedError(
@@ -104,6 +106,10 @@ def connect(
                 return _upgraded_copy(Path(path), version)
     except MetricsWriteError:
         con.close()
+        if not read_only and not existed:  # a file created here without its schema (a full disk): not left behind
+            for created in (Path(path), Path(f"{target}.wal")):
+                with contextlib.suppress(OSError):
+                    created.unlink(missing_ok=True)
         raise
     except duckdb.Error as exc:
         con.close()

@@ -24,6 +24,14 @@ class MetricsWriteError(Exception):
         super().__init__(first)
         self.cause = cause
 
+    @property
+    def fix(self) -> str:
+        """What the user can do, by what the storage said: a folder that cannot be written is not a full disk."""
+        text = str(self).lower()
+        if "read-only file system" in text or "permission denied" in text:
+            return "the folder cannot be written here: choose another --db"
+        return "free some space (or fix the device) and run the command again"
+
 
 STORAGE_ERRORS: tuple[type[Exception], ...] = (duckdb.IOException, duckdb.FatalException, OSError)
 """What a full disk or a failing device raises while DuckDB writes (FatalException: the database was

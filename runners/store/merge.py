@@ -151,7 +151,7 @@ def _plan(row: dict[str, Any]) -> dict[str, Any]:
     plan["cassettes"] = bool(row.get("cassettes"))
     # the agent loop and whether transcripts were stored, as `--resume` reads them back (a NULL column: the old
     # default), so a native shard and a NULL-agent one agree while an openai-agents shard does not
-    for concern in BenchOptions.CONCERNS.values():
+    for concern in BenchOptions.concerns().values():
         for d in concern.declared():
             if d.column in FIT_COLUMNS:
                 plan[d.column] = d.encode(d.decode(row.get(d.column)))

@@ -18,6 +18,7 @@ import duckdb
 
 from runners.plan import settings
 from runners.plan.options import DeclaredColumns, declared_columns
+from runners.store.declared_columns import RENAMED_COLUMNS
 from runners.store.errors import MetricsDbError
 from runners.store.runs import store_settings
 from runners.store.views import VIEWS, view_statements
@@ -290,7 +291,7 @@ _MIGRATIONS: dict[int, list[Step]] = {
     # becomes `max_total_tokens`. The views name the columns, so they go first (recreated at connect).
     9: [
         *(f"DROP VIEW IF EXISTS {view}" for view in VIEWS),
-        lambda con: _rename_settings(con, {"max_tool_calls": "max_tool_invocations", "max_tokens": "max_total_tokens"}),
+        lambda con: _rename_settings(con, RENAMED_COLUMNS),
     ],
     # v10: two verdicts instead of one. `outcome_passed`: the outcome, fallback kind, root-cause words and the
     # Harness's invariants (any agent); `trajectory_passed`: the reference trajectory's bounds (a scripted run at the

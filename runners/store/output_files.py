@@ -262,6 +262,8 @@ def replacing(output: Path | NamedPath, *, companions: Sequence[str] = ()) -> It
         yield tmp
         try:
             check_output_path(dataclasses.replace(named, stream=False))  # still a file: nothing put there since
+            with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode (a 0600 stays private)
+                os.chmod(tmp, stat.S_IMODE(path.stat().st_mode))
             os.replace(tmp, path)
         except OSError as exc:
             raise OutputWriteError(path, exc) from None

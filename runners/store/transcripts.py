@@ -36,6 +36,7 @@ from harness import (
     TraceEvent,
 )
 from runners.domain.redaction import REDACTED
+from runners.domain.suggest import did_you_mean
 from runners.store.diagnosis_reads import FunnelRow, funnel_rows
 
 __all__ = [
@@ -259,6 +260,22 @@ def resolve_case_run(
             return str(run_id)
     epochs = ", ".join(dict.fromkeys(str(e) for _, e in runs))
     raise TranscriptError(TranscriptProblem.UNKNOWN_CASE, f"--epoch {epoch}: case {case} of {what} has epochs {epochs}")
+
+
+def latest_bench_run_of_case(con: duckdb.DuckDBPyConnection, db: str, case: str) -> tuple[str, int]:
+    """The newest bench run holding a case run of `case`, and how many bench runs hold one (`show --case` without
+    `--bench-run` or `--label` shows the only or the latest run, as a user who just ran one expects)."""
+    rows = con.execute(
+        "SELECT c.bench_run_id, max(b.started_at) AS started FROM case_runs c JOIN bench_runs b USING (bench_run_id)"
+        " WHERE c.case_id = ? GROUP BY c.bench_run_id ORDER BY started DESC NULLS LAST, c.bench_run_id DESC",
+        [case],
+    ).fetchall()
+    if not rows:
+        known = [str(r[0]) for r in con.execute("SELECT DISTINCT case_id FROM case_runs").fetchall()]
+        raise TranscriptError(
+            TranscriptProblem.UNKNOWN_CASE, f"--case {case}: no run of it in {db}{did_you_mean(case, known)}"
+        )
+    return str(rows[0][0]), len(rows)
 
 
 def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ CASES = ("diagnosable_gateway_risk_pool_exhausted_t1", "budget_exhaustion_model_
          "empty_logs_gateway_timeout_t1")  # fmt: skip
 """A SUCCESS with a Draft, a run with rejections and a budget stop, a FALLBACK on empty logs."""
 KEY = "sk-hostileTraceKey0123456789abcdef"
+REDACTED_MARK = "[REDACTED]"
 TABLES = ("bench_runs", "case_runs", "tool_calls", "events", "messages", "prompts")
 
 
@@ -529,3 +530,35 @@ def test_an_event_log_line_holding_line_separators_imports(
     details = {r[0] for r in con.execute("SELECT detail FROM events WHERE kind = 'RELEASED'").fetchall()}
     con.close()
     assert f"first{SEPARATORS}last" in details
+
+
+CREDENTIALS = {
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvbmNhbGwtYm90In0.c2lnbmF0dXJlLW9mLXRoZS10b2tlbg",
+    "aws key id": "AKIAQ3EGRSTUVWXYZ234",
+    "github": "ghp_" + "Zx81Ke7LmQ0pW4rT9vB2nC6dF3gH5jA1sY0u",
+    "slack": "xoxb-2048-4096-hostileSlackToken",
+    "basic": "Basic b25jYWxsOmh1bnRlcjJodW50ZXIy",  # oncall:hunter2hunter2
+}
+
+
+def test_no_credential_shape_a_trace_carries_reaches_a_table_or_a_stream(
+    bench: Bench, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    request = json.loads(bench.spans.read_text(encoding="utf-8").split("\n")[0])
+    carried = " ".join(CREDENTIALS.values())
+    root = _root(request)
+    _set(root, "gen_ai.request.model", {"stringValue": f"model {carried}"})
+    for chat in _kids(request, "chat"):
+        _set(chat, "gen_ai.request.model", {"stringValue": f"Authorization: {carried}"})
+    traces = tmp_path / "creds.jsonl"
+    traces.write_text(json.dumps(request) + "\n", encoding="utf-8")
+    db = tmp_path / "creds.duckdb"
+    capsys.readouterr()
+    assert _import(traces, db) == 0
+    streams = capsys.readouterr()
+    secrets = {name: value.removeprefix("Basic ") for name, value in CREDENTIALS.items()}
+    found = {name: _cells_holding(db, value) for name, value in secrets.items()}
+    assert found == {name: [] for name in secrets}, found
+    assert not any(v in streams.out + streams.err for v in secrets.values())
+    # the scan bites: the imported rows do carry the redacted spans' other text
+    assert _cells_holding(db, REDACTED_MARK)

@@ -265,3 +265,15 @@ def test_a_socket_or_a_block_device_is_refused_by_the_rule_itself(kind: str, tmp
     assert _state(path) == before and _listing(tmp_path) == ["out"]
     if kind == "a socket":
         server.close()
+
+
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664])
+def test_a_replaced_output_keeps_its_mode(tmp_path: Path, mode: int) -> None:
+    db = tmp_path / "w.duckdb"
+    assert main(["run", "--case", "empty_logs_gateway_timeout_t1", "--db", str(db), "--label", "w"]) == 0
+    out = tmp_path / "whatif.json"
+    out.write_text("old\n")
+    out.chmod(mode)
+    assert main(["whatif", "--db", str(db), "--label", "w", "--no-gain-threshold", "1", "--json", str(out)]) == 0
+    assert out.read_text() != "old\n"
+    assert stat.S_IMODE(out.stat().st_mode) == mode

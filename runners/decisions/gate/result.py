@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import NamedTuple
 
 from runners.decisions import power
-from runners.decisions.gate_flags import DEFAULTS
+from runners.decisions.gate_thresholds import DEFAULTS
 from runners.plan.rules import DEFAULT_DB
 
 __all__ = [

@@ -54,7 +54,7 @@ from runners.decisions.gate.result import (
     Pair,
     SequentialLook,
 )
-from runners.decisions.gate_flags import DEFAULTS, MAX_LOOKS, GateThresholds
+from runners.decisions.gate_thresholds import DEFAULTS, MAX_LOOKS, GateThresholds
 from runners.plan.rules import MAX_EPOCHS
 
 __all__ = [

@@ -287,7 +287,7 @@ def test_notebook_saves_its_copy_and_figure_and_removes_its_database(
 
     monkeypatch.delenv("HARNESS_BENCH_NOTEBOOK_DB", raising=False)
     monkeypatch.setenv("HARNESS_BENCH_NOTEBOOK_OUT", str(tmp_path / "out"))
-    monkeypatch.chdir(ROOT)
+    monkeypatch.chdir(ROOT / "notebooks")  # where Jupyter starts a notebook's kernel
     out = execute(ROOT / "notebooks" / "threshold_sweep.ipynb", tmp_path / "out" / "executed.ipynb")
     nb = json.loads(out.read_text())
     outputs = [o for c in nb["cells"] if c["cell_type"] == "code" for o in c.get("outputs", [])]

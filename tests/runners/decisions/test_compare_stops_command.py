@@ -100,6 +100,23 @@ def test_every_policy_is_named_at_any_terminal_width(swept: Path, width: int) ->
     assert max(len(line) for line in text.splitlines()) <= width
 
 
+def test_no_policy_compares_the_default_set(swept: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from runners.domain.stop_rules import DEFAULT_POLICY_SPECS
+
+    out = tmp_path / "s.json"
+    assert main(["compare-stops", "--db", str(swept), "--label", "w", "--json", str(out)]) == 0
+    assert [p["policy"] for p in json.loads(out.read_text())["policies"]] == list(DEFAULT_POLICY_SPECS)
+    assert "default set" in capsys.readouterr().out
+
+
+def test_a_policy_file_with_a_byte_order_mark_is_read(swept: Path, tmp_path: Path) -> None:
+    policies, out = tmp_path / "policies.txt", tmp_path / "s.json"
+    policies.write_bytes("\ufefftool-cap:2\r\nno-gain:1\r\n".encode())
+    assert main(["compare-stops", "--db", str(swept), "--label", "w", "--policy-file", str(policies),
+                 "--json", str(out)]) == 0  # fmt: skip
+    assert [p["policy"] for p in json.loads(out.read_text())["policies"]] == ["tool-cap:2", "no-gain:1"]
+
+
 def test_policies_from_a_file(swept: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policies = tmp_path / "policies.txt"
     policies.write_text("# what we run today, and the contract\ntool-cap:2\n\nno-gain:1  # the contract\n")
@@ -121,7 +138,7 @@ def test_policies_from_a_file(swept: Path, tmp_path: Path, capsys: pytest.Captur
         ([], "tool-cap:2\nturn-cap:x\n", "line 2: 'turn-cap:x': n='x' is not a whole number"),
         ([], "# nothing\n", "no policy in it"),
         ([], b"\xff\xfe", "cannot be read"),
-        ([], None, "give at least one --policy"),
+        (["--policy", "repeat:k=3,w=2"], None, "w=2 is less than k=3: the window can never hold k requests"),
         (["--policy", "no-gain:1", "--label", "nope"], None, "--label: no case runs labelled 'nope'"),
     ],
 )

@@ -24,7 +24,8 @@ from runners.decisions.gate import (
     pick_bench_runs,
     validate_flags,
 )
-from runners.decisions.gate_flags import DEFAULTS, GateThresholds
+from runners.decisions.gate_thresholds import DEFAULTS, GateThresholds
+from runners.plan.flags import presented
 from runners.rendering.gate import failing_case_lines
 from runners.store import gate_pairs
 from runners.store.gate_pairs import FailingCaseRun, LabelRun, PairedRun
@@ -66,25 +67,36 @@ def _gate_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def test_the_command_and_the_library_take_their_defaults_from_one_place(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_command_and_the_library_take_their_defaults_from_one_place() -> None:
     args = _gate_parser().parse_args(["--baseline", "a", "--candidate", "b"])
     for name in ("k", "max_recall_drop", "max_cost_increase", "alpha", "max_mde"):
         assert getattr(args, name) == getattr(DEFAULTS, name), name
         for function in (evaluate, evaluate_sequential):
             assert inspect.signature(function).parameters[name].default == getattr(DEFAULTS, name), name
     assert inspect.signature(validate_flags).parameters["max_mde"].default == DEFAULTS.max_mde
-    # the help texts say the default the parser gives: changing the one declaration changes both
-    import runners.commands.gate as command
+    # the help texts say the default the parser gives: the command's flags present the decision's fields as they are
+    from runners.commands.gate import GateThresholdFlags
 
-    class Changed(GateThresholds):  # the same fields (markers, bounds), other defaults
+    for name, decided in GateThresholds.model_fields.items():
+        shown = GateThresholdFlags.model_fields[name]
+        assert (shown.default, shown.description) == (decided.default, decided.description), name
+        assert GateThresholdFlags.field(name).bounds == GateThresholds.field(name).bounds, name
+
+    class Changed(GateThresholds):  # the same fields (refusals, bounds), other defaults
         k: Annotated[int, GateThresholds.field("k").marker] = Field(default=2, ge=1, le=10)
         alpha: Annotated[float, GateThresholds.field("alpha").marker] = Field(default=0.1, gt=0.0, lt=1.0)
         max_mde: Annotated[float, GateThresholds.field("max_mde").marker] = Field(default=0.2, gt=0.0, le=1.0)
         stage: Annotated[int, GateThresholds.field("stage").marker] = Field(default=5, ge=1, le=10)
 
-    monkeypatch.setattr(command, "GateThresholds", Changed)
-    parser = _gate_parser()
-    args = parser.parse_args(["--baseline", "a", "--candidate", "b"])
+    class ChangedFlags(Changed):  # the command's presentation of the changed declaration
+        k: int = presented(Changed, "k", GateThresholdFlags.field("k").marker)
+        alpha: float = presented(Changed, "alpha", GateThresholdFlags.field("alpha").marker)
+        max_mde: float = presented(Changed, "max_mde", GateThresholdFlags.field("max_mde").marker)
+        stage: int = presented(Changed, "stage", GateThresholdFlags.field("stage").marker)
+
+    parser = argparse.ArgumentParser()
+    ChangedFlags.add_flags(parser, "gate")
+    args = parser.parse_args([])
     assert (args.k, args.alpha, args.max_mde) == (2, 0.1, 0.2)
     text = " ".join(parser.format_help().split())
     assert "(default 2)" in text and "(default 0.1)" in text and "(default 0.20 = 20 points)" in text

@@ -50,6 +50,7 @@ def _good(kind: RuleKind) -> st.SearchStrategy[str]:
         return f"{kind.value}:" + ",".join(f"{k}={values[k]}" for k in order)
 
     values = st.fixed_dictionaries({k: st.integers(lo, min(hi, lo + 50)) for k, (lo, hi) in params.items()})
+    values = values.filter(lambda v: v.get("w", 10_000) >= v.get("k", 0))  # a repeat's window holds its k
     return st.builds(spell, values, st.booleans(), st.permutations(list(params)))
 
 
@@ -63,6 +64,10 @@ def _bad(draw: st.DrawFn) -> tuple[str, str]:
     good = {k: b[0] for k, b in params.items()}
     how = draw(st.sampled_from(["unknown rule", "no parameter", "low", "high", "not whole", "unknown key",
                                 "missing key", "key twice", "not key=value"]))  # fmt: skip
+    if kind is RuleKind.REPEAT and draw(st.booleans()):  # a window that can never hold k requests
+        k = draw(st.integers(3, 1_000))
+        part = f"repeat:k={k},w={draw(st.integers(2, k - 1))}"
+        return part, "the window can never hold k requests"
     if how == "unknown rule":
         name = draw(st.from_regex(r"[a-z][a-z-]{0,12}", fullmatch=True).filter(lambda n: n not in set(RuleKind)))
         part = f"{name}:3"

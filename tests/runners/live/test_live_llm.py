@@ -517,7 +517,7 @@ def test_runs_cut_by_the_deadline_mid_call_match_the_requests_the_server_receive
     """The client gives up on a generation at the run's deadline: the server received that request, and the run's
     transcript says its observations were sent in it. The check must find them there, not call them unsent."""
     stand_in.stall_with_observations = True
-    assert _live_main(tmp_path, "--cases", "1", "--deadline-seconds", "2") == 0, capsys.readouterr().out
+    assert _live_main(tmp_path, "--cases", "1", "--deadline", "2") == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     given_up = "1 given up by the client (its call timeout or the run's deadline)"
     assert f"tool_choice=auto on the wire: 1 answered, {given_up}" in out

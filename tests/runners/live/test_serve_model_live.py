@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -53,11 +54,12 @@ def test_serve_model_serves_a_real_gguf_and_sigterm_stops_it() -> None:
         log = llama_dir() / f"serve-{model.name}-{base_url.rsplit(':', 1)[1].split('/')[0]}.log"
         assert log.is_file(), "the server's log, as the command said"
         r = model.request
-        assert lines[1].strip() == (
-            f"flags: --model openai:{model.name} --base-url {base_url} --temperature {r.temperature:g} "
-            f"--tool-choice {r.tool_choice} --schema-mode {r.schema_mode.value} "
-            f"--tool-call-format {r.tool_call_format.value}"
-        )
+        flags = shlex.split(lines[1].strip().removeprefix("flags: "))
+        assert dict(zip(flags[::2], flags[1::2], strict=True)) == {
+            "--model": f"openai:{model.name}", "--base-url": base_url, "--temperature": f"{r.temperature:g}",
+            "--tool-choice": r.tool_choice, "--schema-mode": r.schema_mode.value,
+            "--tool-call-format": r.tool_call_format.value,
+        }  # fmt: skip
         assert lines[2].startswith("try:   harness-bench run --case ")
         with urllib.request.urlopen(f"{base_url}/models", timeout=10) as resp:
             served = json.load(resp)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import build_parser, main
-from runners.decisions.gate_flags import MAX_LOOKS
+from runners.decisions.gate_thresholds import MAX_LOOKS
 from runners.plan.flags import Bounded
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.settings import declaration

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import functools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +17,7 @@ import pytest
 from pydantic import Field
 
 from runners.cli import build_parser, main
+from runners.plan.declarations import Declarations, declaring
 from runners.plan.flags import Flag, FlagError, FlagModel, Kind, Stored
 from runners.plan.options import (
     BENCH,
@@ -44,10 +45,10 @@ class StorageWithProbe(Storage):
     """A note kept with the run, an option declared only by this test."""
 
 
-@pytest.fixture
-def new_option(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(BenchOptions, "CONCERNS", {**BenchOptions.CONCERNS, "storage": StorageWithProbe})
-    yield
+WITH_NOTE = Declarations(concerns={"storage": StorageWithProbe})
+"""The bench's declarations with the probe option: passed to the commands that are to know it."""
+main_with_note = functools.partial(main, declarations=WITH_NOTE)
+"""`main` given these declarations."""
 
 
 def _subparser(command: str) -> argparse.ArgumentParser:
@@ -65,31 +66,31 @@ def test_every_option_is_a_flag_of_run_and_sweep() -> None:
                 assert parser._option_string_actions[d.flag].dest == d.name
 
 
-def test_a_new_option_appears_in_help(new_option: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_new_option_appears_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     for command in ("run", "sweep"):
         with pytest.raises(SystemExit):
-            main([command, "--help"])
+            main_with_note([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert "--probe-note TEXT" in text and "an option declared only by this test" in text
 
 
-def test_a_new_option_is_stored_refused_on_resume_and_restored(new_option: None, tmp_path: Path) -> None:
+def test_a_new_option_is_stored_refused_on_resume_and_restored(tmp_path: Path) -> None:
     db = tmp_path / "run.duckdb"
     connect(db).close()  # a database made before the option existed: the column is added at connect
-    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--probe-note", "kept"]) == 0
+    assert main_with_note(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--probe-note", "kept"]) == 0
     ((bench_run_id, note),) = _q(db, "SELECT bench_run_id, probe_note FROM bench_runs")
     assert note == "kept"
     _drop_epoch(db, str(bench_run_id), 2)
-    assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--probe-note", "other"]) == 2
-    assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
+    assert main_with_note(["run", "--db", str(db), "--resume", str(bench_run_id), "--probe-note", "other"]) == 2
+    assert main_with_note(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
     # the resume writes its options again: a value it did not restore would be lost here
     assert _q(db, "SELECT probe_note, status FROM bench_runs") == [("kept", "completed")]
     assert _q(db, "SELECT count(*) FROM case_runs") == [(2,)]
 
 
-def test_a_new_option_is_saved_with_a_sweep_and_restored(new_option: None, tmp_path: Path) -> None:
+def test_a_new_option_is_saved_with_a_sweep_and_restored(tmp_path: Path) -> None:
     db = tmp_path / "sweep.duckdb"
-    assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2,3",
+    assert main_with_note(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2,3",
                  "--probe-note", "swept"]) == 0  # fmt: skip
     ((sweep_id, saved),) = _q(db, "SELECT sweep_id, options_json FROM sweeps")
     assert json.loads(str(saved))["probe_note"] == "swept"
@@ -98,17 +99,18 @@ def test_a_new_option_is_saved_with_a_sweep_and_restored(new_option: None, tmp_p
     con = duckdb.connect(str(db))
     con.execute("UPDATE sweeps SET status = 'interrupted'")
     con.close()
-    assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
+    assert main_with_note(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
     assert _q(db, "SELECT DISTINCT probe_note FROM bench_runs") == [("swept",)]
     assert _q(db, "SELECT count(*) FROM case_runs") == [(4,)]
 
 
-def test_a_new_option_is_a_python_api_name_and_reproduces(new_option: None) -> None:
+def test_a_new_option_is_a_python_api_name_and_reproduces() -> None:
     from runners.plan.stored_plan import run_argv
 
-    opts = BenchOptions.of(probe_note="kept", epochs=2)
-    assert opts.storage.probe_note == "kept"  # type: ignore[attr-defined]
-    assert run_argv(opts)[-4:] == ["--epochs", "2", "--probe-note", "kept"]
+    with declaring(WITH_NOTE):
+        opts = BenchOptions.of(probe_note="kept", epochs=2)
+        assert opts.storage.probe_note == "kept"  # type: ignore[attr-defined]
+        assert run_argv(opts)[-4:] == ["--epochs", "2", "--probe-note", "kept"]
 
 
 @pytest.mark.parametrize("command", ["run", "sweep", "cases", "serve-sim"])
@@ -216,7 +218,7 @@ def test_the_bench_flags_default_to_the_options_declaration(command: str) -> Non
     assert args.epochs is None  # the per-command epochs apply when the options are read, below
 
 
-def test_a_changed_declaration_changes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_changed_declaration_changes_the_flags() -> None:
     """The check bites: a new default declared on the model alone reaches the flag and its help."""
 
     class Seven(Execution):
@@ -224,8 +226,8 @@ def test_a_changed_declaration_changes_the_flags(monkeypatch: pytest.MonkeyPatch
             Field(default=7, ge=1, le=MAX_CONCURRENCY)
         )
 
-    monkeypatch.setattr(BenchOptions, "CONCERNS", {**BenchOptions.CONCERNS, "execution": Seven})
-    action = _subparser("run")._option_string_actions["--concurrency"]
+    with declaring(Declarations(concerns={"execution": Seven})):
+        action = _subparser("run")._option_string_actions["--concurrency"]
     assert action.default == 7 and action.help == "case runs in flight (default 7)"
 
 

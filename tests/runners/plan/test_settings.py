@@ -4,6 +4,7 @@ bench_runs and resume with no other edit."""
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 from collections.abc import Iterator
@@ -20,6 +21,8 @@ from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan import settings
+from runners.plan.bench_config import BenchHarnessConfig
+from runners.plan.declarations import Declarations
 from runners.plan.run_plan import select_cases
 from runners.plan.settings import BenchSetting, RunSettings, SettingsError, declaration
 from runners.store.connection import connect
@@ -142,7 +145,10 @@ def test_the_library_carries_no_bench_markup() -> None:
     assert not hasattr(harness.config, "BenchSetting")
     for name, info in HarnessConfig.model_fields.items():
         assert not any(isinstance(m, BenchSetting) for m in info.metadata), name
-    assert set(settings.HARNESS_SETTINGS) <= set(HarnessConfig.model_fields), "a marker names no field"
+    for name, info in HarnessConfig.model_fields.items():  # the bench's class adds its marker and nothing else
+        bench = BenchHarnessConfig.model_fields[name]
+        assert (bench.annotation, bench.default, bench.description) == (info.annotation, info.default, info.description)
+        assert [m for m in bench.metadata if not isinstance(m, BenchSetting)] == info.metadata, name
 
 
 @pytest.mark.parametrize(("field", "old"), [("max_tool_invocations", "--max-tool-calls"),
@@ -252,32 +258,33 @@ def test_huge_budgets_are_stored_exactly(tmp_path: Path) -> None:
 
 
 # -- a setting declared later: one edit ----------------------------------------------------------------
-class ConfigWithProbe(HarnessConfig):
-    """HarnessConfig plus one field, as if it had been added to HarnessConfig itself."""
+class ConfigWithProbe(BenchHarnessConfig):
+    """The bench's HarnessConfig plus one field, as if it had been added to HarnessConfig itself."""
 
     probe_budget: Annotated[int, BenchSetting(sweepable=True)] = Field(default=3, ge=1, le=50)
     """Probe calls allowed, a setting declared only by this test."""
 
 
-@pytest.fixture
-def new_setting(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(settings, "HARNESS_CONFIG", ConfigWithProbe)
+WITH_PROBE = Declarations(harness_config=ConfigWithProbe)
+"""The bench's declarations with the probe setting: passed to the commands that are to know it."""
+main_with_probe = functools.partial(main, declarations=WITH_PROBE)
+"""`main` given these declarations."""
 
 
-def test_a_new_setting_appears_in_help(new_setting: None, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_new_setting_appears_in_help(capsys: pytest.CaptureFixture[str]) -> None:
     for command, metavar in (("run", "--probe-budget N"), ("sweep", "--probe-budget N[,…]")):
         with pytest.raises(SystemExit):
-            main([command, "--help"])
+            main_with_probe([command, "--help"])
         text = " ".join(capsys.readouterr().out.split())
         assert metavar in text and "Probe calls allowed, a setting declared only by this test" in text
-    assert main(["run", "--probe-budget", "51"]) == 2
+    assert main_with_probe(["run", "--probe-budget", "51"]) == 2
     assert "--probe-budget 51: must be an integer ≥ 1 and ≤ 50" in capsys.readouterr().err
 
 
-def test_a_new_setting_is_a_sweep_axis_a_column_and_resumes(new_setting: None, tmp_path: Path) -> None:
+def test_a_new_setting_is_a_sweep_axis_a_column_and_resumes(tmp_path: Path) -> None:
     db = tmp_path / "new.duckdb"
     connect(db).close()  # a database made before the setting existed: the column is added at connect
-    assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2",
+    assert main_with_probe(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2",
                  "--probe-budget", "2,7"]) == 0  # fmt: skip
     assert sorted(_q(db, "SELECT probe_budget, status FROM bench_runs")) == [(2, "completed"), (7, "completed")]
     assert sorted(_q(db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1")) == [(2, 2), (7, 2)]
@@ -291,19 +298,19 @@ def test_a_new_setting_is_a_sweep_axis_a_column_and_resumes(new_setting: None, t
     con = duckdb.connect(str(db))
     con.execute("UPDATE sweeps SET status = 'interrupted'")
     con.close()
-    assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
+    assert main_with_probe(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
     assert sorted(_q(db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1")) == [(2, 2), (7, 2)]
     assert _q(db, "SELECT count(*), min(status) FROM bench_runs") == [(2, "completed")], "no duplicate point"
     assert _q(db, "SELECT status FROM sweeps") == [("completed",)]
 
 
-def test_a_new_setting_resumes_a_run(new_setting: None, tmp_path: Path) -> None:
+def test_a_new_setting_resumes_a_run(tmp_path: Path) -> None:
     db = tmp_path / "run.duckdb"
-    assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--probe-budget", "9"]) == 0
+    assert main_with_probe(["run", "--db", str(db), "--case", ONE, "--epochs", "2", "--probe-budget", "9"]) == 0
     ((bench_run_id, stored),) = _q(db, "SELECT bench_run_id, settings_json FROM bench_runs")
     assert json.loads(str(stored))["probe_budget"] == 9
     _drop_epoch(db, str(bench_run_id), 2)
-    assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
+    assert main_with_probe(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
     assert _q(db, "SELECT epoch, probe_budget FROM case_runs ORDER BY epoch") == [(1, 9), (2, 9)]
 
 

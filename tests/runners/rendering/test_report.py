@@ -15,7 +15,7 @@ from runners.domain.evalset import BUILTIN_DIR
 from runners.plan.options import BenchOptions
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
-from tests._browser import chromium, measure
+from tests._browser import broken_headers, chromium, measure
 
 # the ten older diagnosable cases (the file): the recommended point below was measured on them
 FAMILIES = [str(BUILTIN_DIR / "diagnosable.yaml"), "empty_logs", "generic_kb"]
@@ -104,6 +104,20 @@ def test_report_fits_a_1100_pixel_page_in_chromium(report: tuple[Path, Path, str
     wide.write_text((out / "report.html").read_text().replace("<h2>", "<div style='width:1500px'>x</div><h2>", 1))
     scroll, client, _ = measure(wide, browser)
     assert scroll > client
+
+
+@pytest.mark.parametrize("width", [1100, 700])
+def test_report_headers_never_break_inside_a_word(report: tuple[Path, Path, str], tmp_path: Path, width: int) -> None:
+    browser = chromium()
+    if browser is None:
+        pytest.skip("chromium is not installed (apt-get install chromium): cannot lay the page out in a real browser")
+    _, out, _ = report
+    assert broken_headers(out / "report.html", browser, width=width) == []
+    # the check can fail: headers allowed to break anywhere, in a narrow table, break mid-word
+    squeezed = tmp_path / "squeezed.html"
+    page = (out / "report.html").read_text().replace("</style>", "th{overflow-wrap:anywhere}table{width:300px}</style>")
+    squeezed.write_text(page)
+    assert broken_headers(squeezed, browser, width=width)
 
 
 def test_bench_run_report_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
