@@ -16,6 +16,7 @@ from harness import (
     GainApplied,
     GainProducer,
     HarnessConfig,
+    HarnessControl,
     InformationGain,
     InvocationStatus,
     ModelCall,
@@ -100,8 +101,9 @@ def run_case(
         task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=case_system_prompt(case)
     )
     metrics = metrics_of(result)
+    repeats = (config or HarnessConfig()).ablate is HarnessControl.DUPLICATE_REJECTION
     judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants,
-                      real_model=not isinstance(chat, ScriptedChatModel))  # fmt: skip
+                      real_model=not isinstance(chat, ScriptedChatModel), repeats_allowed=repeats)  # fmt: skip
     return CaseRun(case, result, metrics, judged, evidence_calls(case, result, ctx))
 
 
