@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from harness.contracts import SchemaMode
+from harness.contracts import HarnessControl, SchemaMode
 
 
 class HarnessConfig(BaseModel):
@@ -52,6 +52,9 @@ class HarnessConfig(BaseModel):
     """Shortest citation excerpt EvidenceGuard accepts."""
     schema_mode: SchemaMode = SchemaMode.ADAPTIVE
     """Agent-facing envelope schema: adaptive (states the pending id per call) or static."""
+    ablate: HarnessControl = HarnessControl.NONE
+    """The one Harness control switched off, to measure what it buys (never for production): none, envelope (with
+    the information-gain contract), duplicate-rejection, evidence-guard or semantic-guard."""
 
 
 class RunLimits(BaseModel):

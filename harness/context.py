@@ -11,7 +11,7 @@ from typing import Protocol
 
 from harness.canonical_store import CanonicalStore, Clock
 from harness.config import HarnessConfig
-from harness.contracts import BudgetKind
+from harness.contracts import BudgetKind, HarnessControl
 from harness.request_checks import RequestCheck, SeenRequest
 from harness.trace import BudgetExhausted, Trace
 from harness.tracker import DiagnosisProgressTracker
@@ -140,7 +140,12 @@ class RunContext:
             config=cfg,
             started_at=now,
             deadline=now + cfg.deadline_seconds,
-            tracker=DiagnosisProgressTracker(cfg.no_gain_threshold, cfg.protocol_violation_threshold),
+            tracker=DiagnosisProgressTracker(
+                cfg.no_gain_threshold,
+                cfg.protocol_violation_threshold,
+                contract=cfg.ablate is not HarnessControl.ENVELOPE,
+                reject_duplicates=cfg.ablate is not HarnessControl.DUPLICATE_REJECTION,
+            ),
             store=CanonicalStore(cfg.record_ttl_seconds, clock),
             trace=Trace(),
             cancellation=cancellation or CancellationToken(),

@@ -150,6 +150,24 @@ class ToolChoiceMode(StrEnum):
     """No tool call: STOP_REQUIRED was delivered, only the Draft may be written."""
 
 
+class HarnessControl(StrEnum):
+    """A control of the Harness a measurement may switch off, one at a time (`HarnessConfig.ablate`)."""
+
+    NONE = "none"
+    """Every control on: the Harness as it ships."""
+    ENVELOPE = "envelope"
+    """The envelope and the information-gain contract: the tools take their business input as it is, no observation
+    waits for an evaluation and no NO_GAIN is counted (so no saturation or STOP_REQUIRED from it); a malformed
+    request, an unknown tool or bad input is still a protocol violation."""
+    DUPLICATE_REJECTION = "duplicate-rejection"
+    """A tool and scope that already completed runs the backend again instead of being rejected as NO_GAIN."""
+    EVIDENCE_GUARD = "evidence-guard"
+    """EvidenceGuard checks and traces the citations, but its verdict is not applied: the SemanticGuard judges the
+    Draft against its citations as written."""
+    SEMANTIC_GUARD = "semantic-guard"
+    """No SemanticGuard call: a conclusion whose citations EvidenceGuard verified is published."""
+
+
 class EvidenceCheck(StrEnum):
     """The EvidenceGuard's verdict: every citation real and its excerpt found, or not."""
 

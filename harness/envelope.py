@@ -74,6 +74,21 @@ def parse_envelope(arguments: str, max_bytes: int) -> ParsedEnvelope:
     return ParsedEnvelope(previous, business, None)
 
 
+def parse_plain(arguments: str, max_bytes: int) -> ParsedEnvelope:
+    """Raw tool-call arguments read as the business input alone (the envelope switched off for an ablation): the
+    same size and JSON-object checks, no control fields."""
+    size = len(arguments.encode("utf-8", "replace"))
+    if size > max_bytes:
+        return _bad(f"arguments are {size} bytes, more than the {max_bytes}-byte limit")
+    try:
+        data = json.loads(arguments) if arguments.strip() else {}
+    except (ValueError, RecursionError) as exc:
+        return _bad(f"arguments are not valid JSON ({type(exc).__name__})")
+    if not isinstance(data, dict):
+        return _bad(f"arguments must be a JSON object, got {type(data).__name__}")
+    return ParsedEnvelope(None, data, None)
+
+
 def _bad(message: str, missing: str | None = None) -> ParsedEnvelope:
     return ParsedEnvelope(None, {}, Violation(ViolationKind.MALFORMED_ENVELOPE, message, missing_field=missing))
 

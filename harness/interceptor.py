@@ -21,13 +21,14 @@ from harness.context import RunContext
 from harness.contracts import (
     BudgetKind,
     ControlSignal,
+    HarnessControl,
     InvocationStatus,
     JsonObject,
     RejectionReason,
     StopReason,
     ViolationKind,
 )
-from harness.envelope import parse_envelope
+from harness.envelope import parse_envelope, parse_plain
 from harness.models.base import ToolCallRequest
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
 from harness.trace import (
@@ -175,7 +176,8 @@ class HarnessToolInterceptor:
         cap = ctx.result_observation_cap()  # rejection answers are bounded by what is left of the run's budget too
         if ctx.cancellation.cancelled:
             raise RunCancelled()
-        envelope = parse_envelope(call.arguments, cfg.max_argument_bytes)
+        parse = parse_plain if cfg.ablate is HarnessControl.ENVELOPE else parse_envelope
+        envelope = parse(call.arguments, cfg.max_argument_bytes)
         structural = envelope.violation
         tool = self._tools.get(call.name)
         if structural is None and tool is None:

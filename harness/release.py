@@ -3,6 +3,9 @@
 1. A valid Draft with a conclusion -> EvidenceGuard -> SemanticGuard -> SUCCESS.
 2. Anything else -> ProgressSnapshot: verified facts -> FALLBACK/INSUFFICIENT_EVIDENCE;
    else a Draft declaring missing_info -> FALLBACK/MISSING_REQUIRED_CONTEXT; else FAILED.
+
+With a guard switched off for a measurement (`HarnessConfig.ablate`): no SemanticGuard call, a verified conclusion is
+published; or EvidenceGuard's verdict is traced and not applied, the SemanticGuard judging the citations as written.
 """
 
 from __future__ import annotations
@@ -10,9 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.context import RunContext
-from harness.contracts import EvidenceCheck, FallbackKind, ModelErrorKind, ReleaseOutcome, SemanticVerdict, StopReason
+from harness.contracts import (
+    EvidenceCheck,
+    FallbackKind,
+    HarnessControl,
+    ModelErrorKind,
+    ReleaseOutcome,
+    SemanticVerdict,
+    StopReason,
+)
 from harness.draft import Draft, DraftParse
-from harness.evidence_guard import check_evidence
+from harness.evidence_guard import VerifiedEvidence, check_evidence
 from harness.models.base import ChatModel
 from harness.semantic_guard import review
 from harness.snapshot import ProgressSnapshot, project_snapshot
@@ -87,8 +98,20 @@ def release(
                 detail="; ".join(ev.problems)[:300] or None,
             )
         )
-        if ev.passed:
-            sem = review(ctx, guard_model, question, draft, ev.verified)
+        ablate = ctx.config.ablate
+        if ev.passed and ablate is HarnessControl.SEMANTIC_GUARD:
+            return _emit(
+                ctx,
+                ReleaseDecision(
+                    ReleaseOutcome.SUCCESS, None, stop_reason, draft, None, None,
+                    "conclusion published with citations verified (the SemanticGuard switched off)",
+                ),
+            )  # fmt: skip
+        if ev.passed or ablate is HarnessControl.EVIDENCE_GUARD:
+            # EvidenceGuard switched off: its verdict is traced above but not applied, and the SemanticGuard is
+            # shown the citations as the Draft wrote them, as if they had verified
+            evidence = ev.verified if ev.passed else _as_written(ctx, draft)
+            sem = review(ctx, guard_model, question, draft, evidence)
             ctx.trace.emit(GuardVerdict(verdict=sem.verdict, detail=sem.reason[:300]))
             if sem.verdict is SemanticVerdict.SUPPORTED:
                 return _emit(
@@ -150,6 +173,16 @@ def release(
             call_error_kind,
         ),
     )
+
+
+def _as_written(ctx: RunContext, draft: Draft) -> tuple[VerifiedEvidence, ...]:
+    """The Draft's citations as it wrote them (the tool named from this run's records where the call ran)."""
+    out: list[VerifiedEvidence] = []
+    for claim in draft.claims:
+        for c in claim.citations:
+            record = ctx.store.read(c.tool_call_id).record
+            out.append(VerifiedEvidence(c.tool_call_id, record.tool if record is not None else "unknown", c.excerpt))
+    return tuple(out)
 
 
 def _emit(ctx: RunContext, decision: ReleaseDecision) -> ReleaseDecision:

@@ -31,7 +31,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from harness.config import HarnessConfig
 from harness.context import BudgetUsage, CancellationToken, RunContext
-from harness.contracts import BudgetKind, ModelErrorKind, ModelPurpose, RejectionReason, SchemaMode, ToolChoiceMode
+from harness.contracts import (
+    BudgetKind,
+    HarnessControl,
+    ModelErrorKind,
+    ModelPurpose,
+    RejectionReason,
+    SchemaMode,
+    ToolChoiceMode,
+)
 from harness.draft import DRAFT_JSON_SCHEMA, DraftParse, parse_draft
 from harness.envelope import envelope_schema
 from harness.interceptor import HarnessToolInterceptor, TurnResult
@@ -181,7 +189,10 @@ class HarnessSession:
         return ToolChoiceMode.NONE if self.ctx.tracker.stop_required_delivered else ToolChoiceMode.CONFIGURED
 
     def tool_specs(self) -> tuple[ToolSpec, ...]:
-        """The tools as the model sees them now (the envelope for the current pending state)."""
+        """The tools as the model sees them now (the envelope for the current pending state; the business schema
+        alone with the envelope switched off)."""
+        if self.ctx.config.ablate is HarnessControl.ENVELOPE:
+            return tuple(ToolSpec(t.name, t.description, t.input_schema()) for t in self._tools)
         return tool_specs(self._tools, self.ctx.config.schema_mode, self.ctx.tracker.pending)
 
     def initial_messages(self, task: DiagnosisTask) -> list[ChatMessage]:

@@ -121,13 +121,24 @@ class _State:
 class DiagnosisProgressTracker:
     """Per-run progress state; thresholds come from HarnessConfig and never reach the model."""
 
-    def __init__(self, no_gain_threshold: int, protocol_violation_threshold: int) -> None:
+    def __init__(
+        self,
+        no_gain_threshold: int,
+        protocol_violation_threshold: int,
+        *,
+        contract: bool = True,
+        reject_duplicates: bool = True,
+    ) -> None:
+        """`contract`: False runs without the information-gain contract (nothing pending, no NO_GAIN counted);
+        `reject_duplicates`: False lets a completed tool and scope run again (both only ever off for an ablation)."""
         if no_gain_threshold < 1:
             raise ValueError(f"no_gain_threshold must be >= 1, got {no_gain_threshold}")
         if protocol_violation_threshold < 1:
             raise ValueError(f"protocol_violation_threshold must be >= 1, got {protocol_violation_threshold}")
         self._no_gain_threshold = no_gain_threshold
         self._violation_threshold = protocol_violation_threshold
+        self._contract = contract
+        self._reject_duplicates = reject_duplicates
         self._s = _State()
         self._lock = threading.Lock()
 
@@ -239,7 +250,9 @@ class DiagnosisProgressTracker:
                     return self._deliver(turn, None, tuple(gains))
 
             assert tool is not None and scope is not None  # a valid request has both
-            duplicate_of = s.completed_scopes.get((tool, scope))
+            duplicate_of = s.completed_scopes.get((tool, scope)) if self._reject_duplicates else None
+            if duplicate_of is not None and not self._contract:  # rejected, but no gain without the contract
+                return Admission(AdmissionKind.REJECT_DUPLICATE, duplicate_of=duplicate_of)
             if duplicate_of is not None:
                 gains.append(AppliedGain(call_id, InformationGain.NO_GAIN, GainProducer.HARNESS))
                 if self._apply(InformationGain.NO_GAIN):
@@ -264,6 +277,8 @@ class DiagnosisProgressTracker:
                 return Completion(None, False, False)
             s.completed_scopes[(tool, scope)] = call_id
             s.completed_ids.add(call_id)
+            if not self._contract:  # nothing waits for an evaluation, an empty result is no NO_GAIN
+                return Completion(None, False, False)
             if evidence is EvidenceStatus.EVIDENCE:
                 s.pending = call_id
                 s.pending_turn = turn

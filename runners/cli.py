@@ -22,6 +22,7 @@ from runners.commands import (
     cases,
     compare_stops,
     gate,
+    import_suite,
     import_traces,
     judge_check,
     merge,
@@ -82,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
         command.register(sub)  # transcripts: show, diff, export
     capture.register(sub)
     import_traces.register(sub)
+    import_suite.register(sub)
     return parser
 
 

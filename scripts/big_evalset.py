@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from runners.domain.evalset import BUILTIN_DIR
+from runners.domain.suite import SUITE_FILE
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,7 +25,7 @@ def write_big_file(path: Path, n: int) -> int:
     """`n` cases: the built-in ones repeated with ids suffixed `-rN`; returns the file's size in bytes."""
     loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     blocks: list[tuple[str, str]] = []  # (id, the case's YAML with `@ID@` for its id), dumped once per built-in case
-    for f in sorted(BUILTIN_DIR.glob("*.yaml")):
+    for f in sorted(p for p in BUILTIN_DIR.glob("*.yaml") if p.name != SUITE_FILE):
         for raw in yaml.load(f.read_text(encoding="utf-8"), Loader=loader)["cases"]:
             block = yaml.safe_dump([{**raw, "id": "@ID@"}], allow_unicode=True, sort_keys=False, width=1000)
             blocks.append((str(raw["id"])[:70], "".join("  " + line + "\n" for line in block.splitlines())))

@@ -40,6 +40,9 @@ _MEASURED = load_durations(DURATIONS_FILE)
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_durations_option(parser)
+    parser.addoption("--evalset", action="append", default=[], metavar="PATH",
+                     help="`-m eval` runs these cases (a suite's folder, a file, a built-in family) instead of the"
+                          " built-in ones; repeatable")  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:

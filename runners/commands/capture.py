@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from runners.domain.suite import SuiteError, find_suite
     from runners.interchange.capture import CaptureError, build_case, case_yaml, replay_argv
     from runners.store.output_files import write_text
 
@@ -70,8 +71,13 @@ def run(args: argparse.Namespace) -> int:
         captured = _from_trace(args.trace, str(args.run))
     else:
         captured = _from_db(source.path, str(args.case_run))
+    try:  # written into a suite's folder: its declared tools' calls become the case's results
+        found = None if streamed else find_suite(args.out.absolute())
+    except SuiteError as exc:
+        _fail(str(exc))
+    suite = found[1] if found is not None and not found[1].builtin_only else None
     try:
-        case = build_case(captured)
+        case = build_case(captured, suite)
     except CaptureError as exc:
         _fail(str(exc))
     write_text(out, case_yaml(captured, case, str(args.out)))

@@ -15,11 +15,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from harness import RejectionReason
+from harness import HarnessControl, RejectionReason
 from runners.decisions.funnel import FunnelStage, stage_of
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.splits import Split, split_of_cases
 from runners.plan.agent import AgentFramework
+from runners.plan.bench_config import PlainPrompt
 from runners.store.diagnosis_reads import FunnelRow, GainTagRow
 from runners.store.recorded_sweeps import CaseRunRow, RecordedRows, RejectionRow
 
@@ -124,7 +125,8 @@ class ThresholdSummary(BaseModel):
     funnel: dict[str, int] = {}
     """Runs of cases expected to succeed, by the funnel stage where they fell out (runners/decisions/funnel.py)."""
     splits: dict[str, SplitCounts] = {}
-    """Outcome passes and SUCCESS reached per split (dev / held-out)."""
+    """Outcome passes and SUCCESS reached per split (dev and held-out always; new held-out and unassigned when the
+    sweep ran a case of theirs)."""
     fallback_sources: dict[str, int] = {}
     """FALLBACK releases by where they came from: the model declined, a guard blocked, the Harness relabelled."""
 
@@ -151,11 +153,45 @@ class RecordedSummary(BaseModel):
         given = args[args.index("--agent") + 1] if "--agent" in args[:-1] else AgentFramework.NATIVE.value
         return AgentFramework(given)
 
+    def _flag(self, flag: str) -> str | None:
+        args = list(self.sweep_args)
+        return args[args.index(flag) + 1] if flag in args[:-1] else None
+
+    @property
+    def ablation(self) -> HarnessControl:
+        """The Harness control the sweep switched off (`--ablate`; none when not given)."""
+        return HarnessControl(self._flag("--ablate") or HarnessControl.NONE.value)
+
+    @property
+    def plain_prompt(self) -> PlainPrompt:
+        """The plain loop's system prompt (`--plain-prompt`; its own when not given)."""
+        return PlainPrompt(self._flag("--plain-prompt") or PlainPrompt.PLAIN.value)
+
+    @property
+    def new_held_out(self) -> bool:
+        """Every case it ran is a new held-out case (written after the model-facing text froze)."""
+        first = self.thresholds[0] if self.thresholds else None
+        new = first.splits.get(Split.NEW_HELD_OUT.value) if first is not None else None
+        return first is not None and new is not None and new.runs == first.runs > 0
+
     @property
     def label(self) -> str:
         """The recording's name in a replay's database: the model, suffixed by the loop when it is not the Harness's
-        own (a model recorded through both loops is two recordings)."""
-        return self.model if self.agent is AgentFramework.NATIVE else f"{self.model}-{self.agent.value}"
+        own (a model recorded through both loops is two recordings), by the plain loop's prompt when it is the
+        Harness's, by the control switched off, and by `new-held-out` when it ran only those cases."""
+        name = self.model if self.agent is AgentFramework.NATIVE else f"{self.model}-{self.agent.value}"
+        if self.plain_prompt is PlainPrompt.HARNESS:
+            name += "-harness-prompt"
+        if self.ablation is not HarnessControl.NONE:
+            name += f"-no-{self.ablation.value}"
+        return name + ("-new-held-out" if self.new_held_out else "")
+
+    @property
+    def baseline(self) -> bool:
+        """A recording of the Harness as it ships on the older held-out cases: what gates, loop comparisons and
+        ablations are measured against."""
+        whole = self.ablation is HarnessControl.NONE and self.plain_prompt is PlainPrompt.PLAIN
+        return self.agent is AgentFramework.NATIVE and whole and not self.new_held_out
 
 
 class RecordingCost(BaseModel):
@@ -242,9 +278,17 @@ def _threshold(
             no_gain_on_nothing=sum(t.no_gain_on_nothing for t in tags),
         ),
         funnel=_counts(stage_of(f).value for f in funnel_of if f.expected_outcome == "SUCCESS"),
-        splits={split.value: _split(split, funnel_of, split_of) for split in Split},
+        splits={
+            split.value: _split(split, funnel_of, split_of)
+            for split in Split
+            if split in _ALWAYS_COUNTED or any(split_of.get(r.case_id) is split for r in funnel_of)
+        },
         fallback_sources=_counts(s.value for f in funnel_of if (s := f.fallback_source) is not None),
     )
+
+
+_ALWAYS_COUNTED = frozenset({Split.DEV, Split.HELD_OUT})
+"""The splits a summary counts even when it ran none of their cases; the others appear once it ran one of theirs."""
 
 
 def _split(split: Split, rows: Sequence[FunnelRow], split_of: Mapping[str, Split]) -> SplitCounts:

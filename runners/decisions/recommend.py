@@ -181,8 +181,8 @@ class ConfigStats:
 class _SweepCaseRun:
     """One case run of a sweep grid point, as `measure` reads it from case_runs."""
 
-    family: Family
-    """The case's evaluation family."""
+    family: str
+    """The case's evaluation family (a built-in one or its suite's)."""
     expected_outcome: ReleaseOutcome
     """The outcome the case expects."""
     expected_fallback_kind: FallbackKind | None
@@ -211,7 +211,7 @@ class _SweepCaseRun:
         """The record of one stored case run, its vocabularies read."""
         expected_kind = row.expected_fallback_kind
         return cls(
-            family=Family(row.family),
+            family=row.family,
             expected_outcome=ReleaseOutcome(row.expected_outcome),
             expected_fallback_kind=None if expected_kind is None else FallbackKind(expected_kind),
             outcome=ReleaseOutcome(row.outcome),

@@ -6,8 +6,11 @@ the harness without a network, and the vocabularies every layer above shares.
   its bounds in `_yaml_bounds.py`, the event path `_yaml_events.py` and libyaml's fast path `_yaml_fast.py`);
   `splits.py` (the declared development split), `evidence_marks.py` (which tool records carry evidence),
   `truth_grades.py` (what each trajectory step's observation really held);
+- suites: `suite.py` (a folder's `suite.yaml`: its declared tools, families and role), `tool_fixtures.py` (a
+  declared tool's results, matched on a call's arguments), `mocked_path.py` (a suite's case played from its fixtures);
 - a case run: `case_setup.py` (its task and tools, faults applied), `case_run.py` (what the bench keeps of it),
-  `prompt.py` (the bench's Diagnosis Agent prompt), `tools/` (the three domain tools over a case's fixtures);
+  `prompt.py` (the bench's Diagnosis Agent prompt, or a suite's role), `tools/` (the three domain tools over a case's
+  fixtures, and a suite's declared tools);
 - models: `model_spec.py` (the model under test as the bench names it), `scripted.py` (`ScriptedChatModel`),
   `profiles.py` (seeded behaviour profiles), `probe_answers.py` (what a model answered at a tag probe);
 - the judge's material: `judge.py` (the interface every judge implements, its verdict, the judges' names),

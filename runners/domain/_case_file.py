@@ -26,9 +26,11 @@ from runners.domain._yaml_stream import (
     iter_raw_cases,
     iter_raw_cases_aside,
 )
-from runners.domain.case_model import EvalCase, db_tables
+from runners.domain.case_model import EvalCase, Family, db_tables
 from runners.domain.scripted import Mistake, RejectionReaction
+from runners.domain.suite import DeclaredTool, SuiteError, SuiteSpec, find_suite
 from runners.domain.tools.db_query import case_input_model
+from runners.domain.tools.declared import declared_input_model
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
 
@@ -50,6 +52,9 @@ def step_input_problems(case: EvalCase) -> list[tuple[str, str]]:
         "log_search": LogSearchInput,
         "db_query": case_input_model(db_tables(case.fixtures)),
     }
+    if case.suite is not None:
+        models = {t.name: declared_input_model(t.name, t.parameters) if isinstance(t, DeclaredTool) else models[t.name]
+                  for t in case.suite.tools if t.name in case.tool_names}  # fmt: skip
     out: list[tuple[str, str]] = []
     for i, step in enumerate(case.trajectory.steps):
         model = models.get(step.tool)
@@ -73,6 +78,11 @@ def step_input_problems(case: EvalCase) -> list[tuple[str, str]]:
                  "set on_rejection: skip or repeat")
             )  # fmt: skip
     return out
+
+
+def _plain(suite: SuiteSpec) -> bool:
+    """A suite of the built-in tools and families without a role of its own: its cases are the built-in kind."""
+    return suite.builtin_only and {f.name for f in suite.families} <= {f.value for f in Family}
 
 
 def _loc(loc: Iterable[int | str]) -> str:
@@ -143,10 +153,14 @@ class _FileCases:
     YAML, not a mapping with a `cases` list) it is that one problem and the cases yielded do not count.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, root: Path | None = None) -> None:
         self.path = path
         self.problems: list[str] = []
         self.readable = True
+        self.root = root
+        """The folder the file was selected from: its suite's `suite.yaml` is looked for up to there."""
+        self.suite: dict[str, object] | None = None
+        """The suite's declaration each case is given (None: the built-in tools and families)."""
 
     def _fail(self, problem: str) -> None:
         self.problems, self.readable = [problem], False
@@ -157,6 +171,13 @@ class _FileCases:
         if bad is not None:
             self._fail(bad)
             return
+        try:
+            found = find_suite(path, self.root)
+        except SuiteError as exc:
+            self._fail(str(exc))
+            return
+        if found is not None and not _plain(found[1]):
+            self.suite = found[1].model_dump(mode="json", exclude_none=True)
         use_c = _Loader is not yaml.SafeLoader
         report = _progress[-1] if _progress else None
         total = 0
@@ -199,6 +220,11 @@ class _FileCases:
         path = self.path
         case_id = raw.get("id") if isinstance(raw, dict) else None
         label = f"case {case_id!r}" if case_id else f"case #{n}"
+        if isinstance(raw, dict) and "suite" in raw:
+            self.problems.append(f"{path}: {label}: field suite: set by the folder's suite.yaml, not by a case")
+            return None
+        if isinstance(raw, dict) and self.suite is not None:
+            raw = {"suite": self.suite, **raw}
         try:
             case = EvalCase.model_validate(raw)
         except ValidationError as exc:

@@ -12,7 +12,15 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from harness import (
     EvidenceStatus,
@@ -25,6 +33,8 @@ from harness import (
 )
 from runners.domain.root_cause import RootCause
 from runners.domain.scripted import Mistake, Trajectory
+from runners.domain.suite import BuiltinTool, SuiteSpec
+from runners.domain.tool_fixtures import ToolFixture
 from runners.domain.tools.db_query import TableFixture
 from runners.domain.tools.kb_search import KbDocument
 from runners.domain.tools.log_search import LogEvent
@@ -172,6 +182,8 @@ class Fixtures(_Strict):
     """Results of a captured run's calls, returned again for the same tool and scope (before the fixtures)."""
     named_tables: list[TableName] = Field(default_factory=list)
     """Tables a captured run's SQL read that have no rows here (db_query accepts them; their results are recorded)."""
+    results: list[ToolFixture] = Field(default_factory=list)
+    """A suite's declared tools' results, matched on the call's arguments (the first that matches answers)."""
 
 
 def db_tables(fixtures: Fixtures) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -216,6 +228,9 @@ class OutcomeExpectation(_Strict):
     """Expected fallback kind (FALLBACK only)."""
     root_cause: RootCause | None = None
     """What a SUCCESS conclusion must state (required with SUCCESS), as the judge reads it."""
+    root_cause_statement: str | None = Field(default=None, min_length=3, max_length=8_000)
+    """The root cause as a plain statement only, for a judge to compare a conclusion with (an imported suite's case,
+    whose source gives no facts to check): a SUCCESS expectation gives it or `root_cause`."""
 
     @model_validator(mode="after")
     def _coherent(self) -> OutcomeExpectation:
@@ -223,7 +238,7 @@ class OutcomeExpectation(_Strict):
             raise ValueError("fallback_kind is required when outcome is FALLBACK")
         if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
             raise ValueError("fallback_kind is only allowed when outcome is FALLBACK")
-        if self.outcome is ReleaseOutcome.SUCCESS and self.root_cause is None:
+        if self.outcome is ReleaseOutcome.SUCCESS and self.root_cause is None and self.root_cause_statement is None:
             raise ValueError("root_cause is required when outcome is SUCCESS")
         return self
 
@@ -251,6 +266,9 @@ class Expectations(_Strict):
     """Expected stop reason (a trajectory expectation); omit to not check it."""
     root_cause: RootCause | None = None
     """What a SUCCESS conclusion must state (required with SUCCESS), as the judge reads it."""
+    root_cause_statement: str | None = Field(default=None, min_length=3, max_length=8_000)
+    """The root cause as a plain statement only, for a judge to compare a conclusion with (an imported suite's case,
+    whose source gives no facts to check): a SUCCESS expectation gives it or `root_cause`."""
     without_mistake: OutcomeExpectation | None = None
     """For a case whose point is a model's mistake (a protocol violation, a fabricated citation, an unsupported
     conclusion): what a model that does not make it should publish. The outcome verdict accepts either."""
@@ -282,7 +300,7 @@ class Expectations(_Strict):
             raise ValueError("expect.fallback_kind is required when expect.outcome is FALLBACK")
         if self.outcome is not ReleaseOutcome.FALLBACK and self.fallback_kind is not None:
             raise ValueError("expect.fallback_kind is only allowed when expect.outcome is FALLBACK")
-        if self.outcome is ReleaseOutcome.SUCCESS and self.root_cause is None:
+        if self.outcome is ReleaseOutcome.SUCCESS and self.root_cause is None and self.root_cause_statement is None:
             raise ValueError("expect.root_cause is required when expect.outcome is SUCCESS")
         return self
 
@@ -290,10 +308,13 @@ class Expectations(_Strict):
 class EvalCase(_Strict):
     """One evaluation case."""
 
+    suite: SuiteSpec | None = None
+    """The suite it belongs to, with its declared tools (set from the folder's `suite.yaml` when the case is read,
+    never written in a case file; none: the built-in tools and families). First: the family is checked against it."""
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_\-]{2,80}$")
     """Unique id (also the pytest test id)."""
-    family: Family
-    """Which family it belongs to."""
+    family: str = Field(min_length=1, max_length=64)
+    """Which family it belongs to: one of the built-in families (held as its `Family` member), or of its suite's."""
     description: str = Field(min_length=10)
     """What the case exercises (and which docs/architecture.md §13 row, where it covers one)."""
     question: str = Field(min_length=3)
@@ -306,12 +327,42 @@ class EvalCase(_Strict):
     """Expectations at the default config."""
     trajectory: Trajectory
     """The reference trajectory the scripted model plays."""
+    tools: list[str] | None = None
+    """Which of its suite's tools the agent is offered (none: all of them)."""
+
+    @property
+    def tool_names(self) -> tuple[str, ...]:
+        """The tools the agent is offered, in order."""
+        if self.suite is None:
+            return TOOL_NAMES
+        names = [t.name for t in self.suite.tools]
+        return tuple(n for n in names if self.tools is None or n in self.tools)
+
+    @field_validator("family")
+    @classmethod
+    def _known_family(cls, value: str, info: ValidationInfo) -> str:
+        suite = info.data.get("suite")
+        families = [f.name for f in suite.families] if isinstance(suite, SuiteSpec) else [f.value for f in Family]
+        if value not in families:
+            listed = ", ".join(repr(f) for f in families[:-1]) + " or " if len(families) > 1 else ""
+            raise ValueError(f"Input should be {listed}{families[-1]!r}")
+        return value if isinstance(suite, SuiteSpec) else Family(value)  # a built-in family: its enum member
 
     @model_validator(mode="after")
     def _tools_exist(self) -> EvalCase:
+        if self.suite is None and self.tools is not None:
+            raise ValueError("tools: only a suite's case chooses among its tools")
+        if self.suite is not None:
+            declared = [t.name for t in self.suite.tools]
+            unknown = [t for t in self.tools or () if t not in declared]
+            if unknown:
+                raise ValueError(f"tools: {', '.join(unknown)} not declared by suite {self.suite.suite!r}")
+        names = self.tool_names
         for i, step in enumerate(self.trajectory.steps):
-            if step.tool not in TOOL_NAMES and step.mistake is not Mistake.UNKNOWN_TOOL:
-                raise ValueError(
-                    f"trajectory.steps[{i}].tool: {step.tool!r} does not exist; tools are {list(TOOL_NAMES)}"
-                )
+            if step.tool not in names and step.mistake is not Mistake.UNKNOWN_TOOL:
+                raise ValueError(f"trajectory.steps[{i}].tool: {step.tool!r} does not exist; tools are {list(names)}")
+        for i, fixture in enumerate(self.fixtures.results):
+            spec = self.suite.tool(fixture.tool) if self.suite is not None else None
+            if spec is None or isinstance(spec, BuiltinTool):
+                raise ValueError(f"fixtures.results[{i}].tool: {fixture.tool!r} is not a declared tool of the suite")
         return self

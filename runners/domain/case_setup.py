@@ -9,9 +9,11 @@ from pydantic import BaseModel
 
 from harness import BusinessTool, DiagnosisTask, TaskContext, ToolExecutionError, ToolResult
 from runners.domain.evalset import EvalCase, FaultKind, ToolFault, db_tables
+from runners.domain.suite import DeclaredTool
 from runners.domain.tools import kb_search
 from runners.domain.tools.captured_results import RecordedAnswer, with_recorded
 from runners.domain.tools.db_query import DatabaseQuery, case_input_model, tables_sentence
+from runners.domain.tools.declared import declared_tool
 from runners.domain.tools.kb_search import KnowledgeBaseSearch
 from runners.domain.tools.log_search import LogSearch
 
@@ -50,10 +52,21 @@ def _faulty(inner: BusinessTool[Any], fault: ToolFault) -> BusinessTool[Any]:
 
 
 def build_tools(case: EvalCase) -> list[BusinessTool[Any]]:
-    """The case's three tools on their fixtures (real BM25 and DuckDB), a captured case's recorded results served
-    first, faults applied."""
+    """The case's tools: the three built-in ones on their fixtures (real BM25 and DuckDB), a captured case's recorded
+    results served first, faults applied; a suite's case, the tools its suite declares (answered from the case's
+    results) and the built-in ones it names, in the suite's order."""
     fx = case.fixtures
     tools: list[BusinessTool[Any]] = [KnowledgeBaseSearch(fx.kb), LogSearch(fx.logs), DatabaseQuery(fx.tables)]
+    if case.suite is not None:
+        builtin = {t.name: t for t in _builtin(case, tools)}
+        offered = case.tool_names
+        return [declared_tool(t, fx.results) if isinstance(t, DeclaredTool) else builtin[t.name]
+                for t in case.suite.tools if t.name in offered]  # fmt: skip
+    return _builtin(case, tools)
+
+
+def _builtin(case: EvalCase, tools: list[BusinessTool[Any]]) -> list[BusinessTool[Any]]:
+    fx = case.fixtures
     if fx.recorded or fx.named_tables:  # a captured case (runners/domain/tools/captured_results.py)
         widened = case_input_model(db_tables(fx)) if fx.named_tables else None
         described = f"{DatabaseQuery.description} {tables_sentence(db_tables(fx))}" if fx.named_tables else None

@@ -50,6 +50,7 @@ from runners.domain.case_model import (
 )
 from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, check_input_path, input_kind
 from runners.domain.suggest import did_you_mean
+from runners.domain.suite import SUITE_FILE
 
 __all__ = [
     "BUILTIN_DIR",
@@ -100,26 +101,38 @@ class EvalSetError(ValueError):
         super().__init__("invalid evaluation set:\n" + "\n".join(f"  - {p}" for p in self.problems))
 
 
-_PARSED: dict[tuple[str, int, int], tuple[list[EvalCase], list[str]]] = {}
+_PARSED: dict[tuple[str, int, int, str, tuple[int, ...]], tuple[list[EvalCase], list[str]]] = {}
 
 
-def _parse_file(path: Path, problems: list[str]) -> list[EvalCase]:
-    """Parse one file, memoised by (path, mtime, size): sweeps load the same set once per grid point."""
+def _suite_stamps(path: Path, root: Path | None) -> tuple[int, ...]:
+    """The modification times of the `suite.yaml` files the file's cases may be read with (the cache's key)."""
+    stamps: list[int] = []
+    folder = path.parent
+    for candidate in (folder, *folder.parents):
+        suite = candidate / SUITE_FILE
+        stamps.append(suite.stat().st_mtime_ns if suite.is_file() else 0)
+        if root is None or candidate == root or len(stamps) > 64:
+            break
+    return tuple(stamps)
+
+
+def _parse_file(path: Path, problems: list[str], root: Path | None = None) -> list[EvalCase]:
+    """Parse one file, memoised by (path, mtime, size, its suite's): sweeps load the same set once per grid point."""
     try:
         st = path.stat()
-        key = (str(path.resolve()), st.st_mtime_ns, st.st_size)
+        key = (str(path.resolve()), st.st_mtime_ns, st.st_size, str(root), _suite_stamps(path, root))
     except OSError:
-        return _parse_file_uncached(path, problems)
+        return _parse_file_uncached(path, problems, root)
     cached = _PARSED.get(key)
     if cached is None:
         found: list[str] = []
-        cached = _PARSED[key] = (_parse_file_uncached(path, found), found)
+        cached = _PARSED[key] = (_parse_file_uncached(path, found, root), found)
     problems.extend(cached[1])
     return list(cached[0])
 
 
-def _parse_file_uncached(path: Path, problems: list[str]) -> list[EvalCase]:
-    read = _FileCases(path)
+def _parse_file_uncached(path: Path, problems: list[str], root: Path | None = None) -> list[EvalCase]:
+    read = _FileCases(path, root)
     cases = list(read)
     problems.extend(read.problems)
     return cases if read.readable else []
@@ -134,7 +147,7 @@ def _yaml_files(folder: Path, problems: list[str] | None = None) -> list[Path]:
     would block)."""
     found: list[Path] = []
     for p in sorted(folder.rglob("*")):
-        if p.suffix not in (".yaml", ".yml"):
+        if p.suffix not in (".yaml", ".yml") or p.name == SUITE_FILE:
             continue
         if p.is_file():
             if p.stat().st_size > MAX_EVALSET_BYTES and problems is not None:
@@ -151,23 +164,24 @@ def _yaml_files(folder: Path, problems: list[str] | None = None) -> list[Path]:
     return found
 
 
-def _selections(specs: Sequence[str], problems: list[str]) -> list[tuple[list[Path], str | None]]:
-    """(files, family or None for all) per spec: a file, a folder or a family name (default: the built-in set)."""
-    selections: list[tuple[list[Path], str | None]] = []
+def _selections(specs: Sequence[str], problems: list[str]) -> list[tuple[list[Path], str | None, Path | None]]:
+    """(files, family or None for all, the folder they were selected from) per spec: a file, a folder (a suite's
+    too) or a built-in family's name (default: the built-in set)."""
+    selections: list[tuple[list[Path], str | None, Path | None]] = []
     for spec in list(specs) or [str(BUILTIN_DIR)]:
         path = Path(spec)
         kind = input_kind(path)
         if kind == "a folder":
-            selections.append((_yaml_files(path, problems), None))
+            selections.append((_yaml_files(path, problems), None, path))
         elif kind is None:
             try:
                 check_input_path("--evalset", path, max_bytes=MAX_EVALSET_BYTES)
             except InputPathError as exc:
                 problems.append(str(exc))
                 continue
-            selections.append(([path], None))
+            selections.append(([path], None, None))
         elif spec in _FAMILIES:
-            selections.append((_yaml_files(BUILTIN_DIR), spec))
+            selections.append((_yaml_files(BUILTIN_DIR), spec, BUILTIN_DIR))
         elif kind != "missing":  # a FIFO would block the read, a device never end it
             problems.append(f"--evalset {spec} is {kind}, not an evaluation file or folder")
         else:
@@ -185,13 +199,13 @@ def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
     selections = _selections(specs, problems)
     parsed: dict[Path, list[EvalCase]] = {}
     seen: dict[str, tuple[Path, int]] = {}
-    for files, _ in selections:
+    for files, _, root in selections:
         for f in files:
             key = f.resolve()
             if key in parsed:
                 continue
             parsed[key] = []
-            for n, case in enumerate(_parse_file(f, problems), start=1):
+            for n, case in enumerate(_parse_file(f, problems, root), start=1):
                 if case.id in seen:  # in another file or the same one: both places named, none kept
                     where, m = seen[case.id]
                     problems.append(
@@ -203,10 +217,10 @@ def load_cases(specs: Sequence[str] = ()) -> list[EvalCase]:
     if problems:
         raise EvalSetError(problems)
     out: dict[str, EvalCase] = {}
-    for files, family in selections:
+    for files, family, _ in selections:
         for f in files:
             for case in parsed[f.resolve()]:
-                if family is None or case.family.value == family:
+                if family is None or case.family == family:
                     out.setdefault(case.id, case)
     return list(out.values())
 
@@ -295,12 +309,12 @@ def spool_cases(specs: Sequence[str] = (), case_ids: Sequence[str] = ()) -> Spoo
                 return f, stored - first + 1
         raise LookupError(stored)
 
-    for file_list, _ in selections:
+    for file_list, _, root in selections:
         for f in file_list:
             key = f.resolve()
             if key in files:
                 continue
-            read, first = _FileCases(f), len(spool._ends)
+            read, first = _FileCases(f, root), len(spool._ends)
             mine: dict[str, int] = {}
             duplicates: list[str] = []
             for n, case in enumerate(read, start=1):
@@ -326,7 +340,7 @@ def spool_cases(specs: Sequence[str] = (), case_ids: Sequence[str] = ()) -> Spoo
         spool.close()
         raise EvalSetError([f"unknown case id(s): {', '.join(unknown)}"])
     taken = bytearray(len(spool._ends))
-    for file_list, family in selections:
+    for file_list, family, _ in selections:
         for f in file_list:
             _, first, count = files[f.resolve()]
             for stored in range(first, first + count):
@@ -334,7 +348,7 @@ def spool_cases(specs: Sequence[str] = (), case_ids: Sequence[str] = ()) -> Spoo
                     continue
                 if family is not None or wanted:
                     case = spool._load(stored)
-                    if (family is not None and case.family.value != family) or (wanted and case.id not in wanted):
+                    if (family is not None and case.family != family) or (wanted and case.id not in wanted):
                         continue
                 taken[stored] = 1
                 spool._order.append(stored)
@@ -348,8 +362,24 @@ def content_hash(cases: Sequence[EvalCase]) -> str:
     """A stable hash of the cases' content (recorded with every bench run)."""
     h = hashlib.sha256()
     for case in sorted(cases, key=lambda c: c.id):
-        h.update(json.dumps(case.model_dump(mode="json"), sort_keys=True, ensure_ascii=False).encode())
+        h.update(json.dumps(_hashed(case), sort_keys=True, ensure_ascii=False).encode())
     return h.hexdigest()[:16]
+
+
+def _hashed(case: EvalCase) -> dict[str, object]:
+    """The case's content as hashed: the fields a suite adds are left out where a built-in case has them empty,
+    so the built-in cases hash as they did before suites existed."""
+    data = case.model_dump(mode="json")
+    for key in ("suite", "tools"):
+        if data.get(key) is None:
+            data.pop(key, None)
+    if not data["fixtures"].get("results"):
+        data["fixtures"].pop("results", None)
+    nested = [data["expect"].get(k) or {} for k in ("without_mistake", "after_a_call")]
+    for expect in (data["expect"], *nested):
+        if expect.get("root_cause_statement") is None:
+            expect.pop("root_cause_statement", None)
+    return data
 
 
 def json_schema() -> str:
@@ -363,6 +393,10 @@ def json_schema() -> str:
         "$defs": {},
     }
     case_schema = EvalCase.model_json_schema(ref_template="#/$defs/{model}")
+    case_schema["properties"].pop("suite", None)  # set from the folder's suite.yaml, never written in a case
     defs = case_schema.pop("$defs", {})
+    for name in ("SuiteSpec", "SuiteFamily", "DeclaredTool", "BuiltinTool", "ToolParameters", "ToolParameter",
+                 "ParameterType"):  # fmt: skip
+        defs.pop(name, None)
     schema["$defs"] = {**defs, "EvalCase": case_schema}
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"

@@ -20,6 +20,8 @@ profile is played identically in-process and by `serve-sim`:
   `runners/domain/evidence_marks.py` says which records carry it), and every other one NO_GAIN too except one that
   restates the complaint (truth grade `symptom`), which it tags as the reference does: its only wrong tags are
   premature ones.
+- `mocked-path` — a suite's case: each fixture's call once, in order, then a Draft citing what they returned
+  (`runners/domain/mocked_path.py`); a case without declared tools' fixtures plays its reference trajectory.
 
 Select one with `--model scripted:<profile>[?seed=N&k=K&p=P]`; over HTTP, send the same string as
 the request's `model` (`openai:scripted:rewriter?k=3` through serve-sim). To know which
@@ -38,12 +40,23 @@ from typing import Any
 
 from harness import EvidenceStatus, InformationGain, JsonValue, SemanticVerdict
 from runners.domain.evalset import EvalCase
+from runners.domain.mocked_path import mocked_path
 from runners.domain.model_spec import DEFAULT_PROFILE, ModelKind, ModelSpecError, parse_model
 from runners.domain.scripted import Mistake, RejectionReaction, ScriptStep, Trajectory
 from runners.domain.suggest import did_you_mean
 from runners.domain.truth_grades import TruthGrade
 
-PROFILES = ("reference", "rewriter", "sloppy", "eager", "fabricator", "parallel", "optimist", "dismissive")
+PROFILES = (
+    "reference",
+    "rewriter",
+    "sloppy",
+    "eager",
+    "fabricator",
+    "parallel",
+    "optimist",
+    "dismissive",
+    "mocked-path",
+)
 _DEFAULTS: dict[str, dict[str, float]] = {
     "reference": {},
     "rewriter": {"k": 2},
@@ -53,6 +66,7 @@ _DEFAULTS: dict[str, dict[str, float]] = {
     "parallel": {"p": 0.5},
     "optimist": {},
     "dismissive": {},
+    "mocked-path": {},
 }
 
 
@@ -300,6 +314,7 @@ _TRANSFORMS: dict[str, Callable[[EvalCase, dict[str, float], random.Random], Tra
     "parallel": _parallel,
     "optimist": _optimist,
     "dismissive": _dismissive,
+    "mocked-path": lambda case, params, rng: mocked_path(case),
 }
 
 

@@ -1,8 +1,14 @@
-"""The bench's Diagnosis Agent prompt: the Harness's tool protocol, for the bench's payment platform."""
+"""The bench's Diagnosis Agent prompt: the Harness's tool protocol, for the bench's payment platform or a suite's
+own role (`case_system_prompt`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from harness import AGENT_MARKER, system_prompt
+
+if TYPE_CHECKING:
+    from runners.domain.case_model import EvalCase
 
 PAYMENT_PLATFORM_ROLE = (
     "You are a diagnosis assistant for a multi-tenant payment and order platform (gateway, order, settlement, risk "
@@ -30,3 +36,16 @@ Each citation's excerpt is text copied exactly from one field of one record that
 message, a table cell, a passage), never your own words."""
 """The plain loop's prompt (`--agent plain`): the Harness's prompt without its tool protocol (no envelope, no gain,
 no STOP_REQUIRED), the same role, investigation and Draft instructions, so the two loops differ by the protocol."""
+
+
+def case_system_prompt(case: EvalCase) -> str:
+    """The system prompt of a case's run: its suite's role with the Harness's tool protocol, or the bench's."""
+    role = case.suite.role if case.suite is not None else None
+    return BENCH_SYSTEM_PROMPT if role is None else system_prompt(role)
+
+
+def plain_prompt(harness_prompt: str) -> str:
+    """The plain loop's prompt for a run whose Harness prompt is `harness_prompt`: the same role (a suite's, or the
+    payment platform's, which gives `PLAIN_SYSTEM_PROMPT` itself)."""
+    role = harness_prompt.removeprefix(f"{AGENT_MARKER} ").split("\n\n", 1)[0]
+    return PLAIN_SYSTEM_PROMPT.replace(PAYMENT_PLATFORM_ROLE, role, 1)

@@ -1,4 +1,5 @@
-"""An evaluation case built from a stored case run (`harness-bench capture`), and its YAML.
+"""An evaluation case built from a stored case run (`harness-bench capture`), and its YAML (a suite's run: its
+declared tools' calls as the case's results, `_capture_suite`).
 
 What the case is made of, and why:
 
@@ -42,11 +43,13 @@ from harness import (
     SemanticVerdict,
     ViolationKind,
 )
-from runners.domain.evalset import EvalCase, ExpectedStop, Family, FaultKind
+from runners.domain.evalset import TOOL_NAMES, EvalCase, ExpectedStop, Family, FaultKind
 from runners.domain.scripted import Mistake, RejectionReaction, StopReaction
-from runners.domain.tools.db_query import DbQueryInput, analyse_sql, tables_in_description
+from runners.domain.suite import SuiteSpec
+from runners.domain.tools.db_query import DbQueryInput, analyse_sql
 from runners.domain.tools.kb_search import KbSearchInput
 from runners.domain.tools.log_search import LogSearchInput
+from runners.interchange._capture_suite import CaptureError, SuiteCall, offered_tables, suite_fields
 from runners.run.rule_judge import asserted_words
 from runners.store.captured_runs import CapturedMessage, CapturedRun
 from runners.store.transcripts import GUARD_VERDICT
@@ -94,10 +97,6 @@ _INPUTS: dict[str, type[BaseModel]] = {
     "db_query": DbQueryInput,
 }
 """Each tool's input model (db_query's without a case's table list)."""
-
-
-class CaptureError(ValueError):
-    """The run cannot be made into a case (exit 2); the message names what is missing."""
 
 
 @dataclass(slots=True)
@@ -356,22 +355,6 @@ def _fixtures(calls: Sequence[_Call]) -> dict[str, JsonValue]:
     return out
 
 
-def _offered_tables(messages: Sequence[CapturedMessage]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The tables (and columns) the database tool's description listed, as the run was shown them (its TOOLS entry;
-    nothing when the transcript has none)."""
-    for m in messages:
-        if m.kind != EntryKind.TOOLS.value or not m.content:
-            continue
-        try:
-            offered = json.loads(m.content)
-        except ValueError:
-            continue
-        for tool in offered if isinstance(offered, list) else []:
-            if isinstance(tool, dict) and tool.get("name") == "db_query" and isinstance(tool.get("description"), str):
-                return tables_in_description(tool["description"])
-    return ()
-
-
 def _tables(steps: Sequence[_Step], offered: Sequence[tuple[str, tuple[str, ...]]]) -> dict[str, JsonValue]:
     """The tables the run was shown (with their columns, no rows: what queries returned is recorded) and, as
     `named_tables`, any other table its SQL read."""
@@ -473,8 +456,9 @@ def _case_id(case_id: str) -> str:
     return f"captured_{slug}"[:81]
 
 
-def build_case(run: CapturedRun) -> EvalCase:
-    """The evaluation case replaying `run` (validated: CaptureError when the run cannot make one)."""
+def build_case(run: CapturedRun, suite: SuiteSpec | None = None) -> EvalCase:
+    """The evaluation case replaying `run` (validated: CaptureError when the run cannot make one); `suite`: the
+    suite of the folder the case is written to, whose declared tools' calls become the case's results."""
     diagnosis = [m for m in run.messages if m.purpose == _DIAGNOSIS]
     user = next((m.content for m in diagnosis if m.kind == EntryKind.USER.value and m.content), None)
     if user is None:
@@ -490,15 +474,21 @@ def build_case(run: CapturedRun) -> EvalCase:
     trajectory.update(_draft(diagnosis, calls, steps))
     if verdict in tuple(SemanticVerdict) and verdict != SemanticVerdict.SUPPORTED.value:
         trajectory["semantic_verdict"] = verdict
-    family = run.family if run.family in tuple(Family) else Family.DIAGNOSABLE.value
+    family = run.family if run.family in tuple(Family) or suite is not None else Family.DIAGNOSABLE.value
+    mine = [c for c in calls if (c.row.tool or "") in TOOL_NAMES or suite is None]  # the built-in tools' calls
+    fixtures: dict[str, JsonValue] = {**_fixtures(mine), **_tables(steps, offered_tables(diagnosis))}
+    entry = next((m.content for m in diagnosis if m.kind == EntryKind.TOOLS.value), None)
+    called = [SuiteCall(c.row.tool or "", c.row.invocation_status, _input(c), c.observation) for c in calls]
+    suited = suite_fields(run.case_run_id, suite, called, entry, fixtures)
     raw: dict[str, JsonValue] = {
+        **suited,
         "id": _case_id(run.case_id),
         "family": family,
         "description": f"Captured from case run {run.case_run_id} (model {run.model or '?'}); review the"
         " expectations, the trajectory and the recorded results before adding it to an evaluation set.",
         "question": question,
         "context": dict(context),
-        "fixtures": {**_fixtures(calls), **_tables(steps, _offered_tables(diagnosis))},
+        "fixtures": fixtures,
         "expect": _expect(run, calls),
         "trajectory": trajectory,
     }
@@ -548,7 +538,7 @@ def case_yaml(run: CapturedRun, case: EvalCase, path: str) -> str:
             "replay": shlex.join(replay_argv(run, path)),
             "review": list(REVIEW),
         },
-        "cases": [case.model_dump(mode="json", exclude_defaults=True)],
+        "cases": [case.model_dump(mode="json", exclude_defaults=True, exclude={"suite"})],
     }
     head = "# Captured by `harness-bench capture`: REVIEW the fields listed under captured.review before use.\n"
     return head + _dump(doc)

@@ -1,8 +1,9 @@
 """The real-models pipeline: every committed recording (`cassettes/<model>/summary.json`) replayed offline into one
 database through the bench's API, in this process (`runners.api.sweep`, `--record-mode none`: no server, no key),
 checked against its committed summary; then per model the calls it made, `recommend`, the stop rules
-(`compare-stops`' defaults), the gate on each real upgrade and downgrade, and the Harness against the plain loop —
-the `RealModelsReport` that `runners.rendering.real_report` renders.
+(`compare-stops`' defaults), the gate on each real upgrade and downgrade, the Harness against the plain loop, what
+each control costs and buys (`runners.decisions.ablation`) and the new held-out cases apart — the `RealModelsReport`
+that `runners.rendering.real_report` renders.
 
 Every number in the report comes from the replay's database (or from the summary it was checked against), never
 from the committed file alone: a report cannot show numbers the cassettes do not yield. How a recording's flags
@@ -20,14 +21,17 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness import ReleaseOutcome
+from runners.decisions.ablation import new_held_out_lines, one_change
 from runners.decisions.compare_stops import CompareStops
 from runners.decisions.judge_rates import judge_rates
 from runners.decisions.loop_comparison import LoopComparison, compare_loops
 from runners.decisions.real_models import RecordedSummary, summarize
 from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.labelled_answers import parse_labelled_answers
+from runners.domain.splits import Split, assigned_splits
 from runners.pipelines.real_probes import is_probe_summary
 from runners.plan.agent import AgentFramework
+from runners.plan.bench_config import PlainPrompt
 from runners.plan.options import BenchOptions
 from runners.plan.settings import SettingValue
 from runners.rendering.real_report import (
@@ -346,19 +350,26 @@ def build(
     # The gate compares models through the Harness's own loop: the registry's models that have such a recording.
     natives = [m for m in order if m in replayed and replayed[m].agent is AgentFramework.NATIVE]
     gates = tuple(_gate(db, b, c, down, set(replayed)) for b, c, down in gate_pairs(natives))
-    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, list(replayed.values())),
-                            judge=measure_judge())  # fmt: skip
+    summaries = list(replayed.values())
+    expected = {c.id: c.expect.outcome is ReleaseOutcome.SUCCESS for c in load_cases([str(BUILTIN_DIR)])}
+    runs_of = {label: read_recorded(db, label).runs for label in replayed}
+    held = sum(s is Split.HELD_OUT for s in assigned_splits().values())
+    return RealModelsReport(models=models, gates=gates, loops=loop_comparisons(db, summaries),
+                            judge=measure_judge(), new_held_out=new_held_out_lines(summaries, GATE_THRESHOLD),
+                            one_change=one_change(summaries, runs_of, expected, GATE_THRESHOLD),
+                            held_out_cases=held)  # fmt: skip
 
 
 def loop_comparisons(db: Path, summaries: Sequence[RecordedSummary]) -> tuple[LoopComparison, ...]:
     """The Harness against the plain loop, for every model recorded through both."""
     expected = {c.id: c.expect.outcome is ReleaseOutcome.SUCCESS for c in load_cases([str(BUILTIN_DIR)])}
-    natives = {s.model: s for s in summaries if s.agent is AgentFramework.NATIVE}
+    natives = {s.model: s for s in summaries if s.baseline}
     out = []
     for s in summaries:
         native = natives.get(s.model)
-        if s.agent is not AgentFramework.PLAIN or native is None:
+        if s.agent is not AgentFramework.PLAIN or native is None or s.new_held_out:
             continue
         harness_runs, plain_runs = read_recorded(db, native.label).runs, read_recorded(db, s.label).runs
-        out.append(compare_loops(s.model, harness_runs, plain_runs, expected, GATE_THRESHOLD))
+        name = s.model if s.plain_prompt is PlainPrompt.PLAIN else s.label  # the plain loop with its own prompt
+        out.append(compare_loops(name, harness_runs, plain_runs, expected, GATE_THRESHOLD))
     return tuple(out)

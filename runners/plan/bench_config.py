@@ -6,16 +6,17 @@ flag, its `bench_runs` column and its place in a stored run's settings like any 
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any
 
 from pydantic import Field, field_validator
 
-from harness import HarnessConfig, RequestCheck, SchemaMode
+from harness import HarnessConfig, HarnessControl, RequestCheck, SchemaMode
 from runners.domain.stop_rules import RuleKind, StopRule, StopRuleError, parse_rules
 from runners.plan.flags import presented
 from runners.plan.model_settings import BenchSetting
 
-__all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "live_settings", "request_checks"]
+__all__ = ["NEVER_SATURATES", "BenchHarnessConfig", "PlainPrompt", "live_settings", "request_checks"]
 
 NEVER_SATURATES = 1_000_000
 """A NO_GAIN threshold no run reaches: a run of a policy without `no-gain` (the contract never saturates)."""
@@ -32,8 +33,17 @@ def _marked(name: str, marker: BenchSetting) -> Any:
 _SECONDS = BenchSetting(metavar="SECONDS")
 
 
+class PlainPrompt(StrEnum):
+    """The system prompt the plain loop (`--agent plain`) sends."""
+
+    PLAIN = "plain"
+    """Its own: the Harness's without the protocol block (the envelope and the information-gain contract)."""
+    HARNESS = "harness"
+    """The Harness's, word for word, so that a comparison with the Harness does not change the prompt too."""
+
+
 class BenchHarnessConfig(HarnessConfig):
-    """HarnessConfig, and the loop detectors a bench run stops on."""
+    """HarnessConfig, the loop detectors a bench run stops on, and the plain loop's prompt."""
 
     no_gain_threshold: int = _marked("no_gain_threshold", BenchSetting(sweepable=True, sweep_default=(1, 2, 3, 4)))
     protocol_violation_threshold: int = _marked("protocol_violation_threshold", BenchSetting(sweepable=True))
@@ -51,6 +61,7 @@ class BenchHarnessConfig(HarnessConfig):
     max_retry_wait_seconds: float = _marked("max_retry_wait_seconds", _SECONDS)
     record_ttl_seconds: float = _marked("record_ttl_seconds", _SECONDS)
     schema_mode: SchemaMode = _marked("schema_mode", BenchSetting(sweepable=True))
+    ablate: HarnessControl = _marked("ablate", BenchSetting(sweepable=True, metavar="CONTROL"))
 
     stop_rule: Annotated[str | None, BenchSetting(metavar="SPEC")] = Field(
         default=None, examples=["repeat:k=3,w=10", "error-cycle:k=2+alternation:k=2"]
@@ -59,6 +70,10 @@ class BenchHarnessConfig(HarnessConfig):
     tool and scope asked K times within W requests), error-cycle:k=K (the same failing call asked K times in a row),
     alternation:k=K (two calls asked in turn K times), combined with +; the caps are --max-tool-invocations,
     --max-model-calls and --max-total-tokens, the contract's threshold --no-gain-threshold."""
+
+    plain_prompt: Annotated[PlainPrompt, BenchSetting(sweepable=True)] = PlainPrompt.PLAIN
+    """The plain loop's system prompt (`--agent plain` only; the Harness's loops always send the Harness's): plain
+    (its own, without the protocol block) or harness (the Harness's, word for word)."""
 
     @field_validator("stop_rule")
     @classmethod

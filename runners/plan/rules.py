@@ -34,6 +34,7 @@ __all__ = [
     "check_cassettes",
     "check_endpoint_url",
     "check_execution",
+    "check_loop_settings",
     "check_options",
     "check_resume",
 ]
@@ -114,6 +115,21 @@ def check_execution(
     check_available(executor)
 
 
+def check_loop_settings(opts: BenchOptions) -> None:
+    """--ablate switches off a control of the Harness, which the plain loop has none of; --plain-prompt is the plain
+    loop's prompt, which the Harness's loops never send."""
+    from harness import HarnessControl
+    from runners.plan.agent import AgentFramework
+    from runners.plan.bench_config import BenchHarnessConfig, PlainPrompt
+
+    config, agent = opts.settings.config, opts.execution.agent
+    if agent is AgentFramework.PLAIN and config.ablate is not HarnessControl.NONE:
+        raise PlanError(f"--ablate {config.ablate.value} switches off a Harness control; --agent plain runs none")
+    prompt = config.plain_prompt if isinstance(config, BenchHarnessConfig) else PlainPrompt.PLAIN
+    if agent is not AgentFramework.PLAIN and prompt is not PlainPrompt.PLAIN:
+        raise PlanError(f"--plain-prompt {prompt.value} applies to --agent plain only (the Harness sends its own)")
+
+
 def check_options(opts: BenchOptions) -> None:
     """Every rule, in the order a user fixes them: execution, resume, cassettes, endpoint, API key (a count out of
     its range is refused by its declaration, runners/plan/options.py). A resume is checked twice: its flags before
@@ -123,6 +139,7 @@ def check_options(opts: BenchOptions) -> None:
     check_execution(execution.shard, opts.storage.run_id, execution.executor, execution.ray_address,
                     resume=opts.resume is not None)  # fmt: skip
     check_resume(opts.resume)
+    check_loop_settings(opts)
     ms = opts.settings.model_settings
     if opts.resume is None:
         check_cassettes(ms.model, replay.cassettes, replay.record_mode)

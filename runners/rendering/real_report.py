@@ -13,12 +13,21 @@ from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict
 
+from runners.decisions.ablation import NewHeldOutLine, OneChange
 from runners.decisions.compare_stops import CompareStops
 from runners.decisions.funnel import FunnelStage
 from runners.decisions.gate import Verdict
 from runners.decisions.loop_comparison import LoopComparison
 from runners.decisions.real_models import RecordedSummary
 from runners.plan.agent import AgentFramework
+from runners.rendering.one_change import (
+    NEW_HELD_OUT_HEADER,
+    NEW_HELD_OUT_TEXT,
+    ONE_CHANGE_HEADER,
+    new_held_out_rows,
+    one_change_rows,
+    one_change_text,
+)
 from runners.rendering.real_probes import PROBE_TEXT, ProbeReport, probe_lines
 from runners.rendering.real_report_judging import (
     FALLBACK_HEADER,
@@ -181,6 +190,13 @@ class RealModelsReport(BaseModel):
     """The outcome judge's error rates on the committed labelled answers."""
     probes: tuple[ProbeReport, ...] = ()
     """Per model with a tag-probe recording: its tags on every observation, and the threshold they imply."""
+    new_held_out: tuple[NewHeldOutLine, ...] = ()
+    """Each recording's figures on the new held-out cases, at the gate's threshold."""
+    one_change: tuple[OneChange, ...] = ()
+    """Each recording that changed one thing (a control off, the plain loop with the Harness's prompt) against the
+    Harness as it ships."""
+    held_out_cases: int = 0
+    """The older held-out cases (what a changed recording's coverage is counted against)."""
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -402,6 +418,13 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
     if report.loops:
         lines += ["", "## The Harness against a plain loop", "", LOOP_TEXT, ""]
         lines += _md_table(LOOP_HEADER, _loop_rows(report))
+    if report.one_change:
+        lines += ["", "## What each control costs and buys", "",
+                  one_change_text(report.one_change, report.held_out_cases), ""]  # fmt: skip
+        lines += _md_table(ONE_CHANGE_HEADER, one_change_rows(report.one_change))
+    if report.new_held_out:
+        lines += ["", "## New held-out cases", "", NEW_HELD_OUT_TEXT, ""]
+        lines += _md_table(NEW_HELD_OUT_HEADER, new_held_out_rows(report.new_held_out))
     if report.probes:
         lines += ["", "## Gain tags on every observation (the tag probe)", "", PROBE_TEXT, ""]
         for p in report.probes:
@@ -478,6 +501,13 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
     if report.loops:
         parts += ["<h2>The Harness against a plain loop</h2>", f"<p>{html(LOOP_TEXT)}</p>",
                   _html_table(LOOP_HEADER, _loop_rows(report))]  # fmt: skip
+    if report.one_change:
+        parts += ["<h2>What each control costs and buys</h2>",
+                  f"<p>{html(one_change_text(report.one_change, report.held_out_cases))}</p>",
+                  _html_table(ONE_CHANGE_HEADER, one_change_rows(report.one_change))]  # fmt: skip
+    if report.new_held_out:
+        parts += ["<h2>New held-out cases</h2>", f"<p>{html(NEW_HELD_OUT_TEXT)}</p>",
+                  _html_table(NEW_HELD_OUT_HEADER, new_held_out_rows(report.new_held_out))]  # fmt: skip
     if report.probes:
         parts += ["<h2>Gain tags on every observation (the tag probe)</h2>", f"<p>{html(PROBE_TEXT)}</p>"]
         for p in report.probes:

@@ -226,8 +226,8 @@ def cases_table(cases: Sequence[Any], width: int) -> RenderableType:
         table.add_column("question", no_wrap=True, overflow="ellipsis", max_width=question_w)
     family = None
     for c, x in zip(cases, expect, strict=True):
-        if c.family.value != family:
-            family = c.family.value
+        if c.family != family:
+            family = c.family
             if table.row_count:
                 table.add_section()
             table.add_row(Text(family, style="bold"), *([""] * (len(table.columns) - 1)))
@@ -264,8 +264,8 @@ def cases_lines(cases: Sequence[Any], width: int) -> Iterator[str]:
     family = None
     used: set[str] = set()
     for c in cases:
-        if c.family.value != family:
-            family = c.family.value
+        if c.family != family:
+            family = c.family
             yield ""
             yield family
         x = _expect_code(c)

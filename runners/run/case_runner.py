@@ -17,6 +17,7 @@ from harness import (
     GainApplied,
     GainProducer,
     HarnessConfig,
+    HarnessControl,
     InformationGain,
     InvocationStatus,
     ModelCall,
@@ -34,7 +35,7 @@ from runners.domain.case_run import CaseRun as CaseRun
 from runners.domain.case_setup import build_tools, task_of
 from runners.domain.evalset import EvalCase
 from runners.domain.evidence_marks import carries_evidence, evidence_marks
-from runners.domain.prompt import BENCH_SYSTEM_PROMPT
+from runners.domain.prompt import case_system_prompt
 from runners.domain.scripted import ScriptedChatModel
 from runners.plan.bench_config import request_checks
 from runners.run.verdict import loop_invariant_failures, trajectory_applies, verdicts
@@ -99,10 +100,13 @@ def run_case(
     # the deadline starts here, as before
     ctx = RunContext.create(config, cancellation=cancellation, deadline_clock=deadline_clock,
                             request_checks=request_checks(config or HarnessConfig()))  # fmt: skip
-    result = loop(task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=BENCH_SYSTEM_PROMPT)
+    result = loop(
+        task_of(case), backends, chat, ctx=ctx, guard_model=guard_model, system_prompt=case_system_prompt(case)
+    )
     metrics = metrics_of(result)
+    repeats = (config or HarnessConfig()).ablate is HarnessControl.DUPLICATE_REJECTION
     judged = verdicts(case, result, metrics, judge_trajectory=judge_trajectory, judge_invariants=judge_invariants,
-                      real_model=not isinstance(chat, ScriptedChatModel))  # fmt: skip
+                      real_model=not isinstance(chat, ScriptedChatModel), repeats_allowed=repeats)  # fmt: skip
     if not judge_invariants:  # no Harness, no Harness's invariants: the ones any loop keeps are judged instead
         kept = loop_invariant_failures(result, RunLimits.of(config or HarnessConfig()))
         judged = replace(judged, outcome_failures=(*judged.outcome_failures, *kept))

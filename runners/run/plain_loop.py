@@ -13,6 +13,10 @@ blocked, and changes nothing. Optionally a loop detector (`--stop-rule`, the run
 limit does; it watches the calls the loop runs (an unknown tool or bad input is answered with an error, as peers do,
 and neither traced nor seen by it).
 
+Its system prompt is its own (the Harness's without the protocol block) unless the run's `plain_prompt` is `harness`
+(`--plain-prompt harness`): then it sends the Harness's word for word, so that a comparison with the Harness changes
+the loop and not the prompt too.
+
 Its trace has the Harness's event types, so its runs are stored, shown and compared like any other.
 """
 
@@ -65,7 +69,8 @@ from harness import (
     project_result,
     render_task,
 )
-from runners.domain.prompt import PLAIN_SYSTEM_PROMPT
+from runners.domain.prompt import plain_prompt
+from runners.plan.bench_config import BenchHarnessConfig, PlainPrompt
 
 __all__ = ["PlainLoop", "plain_loop"]
 
@@ -95,6 +100,11 @@ def _released(ctx: RunContext, decision: ReleaseDecision) -> ReleaseDecision:
     return decision
 
 
+def _prompt_of(ctx: RunContext) -> PlainPrompt:
+    """The run's `plain_prompt` (a library config, which has none: the plain loop's own)."""
+    return ctx.config.plain_prompt if isinstance(ctx.config, BenchHarnessConfig) else PlainPrompt.PLAIN
+
+
 class PlainLoop:
     """The plain loop (an AgentLoop)."""
 
@@ -108,11 +118,13 @@ class PlainLoop:
         guard_model: ChatModel | None,
         system_prompt: str,
     ) -> RunResult:
-        """One run to its answer (see the module docstring); `system_prompt` is the Harness's, not used here."""
+        """One run to its answer (see the module docstring); `system_prompt` is the Harness's: sent as it is when the
+        run's `plain_prompt` is `harness`, else its role is kept in the plain loop's own prompt."""
         t0 = time.perf_counter()
         by_name = {t.name: t for t in tools}
         specs = tuple(ToolSpec(t.name, t.description, t.input_schema()) for t in tools)
-        messages: list[ChatMessage] = [SystemMessage(PLAIN_SYSTEM_PROMPT), UserMessage(render_task(task))]
+        prompt = system_prompt if _prompt_of(ctx) is PlainPrompt.HARNESS else plain_prompt(system_prompt)
+        messages: list[ChatMessage] = [SystemMessage(prompt), UserMessage(render_task(task))]
         ctx.trace.emit(RunStarted(model=model.name))
         draft_text: str | None = None
         error: str | None = None

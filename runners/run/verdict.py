@@ -20,6 +20,7 @@ from harness import (
     BudgetExhausted,
     FallbackKind,
     HarnessConfig,
+    HarnessControl,
     InvocationStatus,
     RejectionReason,
     ReleaseOutcome,
@@ -51,7 +52,8 @@ def trajectory_applies(config: HarnessConfig, *, scripted: bool) -> bool:
     were written for (the defaults, no stop rule; timeouts and the deadline do not change a scripted trajectory)."""
     # read from the config itself, not by asking the planner: the run path never re-enters plan/ once it runs
     stop_rule = config.stop_rule if isinstance(config, BenchHarnessConfig) else None
-    return scripted and RunLimits.of(config) == _DEFAULT_LIMITS and stop_rule is None
+    whole = config.ablate is HarnessControl.NONE  # a control switched off changes what the trajectory's bounds count
+    return scripted and RunLimits.of(config) == _DEFAULT_LIMITS and stop_rule is None and whole
 
 
 def verdicts(
@@ -63,12 +65,14 @@ def verdicts(
     judge_invariants: bool = True,
     judge: Judge = RULE_JUDGE,
     real_model: bool = False,
+    repeats_allowed: bool = False,
 ) -> Verdicts:
     """Both verdicts of `result` against `case` (`judge_trajectory`: see `trajectory_applies`; `judge_invariants`:
     False for a run no Harness drove: the plain loop, whose repeats and unguarded answers are what it is measured
     on; `judge`: who reads a SUCCESS conclusion; `real_model`: not the scripted reference model, see
-    `outcome_failures`)."""
-    invariants = invariant_failures(result, metrics) if judge_invariants else []
+    `outcome_failures`; `repeats_allowed`: a completed scope may run again, the Harness's duplicate rejection being
+    switched off)."""
+    invariants = invariant_failures(result, metrics, repeats_allowed=repeats_allowed) if judge_invariants else []
     outcome = [*outcome_failures(case, result, judge=judge, real_model=real_model), *invariants]
     trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
     return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
@@ -107,7 +111,8 @@ def outcome_failures(
     reads a SUCCESS conclusion."""
     exp = case.expect
     primary = OutcomeExpectation(outcome=exp.outcome, fallback_kind=exp.fallback_kind,
-                                 root_cause=exp.root_cause)  # fmt: skip
+                                 root_cause=exp.root_cause,
+                                 root_cause_statement=exp.root_cause_statement)  # fmt: skip
     failures = _against(primary, result, case.question, judge)
     if not failures:
         return []
@@ -128,8 +133,9 @@ def outcome_failures(
     return failures
 
 
-def invariant_failures(result: RunResult, metrics: CaseMetrics) -> list[str]:
-    """The Harness's invariants, which hold for any agent: a failure here is a Harness bug, never the model's."""
+def invariant_failures(result: RunResult, metrics: CaseMetrics, *, repeats_allowed: bool = False) -> list[str]:
+    """The Harness's invariants, which hold for any agent: a failure here is a Harness bug, never the model's
+    (`repeats_allowed`: not that a scope completes once, for a run with duplicate rejection switched off)."""
     out: list[str] = []
     invocations = [e for e in result.events if isinstance(e, ToolInvocation)]
     stops = [e for e in result.events if isinstance(e, StopRequiredDelivered)]
@@ -139,7 +145,7 @@ def invariant_failures(result: RunResult, metrics: CaseMetrics) -> list[str]:
         out.append(f"backend called after STOP_REQUIRED: {late}")
     completed: set[tuple[str, str]] = set()
     for e in invocations:
-        if (e.tool, e.scope) in completed:
+        if (e.tool, e.scope) in completed and not repeats_allowed:
             out.append(f"scope of {e.tool_call_id} ran again after it completed ({e.tool})")
         if e.invocation_status is InvocationStatus.COMPLETED:
             completed.add((e.tool, e.scope))

@@ -124,7 +124,7 @@ def case_run_rows(
         "outcome_passed": run.verdicts.outcome_passed, "trajectory_passed": run.verdicts.trajectory_passed,
         "failures": json.dumps(list(run.failures), ensure_ascii=False) if run.failures else None,
     }  # fmt: skip
-    return _rows(bench_run_id, case_run_id, run.case.id, run.case.family.value, model, label, epoch, swept,
+    return _rows(bench_run_id, case_run_id, run.case.id, run.case.family, model, label, epoch, swept,
                  run.result, run.metrics, verdict, run.evidence_calls)  # fmt: skip
 
 

@@ -11,8 +11,6 @@ import pytest
 
 from runners.cli import main
 from runners.decisions.funnel import FunnelStage, confusion, funnel, stage_of
-from runners.domain.evalset import BUILTIN_DIR, load_cases
-from runners.domain.splits import Split, split_of_cases
 from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows
 
 SUCCESS_CASES = (
@@ -103,15 +101,3 @@ def test_the_funnel_counts_every_run_expected_to_succeed(db: Path) -> None:
     assert sum(g.runs for g in groups) == len(rows) == 6 * len(SUCCESS_CASES)
     assert all(sum(n for _, n in g.stages) == g.runs for g in groups)
     assert [s for s, _ in groups[0].stages] == list(FunnelStage)
-
-
-def test_the_development_split_is_a_third_of_every_family_by_the_declared_rule() -> None:
-    cases = load_cases([str(BUILTIN_DIR)])
-    split = split_of_cases(cases)
-    assert split == split_of_cases(reversed(cases)), "the rule depends on the ids, not the order"
-    families = {c.family for c in cases}
-    for family in families:
-        ids = [c.id for c in cases if c.family is family]
-        dev = sum(split[i] is Split.DEV for i in ids)
-        assert dev == round(len(ids) / 3) and dev < len(ids), family
-    assert sum(s is Split.DEV for s in split.values()) == 31

@@ -140,8 +140,9 @@ def test_whatif_of_the_threshold_4_point_equals_the_lower_points(
     _check_sweep(db, 4, (1, 2, 3))
 
 
-HARNESSED = [f for f in RECORDINGS if summary_of(f).agent.value == "native"]
-"""The recordings through the Harness's loop (a plain-loop recording has no information-gain contract to replay)."""
+HARNESSED = [f for f in RECORDINGS if summary_of(f).agent.value == "native" and summary_of(f).ablation.value == "none"]
+"""The recordings through the Harness's loop with every control on (a plain-loop recording, or one with the envelope
+switched off, has no information-gain contract to replay; one with a guard off was recorded at one threshold)."""
 
 
 @pytest.mark.parametrize("folder", HARNESSED, ids=[p.name for p in HARNESSED])

@@ -17,7 +17,7 @@ from runners.domain._yaml_stream import CasesShapeError, count_cases, iter_raw_c
 from runners.domain.evalset import BUILTIN_DIR, EvalSetError, load_cases, spool_cases
 from scripts.big_evalset import run_cases, write_big_file
 
-BUILTIN = sorted(BUILTIN_DIR.glob("*.yaml"))
+BUILTIN = sorted(p for p in BUILTIN_DIR.glob("*.yaml") if p.name != "suite.yaml")
 LOADERS = [True, False] if yaml.__with_libyaml__ else [False]
 
 

@@ -149,9 +149,10 @@ MODEL_ERROR_RETRIED: set[str] = set()
 and was retried, and the scripted model never fails (none in the committed recordings)."""
 
 
-HARNESSED = [f for f in RECORDINGS if summary_of(f).agent.value == "native"]
-"""The recordings through the Harness's loop: a captured case replays through it (`captured.replay` names no
-`--agent`), so a plain-loop recording's runs are not compared with their replay."""
+HARNESSED = [f for f in RECORDINGS if summary_of(f).agent.value == "native" and summary_of(f).ablation.value == "none"]
+"""The recordings through the Harness's loop with every control on: a captured case replays through it
+(`captured.replay` names no `--agent`), so a plain-loop recording's runs are not compared with their replay, nor a
+recording with a control switched off."""
 
 
 def test_real_model_runs_replay_to_the_same_outcome_and_counts(

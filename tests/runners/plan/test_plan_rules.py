@@ -198,7 +198,7 @@ def test_cli_choices_come_from_their_one_declaration() -> None:
         ("gpt-4o", "--model 'gpt-4o': expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'"),
         ("openai:", "--model 'openai:': expected 'scripted', 'scripted:<profile>' or 'openai:<model-name>'"),
         ("scripted:nope", "--model 'scripted:nope': unknown behaviour profile 'nope'; profiles are reference, rewriter,"
-                          " sloppy, eager, fabricator, parallel, optimist, dismissive"),
+                          " sloppy, eager, fabricator, parallel, optimist, dismissive, mocked-path"),
     ],
 )  # fmt: skip
 def test_the_plan_parses_the_model_once_naming_the_flag(text: str, message: str) -> None:

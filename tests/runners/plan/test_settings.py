@@ -63,7 +63,8 @@ def sim() -> Iterator[SimulatorServer]:
 def test_every_harness_config_field_is_a_setting_with_its_bounds_and_docstring() -> None:
     decl = declaration()
     harness = {s.field: s for s in decl.settings if s.owner is settings.SettingOwner.HARNESS}
-    assert set(harness) == set(HarnessConfig.model_fields) | {"stop_rule"}  # the bench adds its loop detectors
+    # the bench adds its loop detectors and the plain loop's prompt
+    assert set(harness) == set(HarnessConfig.model_fields) | {"stop_rule", "plain_prompt"}
     for field, public in PUBLIC_NAMES.items():
         assert harness[field].name == public, "public names (CLI flags, DuckDB columns) are the library's"
     assert {s.name for s in decl.sweepable} >= {
@@ -189,6 +190,8 @@ def test_every_setting_round_trips_cli_duckdb_resume(name: str, tmp_path: Path, 
     assert value != s.default
     db = tmp_path / "rt.duckdb"
     argv = {"--model": "openai:scripted", "--base-url": sim.base_url, s.flag: s.cli_text(value)}
+    if name == "plain_prompt":  # the plain loop's prompt is refused for any other loop
+        argv["--agent"] = "plain"
     flat = [a for kv in argv.items() for a in kv]
     assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", *flat]) == 0
     ((bench_run_id, column, stored_json),) = _q(db, f'SELECT bench_run_id, "{name}", settings_json FROM bench_runs')

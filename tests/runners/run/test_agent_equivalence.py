@@ -49,7 +49,7 @@ def test_every_case_gives_the_native_rows(agent: AgentFramework, native: Path, t
     db = tmp_path / "a.duckdb"
     assert main(["run", "--db", str(db), "--agent", agent.value]) == 0
     ids = [c.id for c in CASES]
-    assert len(ids) == 94, "docs/library.md states the count"
+    assert len(ids) == 106, "docs/library.md states the count"
     for table in ("case_runs", "tool_calls", "events", "messages"):
         want, got = _rows(native, table), _rows(db, table)
         differing = sorted(c for c in ids if want.get(c) != got.get(c))

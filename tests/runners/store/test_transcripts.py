@@ -26,7 +26,7 @@ from harness.prompts import DiagnosisTask
 from harness.transcript import EntryKind
 from runners.cli import main
 from runners.decisions.gate import Pair, evaluate
-from runners.domain.evalset import load_cases
+from runners.domain.evalset import BUILTIN_DIR, load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
@@ -275,8 +275,9 @@ def test_merge_carries_transcripts_of_every_shard(tmp_path: Path, capsys: pytest
 @pytest.fixture(scope="module")
 def gate_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = tmp_path_factory.mktemp("gate") / "g.duckdb"
-    assert main(["run", "--db", str(db), "--evalset", "diagnosable", "--epochs", "3", "--label", "base"]) == 0
-    assert main(["run", "--db", str(db), "--evalset", "diagnosable", "--epochs", "3", "--label", "cand",
+    older = str(BUILTIN_DIR / "diagnosable.yaml")  # ten cases: the summary lists every one that got worse
+    assert main(["run", "--db", str(db), "--evalset", older, "--epochs", "3", "--label", "base"]) == 0
+    assert main(["run", "--db", str(db), "--evalset", older, "--epochs", "3", "--label", "cand",
                  "--model", "scripted:eager"]) == 0  # fmt: skip
     return db
 
