@@ -21,11 +21,11 @@ KNOWN_COLUMNS: dict[str, tuple[str, ...]] = {
         "tool_timeout_seconds", "model_timeout_seconds", "max_model_attempts", "retry_backoff_seconds",
         "max_retry_wait_seconds", "record_ttl_seconds", "min_excerpt_chars", "schema_mode", "stop_rule",
         "evalset_specs", "case_ids_json", "epochs", "label", "transcripts", "agent", "cassettes", "record_mode",
-        *RENAMED_COLUMNS,
+        "guard_model", "guard_base_url", "ablate", "plain_prompt", *RENAMED_COLUMNS,
     ),
     "case_runs": (
         "no_gain_threshold", "protocol_violation_threshold", "max_model_calls", "max_tool_invocations",
-        "max_total_tokens", "schema_mode", *RENAMED_COLUMNS,
+        "max_total_tokens", "schema_mode", "ablate", "plain_prompt", *RENAMED_COLUMNS,
     ),
 }  # fmt: skip
 """Every column a declared setting or kept option has had, by table. The columns are derived from the declaration
