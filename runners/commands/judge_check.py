@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub, out
 from runners.domain.judge import JudgeName
 from runners.plan.flags import Flag, FlagModel
+from runners.plan.options import RecordMode
 from runners.store.output_files import NamedPath
 
 __all__ = ["register", "run"]
@@ -85,11 +86,11 @@ def _judges(flags: _JudgeCheckFlags) -> list[Any]:
             _fail("--judge model needs --judge-model NAME (and --judge-base-url URL to record)")
         if flags.record_mode not in ("none", "new_episodes"):
             _fail(f"--record-mode {flags.record_mode!r}: must be none or new_episodes")
-        if flags.record_mode != "none" and flags.judge_base_url is None:
+        if RecordMode(flags.record_mode) is not RecordMode.NONE and flags.judge_base_url is None:
             _fail(f"--record-mode {flags.record_mode} records: give the endpoint with --judge-base-url URL")
         from runners.live.model_judge import ModelJudge
 
-        out.append(ModelJudge(flags.judge_model.removeprefix("openai:"), base_url=flags.judge_base_url,
+        out.append(ModelJudge(_model_name(flags.judge_model), base_url=flags.judge_base_url,
                               cassettes=flags.judge_cassettes, record_mode=flags.record_mode))  # fmt: skip
     return out
 
@@ -119,3 +120,13 @@ def run(args: argparse.Namespace) -> int:
         write_text(NamedPath("--json", flags.json_path), json.dumps(payload, indent=2) + "\n")
         _say(f"wrote {flags.json_path}")
     return EXIT_OK
+
+
+def _model_name(text: str) -> str:
+    """The judge model's name as its endpoint knows it: `openai:NAME` as `--model` spells it, or the name alone."""
+    from runners.domain.model_spec import ModelSpecError, parse_model
+
+    try:
+        return parse_model(text).name
+    except ModelSpecError:
+        return text

@@ -18,6 +18,7 @@ from pathlib import Path
 from harness import ChatRequest, ModelCallError, ModelPurpose, OpenAIChatModel, SystemMessage, UserMessage
 from runners.domain.judge import JudgeVerdict
 from runners.domain.root_cause import RootCause
+from runners.plan.options import RecordMode
 from runners.store.cassettes import OFFLINE_KEY, CassetteError, CassetteTransport, cassette_path, use_cassette
 
 __all__ = ["JUDGE_RUBRIC", "ModelJudge", "ModelJudgeError"]
@@ -66,7 +67,7 @@ class ModelJudge:
         self._model_name = model
         self._cassettes = cassettes
         self._record_mode = record_mode
-        replaying = record_mode == "none"
+        replaying = RecordMode(record_mode) is RecordMode.NONE
         self._chat = OpenAIChatModel(
             model, base_url=base_url, timeout_seconds=timeout_seconds, temperature=0.0, max_output_tokens=200,
             transport=partial(CassetteTransport, require_binding=True), api_key=OFFLINE_KEY if replaying else None,

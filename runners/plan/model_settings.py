@@ -13,7 +13,14 @@ from typing import Annotated
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, field_validator, model_validator
 
 from harness import ToolCallFormat
-from runners.domain.model_spec import DEFAULT_API_KEY_ENV, DEFAULT_MODEL, ModelKind, ModelSpec, parse_model
+from runners.domain.model_spec import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_MODEL,
+    ModelKind,
+    ModelSpec,
+    ModelSpecError,
+    parse_model,
+)
 from runners.plan.flags import Flag
 
 __all__ = ["TOOL_CHOICE_MODES", "WIRE_TOOL_CHOICES", "BenchSetting", "ModelSettings", "ParallelToolCalls"]
@@ -116,7 +123,13 @@ class ModelSettings(BaseModel):
     @field_validator("guard_model")
     @classmethod
     def _guard_is_openai(cls, value: str | None) -> str | None:
-        if value is not None and (not value.startswith("openai:") or not value.removeprefix("openai:").strip()):
+        if value is None:
+            return value
+        try:
+            spec = parse_model(value)
+        except ModelSpecError:
+            spec = None
+        if spec is None or spec.kind is not ModelKind.OPENAI or not spec.name.strip():
             raise ValueError("expected openai:<model-name> (the guard is asked over an OpenAI-compatible endpoint)")
         return value
 

@@ -12,7 +12,7 @@ from typing import Any
 from harness import CancellationToken, ChatModel, ModelErrorKind
 from runners.domain import profiles
 from runners.domain.evalset import EvalCase
-from runners.domain.model_spec import ModelKind
+from runners.domain.model_spec import ModelKind, parse_model
 from runners.domain.scripted import ScriptedChatModel
 from runners.plan.rules import BenchInputError
 from runners.plan.run_plan import RunPlan
@@ -68,7 +68,7 @@ class ModelFactory:
             ms, replay = opts.settings.model_settings, opts.replay
             # the guard's isolated calls go through the run's cassette like the agent's
             self.guard = OpenAIChatModel(
-                guard.removeprefix("openai:"),
+                parse_model(guard).name,
                 base_url=ms.guard_base_url or ms.base_url,
                 api_key_env=ms.api_key_env,
                 timeout_seconds=opts.settings.config.model_timeout_seconds,

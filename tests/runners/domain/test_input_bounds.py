@@ -93,7 +93,7 @@ def _run_cases(path: Path) -> tuple[int, str, float]:
 
 @pytest.mark.parametrize(
     ("make", "line"),
-    [(_bomb_outside, 6), (_bomb_inside, 24), (_bomb_unused, 7), (_bomb_big, 24)],
+    [(_bomb_outside, 6), (_bomb_inside, 25), (_bomb_unused, 7), (_bomb_big, 25)],
     ids=["aliased-from-a-case", "inside-a-case", "outside-cases-unused", "reader-process"],
 )
 def test_an_alias_bomb_is_one_line_naming_the_file_and_line_in_flat_memory(
@@ -130,7 +130,7 @@ def test_the_reader_process_sends_the_bound_back_with_its_line(tmp_path: Path) -
     path.write_text(_bomb_big(), encoding="utf-8")
     with pytest.raises(yaml.MarkedYAMLError) as err:
         list(iter_raw_cases_aside(str(path)))
-    assert err.value.problem_mark is not None and err.value.problem_mark.line + 1 == 24
+    assert err.value.problem_mark is not None and err.value.problem_mark.line + 1 == 25
     assert "an alias bomb?" in str(err.value.problem)
 
 
@@ -154,7 +154,7 @@ def test_deep_nesting_is_one_line_not_a_recursion_error(tmp_path: Path) -> None:
         with pytest.raises(EvalSetError) as err:
             load([str(path)])
         (problem,) = err.value.problems
-        assert problem.startswith(f"{path}: line 24, column ") and "nested more than 100 deep" in problem
+        assert problem.startswith(f"{path}: line 25, column ") and "nested more than 100 deep" in problem
 
 
 def test_aliases_within_the_bounds_load_as_yaml_load_gives() -> None:
