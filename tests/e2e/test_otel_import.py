@@ -67,7 +67,10 @@ VERDICT = {
 }
 """The bench's verdicts, the evidence truth and the case's family: an imported run is an observation, held to no
 expectation and its records never seen (these are NULL, and `family` is `observed`; asserted below)."""
-EXCLUDED = IDS | TIMINGS | VERDICT
+UNCARRIED = {"ablate", "plain_prompt"}
+"""Run settings of the bench's own experiments that a trace does not carry (a control switched off, the plain loop's
+prompt): unknown on import, NULL, never guessed."""
+EXCLUDED = IDS | TIMINGS | VERDICT | UNCARRIED
 # `observation_bytes` of a case run with a rejection is NULL on import (a rejection's answer has a size no event
 # records) and compared everywhere else; `conclusion` is the Draft's text, message content: compared when the
 # spans carry contents (`--otel-content`), NULL otherwise (asserted below).
@@ -126,6 +129,7 @@ def _same(original: Path, imported: Path, *, contents: bool) -> None:
                 else:
                     assert got[column] == row[column], (table, key, column, row[column], got[column])
             if table == "case_runs":
+                assert all(got[c] is None for c in UNCARRIED & set(got)), key
                 verdict = ("family", "passed", "outcome_passed", "trajectory_passed", "expected_outcome", "failures")
                 assert tuple(got[c] for c in verdict) == ("observed", None, None, None, None, None)
             if table == "tool_calls":
