@@ -30,15 +30,9 @@ class ParsedEnvelope:
 
 def parse_envelope(arguments: str, max_bytes: int) -> ParsedEnvelope:
     """Split raw tool-call arguments into previous_observation and input."""
-    size = len(arguments.encode("utf-8", "replace"))
-    if size > max_bytes:
-        return _bad(f"arguments are {size} bytes, more than the {max_bytes}-byte limit")
-    try:
-        data = json.loads(arguments) if arguments.strip() else {}
-    except (ValueError, RecursionError) as exc:
-        return _bad(f"arguments are not valid JSON ({type(exc).__name__})")
-    if not isinstance(data, dict):
-        return _bad(f"arguments must be a JSON object, got {type(data).__name__}")
+    data = _json_object(arguments, max_bytes)
+    if isinstance(data, ParsedEnvelope):
+        return data
     extra = sorted(set(data) - _ALLOWED_KEYS)
     if extra:
         return _bad(f"unexpected top-level fields {extra}; put business parameters under 'input'")
@@ -77,6 +71,13 @@ def parse_envelope(arguments: str, max_bytes: int) -> ParsedEnvelope:
 def parse_plain(arguments: str, max_bytes: int) -> ParsedEnvelope:
     """Raw tool-call arguments read as the business input alone (the envelope switched off for an ablation): the
     same size and JSON-object checks, no control fields."""
+    data = _json_object(arguments, max_bytes)
+    return data if isinstance(data, ParsedEnvelope) else ParsedEnvelope(None, data, None)
+
+
+def _json_object(arguments: str, max_bytes: int) -> JsonObject | ParsedEnvelope:
+    """The arguments as a JSON object within `max_bytes`, or the malformed-envelope answer saying why not (both
+    readings of the arguments apply the same checks)."""
     size = len(arguments.encode("utf-8", "replace"))
     if size > max_bytes:
         return _bad(f"arguments are {size} bytes, more than the {max_bytes}-byte limit")
@@ -86,7 +87,7 @@ def parse_plain(arguments: str, max_bytes: int) -> ParsedEnvelope:
         return _bad(f"arguments are not valid JSON ({type(exc).__name__})")
     if not isinstance(data, dict):
         return _bad(f"arguments must be a JSON object, got {type(data).__name__}")
-    return ParsedEnvelope(None, data, None)
+    return data
 
 
 def _bad(message: str, missing: str | None = None) -> ParsedEnvelope:
