@@ -11,7 +11,15 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["MAX_EVALSET_BYTES", "MAX_TRACE_BYTES", "InputPathError", "check_input_path", "input_kind", "what_is"]
+__all__ = [
+    "MAX_EVALSET_BYTES",
+    "MAX_TRACE_BYTES",
+    "InputPathError",
+    "check_input_path",
+    "input_kind",
+    "read_input_text",
+    "what_is",
+]
 
 MAX_EVALSET_BYTES = 64 * 1024 * 1024
 """An evaluation file's largest size (the built-in files are under 100 KB each)."""
@@ -47,15 +55,28 @@ def what_is(path: Path) -> str:
 
 
 def check_input_path(flag: str, path: Path, *, max_bytes: int, folder_ok: bool = False) -> None:
-    """InputPathError, one line naming `flag`, the path and what it is, unless `path` is a regular file of at most
-    `max_bytes` (or, with `folder_ok`, a folder)."""
+    """InputPathError, one line naming `flag` (when given), the path and what it is, unless `path` is a regular file
+    of at most `max_bytes` (or, with `folder_ok`, a folder)."""
+    named = f"{flag} {path}" if flag else str(path)
     kind = input_kind(path)
     if kind == "missing":
-        raise InputPathError(f"{flag} {path}: no such file")
+        raise InputPathError(f"{named}: no such file")
     if kind == "a folder" and folder_ok:
         return
     if kind is not None:
-        raise InputPathError(f"{flag} {path} is {kind}, not a file; give a regular file")
+        raise InputPathError(f"{named} is {kind}, not a file; give a regular file")
     size = path.stat().st_size
     if size > max_bytes:
-        raise InputPathError(f"{flag} {path} is {size:,} bytes, over the {max_bytes:,} an input may be")
+        raise InputPathError(f"{named} is {size:,} bytes, over the {max_bytes:,} an input may be")
+
+
+def read_input_text(path: Path, *, max_bytes: int, flag: str = "") -> str:
+    """The text of an input file read as UTF-8, the input-path rule applied first; InputPathError, one line naming
+    the path, when it is not a regular file of at most `max_bytes`, cannot be read or is not UTF-8."""
+    check_input_path(flag, path, max_bytes=max_bytes)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputPathError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise InputPathError(f"{path}: cannot read ({exc.strerror or exc})") from None

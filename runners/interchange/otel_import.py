@@ -44,6 +44,7 @@ from harness import (
     event_adapter,
     event_from_json,
 )
+from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, read_input_text
 from runners.interchange._trace_values import (
     BadValue,
     ChatMessage,
@@ -93,11 +94,9 @@ def read_traces(path: Path, *, formats: Collection[TraceFormat] = tuple(TraceFor
     """Every run in `path` (OTLP/JSON or the event log: one of `formats`), each whole, in file order; else a
     TraceImportError."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise TraceImportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise TraceImportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        text = read_input_text(path, max_bytes=MAX_TRACE_BYTES)
+    except InputPathError as exc:
+        raise TraceImportError(str(exc)) from None
     # `\n` alone ends a line: str.splitlines() would also end one at U+2028, U+2029 or U+0085, which JSON (and
     # what the bench exports) may hold raw inside a string
     lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]

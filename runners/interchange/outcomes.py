@@ -23,6 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness import ReleaseOutcome
+from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, read_input_text
 from runners.interchange._trace_values import strict_json
 
 __all__ = ["OutcomeKey", "OutcomeRow", "OutcomesError", "RunVerdict", "match_outcomes", "read_outcomes"]
@@ -85,11 +86,9 @@ _EXPECTED = (ReleaseOutcome.SUCCESS, ReleaseOutcome.FALLBACK)
 def read_outcomes(path: Path) -> tuple[OutcomeRow, ...]:
     """Every row of `path` (CSV or JSON Lines), checked; else an OutcomesError naming the file, line and field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise OutcomesError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise OutcomesError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        text = read_input_text(path, max_bytes=MAX_TRACE_BYTES)
+    except InputPathError as exc:
+        raise OutcomesError(str(exc)) from None
     lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
     if not lines:
         raise OutcomesError(f"{path}: no outcome in it (an empty file)")

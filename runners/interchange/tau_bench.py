@@ -24,6 +24,7 @@ from typing import Annotated, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
+from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, read_input_text
 from runners.interchange._foreign_events import ForeignModelCall, ForeignToolCall, foreign_events
 from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPart, ToolCallResponsePart, strict_json
 from runners.interchange.observed_runs import Contents, ObservedRun, TraceImportError
@@ -90,11 +91,9 @@ def _where(loc: tuple[int | str, ...]) -> str:
 def read_tau_bench(path: Path) -> TauBenchRuns:
     """Every run of the tau-bench file `path`, whole; else a TraceImportError naming the run and field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise TraceImportError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    except OSError as exc:
-        raise TraceImportError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        text = read_input_text(path, max_bytes=MAX_TRACE_BYTES)
+    except InputPathError as exc:
+        raise TraceImportError(str(exc)) from None
     try:
         raw = strict_json(text)
     except RecursionError:

@@ -78,7 +78,10 @@ def test_a_genai_trace_without_harness_attributes_imports_and_gets_verdicts(
     (policy,) = json.loads(out.read_text())["policies"]
     assert policy["recall_recorded"] is not None and policy["recall_kept"]["mean"] is not None
     assert f"as recorded: recall {policy['recall_recorded']:.2f} over {len(verdicts)} cases" in printed
-    assert f"tool-cap:1 {policy['runs_cut']}/{len(verdicts)} 0 {policy['recall_kept']['mean']:.2f}" in printed
+    # the table's row, however the console's width (set once per process) wraps its cells
+    cells = printed.replace("│", " ").split()
+    assert "tool-cap:1" in cells and f"{policy['runs_cut']}/{len(verdicts)}" in cells
+    assert f"{policy['recall_kept']['mean']:.2f}" in cells
 
 
 # -- tau-bench ------------------------------------------------------------------------------------------------------
