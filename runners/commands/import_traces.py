@@ -74,15 +74,18 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     import uuid
+    from collections.abc import Iterator
     from datetime import UTC, datetime
 
     from harness import __version__
     from runners.interchange.observed_rows import import_rows
-    from runners.interchange.observed_runs import fingerprint
-    from runners.interchange.otel_import import read_traces
-    from runners.interchange.outcomes import match_outcomes, read_outcomes
+    from runners.interchange.observed_runs import Fingerprint, ObservedRun, TraceImportError
+    from runners.interchange.otel_import import stream_traces
+    from runners.interchange.outcomes import RunVerdict, match_outcomes, read_outcomes
     from runners.interchange.tau_bench import read_tau_bench
+    from runners.interchange.trace_survey import survey_runs
     from runners.plan.agent import AgentFramework
+    from runners.run.interrupts import HeldInterrupts
     from runners.store.connection import check_database_file, connect
     from runners.store.imported_runs import ImportedBenchRun, imported_before, write_imported_bench_run
 
@@ -93,25 +96,28 @@ def run(args: argparse.Namespace) -> int:
             _fail(f"{given}: no such file" if not given.exists() else f"{given}: not a file")
     db: Path = args.db
     check_database_file(db, writing=True)
-    # every run whole, every value and every verdict checked before the database is opened
+    verdicts: dict[str, RunVerdict] = {}
     if flags.format is ImportFormat.TAU_BENCH:
         read = read_tau_bench(traces)
-        runs, verdicts = read.runs, dict(read.verdicts)
+        verdicts.update(read.verdicts)
+
+        def runs() -> Iterator[ObservedRun]:
+            return iter(read.runs)
     else:
-        runs, verdicts = read_traces(traces), {}
-    if len({r.harnessed for r in runs}) > 1:
-        _fail(f"{traces}: holds runs the Harness drove and runs of another agent (no harness.* attributes); import"
-              " them separately")  # fmt: skip
+
+        def runs() -> Iterator[ObservedRun]:  # a trace file is read twice, a piece at a time: never held whole
+            return stream_traces(traces)
+
+    bench_run_id = f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    # the first reading: every run whole, every value and every verdict checked before the database is opened
+    survey = survey_runs(traces, runs(), bench_run_id, args.label)
     if flags.outcomes is not None:
         judged_rows = read_outcomes(flags.outcomes)
-        verdicts.update(match_outcomes(flags.outcomes, judged_rows, {r.run_id: r.trace_id for r in runs}))
-    bench_run_id = f"br-{datetime.now(UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
-    rows = import_rows(runs, bench_run_id, args.label, verdicts)
-    models = {str(r.case_run["model"]) for r, _ in rows}
-    foreign = not runs[0].harnessed
-    bench = ImportedBenchRun(bench_run_id, args.label, models.pop() if len(models) == 1 else None, str(traces),
-                             tuple(r.case_id for r in runs), max(r.epoch for r in runs), __version__,
-                             fingerprint(runs), AgentFramework.PLAIN.value if foreign else None)  # fmt: skip
+        verdicts.update(match_outcomes(flags.outcomes, judged_rows, survey.trace_ids))
+    bench = ImportedBenchRun(bench_run_id, args.label, survey.models.pop() if len(survey.models) == 1 else None,
+                             str(traces), tuple(survey.case_ids), survey.epochs, __version__,
+                             survey.fingerprint.value,
+                             None if survey.harnessed else AgentFramework.PLAIN.value)  # fmt: skip
     if db.exists():  # read-only: a refused import leaves the file as it was, byte for byte
         con = connect(db, read_only=True)
         try:
@@ -119,24 +125,42 @@ def run(args: argparse.Namespace) -> int:
         finally:
             con.close()
         if earlier is not None:
-            _fail(f"{traces}: these {len(runs)} runs are already imported under label {args.label!r} (bench run"
+            _fail(f"{traces}: these {survey.runs} runs are already imported under label {args.label!r} (bench run"
                   f" {earlier.bench_run_id}, from {earlier.traces}); nothing imported — give another --label to"
                   " import them again")  # fmt: skip
+
+    def rows() -> Iterator[Any]:  # the second reading: the runs the first one checked, stored as they come
+        again = Fingerprint()
+        for run in runs():
+            again.add(run)
+            yield from import_rows([run], bench_run_id, args.label, verdicts)
+        if again.value != survey.fingerprint.value:
+            raise TraceImportError(f"{traces}: changed while it was imported (its runs are not those read first);"
+                                   " nothing imported")  # fmt: skip
+
     existed = db.exists()
+    held = HeldInterrupts()  # from the COMMIT on, the import is stored: an interrupt there waits for the file closed
+    committed = False
     try:
         con = connect(db)
         try:
-            written = write_imported_bench_run(con, bench, rows)
+            written = write_imported_bench_run(con, bench, rows(), committing=held.hold)
+            committed = True
         finally:
             con.close()
     except BaseException:
-        if not existed:  # nothing half-imported: a database this import created goes with it
+        if not existed and not committed:  # nothing half-imported: a database this import created goes with it
             for leftover in (db, Path(f"{db}.wal")):
                 with contextlib.suppress(OSError):  # a read-only file system refuses even removing nothing
                     leftover.unlink(missing_ok=True)
         raise
-    judged = [v for r in runs if (v := verdicts.get(r.run_id)) is not None]
+    finally:
+        held.release()
+    judged = [v for run_id in survey.trace_ids if (v := verdicts.get(run_id)) is not None]
     verdict = f"; {len(judged)} with a verdict, {sum(v.passed for v in judged)} passed" if judged else ""
-    _say(f"imported {len(rows)} case runs from {traces} into {db} as bench run {bench_run_id} (label"
+    _say(f"imported {survey.runs} case runs from {traces} into {db} as bench run {bench_run_id} (label"
          f" {args.label}, {written} rows{verdict})")  # fmt: skip
+    if held.received is not None:
+        _say(f"({held.received.name} came while the import was being committed: it was let finish, every case run"
+             " is stored)")  # fmt: skip
     return EXIT_OK

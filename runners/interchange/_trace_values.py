@@ -25,7 +25,6 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Tag
 from harness import ModelCall, ToolInvocation, TraceEvent
 
 __all__ = [
-    "strict_json",
     "INT64_MAX",
     "BadValue",
     "ChatMessage",
@@ -41,6 +40,8 @@ __all__ = [
     "check_times",
     "check_totals",
     "read_messages",
+    "strict_decoder",
+    "strict_json",
 ]
 
 INT64_MAX = 2**63 - 1
@@ -324,6 +325,11 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f"key {key!r} given twice in one object")
         out[key] = value
     return out
+
+
+def strict_decoder() -> json.JSONDecoder:
+    """A JSON decoder refusing an object that gives a key twice (ValueError)."""
+    return json.JSONDecoder(object_pairs_hook=_no_duplicate_keys)
 
 
 def strict_json(text: str) -> Any:

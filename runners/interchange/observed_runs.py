@@ -1,14 +1,15 @@
 """A run observed elsewhere, as every reader of outside runs returns it (`otel_import`, `genai_spans`,
 `tau_bench`): its id, case and epoch, its typed events, the limits it ran under when the source says, and what its
 model was sent and answered when the source carries it. `fingerprint` hashes runs (how an import finds runs
-imported before); `distinct_epochs` gives two runs of one case and epoch in one file epochs of their own."""
+imported before; `Fingerprint` hashes them as they are read); `distinct_epochs` gives two runs of one case and epoch
+in one file epochs of their own."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from harness import RunLimits, RunStarted, TraceEvent, event_line
@@ -16,6 +17,7 @@ from runners.interchange._trace_values import ChatMessage
 
 __all__ = [
     "Contents",
+    "Fingerprint",
     "ObservedRun",
     "TraceImportError",
     "distinct_epochs",
@@ -79,29 +81,43 @@ def identity(run_id: str) -> tuple[str, int]:
     return (m["case"], int(m["epoch"])) if m else (run_id, 1)
 
 
-def fingerprint(runs: Sequence[ObservedRun]) -> str:
+class Fingerprint:
+    """Runs hashed as they are read, one at a time (`fingerprint`)."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+
+    def add(self, run: ObservedRun) -> None:
+        """Hash one more run: its id, events and limits."""
+        for e in run.events:
+            self._digest.update(event_line(run.run_id, e, run.limits if isinstance(e, RunStarted) else None).encode())
+            self._digest.update(b"\n")
+
+    @property
+    def value(self) -> str:
+        """The runs added so far, as `fingerprint` spells them."""
+        return f"trace-sha256:{self._digest.hexdigest()}"
+
+
+def fingerprint(runs: Iterable[ObservedRun]) -> str:
     """The runs as a hash of their ids, events and limits (not of the file's bytes: the same runs exported again,
     under new span ids, hash the same) — how an import finds runs imported before."""
-    digest = hashlib.sha256()
+    hashed = Fingerprint()
     for run in runs:
-        for e in run.events:
-            digest.update(event_line(run.run_id, e, run.limits if isinstance(e, RunStarted) else None).encode())
-            digest.update(b"\n")
-    return f"trace-sha256:{digest.hexdigest()}"
+        hashed.add(run)
+    return hashed.value
 
 
-def distinct_epochs(runs: Sequence[ObservedRun]) -> tuple[ObservedRun, ...]:
-    """Each run a case and epoch of its own: a case and epoch seen before (two bench runs in one file) gets the
-    case's next free epoch (the import's case run id is `BENCH/CASE/EPOCH`)."""
+def distinct_epochs(runs: Iterable[ObservedRun]) -> Iterator[ObservedRun]:
+    """Each run a case and epoch of its own, as they come: a case and epoch seen before (two bench runs in one file)
+    gets the case's next free epoch (the import's case run id is `BENCH/CASE/EPOCH`)."""
     taken: dict[str, set[int]] = {}
-    out = []
     for run in runs:
         epochs = taken.setdefault(run.case_id, set())
         if run.epoch in epochs:
             run = dataclasses.replace(run, epoch=max(epochs) + 1)
         epochs.add(run.epoch)
-        out.append(run)
-    return tuple(out)
+        yield run
 
 
 def short(text: str) -> str:

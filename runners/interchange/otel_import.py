@@ -8,7 +8,13 @@ Two inputs, told apart by their first line:
   Spans that are none of these and belong to no run (an embedder's own) are left aside; the bench's verdict
   (`gen_ai.evaluation.result`) is not read (`--outcomes` gives imported runs their verdicts). A run whose spans carry
   no `harness.*` attribute is another agent's, read by `genai_spans` (its calls may sit under spans of its own).
-- the library's event log (`harness.event_log`): one typed event per line, each with its run's id.
+- the library's event log (`harness.event_log`, read by `_event_log`): one typed event per line, each with its
+  run's id.
+
+Both are read a piece at a time (`stream_traces`): the event log a line at a time, each run given as soon as its
+RELEASED is read; OTLP/JSON a span at a time (`_otlp_spans`, over `_json_stream`: a request of any size costs its
+largest span), each trace's runs given once its last span is read (a first reading of the file finds where that is).
+Memory holds the runs or traces begun and not yet whole, never the file.
 
 Every run must be whole (RUN_STARTED … RELEASED, no event missing, no attribute or field unknown) and every value
 what its field says (`_trace_values.py`: types and ranges, the settings' bounds, the GenAI message shapes, times in
@@ -22,8 +28,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import typing
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from enum import Enum, StrEnum
 from pathlib import Path
 from typing import Any
@@ -32,8 +37,6 @@ import pydantic
 
 from harness import (
     EVENT_TYPES,
-    EventLogError,
-    EventLogLine,
     ModelCall,
     ModelPurpose,
     Released,
@@ -42,9 +45,11 @@ from harness import (
     ToolInvocation,
     TraceEvent,
     event_adapter,
-    event_from_json,
 )
-from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, read_input_text
+from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, check_input_path
+from runners.interchange._event_log import file_lines, opened, read_event_log
+from runners.interchange._json_stream import JsonCursor, JsonStreamError
+from runners.interchange._otlp_spans import RawSpan, raw_spans, read_span
 from runners.interchange._trace_values import (
     BadValue,
     ChatMessage,
@@ -78,6 +83,7 @@ __all__ = [
     "TraceImportError",
     "fingerprint",
     "read_traces",
+    "stream_traces",
 ]
 
 
@@ -90,32 +96,57 @@ class TraceFormat(StrEnum):
     """The library's event log: one typed event per line."""
 
 
-def read_traces(path: Path, *, formats: Collection[TraceFormat] = tuple(TraceFormat)) -> tuple[ObservedRun, ...]:
-    """Every run in `path` (OTLP/JSON or the event log: one of `formats`), each whole, in file order; else a
-    TraceImportError."""
+def stream_traces(path: Path, *, formats: Collection[TraceFormat] = tuple(TraceFormat)) -> Iterator[ObservedRun]:
+    """Every run in `path` (OTLP/JSON or the event log: one of `formats`), each whole, read a trace (OTLP/JSON) or a
+    run (the event log) at a time: memory holds the traces not yet whole, never the file. The first problem is a
+    TraceImportError — after the runs before it were yielded: a caller that stores runs reads the file through once
+    before it stores any."""
     try:
-        text = read_input_text(path, max_bytes=MAX_TRACE_BYTES)
+        check_input_path("", path, max_bytes=MAX_TRACE_BYTES)
     except InputPathError as exc:
         raise TraceImportError(str(exc)) from None
-    # `\n` alone ends a line: str.splitlines() would also end one at U+2028, U+2029 or U+0085, which JSON (and
-    # what the bench exports) may hold raw inside a string
-    lines = [(n, line) for n, line in enumerate(text.split("\n"), 1) if line.strip()]
-    if not lines:
-        raise TraceImportError(f"{path}: no trace in it (an empty file)")
-    first_no, first = lines[0]
-    head = _json(path, first_no, first)
-    if isinstance(head, dict) and "resourceSpans" in head:
+    found = _format_of(path, formats)
+    runs = _OtlpReader(path).runs() if found is TraceFormat.OTLP_JSON else read_event_log(path)
+    yield from distinct_epochs(runs)
+
+
+def read_traces(path: Path, *, formats: Collection[TraceFormat] = tuple(TraceFormat)) -> tuple[ObservedRun, ...]:
+    """Every run in `path` (`stream_traces`), all of them, in the order they are whole; else a TraceImportError."""
+    return tuple(stream_traces(path, formats=formats))
+
+
+def _format_of(path: Path, formats: Collection[TraceFormat]) -> TraceFormat:
+    """What the file holds, told apart by its first value: a request whose first member is `resourceSpans`, or an
+    event-log line."""
+    with opened(path) as f:
+        cursor = JsonCursor(f)
+        first_no = 1
+        try:
+            if not cursor.peek():
+                raise TraceImportError(f"{path}: no trace in it (an empty file)")
+            first_no = cursor.line
+            first = next(cursor.members("the first line"), None)
+        except JsonStreamError:
+            first = None  # the first line read whole says what is wrong with it
+    if first in _REQUEST_KEYS:
         found = TraceFormat.OTLP_JSON
-    elif isinstance(head, dict) and "run_id" in head:
-        found = TraceFormat.EVENT_LOG
     else:
-        wanted = " nor ".join(_FORMAT_SHAPES[f] for f in formats)
-        raise TraceImportError(f"{path}:{first_no}: {'neither ' if len(formats) > 1 else 'not '}{wanted}")
+        first_no, text = next(file_lines(path), (first_no, ""))
+        head = _json(path, first_no, text)
+        if isinstance(head, dict) and not _REQUEST_KEYS.isdisjoint(head):
+            found = TraceFormat.OTLP_JSON  # refused by the reader, naming the member that comes first
+        elif isinstance(head, dict) and "run_id" in head:
+            found = TraceFormat.EVENT_LOG
+        else:
+            wanted = " nor ".join(_FORMAT_SHAPES[f] for f in formats)
+            raise TraceImportError(f"{path}:{first_no}: {'neither ' if len(formats) > 1 else 'not '}{wanted}")
     if found not in formats:
         raise TraceImportError(f"{path}:{first_no}: {_FORMAT_SHAPES[found]}, not"
                                f" {' or '.join(_FORMAT_SHAPES[f] for f in formats)}")  # fmt: skip
-    runs = _OtlpReader(path).read(lines) if found is TraceFormat.OTLP_JSON else _read_event_log(path, lines)
-    return distinct_epochs(runs)
+    return found
+
+
+_REQUEST_KEYS = frozenset({"resourceSpans", "resource_spans"})
 
 
 _FORMAT_SHAPES = {
@@ -131,101 +162,6 @@ def _json(path: Path, n: int, line: str) -> Any:
         raise TraceImportError(f"{path}:{n}: JSON nested too deep") from None
     except ValueError as exc:
         raise TraceImportError(f"{path}:{n}: not JSON ({str(exc).splitlines()[0]})") from None
-
-
-# -- the event log -------------------------------------------------------------------------------------------------
-@dataclass
-class _OpenRun:
-    line: int
-    limits: RunLimits | None
-    events: list[TraceEvent]
-    released: bool = False
-
-
-def _event_log_values(where: str, text: str) -> None:
-    """A line's values strictly as they are written (pydantic would read `true` or `"1"` as 1): the run id a
-    non-empty string, every event field of its type and range, the limits within the settings' bounds."""
-    try:
-        raw = strict_json(text)
-    except RecursionError:
-        return  # pydantic read it: json can too (it is refused there otherwise)
-    except ValueError as exc:
-        raise TraceImportError(f"{where}: not JSON ({str(exc).splitlines()[0]})") from None
-    if not isinstance(raw, dict):
-        return
-    try:
-        check_text("run_id", raw.get("run_id"), empty=False)
-        event, limits = raw.get("event"), raw.get("limits")
-        if isinstance(event, dict):
-            cls = EVENT_TYPES_BY_KIND.get(str(event.get("kind")))
-            if cls is not None:
-                check_event_fields(cls, event, {f: f"event.{f}" for f in event})
-        if isinstance(limits, dict):
-            for name, value in limits.items():
-                if name in RunLimits.model_fields and not (value is None and name == _OPTIONAL_LIMIT):
-                    check_limit(f"limits.{name}", name, value)
-    except BadValue as exc:
-        raise TraceImportError(f"{where}: {exc}") from None
-
-
-EVENT_TYPES_BY_KIND: dict[str, type[TraceEvent]] = {cls.kind.value: cls for cls in EVENT_TYPES}
-"""Every event class by its kind's value."""
-_OPTIONAL_LIMIT = "schema_mode"
-"""The one limit a trace may leave unknown (every `RunLimits` field is the setting of the same name)."""
-
-
-def _read_event_log(path: Path, lines: Sequence[tuple[int, str]]) -> list[ObservedRun]:
-    runs: dict[str, _OpenRun] = {}
-    for n, text in lines:
-        where = f"{path}:{n}"
-        try:
-            line = EventLogLine.model_validate_json(text)
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            loc = ".".join(str(p) for p in first["loc"]) or "line"
-            raise TraceImportError(f"{where}: not an event-log line ({loc}: {first['msg']})") from None
-        _event_log_values(where, text)
-        name = short(line.run_id)
-        try:
-            event = event_from_json(line.event)
-        except EventLogError as exc:
-            raise TraceImportError(f"{where}: run {name}: {exc}") from None
-        run = runs.get(line.run_id)
-        if run is None:
-            if not isinstance(event, RunStarted) or event.seq != 0:
-                raise TraceImportError(f"{where}: run {name}: its first line is {event.kind.value} seq"
-                                       f" {event.seq}, not RUN_STARTED seq 0 (the run's start is missing)")  # fmt: skip
-            runs[line.run_id] = _OpenRun(n, line.limits, [event])
-            continue
-        if run.released:
-            raise TraceImportError(f"{where}: run {name}: {event.kind.value} after its RELEASED (two runs"
-                                   " interleaved under one id?)")  # fmt: skip
-        expected = len(run.events)
-        if event.seq != expected:
-            raise TraceImportError(f"{where}: run {name}: event seq {event.seq} where seq {expected} was due"
-                                   " (an event missing, or two runs interleaved under one id)")  # fmt: skip
-        if line.limits is not None:
-            raise TraceImportError(f"{where}: run {name}: limits on a {event.kind.value} line (only"
-                                   " RUN_STARTED carries them)")  # fmt: skip
-        try:
-            check_times([run.events[-1], event], {"t_ms": "event.t_ms"})
-        except BadValue as exc:
-            raise TraceImportError(f"{where}: run {name}: {exc}") from None
-        run.events.append(event)
-        run.released = isinstance(event, Released)
-    out = []
-    for run_id, run in runs.items():
-        at = f"{path}:{run.line}: run {short(run_id)}"
-        if not run.released:
-            last = run.events[-1]
-            raise TraceImportError(f"{at}: cut off (no RELEASED; its last event is {last.kind.value} seq {last.seq})")
-        try:
-            check_totals(run.events, {f: f"event.{f}" for f in ("input_tokens", "output_tokens", "observation_bytes")})
-        except BadValue as exc:
-            raise TraceImportError(f"{at}: {exc}") from None
-        case_id, epoch = identity(run_id)
-        out.append(ObservedRun(run_id, case_id, epoch, tuple(run.events), run.limits, source=f"{path}:{run.line}"))
-    return out
 
 
 # -- OTLP/JSON -----------------------------------------------------------------------------------------------------
@@ -267,6 +203,8 @@ class _OtlpReader:
         from harness import OTEL_NAMESPACE, BudgetKind, HarnessAttribute
 
         self.path = path
+        self.seen: dict[str, str] = {}
+        """Every run id read so far, with its run span's id (a run id is one run's in the whole file)."""
         self.names = _attribute_names()
         self.namespace = OTEL_NAMESPACE
         self.limits = {
@@ -295,15 +233,46 @@ class _OtlpReader:
                               if cls not in (RunStarted, ModelCall, ToolInvocation, Released)}  # fmt: skip
 
     # reading ------------------------------------------------------------------------------------------------------
-    def read(self, lines: Sequence[tuple[int, str]]) -> list[ObservedRun]:
+    def runs(self) -> Iterator[ObservedRun]:
+        """The file's runs, a trace at a time: a first reading finds where each trace's last span is (a span's
+        parent is always in its own trace), the second reads each trace's runs once that span is read — memory
+        holds the traces begun and not yet ended (one, as the bench and a Collector write them), never the file."""
+        last: dict[str, int] = {}
+        for i, raw in enumerate(self._raw()):
+            last[raw.trace_key] = i
+        pending: dict[str, list[Span]] = {}
+        found = False
+        for i, raw in enumerate(self._raw()):
+            key = raw.trace_key
+            pending.setdefault(key, []).append(self._span(raw))
+            if last.get(key, i) <= i:  # its last span (or one the first reading did not see: the file changed)
+                last.pop(key, None)
+                for run in self._trace(pending.pop(key)):
+                    found = True
+                    yield run
+        for group in list(pending.values()):
+            for run in self._trace(group):
+                found = True
+                yield run
+        if not found:
+            raise TraceImportError(f"{self.path}: no invoke_agent span: no run to import")
+
+    def _raw(self) -> Iterator[RawSpan]:
+        with opened(self.path) as f:
+            try:
+                yield from raw_spans(JsonCursor(f))
+            except JsonStreamError as exc:
+                raise TraceImportError(f"{self.path}:{exc}") from None
+
+    def _trace(self, group: Sequence[Span]) -> list[ObservedRun]:
+        """The runs of one trace's spans, in the order their run spans come."""
         spans: dict[tuple[str, str], Span] = {}
-        for n, text in lines:
-            for span in self._spans(n, text):
-                key = (span.trace_id, span.span_id)
-                if key in spans:
-                    raise TraceImportError(f"{self.path}:{n}: span {span.span_id} appears twice (also line"
-                                           f" {spans[key].line})")  # fmt: skip
-                spans[key] = span
+        for span in group:
+            key = (span.trace_id, span.span_id)
+            if key in spans:
+                raise TraceImportError(f"{self.path}:{span.line}: span {span.span_id} appears twice (also line"
+                                       f" {spans[key].line})")  # fmt: skip
+            spans[key] = span
         self._refuse_cycles(spans)
         runs = [s for s in spans.values() if s.attributes.get(_OPERATION) == "invoke_agent"]
         children: dict[tuple[str, str], list[Span]] = {(r.trace_id, r.span_id): [] for r in runs}
@@ -320,7 +289,7 @@ class _OtlpReader:
                 parent = children[(run.trace_id, run.span_id)]
                 indirect[(s.trace_id, s.span_id)] = s
             parent.append(s)
-        seen: dict[str, Span] = {}
+        seen = self.seen
         out = []
         for r in runs:
             kids = children[(r.trace_id, r.span_id)]
@@ -334,9 +303,9 @@ class _OtlpReader:
                 raise TraceImportError(f"{self._at(r)}: {exc}") from None
             if run_id is not None and run_id in seen:
                 raise TraceImportError(f"{self._at(r)}: run {short(run_id)} also has run span"
-                                       f" {seen[run_id].span_id} (two runs interleaved under one id)")  # fmt: skip
+                                       f" {seen[run_id]} (two runs interleaved under one id)")  # fmt: skip
             if run_id is not None:
-                seen[run_id] = r
+                seen[run_id] = r.span_id
             if foreign:
                 out.append(foreign_run(self.path, r, kids, run_id))
                 continue
@@ -346,8 +315,6 @@ class _OtlpReader:
                 raise TraceImportError(self._orphan(nested, spans.get((nested.trace_id, nested.parent))))
             self._scalars(r, kids)
             out.append(self._run(r, run_id, kids))
-        if not out:
-            raise TraceImportError(f"{self.path}: no invoke_agent span: no run to import")
         return out
 
     def _refuse_cycles(self, spans: Mapping[tuple[str, str], Span]) -> None:
@@ -397,34 +364,11 @@ class _OtlpReader:
         return (f"{at}: its parent span {parent.span_id} ({parent.name}, line {parent.line}) is not a run span: it"
                 f" has {what}, where a run span has 'invoke_agent'")  # fmt: skip
 
-    def _spans(self, n: int, text: str) -> Iterable[Span]:
-        from google.protobuf.json_format import ParseError
-
-        from runners.interchange.otel_export import parse_otlp_json
-
+    def _span(self, raw: RawSpan) -> Span:
         try:
-            request = parse_otlp_json(text)
-        except RecursionError:
-            raise TraceImportError(f"{self.path}:{n}: JSON nested too deep") from None
-        except (ParseError, ValueError, TypeError, AttributeError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise TraceImportError(f"{self.path}:{n}: not an OTLP/JSON traces request ({first[:200]})") from None
-        for rs in request.resource_spans:
-            for ss in rs.scope_spans:
-                for s in ss.spans:
-                    events = tuple((e.name, e.time_unix_nano, self._attrs(e.attributes)) for e in s.events)
-                    yield Span(n, s.trace_id.hex(), s.span_id.hex(), s.parent_span_id.hex(), s.name,
-                               s.start_time_unix_nano, s.end_time_unix_nano, self._attrs(s.attributes), events,
-                               s.status.code, s.status.message)  # fmt: skip
-
-    @staticmethod
-    def _attrs(kvs: Any) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for kv in kvs:
-            which = kv.value.WhichOneof("value")
-            scalar = which in ("string_value", "bool_value", "int_value", "double_value")
-            out[kv.key] = getattr(kv.value, which) if scalar else NotScalar(which or "missing")
-        return out
+            return read_span(raw)
+        except JsonStreamError as exc:
+            raise TraceImportError(f"{self.path}:{exc}") from None
 
     def _at(self, s: Span) -> str:
         return f"{self.path}:{s.line}: span {s.span_id} ({s.name})"

@@ -10,6 +10,9 @@ completes, the bench starts no new case run, the case run in flight ends CANCELL
 (`--resume` re-runs it), finished ones are flushed and the run is marked `interrupted`. The command
 exits 130 (SIGINT) or 143 (SIGTERM). A second signal exits at once, without waiting for the case
 run in flight: its bench run stays `running` until the next writer marks it `interrupted`.
+
+`raising` is for the commands that only read or write whole files (a signal raises KeyboardInterrupt), and
+`HeldInterrupts` holds signals back over a last step that must finish once begun (an import's commit).
 """
 
 from __future__ import annotations
@@ -117,3 +120,34 @@ def raising() -> Iterator[Interrupts]:
 
     with _routed(state, handle):
         yield state
+
+
+class HeldInterrupts:
+    """SIGINT and SIGTERM held back between `hold()` and `release()`: recorded, never raised — for a last step that
+    must not be cut once begun (an import's COMMIT and the checkpoint that closes its file: interrupted there, a
+    KeyboardInterrupt would report "interrupted" over an import already stored). A second signal exits at once."""
+
+    def __init__(self) -> None:
+        self.received: InterruptSignal | None = None
+        """The first signal received while held, None when none came."""
+        self._stack: contextlib.ExitStack | None = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        sig = InterruptSignal(signum)
+        if self.received is not None:
+            _write_stderr(f"\nsecond {sig.name}: exiting at once\n")
+            os._exit(sig.exit_code)
+        self.received = sig
+        _write_stderr(f"\n{sig.name}: letting the commit finish ({sig.name} again to exit at once)\n")
+
+    def hold(self) -> None:
+        """From now on a signal is recorded (the handlers before are restored by `release`)."""
+        if self._stack is None:
+            self._stack = contextlib.ExitStack()
+            self._stack.enter_context(_routed(Interrupts(), self._handle))
+
+    def release(self) -> None:
+        """The handlers as they were before `hold` (nothing when it was not called)."""
+        if self._stack is not None:
+            stack, self._stack = self._stack, None
+            stack.close()

@@ -1,17 +1,21 @@
 """Imported bench runs: runs observed elsewhere (`harness-bench import`), stored as a bench run of their own.
 
-The bench run's row (`source = 'imported'`, status `completed`) and every case run's rows go in one transaction
-(the writer's): a file gets the whole import or nothing of it. Every text goes through the bench's one redaction
+The bench run's row (`source = 'imported'`, status `completed`) and every case run's rows go in one transaction: a
+file gets the whole import or nothing of it. The case runs are staged first, a batch at a time as the reader gives
+them, so that memory holds one batch whatever the import's size. Every text goes through the bench's one redaction
 (runners/domain/redaction.py) on its way in: the case runs' cells in the writer, the bench run's model, case ids and
 trace file name here — a trace may carry a key anywhere.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -59,29 +63,89 @@ Transcript = tuple[list[tuple[Any, ...]], dict[str, str]]
 """A case run's `messages` rows and the prompts they name (`runners.store.transcripts.transcript_rows`)."""
 
 
+_BATCH = 200
+"""Case runs per insert: the rows in memory at once are a batch's, whatever the import's size."""
+_STAGED = ("case_runs", "tool_calls", "events", "messages", "prompts")
+"""The tables an import's case runs fill (the bench run's own row goes straight in)."""
+_STAGING = "hb_import_staging"
+
+
 def write_imported_bench_run(
-    con: duckdb.DuckDBPyConnection, run: ImportedBenchRun, rows: Sequence[tuple[CaseRunRows, Transcript]]
-) -> int:
-    """Store the bench run and its case runs' rows (and transcripts) in one transaction; returns the rows written."""
-    writer = MetricsWriter(con, flush_seconds=float("inf"), max_buffer=len(rows) + 1)
-    for r, (messages, prompts) in rows:
-        writer.add_transcript(messages, prompts)
-        writer.add(r)
+    con: duckdb.DuckDBPyConnection, run: ImportedBenchRun, rows: Iterable[tuple[CaseRunRows, Transcript]],
+    *, committing: Callable[[], object] = lambda: None,
+) -> int:  # fmt: skip
+    """Store the bench run and its case runs' rows (and transcripts), taken from `rows` as they come, in one
+    transaction; returns the rows written. `committing` is called just before the COMMIT (from there the import is
+    stored whatever happens: the caller holds interrupts back until the file is closed).
 
-    def bench_row(c: duckdb.DuckDBPyConnection) -> None:
-        c.execute(
-            "INSERT INTO bench_runs (bench_run_id, started_at, finished_at, status, model, label, evalset_specs,"
-            " evalset_hash, case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source,"
-            " agent) VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, ?, true, ?, ?)",
-            list(redact_cells((
-                run.bench_run_id, run.model, run.label, json.dumps([redact(run.traces)], ensure_ascii=False),
-                run.fingerprint, json.dumps([redact(c) for c in run.case_ids], ensure_ascii=False), run.epochs,
-                len(rows), run.version, RunSource.IMPORTED.value, run.agent,
-            ), NO_SECRETS)),
-        )  # fmt: skip
+    The rows go first, a batch at a time, into a staging database of their own (a temporary file beside the
+    database), each batch committed there; then one transaction copies them into the database. DuckDB keeps every
+    Python object an open transaction inserted alive until it ends: batches inserted straight into one long
+    transaction would hold the whole import in memory. Staged, memory holds one batch."""
+    from runners.store.errors import WRITE_FAILURES, MetricsWriteError
+    from runners.store.writer import commit
 
-    writer.flush(also=bench_row)
+    main = str(con.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+    (path,) = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?", [main]).fetchone() or (None,)
+    with contextlib.ExitStack() as stack:
+        if path:
+            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=".harness-bench-import-",
+                                                                     dir=Path(path).parent))  # fmt: skip
+            staging = str(Path(folder) / "staging.duckdb")
+        else:
+            staging = ":memory:"
+        try:
+            con.execute(f"ATTACH '{staging.replace(chr(39), chr(39) * 2)}' AS {_STAGING}")
+            stack.callback(_quietly, con, f"DETACH {_STAGING}")
+            for table in _STAGED:
+                con.execute(f'CREATE TABLE {_STAGING}.{table} AS SELECT * FROM "{main}".{table} LIMIT 0')
+            con.execute(f"USE {_STAGING}")  # the writer's statements name no database: they fill the staging one
+            stack.callback(_quietly, con, f'USE "{main}"')
+            writer = MetricsWriter(con, flush_seconds=float("inf"), max_buffer=_BATCH)
+            for r, (messages, prompts) in rows:
+                writer.add_transcript(messages, prompts)
+                writer.add(r)
+            writer.flush()
+            con.execute(f'USE "{main}"')
+        except WRITE_FAILURES as exc:
+            raise exc if isinstance(exc, MetricsWriteError) else MetricsWriteError(exc) from exc
+        con.execute("BEGIN")
+        try:
+            con.execute(
+                "INSERT INTO bench_runs (bench_run_id, started_at, finished_at, status, model, label, evalset_specs,"
+                " evalset_hash, case_ids_json, epochs, planned_case_runs, harness_bench_version, transcripts, source,"
+                " agent) VALUES (?, now(), now(), 'completed', ?, ?, ?, ?, ?, ?, ?, ?, true, ?, ?)",
+                list(redact_cells((
+                    run.bench_run_id, run.model, run.label, json.dumps([redact(run.traces)], ensure_ascii=False),
+                    run.fingerprint, json.dumps([redact(c) for c in run.case_ids], ensure_ascii=False), run.epochs,
+                    len(run.case_ids), run.version, RunSource.IMPORTED.value, run.agent,
+                ), NO_SECRETS)),
+            )  # fmt: skip
+            for table in _STAGED:
+                known = " WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)" if table == "prompts" else ""
+                con.execute(f"INSERT INTO {table} SELECT * FROM {_STAGING}.{table}{known}")
+        except WRITE_FAILURES as exc:
+            _rollback(con)
+            raise exc if isinstance(exc, MetricsWriteError) else MetricsWriteError(exc) from exc
+        except BaseException:
+            _rollback(con)
+            raise
+        committing()
+        commit(con)
     return writer.rows_written + 1
+
+
+def _quietly(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """A clean-up statement that must not hide the failure it cleans up after."""
+    with contextlib.suppress(duckdb.Error):
+        con.execute(sql)
+
+
+def _rollback(con: duckdb.DuckDBPyConnection) -> None:
+    try:
+        con.execute("ROLLBACK")
+    except duckdb.Error:
+        pass  # a transaction DuckDB already aborted must not hide the failure that caused it
 
 
 @dataclass(frozen=True, slots=True)

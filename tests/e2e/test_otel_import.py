@@ -12,6 +12,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -309,7 +310,7 @@ def test_a_bad_trace_leaves_an_existing_database_byte_identical(
     bad = tmp_path / "bad.jsonl"
     text = exported["plain"].read_text(encoding="utf-8")
     bad.write_text(text[: len(text) // 2], encoding="utf-8")  # cut off mid-line
-    assert "not an OTLP/JSON traces request" in _one_line_exit_2(bad, db, capsys)
+    assert "not JSON (Unterminated string)" in _one_line_exit_2(bad, db, capsys)
     assert _digest(db) == before
 
 
@@ -353,8 +354,13 @@ def test_a_bad_event_log_is_one_line_exit_2_and_nothing_written(
 
 def test_deep_json_in_spans_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "deep.jsonl"
-    bad.write_text('{"resourceSpans": []}\n{"resourceSpans": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    deep = "[" * 100_000 + "]" * 100_000
+    span = '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": ' + deep + "}]}]}]}"
+    bad.write_text('{"resourceSpans": []}\n' + span + "\n")
     assert ":2: JSON nested too deep" in _one_line_exit_2(bad, tmp_path / "absent.duckdb", capsys)
+    bad.write_text('{"resourceSpans": []}\n{"resourceSpans": ' + deep + "}\n")  # where a resourceSpans item is due
+    message = _one_line_exit_2(bad, tmp_path / "x.duckdb", capsys)
+    assert ":2: not JSON (a resourceSpans item: an object expected" in message
 
 
 # -- mutations -----------------------------------------------------------------------------------------------------
@@ -537,3 +543,55 @@ def test_whatif_on_runs_whose_trace_names_no_limits_is_one_line(
     assert main(["whatif", "--db", str(db), "--label", "imp", "--no-gain-threshold", "1"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no recorded thresholds and budgets" in err[0], err
+
+
+class _SignalAt:
+    """A connection that sends this process SIGINT at one point of the import's last step: the COMMIT of the
+    transaction that holds the bench run's row, or the close (DuckDB's checkpoint) after it."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, where: str) -> None:
+        self._con, self._where, self._bench_row = con, where, False
+
+    def execute(self, sql: str, *args: Any) -> Any:
+        self._bench_row = self._bench_row or sql.startswith("INSERT INTO bench_runs")
+        if sql == "COMMIT" and self._bench_row and self._where == "commit":
+            os.kill(os.getpid(), signal.SIGINT)
+        return self._con.execute(sql, *args)
+
+    def close(self) -> None:
+        if self._where == "close" and self._bench_row:
+            os.kill(os.getpid(), signal.SIGINT)
+        self._con.close()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+@pytest.mark.parametrize("where", ["commit", "close"])
+@pytest.mark.parametrize("fresh", [True, False], ids=["new-db", "existing-db"])
+def test_an_interrupt_during_the_final_commit_lets_it_finish_and_says_so(
+    bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], where: str, fresh: bool,
+) -> None:  # fmt: skip
+    """Ctrl-C once the import's transaction is being committed (or its file closed, DuckDB's checkpoint) cannot
+    make it untrue: the commit finishes, every case run is stored, and the command says it imported them (exit 0)
+    — never "interrupted" over rows that are there, nor a new database removed with them."""
+    from runners.store import connection
+
+    real = connection.connect
+    monkeypatch.setattr(connection, "connect", lambda *a, **kw: _SignalAt(real(*a, **kw), where))
+    db = tmp_path / "into.duckdb"
+    if not fresh:
+        shutil.copyfile(bench[0], db)
+    assert _import(exported["plain"], db) == 0
+    out, err = capsys.readouterr()
+    lines = " ".join(out.split())  # the terminal's width wraps the line
+    assert "interrupted" not in (out + err).splitlines() and lines.startswith("imported 106 case runs"), out + err
+    assert "SIGINT came while the import was being committed: it was let finish" in lines, out
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        assert con.execute("SELECT count(*) FROM case_runs WHERE bench_run_id IN (SELECT bench_run_id FROM"
+                           " bench_runs WHERE label = 'imp')").fetchone() == (106,)  # fmt: skip
+    finally:
+        con.close()
+    assert not list(tmp_path.glob(".harness-bench-import-*")), "the staging folder is removed"
