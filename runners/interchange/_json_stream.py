@@ -23,6 +23,8 @@ MAX_VALUE_CHARS = 64 * 1024 * 1024
 """The largest single value a reader decodes (a span, a resource, an event-log line): what memory is bounded by."""
 _CHUNK = 1024 * 1024
 _WHITESPACE = " \t\r\n"
+_NUMBER_START = frozenset("-0123456789")
+_NUMBER_MORE = frozenset("0123456789+-.eE")
 
 
 class JsonStreamError(ValueError):
@@ -39,10 +41,10 @@ class JsonStreamError(ValueError):
 class JsonCursor:
     """A position in a UTF-8 file of JSON, read forward in chunks; `line` is the line of the next character."""
 
-    def __init__(self, stream: IO[bytes], *, chunk: int = _CHUNK, max_value: int = MAX_VALUE_CHARS) -> None:
+    def __init__(self, stream: IO[bytes], *, chunk: int | None = None, max_value: int = MAX_VALUE_CHARS) -> None:
         self._stream = stream
         self._decode = codecs.getincrementaldecoder("utf-8")()
-        self._chunk = chunk
+        self._chunk = chunk or _CHUNK
         self._max_value = max_value
         self._buf = ""
         self._pos = 0
@@ -128,8 +130,9 @@ class JsonCursor:
                 raise JsonStreamError(self.line, "JSON nested too deep") from None
             except ValueError as exc:  # a key given twice
                 raise JsonStreamError(self.line, f"not JSON ({exc})") from None
-            if end == len(self._buf) and self._grow():
-                continue  # a number (or literal) touching the window's end may go on past it
+            if self._buf[self._pos] in _NUMBER_START and (end == len(self._buf) or self._buf[end] in _NUMBER_MORE):
+                if self._grow():
+                    continue  # a number the window's end cut (`1` of `1e+16`) goes on past it
             self._advance(end)
             return value
 
