@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     from runners.interchange.observed_runs import Fingerprint, ObservedRun, TraceImportError
     from runners.interchange.otel_import import stream_traces
     from runners.interchange.outcomes import RunVerdict, match_outcomes, read_outcomes
-    from runners.interchange.tau_bench import read_tau_bench
+    from runners.interchange.tau_bench import stream_tau_bench
     from runners.interchange.trace_survey import survey_runs
     from runners.plan.agent import AgentFramework
     from runners.run.interrupts import HeldInterrupts
@@ -98,11 +98,11 @@ def run(args: argparse.Namespace) -> int:
     check_database_file(db, writing=True)
     verdicts: dict[str, RunVerdict] = {}
     if flags.format is ImportFormat.TAU_BENCH:
-        read = read_tau_bench(traces)
-        verdicts.update(read.verdicts)
 
-        def runs() -> Iterator[ObservedRun]:
-            return iter(read.runs)
+        def runs() -> Iterator[ObservedRun]:  # each run's reward is its verdict, unless --outcomes gives another
+            for run, verdict in stream_tau_bench(traces):
+                verdicts.setdefault(run.run_id, verdict)
+                yield run
     else:
 
         def runs() -> Iterator[ObservedRun]:  # a trace file is read twice, a piece at a time: never held whole

@@ -10,13 +10,14 @@ action with); what the Harness would have decided of each result inferred by its
 reward is its verdict: passed when it is 1, as tau-bench counts a task done; a passing run is expected to end in
 SUCCESS.
 
-A file that is not that shape is one line naming the file, the run (its position, task and trial) and the field;
-nothing is imported.
+The list is read an item at a time (`_json_stream`): memory holds one run, never the file. A file that is not that
+shape is one line naming the file, the run (its position, task and trial) and the field; nothing is imported.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Literal
@@ -24,13 +25,15 @@ from typing import Annotated, Literal
 import pydantic
 from pydantic import BaseModel, ConfigDict, Field
 
-from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, read_input_text
+from runners.domain.input_files import MAX_TRACE_BYTES, InputPathError, check_input_path
+from runners.interchange._event_log import opened
 from runners.interchange._foreign_events import ForeignModelCall, ForeignToolCall, foreign_events
-from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPart, ToolCallResponsePart, strict_json
+from runners.interchange._json_stream import JsonCursor, JsonStreamError
+from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPart, ToolCallResponsePart
 from runners.interchange.observed_runs import Contents, ObservedRun, TraceImportError
 from runners.interchange.outcomes import REWARD_PASSES, RunVerdict
 
-__all__ = ["TAU_BENCH_MODEL", "TauBenchRuns", "read_tau_bench"]
+__all__ = ["TAU_BENCH_MODEL", "TauBenchRuns", "read_tau_bench", "stream_tau_bench"]
 
 TAU_BENCH_MODEL = "tau-bench agent"
 """The model a tau-bench run names (the file does not say which model ran it)."""
@@ -90,47 +93,64 @@ def _where(loc: tuple[int | str, ...]) -> str:
 
 def read_tau_bench(path: Path) -> TauBenchRuns:
     """Every run of the tau-bench file `path`, whole; else a TraceImportError naming the run and field."""
-    try:
-        text = read_input_text(path, max_bytes=MAX_TRACE_BYTES)
-    except InputPathError as exc:
-        raise TraceImportError(str(exc)) from None
-    try:
-        raw = strict_json(text)
-    except RecursionError:
-        raise TraceImportError(f"{path}: JSON nested too deep") from None
-    except ValueError as exc:
-        raise TraceImportError(f"{path}: not JSON ({str(exc).splitlines()[0]})") from None
-    if not isinstance(raw, list):
-        raise TraceImportError(f"{path}: a JSON {type(raw).__name__} where tau-bench's list of runs is due")
-    if not raw:
-        raise TraceImportError(f"{path}: an empty list: no run to import")
     runs: list[ObservedRun] = []
     verdicts: dict[str, RunVerdict] = {}
-    for i, item in enumerate(raw):
-        try:
-            run = _Run.model_validate(item)
-        except pydantic.ValidationError as exc:
-            first = exc.errors()[0]
-            named = ""
-            if isinstance(item, dict):
-                named = f" (task_id {str(item.get('task_id'))[:20]}, trial {str(item.get('trial'))[:20]})"
-            field = _where(tuple(first["loc"])) or "the run"
-            raise TraceImportError(f"{path}: run {i}{named}: {field}: {first['msg']}") from None
-        where = f"{path}: run {i} (task_id {run.task_id}, trial {run.trial})"
-        reward = float(run.reward)
-        if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
-            raise TraceImportError(f"{where}: reward: {run.reward}: must be a number from 0 to 1")
-        run_id = f"{run.task_id}/{run.trial}"
-        if run_id in verdicts:
-            raise TraceImportError(f"{where}: task {run.task_id} trial {run.trial} twice in the file")
-        steps, contents = _steps(where, run)
-        answers = [p.content for c in contents for m in c.answered or () for p in m.parts if isinstance(p, TextPart)]
-        runs.append(ObservedRun(run_id, str(run.task_id), run.trial + 1,
-                                foreign_events(TAU_BENCH_MODEL, steps, end_ms=0.0), None,
-                                answers[-1] if answers else None, contents, source=where,
-                                harnessed=False))  # fmt: skip
-        verdicts[run_id] = RunVerdict(passed=abs(reward - REWARD_PASSES) <= 1e-6, reward=reward)
+    for run, verdict in stream_tau_bench(path):
+        runs.append(run)
+        verdicts[run.run_id] = verdict
     return TauBenchRuns(tuple(runs), verdicts)
+
+
+def stream_tau_bench(path: Path) -> Iterator[tuple[ObservedRun, RunVerdict]]:
+    """The runs of the tau-bench file `path` and their verdicts, a run at a time (the list is read an item at a time:
+    memory holds one run, never the file); a TraceImportError naming the run and field at the first that is not
+    one, after the runs before it were given."""
+    try:
+        check_input_path("", path, max_bytes=MAX_TRACE_BYTES)
+    except InputPathError as exc:
+        raise TraceImportError(str(exc)) from None
+    seen: set[str] = set()
+    with opened(path) as f:
+        cursor = JsonCursor(f)
+        try:
+            if cursor.peek() != "[":
+                raw = cursor.value()
+                raise TraceImportError(f"{path}: a JSON {type(raw).__name__} where tau-bench's list of runs is due")
+            for i in cursor.items("tau-bench's list of runs"):
+                yield _observed(path, i, cursor.value(), seen)
+            if not seen:
+                raise TraceImportError(f"{path}: an empty list: no run to import")
+            if cursor.peek():
+                raise JsonStreamError(cursor.line, "not JSON (extra data after the list)")
+        except JsonStreamError as exc:
+            raise TraceImportError(f"{path}:{exc}") from None
+
+
+def _observed(path: Path, i: int, item: object, seen: set[str]) -> tuple[ObservedRun, RunVerdict]:
+    """The `i`th run of the file, checked, and its verdict (`seen`: the run ids before it; its own is added)."""
+    try:
+        run = _Run.model_validate(item)
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        named = ""
+        if isinstance(item, dict):
+            named = f" (task_id {str(item.get('task_id'))[:20]}, trial {str(item.get('trial'))[:20]})"
+        field = _where(tuple(first["loc"])) or "the run"
+        raise TraceImportError(f"{path}: run {i}{named}: {field}: {first['msg']}") from None
+    where = f"{path}: run {i} (task_id {run.task_id}, trial {run.trial})"
+    reward = float(run.reward)
+    if not math.isfinite(reward) or not 0.0 <= reward <= 1.0:
+        raise TraceImportError(f"{where}: reward: {run.reward}: must be a number from 0 to 1")
+    run_id = f"{run.task_id}/{run.trial}"
+    if run_id in seen:
+        raise TraceImportError(f"{where}: task {run.task_id} trial {run.trial} twice in the file")
+    seen.add(run_id)
+    steps, contents = _steps(where, run)
+    answers = [p.content for c in contents for m in c.answered or () for p in m.parts if isinstance(p, TextPart)]
+    observed = ObservedRun(run_id, str(run.task_id), run.trial + 1, foreign_events(TAU_BENCH_MODEL, steps, end_ms=0.0),
+                           None, answers[-1] if answers else None, contents, source=where,
+                           harnessed=False)  # fmt: skip
+    return observed, RunVerdict(passed=abs(reward - REWARD_PASSES) <= 1e-6, reward=reward)
 
 
 def _steps(where: str, run: _Run) -> tuple[list[ForeignModelCall | ForeignToolCall], tuple[Contents, ...]]:

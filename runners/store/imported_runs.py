@@ -68,6 +68,8 @@ _BATCH = 200
 _STAGED = ("case_runs", "tool_calls", "events", "messages", "prompts")
 """The tables an import's case runs fill (the bench run's own row goes straight in)."""
 _STAGING = "hb_import_staging"
+_MEMORY_LIMIT = "128MB"
+"""DuckDB's memory while an import writes (measured: enough for 2·10⁵ spans a transaction)."""
 
 
 def write_imported_bench_run(
@@ -88,6 +90,10 @@ def write_imported_bench_run(
     main = str(con.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
     (path,) = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?", [main]).fetchone() or (None,)
     with contextlib.ExitStack() as stack:
+        # DuckDB keeps the blocks it writes cached up to its memory limit (80% of the machine's memory by default):
+        # an import's memory would grow with the file; bounded, it evicts them (and spills to `<db>.tmp` if it must)
+        con.execute(f"SET memory_limit = '{_MEMORY_LIMIT}'")
+        stack.callback(_quietly, con, "RESET memory_limit")
         if path:
             folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=".harness-bench-import-",
                                                                      dir=Path(path).parent))  # fmt: skip

@@ -81,8 +81,8 @@ def test_any_otlp_document_yields_its_spans_as_json_loads_reads_them(
 ) -> None:
     text = _document(requests, indent)
     got = list(raw_spans(_cursor(text, sizes)))
-    requests_read = [json.loads(line) for line in text.split("\n") if indent is None and line]
-    expected = [s for req in requests_read for rs in req["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
+    reqs = [json.loads(line) for line in text.split("\n") if indent is None and line]
+    expected = [s for req in reqs for rs in req["resourceSpans"] for ss in rs["scopeSpans"] for s in ss["spans"]]
     if indent is None:
         assert [r.data for r in got] == expected
         lines = text.split("\n")
