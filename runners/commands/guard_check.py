@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             except ModelGuardError as exc:
                 _fail(f"{exc} (record the guard with --record-mode new_episodes --guard-base-url URL)")
             judged.append((item.label, verdict))
-            if flags.record_mode != "none" and i % 10 == 0:  # a live guard on a loaded machine: minutes
+            if flags.record_mode != "none" and guard.name != "off" and i % 10 == 0:  # a live guard: minutes
                 _say(f"{guard.name}: {i}/{len(conclusions)} conclusions", stderr=True)
         results.append(guard_rates(guard.name, judged))
     out.print(render(f"guards on {flags.conclusions}: {len(conclusions)} labelled conclusions", results))
@@ -141,9 +141,4 @@ def run(args: argparse.Namespace) -> int:
 
 def _model_name(text: str) -> str:
     """The guard model's name as its endpoint knows it: `openai:NAME` as `--model` spells it, or the name alone."""
-    from runners.domain.model_spec import ModelSpecError, parse_model
-
-    try:
-        return parse_model(text).name
-    except ModelSpecError:
-        return text
+    return text.removeprefix("openai:")

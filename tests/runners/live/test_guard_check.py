@@ -141,3 +141,30 @@ def test_any_text_parses_or_is_refused_by_line(lines: list[str]) -> None:
         assert str(exc).startswith("f.jsonl:") and "\n" not in str(exc)
     else:
         assert len(items) == sum(1 for line in text.splitlines() if line.strip())
+
+
+def test_the_share_interval_is_exact_and_refuses_impossible_counts() -> None:
+    from runners.decisions.intervals import share_interval
+
+    none = share_interval(0, 0)
+    assert none.mean is None and none.cases == 0
+    all_ = share_interval(20, 20)
+    assert all_.mean == 1.0 and all_.high == 1.0 and all_.low is not None and 0.83 < all_.low < 0.84  # 0.05 ** (1/20)
+    with pytest.raises(ValueError):
+        share_interval(3, 2)
+
+
+RECORDED = sorted((ROOT / "reports" / "guards").glob("*.json"))
+"""The committed rates of the real guards (`scripts/record_guard.py`): each replays from its cassettes."""
+
+
+@pytest.mark.parametrize("rates", RECORDED, ids=[p.stem for p in RECORDED])
+def test_a_recorded_guard_replays_offline_to_its_committed_rates(rates: Path, tmp_path: Path) -> None:
+    committed = json.loads(rates.read_text(encoding="utf-8"))
+    models = [g["guard"].removeprefix("model:") for g in committed["guards"] if g["guard"].startswith("model:")]
+    labelled_set = next(s for s in ("held-out", "dev") if rates.stem.startswith(f"{s}-"))
+    out = tmp_path / "rates.json"
+    assert main(["guard-check", "--conclusions", str(ROOT / "evalsets" / "guard" / f"{labelled_set}.jsonl"),
+                 "--guard", "off", "--guard", "model", *(a for m in models for a in ("--guard-model", m)),
+                 "--guard-cassettes", str(ROOT / "cassettes" / "guards"), "--json", str(out)]) == 0  # fmt: skip
+    assert json.loads(out.read_text()) == committed
