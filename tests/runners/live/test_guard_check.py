@@ -168,3 +168,16 @@ def test_a_recorded_guard_replays_offline_to_its_committed_rates(rates: Path, tm
                  "--guard", "off", "--guard", "model", *(a for m in models for a in ("--guard-model", m)),
                  "--guard-cassettes", str(ROOT / "cassettes" / "guards"), "--json", str(out)]) == 0  # fmt: skip
     assert json.loads(out.read_text()) == committed
+
+
+def test_the_json_output_never_replaces_an_input_or_a_symlink(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    conclusions = _conclusions(tmp_path)
+    before = conclusions.read_bytes()
+    link = tmp_path / "link.json"
+    link.symlink_to(tmp_path / "elsewhere.json")
+    for out in (conclusions, link):
+        assert main(["guard-check", "--conclusions", str(conclusions), "--json", str(out)]) == 2
+        assert "--json" in capsys.readouterr().err
+    assert conclusions.read_bytes() == before and link.is_symlink() and not (tmp_path / "elsewhere.json").exists()
