@@ -78,3 +78,36 @@ def test_a_reply_the_model_got_wrong_stays_the_models(tmp_path: Path, monkeypatc
     finally:
         con.close()
     assert [p for (p,) in passed if p is None] == []
+
+
+def test_a_guard_call_that_times_out_is_the_benchs_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The agent (the reference trajectory served over HTTP) reaches the SemanticGuard, whose own endpoint stalls on
+    every attempt: the guard fails closed as always, and the run is the bench's, not a conclusion the guard blocked."""
+    from runners.domain.evalset import load_cases
+    from runners.domain.profiles import trajectory_for_model
+    from runners.endpoints.simulator import SimulatorServer
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used-000")
+    db = tmp_path / "g.duckdb"
+    case = "diagnosable_webhook_cert_expired_acme_pay"
+    with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model) as sim, serve() as guard:
+        guard.push_fault("sleep", 200, completion('{"verdict": "SUPPORTED", "reason": "late"}'), seconds=1.2)
+        guard.push_fault("sleep", 200, completion('{"verdict": "SUPPORTED", "reason": "late"}'), seconds=1.2)
+        assert main(["run", "--model", "openai:scripted", "--base-url", sim.base_url, "--case", case,
+                     "--guard-model", "openai:m", "--guard-base-url", guard.base_url, "--model-timeout-seconds", "0.4",
+                     "--max-model-attempts", "2", "--retry-backoff-seconds", "0", "--db", str(db)]) == 2  # fmt: skip
+        assert len(guard.requests) == 2
+        guard_url = guard.base_url
+    err = capsys.readouterr().err
+    assert f"or the SemanticGuard's {guard_url} served no case run (exit 2)" in err
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        ((outcome, passed, kind, failures),) = con.execute(
+            "SELECT outcome, passed, error_kind, failures FROM case_runs"
+        ).fetchall()
+    finally:
+        con.close()
+    assert outcome == "FALLBACK" and passed is None and kind == ModelErrorKind.TIMEOUT.value
+    assert json.loads(failures)[0].startswith("[bench] the bench's failure, not the model's")
