@@ -39,7 +39,7 @@ class _GuardCheckFlags(FlagModel):
     """How the guard models use their cassettes."""
     json_path: Annotated[Path | None, Flag("--json", metavar="PATH")] = None
     """also write the rates as JSON: {{"conclusions": N, "guards": [{{"guard", "by_label": {{label: {{"n", "passed",
-    "error", "error_share"}}}}}}]}}"""
+    "error", "error_share"}}}}, "mistakes": [{{"case_id", "conclusion", "label", "reason"}}]}}]}}"""
 
 
 def register(sub: Any) -> None:
@@ -124,10 +124,10 @@ def run(args: argparse.Namespace) -> int:
         judged = []
         for i, item in enumerate(conclusions, start=1):
             try:
-                verdict = guard.check(item.case_id, evidence[item.case_id], item.conclusion).verdict
+                result = guard.check(item.case_id, evidence[item.case_id], item.conclusion)
             except ModelGuardError as exc:
                 _fail(f"{exc} (record the guard with --record-mode new_episodes --guard-base-url URL)")
-            judged.append((item.label, verdict))
+            judged.append((item, result))
             if flags.record_mode != "none" and guard.name != "off" and i % 10 == 0:  # a live guard: minutes
                 _say(f"{guard.name}: {i}/{len(conclusions)} conclusions", stderr=True)
         results.append(guard_rates(guard.name, judged))

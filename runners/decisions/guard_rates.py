@@ -8,11 +8,11 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict
 
-from harness import SemanticVerdict
+from harness import SemanticGuardResult, SemanticVerdict
 from runners.decisions.intervals import Interval, share_interval
-from runners.domain.labelled_conclusions import ConclusionLabel
+from runners.domain.labelled_conclusions import ConclusionLabel, LabelledConclusion
 
-__all__ = ["GuardRates", "LabelVerdicts", "guard_rates"]
+__all__ = ["GuardMistake", "GuardRates", "LabelVerdicts", "guard_rates"]
 
 
 class _Frozen(BaseModel):
@@ -32,6 +32,19 @@ class LabelVerdicts(_Frozen):
     """`error / n` with its 95% interval."""
 
 
+class GuardMistake(_Frozen):
+    """A conclusion the guard judged against its label."""
+
+    case_id: str
+    """Its case."""
+    conclusion: str
+    """The conclusion."""
+    label: ConclusionLabel
+    """What it is."""
+    reason: str
+    """The guard's reason for its verdict (its own words, or why it failed closed)."""
+
+
 class GuardRates(_Frozen):
     """One guard on a labelled set."""
 
@@ -39,6 +52,8 @@ class GuardRates(_Frozen):
     """The guard's name (`off`, `model:<name>`)."""
     by_label: dict[ConclusionLabel, LabelVerdicts]
     """Per label: how many, how many passed, the mistakes and their share."""
+    mistakes: tuple[GuardMistake, ...] = ()
+    """Each conclusion it got wrong, in the file's order."""
 
     @property
     def unsupported_passed(self) -> LabelVerdicts:
@@ -56,13 +71,17 @@ def _verdicts(label: ConclusionLabel, n: int, passed: int) -> LabelVerdicts:
     return LabelVerdicts(n=n, passed=passed, error=error, error_share=share_interval(error, n))
 
 
-def guard_rates(guard: str, judged: Iterable[tuple[ConclusionLabel, SemanticVerdict]]) -> GuardRates:
+def guard_rates(guard: str, judged: Iterable[tuple[LabelledConclusion, SemanticGuardResult]]) -> GuardRates:
     """The rates of `guard` from its verdict on each labelled conclusion."""
     n = dict.fromkeys(ConclusionLabel, 0)
     passed = dict.fromkeys(ConclusionLabel, 0)
-    for label, verdict in judged:
-        n[label] += 1
-        passed[label] += verdict is SemanticVerdict.SUPPORTED
-    return GuardRates(
-        guard=guard, by_label={label: _verdicts(label, n[label], passed[label]) for label in ConclusionLabel}
-    )
+    mistakes: list[GuardMistake] = []
+    for item, result in judged:
+        supported = result.verdict is SemanticVerdict.SUPPORTED
+        n[item.label] += 1
+        passed[item.label] += supported
+        if supported != (item.label is ConclusionLabel.SUPPORTED):
+            mistakes.append(GuardMistake(case_id=item.case_id, conclusion=item.conclusion, label=item.label,
+                                         reason=result.reason))  # fmt: skip
+    by_label = {label: _verdicts(label, n[label], passed[label]) for label in ConclusionLabel}
+    return GuardRates(guard=guard, by_label=by_label, mistakes=tuple(mistakes))

@@ -71,6 +71,13 @@ def test_a_model_guard_is_recorded_then_replayed_offline(tmp_path: Path, capsys:
     assert (unsupported["n"], unsupported["passed"], unsupported["error"]) == (2, 1, 1)
     assert unsupported["error_share"]["low"] < 0.5 < unsupported["error_share"]["high"]
     assert model["by_label"]["supported"]["error"] == 0
+    assert model["mistakes"] == [
+        {"case_id": CASE, "conclusion": "The certificate is valid.", "label": "unsupported", "reason": "SUPPORTED"}
+    ]
+    assert [m["conclusion"] for m in off["mistakes"]] == [
+        "Our signing secret was rotated.",
+        "The certificate is valid.",
+    ]
     assert "1/2 = 50%" in capsys.readouterr().out
     # the server is gone and no key is set: the same verdicts replay from the cassettes
     replayed = tmp_path / "replayed.json"
