@@ -81,10 +81,10 @@ def verdicts(
     on; `judge`: who reads a SUCCESS conclusion; `real_model`: not the scripted reference model, see
     `outcome_failures`; `repeats_allowed`: a completed scope may run again, the Harness's duplicate rejection being
     switched off)."""
-    bench = bench_failure(result)
-    if bench is not None:
-        return Verdicts((), None, bench_failure=bench)
     invariants = invariant_failures(result, metrics, repeats_allowed=repeats_allowed) if judge_invariants else []
+    bench = bench_failure(result)
+    if bench is not None:  # unjudged; a broken invariant is the Harness's and stays listed
+        return Verdicts(tuple(invariants), None, bench_failure=bench)
     outcome = [*outcome_failures(case, result, judge=judge, real_model=real_model), *invariants]
     trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
     return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
@@ -97,8 +97,9 @@ def bench_failure(result: RunResult) -> str | None:
     if kind is None or not kind.infrastructure:
         return None
     attempts = sum(isinstance(e, ModelCall) and e.error_kind is not None for e in result.events)
+    detail = next(iter((result.error or result.decision.call_error or "").splitlines()), "")[:160]
     return (f"the bench's failure, not the model's: a model call failed with {kind.value} after {attempts} failed "
-            f"attempt(s) ({(result.error or result.decision.call_error or '').splitlines()[0][:160]})")  # fmt: skip
+            f"attempt(s) ({detail})")  # fmt: skip
 
 
 def _against(want: OutcomeExpectation, result: RunResult, question: str, judge: Judge) -> list[str]:
