@@ -111,3 +111,6 @@ def test_a_guard_call_that_times_out_is_the_benchs_failure(
         con.close()
     assert outcome == "FALLBACK" and passed is None and kind == ModelErrorKind.TIMEOUT.value
     assert json.loads(failures)[0].startswith("[bench] the bench's failure, not the model's")
+    # `show` says so, never "observed run" nor a failed verdict
+    assert main(["show", "--db", str(db), "--case", case, "--width", "200"]) == 0
+    assert "passed: no verdict (the bench's failure, not the model's)" in capsys.readouterr().out
