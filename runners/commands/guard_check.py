@@ -6,13 +6,19 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from runners.commands._common import EXIT_OK, _check_outputs, _fail, _say, _sub, out
 from runners.domain.labelled_conclusions import GuardSetting
 from runners.plan.flags import Flag, FlagModel
 from runners.plan.options import RecordMode
 from runners.store.output_files import NamedPath
+
+if TYPE_CHECKING:
+    from runners.domain.case_model import EvalCase
+    from runners.domain.labelled_conclusions import LabelledConclusion
+    from runners.live.model_guard import ModelGuard, OffGuard
+    from runners.run.guard_evidence import GuardEvidence
 
 __all__ = ["register", "run"]
 
@@ -56,7 +62,9 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _conclusions(path: Path, cases: dict[str, Any], evidence: dict[str, Any]) -> list[Any]:
+def _conclusions(
+    path: Path, cases: dict[str, EvalCase], evidence: dict[str, GuardEvidence | None]
+) -> list[LabelledConclusion]:
     from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, check_input_path
     from runners.domain.labelled_conclusions import LabelledConclusionsError, parse_labelled_conclusions
     from runners.run.guard_evidence import guard_evidence, unusable_for_guard
@@ -71,7 +79,7 @@ def _conclusions(path: Path, cases: dict[str, Any], evidence: dict[str, Any]) ->
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         _fail(f"--conclusions {path}: cannot be read ({why})")
 
-    def unusable(case: Any) -> str | None:
+    def unusable(case: EvalCase) -> str | None:
         if case.id not in evidence:  # the reference run, once per case
             evidence[case.id] = guard_evidence(case)
         return unusable_for_guard(evidence[case.id])
@@ -85,7 +93,7 @@ def _conclusions(path: Path, cases: dict[str, Any], evidence: dict[str, Any]) ->
     return found
 
 
-def _guards(flags: _GuardCheckFlags) -> list[Any]:
+def _guards(flags: _GuardCheckFlags) -> list[OffGuard | ModelGuard]:
     from runners.live.model_guard import ModelGuard, OffGuard
 
     names = list(dict.fromkeys(flags.guard or ((GuardSetting.MODEL,) if flags.guard_model else (GuardSetting.OFF,))))
@@ -95,7 +103,7 @@ def _guards(flags: _GuardCheckFlags) -> list[Any]:
         _fail(f"--record-mode {flags.record_mode!r}: must be none or new_episodes")
     if RecordMode(flags.record_mode) is not RecordMode.NONE and flags.guard_base_url is None:
         _fail(f"--record-mode {flags.record_mode} records: give the endpoint with --guard-base-url URL")
-    out: list[Any] = []
+    out: list[OffGuard | ModelGuard] = []
     for name in names:
         if name is GuardSetting.OFF:
             out.append(OffGuard())
@@ -117,14 +125,16 @@ def run(args: argparse.Namespace) -> int:
         _check_outputs([NamedPath("--json", flags.json_path)], [NamedPath("--conclusions", flags.conclusions)])
     guards = _guards(flags)
     cases = {c.id: c for c in load_cases()}
-    evidence: dict[str, Any] = {}
+    evidence: dict[str, GuardEvidence | None] = {}
     conclusions = _conclusions(flags.conclusions, cases, evidence)
     results = []
     for guard in guards:
         judged = []
         for i, item in enumerate(conclusions, start=1):
+            shown = evidence[item.case_id]
+            assert shown is not None  # parse_labelled_conclusions refused a case that shows the guard nothing
             try:
-                result = guard.check(item.case_id, evidence[item.case_id], item.conclusion)
+                result = guard.check(item.case_id, shown, item.conclusion)
             except ModelGuardError as exc:
                 _fail(f"{exc} (record the guard with --record-mode new_episodes --guard-base-url URL)")
             judged.append((item, result))
