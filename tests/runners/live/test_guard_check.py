@@ -188,3 +188,26 @@ def test_the_json_output_never_replaces_an_input_or_a_symlink(
         assert main(["guard-check", "--conclusions", str(conclusions), "--json", str(out)]) == 2
         assert "--json" in capsys.readouterr().err
     assert conclusions.read_bytes() == before and link.is_symlink() and not (tmp_path / "elsewhere.json").exists()
+
+
+@given(st.lists(st.tuples(st.sampled_from(["supported", "unsupported"]), st.booleans()), max_size=30))
+def test_the_rates_count_every_verdict_once(judged: list[tuple[str, bool]]) -> None:
+    from harness import SemanticGuardResult, SemanticVerdict
+    from runners.decisions.guard_rates import guard_rates
+    from runners.domain.labelled_conclusions import LabelledConclusion
+
+    items = [
+        (LabelledConclusion.model_validate({"case_id": CASE, "conclusion": f"c{i}", "label": label}),
+         SemanticGuardResult(SemanticVerdict.SUPPORTED if ok else SemanticVerdict.UNSUPPORTED, "r"))
+        for i, (label, ok) in enumerate(judged)
+    ]  # fmt: skip
+    rates = guard_rates("g", items)
+    wrong = [c for (label, ok), (c, _) in zip(judged, items, strict=True) if ok != (label == "supported")]
+    assert sum(r.n for r in rates.by_label.values()) == len(judged)
+    assert sum(r.error for r in rates.by_label.values()) == len(rates.mistakes) == len(wrong)
+    assert [m.conclusion for m in rates.mistakes] == [c.conclusion for c in wrong]
+    for rate in rates.by_label.values():
+        share = rate.error_share
+        assert (share.mean is None) == (rate.n == 0)
+        if share.mean is not None:
+            assert share.low is not None and share.high is not None and share.low <= share.mean <= share.high
