@@ -10,13 +10,13 @@ line and the field (`LabelledConclusionsError`); `GuardSetting` names the guards
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from runners.domain.case_model import EvalCase
+from runners.domain.labelled_lines import LabelledLine, parse_labelled_lines
 
 __all__ = ["ConclusionLabel", "GuardSetting", "LabelledConclusion", "LabelledConclusionsError",
            "parse_labelled_conclusions"]  # fmt: skip
@@ -40,7 +40,7 @@ class GuardSetting(StrEnum):
     """The SemanticGuard asked over an OpenAI-compatible endpoint (--guard-model), under cassettes."""
 
 
-class LabelledConclusion(BaseModel):
+class LabelledConclusion(LabelledLine):
     """One labelled conclusion."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -62,32 +62,6 @@ def parse_labelled_conclusions(
 ) -> list[LabelledConclusion]:
     """The conclusions of a JSON-lines `text` (blank lines skipped); `source` names the file in errors; `unusable`
     says why a case cannot be judged by the guard (None: it can)."""
-    out: list[LabelledConclusion] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            raw = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise LabelledConclusionsError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
-        if not isinstance(raw, dict):
-            raise LabelledConclusionsError(f"{where}: not a JSON object")
-        try:
-            item = LabelledConclusion.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "line"
-            if field == "label":
-                message = f"label {str(raw.get('label'))[:40]!r} is not one of {[v.value for v in ConclusionLabel]}"
-            else:
-                message = f"{field}: {first['msg']}"
-            raise LabelledConclusionsError(f"{where}: {message}") from None
-        case = cases.get(item.case_id)
-        if case is None:
-            raise LabelledConclusionsError(f"{where}: case_id {item.case_id[:80]!r} is not a case")
-        why = unusable(case)
-        if why is not None:
-            raise LabelledConclusionsError(f"{where}: case_id {item.case_id!r} {why}")
-        out.append(item)
-    return out
+    return parse_labelled_lines(
+        text, source, LabelledConclusion, ConclusionLabel, cases, unusable, LabelledConclusionsError
+    )
