@@ -8,6 +8,6 @@ structural invariants (`invariants.py`, over the queries of `runners/store/live_
 (`replay.py`), and the program that runs them in order (`main.py`; `__main__.py`: `python -m runners.live`), its
 built-in cases and `tool_choice` modes (`cases.py`) and its progress lines (`_log.py`); the model judge over an
 OpenAI-compatible endpoint under cassettes (`model_judge.py`), and the SemanticGuard measured alone the same way
-(`model_guard.py`). `harness-bench serve-model` (runners/commands/serve_model.py) serves a registered model with the
-same server.
+(`model_guard.py`), both a `recorded_model.py` (one question at a time, through the cassettes). `harness-bench
+serve-model` (runners/commands/serve_model.py) serves a registered model with the same server.
 """

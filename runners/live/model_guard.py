@@ -10,13 +10,12 @@ closed); a call that fails, or a replay the cassette does not hold, is a `ModelG
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
-from harness import ModelCallError, OpenAIChatModel, SemanticGuardResult, SemanticVerdict, parse_verdict
-from runners.plan.options import RecordMode
+from harness import SemanticGuardResult, SemanticVerdict, parse_verdict
+from runners.live.recorded_model import RecordedModel, RecordedModelError
 from runners.run.guard_evidence import GuardEvidence, guard_request
-from runners.store.cassettes import OFFLINE_KEY, CassetteError, CassetteTransport, cassette_path, use_cassette
+from runners.store.cassettes import cassette_path
 
 __all__ = ["GUARD_CASSETTE_PREFIX", "ModelGuard", "ModelGuardError", "OffGuard"]
 
@@ -53,29 +52,20 @@ class ModelGuard:
         record_mode: str = "none",
         timeout_seconds: float = 900.0,
     ) -> None:
-        self._model_name = model
         self._cassettes = cassettes
-        self._record_mode = record_mode
-        replaying = RecordMode(record_mode) is RecordMode.NONE
         # as the bench's run builds its guard model (runners/run/_execute.py): temperature 0, no tools
-        self._chat = OpenAIChatModel(
-            model, base_url=base_url, timeout_seconds=timeout_seconds, temperature=0.0,
-            transport=partial(CassetteTransport, require_binding=True), api_key=OFFLINE_KEY if replaying else None,
-        )  # fmt: skip
-        self._timeout = timeout_seconds
+        self._model = RecordedModel(model, base_url=base_url, record_mode=record_mode, timeout_seconds=timeout_seconds)
 
     @property
     def name(self) -> str:
         """`model:<model>`."""
-        return f"model:{self._model_name}"
+        return self._model.name
 
     def check(self, case_id: str, evidence: GuardEvidence, conclusion: str) -> SemanticGuardResult:
         """Ask the model once (a failed call is a `ModelGuardError`)."""
-        request = guard_request(evidence, conclusion, self._timeout)
-        path = cassette_path(self._cassettes, f"{GUARD_CASSETTE_PREFIX}{self._model_name}", case_id, 0)
+        request = guard_request(evidence, conclusion, self._model.timeout_seconds)
+        path = cassette_path(self._cassettes, f"{GUARD_CASSETTE_PREFIX}{self._model.model}", case_id, 0)
         try:
-            with use_cassette(path, self._record_mode):
-                response = self._chat.complete(request)
-        except (ModelCallError, CassetteError) as exc:
-            raise ModelGuardError(f"{self.name}: {str(exc).splitlines()[0][:200]}") from None
-        return parse_verdict(response.message.content)
+            return parse_verdict(self._model.ask(request, path))
+        except RecordedModelError as exc:
+            raise ModelGuardError(str(exc)) from None
