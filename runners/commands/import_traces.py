@@ -65,7 +65,8 @@ def register(sub: Any) -> None:
              " its field does not allow (a count that is not an integer from 0 within BIGINT, a threshold outside"
              " what `run` accepts, a span ending before it starts, misshapen gen_ai messages), and an outcome row"
              " that is not one, is one line naming the file, line, span or run and field, exit 2, and nothing is"
-             " written. The same runs imported again under one label are refused.")  # fmt: skip
+             " written. The same runs imported again under one label are refused. The file is read twice, a piece"
+             " at a time (checked, then stored): memory does not grow with its size.")  # fmt: skip
     _ImportFlags.add_flags(p, "import", only=("traces",))
     _add_db(p)
     _ImportFlags.add_flags(p, "import", only=("label", "format", "outcomes"))

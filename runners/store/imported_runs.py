@@ -95,8 +95,11 @@ def write_imported_bench_run(
         con.execute(f"SET memory_limit = '{_MEMORY_LIMIT}'")
         stack.callback(_quietly, con, "RESET memory_limit")
         if path:
-            folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=".harness-bench-import-",
-                                                                     dir=Path(path).parent))  # fmt: skip
+            try:
+                folder = stack.enter_context(tempfile.TemporaryDirectory(prefix=".harness-bench-import-",
+                                                                         dir=Path(path).parent))  # fmt: skip
+            except OSError as exc:  # the folder cannot be written: storage, not the trace
+                raise MetricsWriteError(exc) from exc
             staging = str(Path(folder) / "staging.duckdb")
         else:
             staging = ":memory:"
