@@ -101,9 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if flags.format is ImportFormat.TAU_BENCH:
 
         def runs() -> Iterator[ObservedRun]:  # each run's reward is its verdict, unless --outcomes gives another
-            for run, verdict in stream_tau_bench(traces):
-                verdicts.setdefault(run.run_id, verdict)
-                yield run
+            for one in stream_tau_bench(traces):
+                verdicts.setdefault(one.run.run_id, one.verdict)
+                yield one.run
     else:
 
         def runs() -> Iterator[ObservedRun]:  # a trace file is read twice, a piece at a time: never held whole

@@ -33,7 +33,7 @@ from runners.interchange._trace_values import ChatMessage, TextPart, ToolCallPar
 from runners.interchange.observed_runs import Contents, ObservedRun, TraceImportError
 from runners.interchange.outcomes import REWARD_PASSES, RunVerdict
 
-__all__ = ["TAU_BENCH_MODEL", "TauBenchRuns", "read_tau_bench", "stream_tau_bench"]
+__all__ = ["TAU_BENCH_MODEL", "TauBenchRun", "TauBenchRuns", "read_tau_bench", "stream_tau_bench"]
 
 TAU_BENCH_MODEL = "tau-bench agent"
 """The model a tau-bench run names (the file does not say which model ran it)."""
@@ -91,17 +91,27 @@ def _where(loc: tuple[int | str, ...]) -> str:
     return out.lstrip(".")
 
 
+@dataclass(frozen=True, slots=True)
+class TauBenchRun:
+    """One recorded run of a tau-bench file and its verdict."""
+
+    run: ObservedRun
+    """The run."""
+    verdict: RunVerdict
+    """Its verdict, from its reward."""
+
+
 def read_tau_bench(path: Path) -> TauBenchRuns:
     """Every run of the tau-bench file `path`, whole; else a TraceImportError naming the run and field."""
     runs: list[ObservedRun] = []
     verdicts: dict[str, RunVerdict] = {}
-    for run, verdict in stream_tau_bench(path):
-        runs.append(run)
-        verdicts[run.run_id] = verdict
+    for one in stream_tau_bench(path):
+        runs.append(one.run)
+        verdicts[one.run.run_id] = one.verdict
     return TauBenchRuns(tuple(runs), verdicts)
 
 
-def stream_tau_bench(path: Path) -> Iterator[tuple[ObservedRun, RunVerdict]]:
+def stream_tau_bench(path: Path) -> Iterator[TauBenchRun]:
     """The runs of the tau-bench file `path` and their verdicts, a run at a time (the list is read an item at a time:
     memory holds one run, never the file); a TraceImportError naming the run and field at the first that is not
     one, after the runs before it were given."""
@@ -126,7 +136,7 @@ def stream_tau_bench(path: Path) -> Iterator[tuple[ObservedRun, RunVerdict]]:
             raise TraceImportError(f"{path}:{exc}") from None
 
 
-def _observed(path: Path, i: int, item: object, seen: set[str]) -> tuple[ObservedRun, RunVerdict]:
+def _observed(path: Path, i: int, item: object, seen: set[str]) -> TauBenchRun:
     """The `i`th run of the file, checked, and its verdict (`seen`: the run ids before it; its own is added)."""
     try:
         run = _Run.model_validate(item)
@@ -150,7 +160,7 @@ def _observed(path: Path, i: int, item: object, seen: set[str]) -> tuple[Observe
     observed = ObservedRun(run_id, str(run.task_id), run.trial + 1, foreign_events(TAU_BENCH_MODEL, steps, end_ms=0.0),
                            None, answers[-1] if answers else None, contents, source=where,
                            harnessed=False)  # fmt: skip
-    return observed, RunVerdict(passed=abs(reward - REWARD_PASSES) <= 1e-6, reward=reward)
+    return TauBenchRun(observed, RunVerdict(passed=abs(reward - REWARD_PASSES) <= 1e-6, reward=reward))
 
 
 def _steps(where: str, run: _Run) -> tuple[list[ForeignModelCall | ForeignToolCall], tuple[Contents, ...]]:
