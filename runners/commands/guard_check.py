@@ -62,22 +62,20 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _conclusions(
-    path: Path, cases: dict[str, EvalCase], evidence: dict[str, GuardEvidence | None]
-) -> list[LabelledConclusion]:
-    from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, check_input_path
-    from runners.domain.labelled_conclusions import LabelledConclusionsError, parse_labelled_conclusions
-    from runners.run.guard_evidence import guard_evidence, unusable_for_guard
+def _read(path: Path) -> str:
+    from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, read_input_text
 
-    try:  # a FIFO would block, a device never end
-        check_input_path("--conclusions", path, max_bytes=MAX_EVALSET_BYTES)
+    try:  # before the cases load: a FIFO would block, a device never end
+        return read_input_text(path, max_bytes=MAX_EVALSET_BYTES, flag="--conclusions")
     except InputPathError as exc:
         _fail(str(exc))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        _fail(f"--conclusions {path}: cannot be read ({why})")
+
+
+def _conclusions(
+    path: Path, text: str, cases: dict[str, EvalCase], evidence: dict[str, GuardEvidence | None]
+) -> list[LabelledConclusion]:
+    from runners.domain.labelled_conclusions import LabelledConclusionsError, parse_labelled_conclusions
+    from runners.run.guard_evidence import guard_evidence, unusable_for_guard
 
     def unusable(case: EvalCase) -> str | None:
         if case.id not in evidence:  # the reference run, once per case
@@ -124,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
     if flags.json_path is not None:
         _check_outputs([NamedPath("--json", flags.json_path)], [NamedPath("--conclusions", flags.conclusions)])
     guards = _guards(flags)
+    text = _read(flags.conclusions)
     cases = {c.id: c for c in load_cases()}
     evidence: dict[str, GuardEvidence | None] = {}
-    conclusions = _conclusions(flags.conclusions, cases, evidence)
+    conclusions = _conclusions(flags.conclusions, text, cases, evidence)
     results = []
     for guard in guards:
         judged = []
