@@ -37,6 +37,7 @@ import pydantic
 
 from harness import (
     EVENT_TYPES,
+    BudgetExhausted,
     ModelCall,
     ModelPurpose,
     Released,
@@ -421,6 +422,23 @@ class _OtlpReader:
             raise TraceImportError(f"{where}: startTimeUnixNano {s.start} is before its run span's start"
                                    f" ({run_start})")  # fmt: skip
 
+    def _agrees(self, at: str, attrs: Mapping[str, object], events: Sequence[TraceEvent]) -> None:
+        """The run span's token sums and budget stop agree with its spans and span events: the last span or event
+        dropped leaves no gap in `harness.seq` (RELEASED takes the next number), but shows here."""
+        calls = [e for e in events if isinstance(e, ModelCall)]
+        sums = {"gen_ai.usage.input_tokens": sum(c.input_tokens or 0 for c in calls),
+                "gen_ai.usage.output_tokens": sum(c.output_tokens or 0 for c in calls)}  # fmt: skip
+        for name, total in sums.items():
+            if name in attrs and attrs[name] != total:
+                raise TraceImportError(f"{at}: {name} {attrs[name]} where its chat spans sum to {total} (a chat span"
+                                       " missing?)")  # fmt: skip
+        hit = attrs.get(f"{self.namespace}.budget_hit")
+        first = next((e.budget.value for e in events if isinstance(e, BudgetExhausted)), None)
+        if hit is not None and hit != first:
+            found = "no budget_exhausted event" if first is None else f"its first budget_exhausted event says {first}"
+            raise TraceImportError(f"{at}: {self.namespace}.budget_hit {hit!r} where {found} (a span event"
+                                   " missing?)")  # fmt: skip
+
     def _run(self, r: Span, run_id: str, kids: list[Span]) -> ObservedRun:
         at = self._at(r)
         t0 = r.start
@@ -485,6 +503,7 @@ class _OtlpReader:
                 missing = expected if e.seq > expected else e.seq
                 raise TraceImportError(f"{at}: harness.seq {missing} {what} among its spans and span events (a"
                                        " span missing, or two runs interleaved under one run span)")  # fmt: skip
+        self._agrees(at, r.attributes, events)
         events.append(self._event(at, Released, {**release_attrs, "harness.seq": len(events)}, {},
                                   {"t_ms": ms(r.end)}))  # fmt: skip
         try:

@@ -595,3 +595,51 @@ def test_an_interrupt_during_the_final_commit_lets_it_finish_and_says_so(
     finally:
         con.close()
     assert not list(tmp_path.glob(".harness-bench-import-*")), "the staging folder is removed"
+
+
+def _seq(attrs: list[dict[str, Any]]) -> int:
+    return int(next((a["value"]["intValue"] for a in attrs if a["key"] == "harness.seq"), -1))
+
+
+def test_a_run_missing_its_last_span_event_is_refused(
+    exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The last span event before RELEASED dropped (here a budget stop) leaves no gap in `harness.seq` (RELEASED
+    takes the next number): the run span's budget stop says it is missing."""
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()
+    for n, line in enumerate(lines):
+        request = json.loads(line)
+        spans = _spans_of(request)
+        root = next(s for s in spans if _op(s) == "invoke_agent")
+        events = [e for e in root.get("events", []) if e["name"].startswith("harness.")]
+        last_event = max(events, key=lambda e: _seq(e["attributes"]), default=None)
+        last_span = max((_seq(s["attributes"]) for s in spans if s is not root), default=-1)
+        if (
+            last_event
+            and last_event["name"] == "harness.budget_exhausted"
+            and _seq(last_event["attributes"]) > last_span
+        ):
+            root["events"].remove(last_event)
+            lines[n] = json.dumps(request)
+            break
+    else:
+        raise AssertionError("no run ends with a budget stop")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    message = _one_line_exit_2(bad, tmp_path / "absent.duckdb", capsys)
+    assert f"{bad}:{n + 1}:" in message and "harness.budget_hit 'MODEL_CALLS' where no budget_exhausted" in message
+
+
+def test_a_run_whose_token_sums_disagree_with_its_chat_spans_is_refused(
+    exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = exported["plain"].read_text(encoding="utf-8").splitlines()
+    request = json.loads(lines[0])
+    root = next(s for s in _spans_of(request) if _op(s) == "invoke_agent")
+    tokens = next(a for a in root["attributes"] if a["key"] == "gen_ai.usage.input_tokens")
+    tokens["value"] = {"intValue": str(int(tokens["value"]["intValue"]) + 1)}
+    lines[0] = json.dumps(request)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    message = _one_line_exit_2(bad, tmp_path / "absent.duckdb", capsys)
+    assert f"{bad}:1:" in message and "gen_ai.usage.input_tokens" in message and "chat span missing?" in message
