@@ -198,7 +198,10 @@ def _every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[
                     "--db", str(db), "--label", "base"], 0)  # fmt: skip
         # a replay of the recording (with redaction, the redacted answers no longer fit the case: it misses)
         run("replay", ["run", *model, "--base-url", url, "--cassettes", str(cas), "--record-mode", "none",
-                       "--db", str(db), "--label", "cand"], 0, 2)  # fmt: skip
+                       "--db", str(db), "--label", "replay"], 0, 2)  # fmt: skip
+        # the gate's candidate: a second live run (a replay that misses is the bench's failure, which no gate
+        # compares)
+        run("cand", ["run", *model, "--base-url", url, "--db", str(db), "--label", "cand"], 0)
         # a replay with no recording: the cassette misses at once (the error, the failures, the re-record
         # command and "the endpoint …" on stderr all name the URL)
         (tmp_path / "empty").mkdir()
@@ -244,7 +247,7 @@ def test_canary_secrets_reach_no_file_and_no_stream(tmp_path: Path, monkeypatch:
     (conclusion,) = con.execute("SELECT conclusion FROM case_runs WHERE label = 'base'").fetchone() or (None,)
     # the replay's first request held the key in its question: redacted on both sides, it matched the recording
     (replayed,) = con.execute(
-        "SELECT count(*) FROM messages JOIN case_runs USING (case_run_id) WHERE label = 'cand' AND kind = 'TOOL_CALL'"
+        "SELECT count(*) FROM messages JOIN case_runs USING (case_run_id) WHERE label = 'replay' AND kind = 'TOOL_CALL'"
     ).fetchone() or (0,)
     con.close()
     assert stored_url is not None and stored_url.startswith("http://127.0.0.1:") and stored_url.endswith("/v1")
