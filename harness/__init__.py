@@ -57,7 +57,7 @@ from harness.contracts import (
     ViolationKind,
 )
 from harness.draft import DRAFT_JSON_SCHEMA, Citation, Claim, Draft, DraftParse, parse_draft
-from harness.evidence_guard import EvidenceVerdict, check_evidence
+from harness.evidence_guard import EvidenceVerdict, VerifiedEvidence, check_evidence
 from harness.interceptor import ToolAnswer, TurnResult
 from harness.models.base import (
     AssistantMessage,
@@ -80,7 +80,7 @@ from harness.release import Fallback, ReleaseDecision
 from harness.request_checks import RequestCheck, SeenRequest
 from harness.retry import DeadlineReached, ModelCallFailed, RetriesCutByBudget, call_model
 from harness.scope import normalize_timestamp
-from harness.semantic_guard import GUARD_MARKER
+from harness.semantic_guard import GUARD_MARKER, SemanticGuardResult, build_guard_request, parse_verdict
 from harness.session import HarnessSession, ModelTurn, RunResult, tool_specs
 from harness.snapshot import ProgressSnapshot
 from harness.tools.base import BusinessTool, ToolExecutionError, ToolInputError, ToolResult
@@ -253,6 +253,7 @@ __all__ = [
     "RunStarted",
     "SchemaMode",
     "SeenRequest",
+    "SemanticGuardResult",
     "SemanticVerdict",
     "SpanRecorder",
     "StopReason",
@@ -276,8 +277,10 @@ __all__ = [
     "TurnResult",
     "Usage",
     "UserMessage",
+    "VerifiedEvidence",
     "Violation",
     "ViolationKind",
+    "build_guard_request",
     "call_model",
     "check_evidence",
     "event_adapter",
@@ -286,6 +289,7 @@ __all__ = [
     "normalize_timestamp",
     "otel_attribute_name",
     "parse_draft",
+    "parse_verdict",
     "project_result",
     "read_body",
     "render_task",

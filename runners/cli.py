@@ -22,6 +22,7 @@ from runners.commands import (
     cases,
     compare_stops,
     gate,
+    guard_check,
     import_suite,
     import_traces,
     judge_check,
@@ -79,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, compare_stops, gate, report,
-                    real_models, judge_check, merge, migrate, transcripts, schema, tag_probe):  # fmt: skip
+                    real_models, judge_check, guard_check, merge, migrate, transcripts, schema, tag_probe):  # fmt: skip
         command.register(sub)  # transcripts: show, diff, export
     capture.register(sub)
     import_traces.register(sub)

@@ -67,15 +67,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def replay_args(recorded: dict[str, list[int]], points: dict[str, list[int]], flags: list[str]) -> list[str]:
+    """The `tag-probe` arguments that replay exactly the recorded probes: the cases, and when any case is recorded
+    in part, every recorded probe named with `--probe` (the probes named are the only ones a probe run takes, so a
+    case recorded whole is named probe by probe too)."""
+    named = any(steps != points[case] for case, steps in recorded.items())
+    probes = [f"{case}:{step}" for case, steps in recorded.items() for step in steps] if named else []
+    return [*(a for case in recorded for a in ("--case", case)), *(a for p in probes for a in ("--probe", p)), *flags]
+
+
 def write_summary(
     model: str, out: Path, flags: list[str], recorded: dict[str, list[int]], points: dict[str, list[int]]
 ) -> None:
     """Replay the recorded probes offline and write summary.json from what the replay measured (a case recorded in
     part: its recorded steps named with `--probe`)."""
     cases = list(recorded)
-    partial = [f"{c}:{s}" for c, steps in recorded.items() if steps != points[c] for s in steps]
-    probe_args = [*(a for case in cases for a in ("--case", case)), *(a for p in partial for a in ("--probe", p)),
-                  *flags]  # fmt: skip
+    probe_args = replay_args(recorded, points, flags)
     with tempfile.TemporaryDirectory() as tmp:
         db, js = Path(tmp) / "replay.duckdb", Path(tmp) / "probe.json"
         subprocess.run([*CLI, "tag-probe", *probe_args, "--cassettes", str(out), "--record-mode", "none",

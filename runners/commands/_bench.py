@@ -140,6 +140,9 @@ def _endpoint_named(run: settings.RunSettings | None, opts: BenchOptions) -> str
     from runners.domain.redaction import safe_url
 
     name = safe_url(OpenAIChatModel.resolve_base_url(run.model_settings.base_url if run is not None else None)) or ""
+    ms = run.model_settings if run is not None else None
+    if ms is not None and ms.guard_model is not None and ms.guard_base_url not in (None, ms.base_url):
+        name += f" or the SemanticGuard's {safe_url(ms.guard_base_url) or ''}"  # either may have been the one down
     cassettes = opts.replay.cassettes
     return f"{name} (cassettes {cassettes})" if cassettes is not None else name
 

@@ -52,18 +52,13 @@ def register(sub: Any) -> None:
 
 
 def _answers(path: Path, cases: dict[str, Any]) -> list[Any]:
-    from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, check_input_path
+    from runners.domain.input_files import MAX_EVALSET_BYTES, InputPathError, read_input_text
     from runners.domain.labelled_answers import LabelledAnswersError, parse_labelled_answers
 
     try:  # a FIFO would block, a device never end
-        check_input_path("--answers", path, max_bytes=MAX_EVALSET_BYTES)
+        text = read_input_text(path, max_bytes=MAX_EVALSET_BYTES, flag="--answers")
     except InputPathError as exc:
         _fail(str(exc))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        _fail(f"--answers {path}: cannot be read ({why})")
     try:
         answers = parse_labelled_answers(text, str(path), cases)
     except LabelledAnswersError as exc:

@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
         err.print(Text(
             f"{summary.infra_errors} of {summary.executed} case run(s) ended on an endpoint or cassette error"
             f" (rate limit, 5xx, timeout, connection, 4xx, a 2xx that is not a chat completion, cassette miss),"
-            f" not on the model's answer; see case_runs.error in {args.db}", style="red",
+            f" not on the model's answer: the bench's failure, unjudged and left out of every pass figure; see"
+            f" case_runs.error in {args.db}", style="red",
         ))  # fmt: skip
         if summary.infra_errors == summary.executed:
             _error(f"the endpoint {_endpoint_named(summary.settings, plan.options)} served no case run (exit 2)")

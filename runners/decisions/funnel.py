@@ -13,7 +13,10 @@ The funnel's stages, in order (a run is counted at the first one it does not pas
 7. `ROOT_CAUSE_MISSING` — published SUCCESS whose conclusion does not state the root cause (as the judge reads it);
 8. `SUCCESS` — published SUCCESS with the root cause.
 
-A run whose evidence truth is unknown (imported from a trace: the bench never saw its records) starts at stage 3;
+A run that ended on the bench's failure, not the model's (a model call that timed out on a loaded machine, was refused
+or failed on the endpoint after the Harness's retries: runners/run/verdict.py) is counted apart as `BENCH_FAILURE`,
+before every stage: it says nothing of the model. A run whose evidence truth is unknown (imported from a trace: the
+bench never saw its records) starts at stage 3;
 an imported run has no expected outcome, so it enters the funnel only if one is given for it. Anything that fits no
 stage (a Harness invariant broken on a SUCCESS) is `OTHER`, never silently dropped.
 """
@@ -63,6 +66,8 @@ class FunnelStage(StrEnum):
     """SUCCESS with the root cause."""
     OTHER = "OTHER"
     """Fits no stage (shown, never dropped)."""
+    BENCH_FAILURE = "BENCH_FAILURE"
+    """The bench's failure, not the model's: a model call failed on the endpoint or the machine (counted apart)."""
 
 
 STAGE_DOCS: dict[FunnelStage, str] = {
@@ -75,12 +80,15 @@ STAGE_DOCS: dict[FunnelStage, str] = {
     FunnelStage.ROOT_CAUSE_MISSING: "SUCCESS without the root cause",
     FunnelStage.SUCCESS: "SUCCESS with the root cause",
     FunnelStage.OTHER: "fits no stage (shown, never dropped)",
+    FunnelStage.BENCH_FAILURE: "the bench's failure, not the model's (a model call timed out, failed on its endpoint)",
 }
 """One line per stage, for the tables' legends."""
 
 
 def stage_of(row: FunnelRow) -> FunnelStage:
     """The funnel stage of one case run (see the module docstring)."""
+    if row.bench_failure:
+        return FunnelStage.BENCH_FAILURE
     if row.outcome == "SUCCESS":
         if row.outcome_passed:
             return FunnelStage.SUCCESS

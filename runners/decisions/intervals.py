@@ -1,7 +1,8 @@
 """The bench's interval over cases, one typed value (`Interval`): a point estimate with its 95% interval.
 
 `t_interval` is the mean with its Student t interval (scipy.stats) that `what-if`, `compare-stops` and the real-models
-report use; `recommend` fills the same type with a Wilson score or a case-bootstrap interval
+report use; `share_interval` is a share of events with its exact (Clopper-Pearson) interval, for rates over labelled
+items (`guard-check`); `recommend` fills the same type with a Wilson score or a case-bootstrap interval
 (runners/decisions/recommend.py). The case is the unit: each case's runs are averaged first.
 """
 
@@ -14,7 +15,7 @@ from scipy import stats
 
 from runners.decisions._model import Frozen
 
-__all__ = ["CONFIDENCE", "Interval", "t_interval"]
+__all__ = ["CONFIDENCE", "Interval", "share_interval", "t_interval"]
 
 CONFIDENCE = 0.95
 """The level of every t interval."""
@@ -71,3 +72,13 @@ def t_interval(values: Sequence[float]) -> Interval:
         return Interval(mean=mean, low=mean, high=mean, cases=n)
     low, high = stats.t.interval(CONFIDENCE, n - 1, loc=mean, scale=sem)
     return Interval(mean=mean, low=float(low), high=float(high), cases=n)
+
+
+def share_interval(events: int, n: int) -> Interval:
+    """`events / n` with its exact 95% Clopper-Pearson interval (scipy.stats); `cases` is `n` (n 0: no estimate)."""
+    if n == 0:
+        return Interval(mean=None, low=None, high=None, cases=0)
+    if not 0 <= events <= n:
+        raise ValueError(f"{events} events of {n}")
+    ci = stats.binomtest(events, n).proportion_ci(confidence_level=CONFIDENCE, method="exact")
+    return Interval(mean=events / n, low=float(ci.low), high=float(ci.high), cases=n)

@@ -1,13 +1,14 @@
 """How often a judge is wrong on labelled answers (`harness-bench judge-check`): the share of `wrong` and of `vague`
-answers it passes and of `correct` answers it fails, each with its count and a 95% Clopper-Pearson interval."""
+answers it passes and of `correct` answers it fails, each with its count and a 95% Clopper-Pearson interval
+(`runners/decisions/intervals.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-import scipy.stats
 from pydantic import BaseModel, ConfigDict
 
+from runners.decisions.intervals import share_interval
 from runners.domain.case_model import EvalCase
 from runners.domain.judge import Judge
 from runners.domain.labelled_answers import Label, LabelledAnswer, root_cause_of
@@ -49,8 +50,9 @@ def _rate(label: Label, n: int, passed: int) -> LabelRate:
     error = passed if label is not Label.CORRECT else n - passed
     if n == 0:
         return LabelRate(n=0, passed=0, error=0, error_share=None, ci95=None)
-    ci = scipy.stats.binomtest(error, n).proportion_ci(method="exact")
-    return LabelRate(n=n, passed=passed, error=error, error_share=error / n, ci95=(float(ci.low), float(ci.high)))
+    share = share_interval(error, n)
+    assert share.low is not None and share.high is not None  # n > 0: an exact interval always exists
+    return LabelRate(n=n, passed=passed, error=error, error_share=error / n, ci95=(share.low, share.high))
 
 
 def judge_rates(

@@ -92,8 +92,9 @@ def compare_loops(
     """Compare the Harness's runs at `no_gain_threshold` with the plain loop's (one run per case each; a later epoch
     of the same case replaces an earlier one) over the cases both ran; `expected_success` says which cases expect
     SUCCESS (recall) and which a FALLBACK (honest fallback)."""
-    h = {r.case_id: r for r in harness_runs if r.no_gain_threshold == no_gain_threshold}
-    p = {r.case_id: r for r in plain_runs}
+    # a run the bench failed (unjudged: runners/run/verdict.py) says nothing of either loop: its case is left out
+    h = {r.case_id: r for r in harness_runs if r.no_gain_threshold == no_gain_threshold and r.passed is not None}
+    p = {r.case_id: r for r in plain_runs if r.passed is not None}
     common = sorted(set(h) & set(p))
     success = [c for c in common if expected_success.get(c, False)]
     fallback = [c for c in common if not expected_success.get(c, False)]

@@ -114,6 +114,10 @@ class ThresholdSummary(BaseModel):
     """Generated tokens."""
     outcome_passed: int = 0
     """Case runs that passed the outcome verdict (the published outcome and the Harness's invariants)."""
+    bench_failures: int = 0
+    """Case runs that ended on the bench's failure, not the model's (a model call timed out on a loaded machine, was
+    refused or failed on the endpoint after the Harness's retries: runners/run/verdict.py): left out of `runs` and of
+    every count here."""
     finished_by_model: int = 0
     """Case runs that ended on the model's own valid Draft (no stop by the Harness)."""
     evidence_checks: dict[str, int] = {}
@@ -240,6 +244,9 @@ def _threshold(
     threshold: int, runs: Sequence[CaseRunRow], rejected: Sequence[RejectionRow], funnel_of: Sequence[FunnelRow],
     tags: Sequence[GainTagRow], split_of: Mapping[str, Split],
 ) -> ThresholdSummary:  # fmt: skip
+    bench = [r for r in runs if r.passed is None]  # unjudged: the bench's failure, not the model's (verdict.py)
+    runs = [r for r in runs if r.passed is not None]
+    funnel_of = [f for f in funnel_of if not f.bench_failure]
     families: dict[str, list[CaseRunRow]] = {}
     for run in runs:
         families.setdefault(run.family, []).append(run)
@@ -248,9 +255,10 @@ def _threshold(
     return ThresholdSummary(
         no_gain_threshold=threshold,
         runs=len(runs),
-        passed=sum(r.passed for r in runs),
+        passed=sum(r.passed is True for r in runs),
+        bench_failures=len(bench),
         families=tuple(
-            FamilyPassRate(family=f, passed=sum(r.passed for r in rs), runs=len(rs))
+            FamilyPassRate(family=f, passed=sum(r.passed is True for r in rs), runs=len(rs))
             for f, rs in sorted(families.items())
         ),
         outcomes=_counts(r.outcome for r in runs),

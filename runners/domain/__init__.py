@@ -14,8 +14,10 @@ the harness without a network, and the vocabularies every layer above shares.
 - models: `model_spec.py` (the model under test as the bench names it), `scripted.py` (`ScriptedChatModel`),
   `profiles.py` (seeded behaviour profiles), `probe_answers.py` (what a model answered at a tag probe);
 - the judge's material: `judge.py` (the interface every judge implements, its verdict, the judges' names),
-  `root_cause.py` (a case's root cause as the judge reads it: statement, facts, distractors), `labelled_answers.py`
-  (the judge's labelled answers), `fallback_source.py` (where a FALLBACK came from);
+  `root_cause.py` (a case's root cause as the judge reads it: statement, facts, distractors), `labelled_lines.py`
+  (the one reader of labelled JSON-lines sets), `labelled_answers.py`
+  (the judge's labelled answers), `labelled_conclusions.py` (the SemanticGuard's labelled conclusions),
+  `fallback_source.py` (where a FALLBACK came from);
 - `stop_rules.py` (stop rules as declared policies), `redaction.py` (the secrets boundary every writer and printed
   line goes through, below every layer that writes), `object_columns.py` (rows handed to DuckDB as object columns,
   by the tools' fixtures and the metrics writer);

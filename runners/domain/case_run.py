@@ -65,11 +65,14 @@ class Verdicts:
     """Why the outcome verdict failed (empty: passed)."""
     trajectory_failures: tuple[str, ...] | None
     """Why the trajectory verdict failed (empty: passed; None: no trajectory verdict applies to this run)."""
+    bench_failure: str | None = None
+    """Why the run measures the bench, not the model (`runners/run/verdict.py` `bench_failure`): no verdict judges
+    it, and a pass or recall figure leaves it out and counts it apart (None: the run is judged)."""
 
     @property
-    def outcome_passed(self) -> bool:
-        """The published outcome is right and the Harness kept its invariants."""
-        return not self.outcome_failures
+    def outcome_passed(self) -> bool | None:
+        """The published outcome is right and the Harness kept its invariants (None: the bench's failure, unjudged)."""
+        return None if self.bench_failure is not None else not self.outcome_failures
 
     @property
     def trajectory_passed(self) -> bool | None:
@@ -77,14 +80,17 @@ class Verdicts:
         return None if self.trajectory_failures is None else not self.trajectory_failures
 
     @property
-    def passed(self) -> bool:
-        """Every verdict that applies passed."""
-        return self.outcome_passed and self.trajectory_passed is not False
+    def passed(self) -> bool | None:
+        """Every verdict that applies passed (None: the bench's failure, unjudged)."""
+        if self.bench_failure is not None:
+            return None
+        return not self.outcome_failures and self.trajectory_passed is not False
 
     @property
     def failures(self) -> tuple[str, ...]:
-        """Every failure, each naming its verdict."""
-        return (*(f"[outcome] {f}" for f in self.outcome_failures),
+        """Every failure, each naming its verdict (`[bench]`: why the run is not judged)."""
+        return (*((f"[bench] {self.bench_failure}",) if self.bench_failure is not None else ()),
+                *(f"[outcome] {f}" for f in self.outcome_failures),
                 *(f"[trajectory] {f}" for f in self.trajectory_failures or ()))  # fmt: skip
 
 
@@ -104,8 +110,8 @@ class CaseRun:
     """The completed calls whose records carry the case's evidence (the truth its gain tags are scored against)."""
 
     @property
-    def passed(self) -> bool:
-        """True when every verdict that applies passed."""
+    def passed(self) -> bool | None:
+        """True when every verdict that applies passed (None: the bench's failure, unjudged)."""
         return self.verdicts.passed
 
     @property

@@ -74,9 +74,10 @@ def read_input_text(path: Path, *, max_bytes: int, flag: str = "") -> str:
     """The text of an input file read as UTF-8, the input-path rule applied first; InputPathError, one line naming
     the path, when it is not a regular file of at most `max_bytes`, cannot be read or is not UTF-8."""
     check_input_path(flag, path, max_bytes=max_bytes)
+    named = f"{flag} {path}" if flag else str(path)
     try:
         return path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise InputPathError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+        raise InputPathError(f"{named}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
-        raise InputPathError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        raise InputPathError(f"{named}: cannot read ({exc.strerror or exc})") from None

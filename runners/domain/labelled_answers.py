@@ -9,13 +9,13 @@ line naming the file, the line and the field (`LabelledAnswersError`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field
 
 from runners.domain.case_model import EvalCase
+from runners.domain.labelled_lines import LabelledLine, parse_labelled_lines
 from runners.domain.root_cause import RootCause
 
 __all__ = ["Label", "LabelledAnswer", "LabelledAnswersError", "parse_labelled_answers", "root_cause_of"]
@@ -32,7 +32,7 @@ class Label(StrEnum):
     """Names no cause precise enough to act on."""
 
 
-class LabelledAnswer(BaseModel):
+class LabelledAnswer(LabelledLine):
     """One labelled answer."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -60,32 +60,9 @@ def root_cause_of(case: EvalCase) -> RootCause | None:
 
 def parse_labelled_answers(text: str, source: str, cases: Mapping[str, EvalCase]) -> list[LabelledAnswer]:
     """The answers of a JSON-lines `text` (blank lines skipped); `source` names the file in errors."""
-    out: list[LabelledAnswer] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            raw = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise LabelledAnswersError(f"{where}: not a JSON object ({str(exc)[:80]})") from None
-        if not isinstance(raw, dict):
-            raise LabelledAnswersError(f"{where}: not a JSON object")
-        try:
-            answer = LabelledAnswer.model_validate(raw)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = ".".join(str(p) for p in first["loc"]) or "line"
-            if field == "label":
-                message = f"label {raw.get('label')!r} is not one of {[v.value for v in Label]}"
-            else:
-                message = f"{field}: {first['msg']}"
-            raise LabelledAnswersError(f"{where}: {message}") from None
-        case = cases.get(answer.case_id)
-        if case is None:
-            raise LabelledAnswersError(f"{where}: case_id {answer.case_id[:80]!r} is not a case")
-        if root_cause_of(case) is None:
-            raise LabelledAnswersError(f"{where}: case_id {answer.case_id!r} declares no root cause (it accepts no "
-                                       "SUCCESS)")  # fmt: skip
-        out.append(answer)
-    return out
+    return parse_labelled_lines(text, source, LabelledAnswer, Label, cases, _judgeable, LabelledAnswersError)
+
+
+def _judgeable(case: EvalCase) -> str | None:
+    """Why the judge cannot be checked on `case` (None: it can)."""
+    return None if root_cause_of(case) is not None else "declares no root cause (it accepts no SUCCESS)"

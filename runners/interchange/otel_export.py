@@ -143,9 +143,13 @@ def _evaluations(row: dict[str, Any], secrets: Secrets) -> tuple[Evaluation, ...
 
     failures = [redact(str(f), secrets) for f in json.loads(row["failures"])] if row.get("failures") else []
     expected_stop = row.get("expected_stop_reason")
+    if row["passed"] is None:  # the bench's failure (runners/run/verdict.py): unjudged, no score
+        passed = Evaluation("passed", "unjudged", None, "; ".join(failures) or "not judged")
+    else:
+        passed = Evaluation("passed", "pass" if row["passed"] else "fail", 1.0 if row["passed"] else 0.0,
+                            "; ".join(failures) or "every expectation held")  # fmt: skip
     return (
-        Evaluation("passed", "pass" if row["passed"] else "fail", 1.0 if row["passed"] else 0.0,
-                   "; ".join(failures) or "every expectation held"),
+        passed,
         Evaluation("outcome", joined(row["outcome"], row.get("fallback_kind")),
                    explanation=f"expected {joined(row['expected_outcome'], row.get('expected_fallback_kind'))}"),
         Evaluation("stop_reason", str(row.get("stop_reason") or "NONE"),

@@ -12,14 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from functools import partial
 from pathlib import Path
 
-from harness import ChatRequest, ModelCallError, ModelPurpose, OpenAIChatModel, SystemMessage, UserMessage
+from harness import ChatRequest, ModelPurpose, SystemMessage, UserMessage
 from runners.domain.judge import JudgeVerdict
 from runners.domain.root_cause import RootCause
-from runners.plan.options import RecordMode
-from runners.store.cassettes import OFFLINE_KEY, CassetteError, CassetteTransport, cassette_path, use_cassette
+from runners.live.recorded_model import RecordedModel, RecordedModelError
+from runners.store.cassettes import cassette_path
 
 __all__ = ["JUDGE_RUBRIC", "ModelJudge", "ModelJudgeError"]
 
@@ -64,20 +63,15 @@ class ModelJudge:
         record_mode: str = "none",
         timeout_seconds: float = 900.0,
     ) -> None:
-        self._model_name = model
         self._cassettes = cassettes
-        self._record_mode = record_mode
-        replaying = RecordMode(record_mode) is RecordMode.NONE
-        self._chat = OpenAIChatModel(
-            model, base_url=base_url, timeout_seconds=timeout_seconds, temperature=0.0, max_output_tokens=200,
-            transport=partial(CassetteTransport, require_binding=True), api_key=OFFLINE_KEY if replaying else None,
-        )  # fmt: skip
-        self._timeout = timeout_seconds
+        self._model = RecordedModel(
+            model, base_url=base_url, record_mode=record_mode, timeout_seconds=timeout_seconds, max_output_tokens=200
+        )
 
     @property
     def name(self) -> str:
         """`model:<model>`."""
-        return f"model:{self._model_name}"
+        return self._model.name
 
     def judge(self, root_cause: RootCause, conclusion: str, *, question: str) -> JudgeVerdict:
         """Ask the model once (a failed call is a `ModelJudgeError`)."""
@@ -90,14 +84,12 @@ class ModelJudge:
         }
         request = ChatRequest(
             messages=(SystemMessage(JUDGE_RUBRIC), UserMessage(json.dumps(rubric, ensure_ascii=False))),
-            purpose=ModelPurpose.SEMANTIC_GUARD, timeout_seconds=self._timeout,
+            purpose=ModelPurpose.SEMANTIC_GUARD, timeout_seconds=self._model.timeout_seconds,
         )  # fmt: skip
         # one cassette per statement: a case's answers share it, each matched by its request body
         key = hashlib.sha256(root_cause.statement.encode()).hexdigest()[:12]
-        path = cassette_path(self._cassettes, f"judge-{self._model_name}", key, 0)
+        path = cassette_path(self._cassettes, f"judge-{self._model.model}", key, 0)
         try:
-            with use_cassette(path, self._record_mode):
-                response = self._chat.complete(request)
-        except (ModelCallError, CassetteError) as exc:
-            raise ModelJudgeError(f"{self.name}: {str(exc).splitlines()[0][:200]}") from None
-        return _parse(response.message.content)
+            return _parse(self._model.ask(request, path))
+        except RecordedModelError as exc:
+            raise ModelJudgeError(str(exc)) from None

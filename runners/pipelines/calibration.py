@@ -268,7 +268,10 @@ def outcome_table(profile: str, seeds: int, epochs: int, cases: list[EvalCase] |
                 if key not in memo:
                     run = run_case(case, ScriptedChatModel(traj, name=f"scripted:{model}"), config=config)
                     m = run.metrics
-                    memo[key] = (run.passed, (m.tool_invocations, m.model_calls, m.input_tokens + m.output_tokens))
+                    memo[key] = (
+                        run.passed is True,
+                        (m.tool_invocations, m.model_calls, m.input_tokens + m.output_tokens),
+                    )
                 passed[s, i, e], cost[s, i, e] = memo[key]
     return OutcomeTable(profile, cases, passed, cost, len(memo))
 

@@ -33,6 +33,7 @@ from runners.rendering.real_report_judging import (
     FALLBACK_HEADER,
     JUDGE_HEADER,
     JudgeOnSet,
+    bench_failure_text,
     fallback_rows,
     guard_text,
     judge_rows,
@@ -397,6 +398,7 @@ def render_markdown(report: RealModelsReport, command: str) -> str:
                   f"Recorded with: {markdown(_settings_text(m.settings))}.", "",
                   f"Replay: {markdown_code(_replay_command(m))}.", ""]  # fmt: skip
         lines += _md_table(HARNESS_HEADER, _harness_rows(m))
+        lines += ["", markdown(left_out)] if (left_out := bench_failure_text(m.summary)) else []
         lines += ["", "Verdicts and guards:", ""]
         lines += _md_table(VERDICT_HEADER, _verdict_rows(m))
         lines += ["", markdown(guard_text(m.summary)), "", "Where each FALLBACK came from:", ""]
@@ -477,7 +479,8 @@ def render_html(report: RealModelsReport, command: str, figures: Mapping[str, by
         verdict = m.recommended.threshold
         parts += [f"<h2>{html(m.summary.label)}</h2>", f"<p>Recorded with: {html(_settings_text(m.settings))}.</p>",
                   f"<p>Replay: <code>{html(_replay_command(m))}</code>.</p>",
-                  _html_table(HARNESS_HEADER, _harness_rows(m)), "<p>Verdicts and guards:</p>",
+                  _html_table(HARNESS_HEADER, _harness_rows(m)),
+                  *(f"<p>{html(t)}</p>" for t in (bench_failure_text(m.summary),) if t), "<p>Verdicts and guards:</p>",
                   _html_table(VERDICT_HEADER, _verdict_rows(m)), f"<p>{html(guard_text(m.summary))}</p>",
                   "<p>Where each FALLBACK came from:</p>", _html_table(FALLBACK_HEADER, fallback_rows(m.summary)),
                   f"<p><b>Recommend:</b> {html(verdict) if verdict else 'no recommendation'}.</p>",

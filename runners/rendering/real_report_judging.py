@@ -1,6 +1,7 @@
 """What the real-models report says of who judged: the outcome judge and its measured error rates on the committed
 labelled answers (every recall figure is the rule judge's; `runners/pipelines/real_models.py` measures them), where
-each FALLBACK came from, and whether each SemanticGuard verdict was the agent's model judging its own conclusion."""
+each FALLBACK came from, whether each SemanticGuard verdict was the agent's model judging its own conclusion, and which
+case runs the bench failed (left out of every figure, never counted as the model's)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ __all__ = [
     "FALLBACK_HEADER",
     "JUDGE_HEADER",
     "JudgeOnSet",
+    "bench_failure_text",
     "fallback_rows",
     "guard_text",
     "judge_rows",
@@ -81,3 +83,16 @@ def guard_text(summary: RecordedSummary) -> str:
                 f"agent's own model ({summary.model}) judging its own conclusion (no --guard-model).")  # fmt: skip
     return (f"SemanticGuard: {verdicts} verdict(s) over the thresholds, none self-judged — the guard was {guard} "
             f"(--guard-model), the agent {summary.model}.")  # fmt: skip
+
+
+def bench_failure_text(summary: RecordedSummary) -> str | None:
+    """The case runs that ended on the bench's failure, not the model's, per threshold (None: there were none)."""
+    failed = [(t.no_gain_threshold, t.bench_failures) for t in summary.thresholds if t.bench_failures]
+    if not failed:
+        return None
+    where = ", ".join(f"{n} at NO_GAIN {t}" for t, n in failed)
+    return (
+        f"Left out: {where} case run(s) ended on the bench's failure, not the model's — a model call timed out on "
+        "a loaded machine, was refused or failed on the endpoint after the Harness's retries; unjudged, they are "
+        "in no figure above or below (`case_runs.failures` says which call)."
+    )

@@ -221,10 +221,13 @@ def _header(info: CaseRunInfo) -> list[str]:
     ]
 
 
-def verdict(passed: bool | None) -> str:
-    """A case run's verdict as shown: `yes`, `NO`, or `no verdict (observed run)` for an imported run, which was
-    held to no expectation (its `passed` is NULL) and so neither passed nor failed."""
-    return "no verdict (observed run)" if passed is None else "yes" if passed else "NO"
+def verdict(passed: bool | None, expected: object = None) -> str:
+    """A case run's verdict as shown: `yes`, `NO`, or, where `passed` is NULL, `no verdict (observed run)` for an
+    imported run (no `expected` outcome: held to no expectation) and `no verdict (the bench's failure, not the
+    model's)` for a bench run a failed model call ended (runners/run/verdict.py)."""
+    if passed is None:
+        return "no verdict (observed run)" if expected is None else "no verdict (the bench's failure, not the model's)"
+    return "yes" if passed else "NO"
 
 
 def _footer(info: CaseRunInfo, width: int) -> list[str]:
@@ -234,8 +237,8 @@ def _footer(info: CaseRunInfo, width: int) -> list[str]:
         "═" * width,
         *_wrap(f"OUTCOME {outcome}   stop reason {r.get('stop_reason') or 'NONE (finished on its own)'}", "", width),
     ]
-    lines += _wrap(f"passed: {verdict(r['passed'])}   model calls {r['model_calls']}, tool invocations"
-                   f" {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
+    lines += _wrap(f"passed: {verdict(r['passed'], r.get('expected_outcome'))}   model calls {r['model_calls']},"
+                   f" tool invocations {r['tool_invocations']}, rejections {r['tool_rejections']}, tokens"
                    f" {(r['input_tokens'] or 0) + (r['output_tokens'] or 0)}", "", width)  # fmt: skip
     if r["passed"] is not None and r.get("outcome_passed") is not None:
         trajectory = r.get("trajectory_passed")
@@ -309,7 +312,8 @@ def render_diff(a: CaseRunInfo, b: CaseRunInfo, name_a: str, name_b: str, *, wid
     for tag, info in (("A", a), ("B", b)):
         r = info.row
         head.append(f"{tag}: {r['outcome']}{'/' + r['fallback_kind'] if r.get('fallback_kind') else ''}, stop"
-                    f" {r.get('stop_reason') or 'NONE'}, passed {verdict(r['passed'])}")  # fmt: skip
+                    f" {r.get('stop_reason') or 'NONE'},"
+                    f" passed {verdict(r['passed'], r.get('expected_outcome'))}")  # fmt: skip
     lines = [wrapped for line in head for wrapped in _wrap(line, "", width)]
     if at is None:
         lines.append("the two transcripts are the same turn for turn")

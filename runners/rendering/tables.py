@@ -130,19 +130,29 @@ def family_table(title: str, rows: Sequence[Any]) -> RenderableType:
     table.add_column("stops", overflow="ellipsis")
     for col in ("tools", "rej", "wasted"):
         table.add_column(col, justify="right", no_wrap=True)
+    bench = any(r.bench_failures for r in rows)
+    if bench:
+        table.add_column("bench", justify="right", no_wrap=True)
     used_outcomes: set[str] = set()
     used_stops: set[str] = set()
     for r in rows:
         used_outcomes |= {_code(OUTCOME_CODES, k) for k in r.outcomes}
         used_stops |= {_code(STOP_CODES, k) for k in r.stop_reasons}
         table.add_row(
-            Text(r.family), str(r.runs), f"{r.pass_rate:.0%}", Text(_counts(OUTCOME_CODES, r.outcomes)),
-            Text(_counts(STOP_CODES, r.stop_reasons)), f"{r.mean_tools:.1f}", f"{r.mean_rejections:.1f}",
-            f"{r.mean_wasted:.1f}",
+            Text(r.family), str(r.runs), "—" if r.pass_rate is None else f"{r.pass_rate:.0%}",
+            Text(_counts(OUTCOME_CODES, r.outcomes)), Text(_counts(STOP_CODES, r.stop_reasons)),
+            f"{r.mean_tools:.1f}", f"{r.mean_rejections:.1f}", f"{r.mean_wasted:.1f}",
+            *((str(r.bench_failures),) if bench else ()),
         )  # fmt: skip
     notes = Text(
         f"outcomes: {legend(OUTCOME_CODES, used_outcomes)}\nstops: {legend(STOP_CODES, used_stops, STOP_MEANINGS)}"
-        "\ntools, rej, wasted: mean tool invocations, rejected requests, wasted invocations per case run",
+        "\ntools, rej, wasted: mean tool invocations, rejected requests, wasted invocations per case run"
+        + (
+            "\nbench: case runs that ended on the bench's failure, not the model's (a model call timed out, was refused"
+            " or failed on the endpoint after the Harness's retries): unjudged, left out of pass"
+            if bench
+            else ""
+        ),
         style="dim",
     )
     return Group(table, notes)

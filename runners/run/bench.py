@@ -196,7 +196,7 @@ def _run(
                 writer.add_transcript(*transcript_rows(bench_run_id, run_id, run.result))
             writer.add(rows)
             summary.executed += 1
-            summary.failed += not run.passed
+            summary.failed += run.passed is False  # None: the bench's failure, counted in infra_errors
             # typed where the call failed (an endpoint, network or cassette failure), never read from the text
             kind = run.result.error_kind
             summary.infra_errors += kind is not None and kind.infrastructure

@@ -12,6 +12,13 @@
   thresholds and budgets) and no other run: at another threshold, or for a real model, it does not apply (None).
 
 A failure names its verdict (`[outcome] …`, `[trajectory] …`), so a reader sees which one a run failed.
+
+A run that ended because a model call failed on the endpoint or the machine — timed out (a loaded machine), refused,
+5xx, a 2xx that is no completion, a cassette miss — after the Harness's retries is **the bench's failure, not the
+model's** (`bench_failure`, the one place this is decided): neither verdict judges it (`Verdicts.bench_failure`
+holds the reason; `passed` and `outcome_passed` are None), and every pass and recall figure leaves it out and counts it
+apart. A reply the model got wrong (BAD_RESPONSE) is the model's, and a call the run's own deadline or budget cut is a
+budget stop, judged as any other.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from harness import (
     HarnessConfig,
     HarnessControl,
     InvocationStatus,
+    ModelCall,
     RejectionReason,
     ReleaseOutcome,
     RunLimits,
@@ -36,6 +44,7 @@ from runners.plan.bench_config import BenchHarnessConfig
 from runners.run.rule_judge import RULE_JUDGE
 
 __all__ = [
+    "bench_failure",
     "invariant_failures",
     "loop_invariant_failures",
     "outcome_failures",
@@ -73,9 +82,24 @@ def verdicts(
     `outcome_failures`; `repeats_allowed`: a completed scope may run again, the Harness's duplicate rejection being
     switched off)."""
     invariants = invariant_failures(result, metrics, repeats_allowed=repeats_allowed) if judge_invariants else []
+    bench = bench_failure(result)
+    if bench is not None:  # unjudged; a broken invariant is the Harness's and stays listed
+        return Verdicts(tuple(invariants), None, bench_failure=bench)
     outcome = [*outcome_failures(case, result, judge=judge, real_model=real_model), *invariants]
     trajectory = trajectory_failures(case, result, metrics) if judge_trajectory else None
     return Verdicts(tuple(outcome), None if trajectory is None else tuple(trajectory))
+
+
+def bench_failure(result: RunResult) -> str | None:
+    """Why `result` measures the bench and not the model: the run ended on a model call (the agent's or the
+    SemanticGuard's) that failed on the endpoint or the machine after the Harness's retries (None: judge the run)."""
+    kind = result.error_kind
+    if kind is None or not kind.infrastructure:
+        return None
+    attempts = sum(isinstance(e, ModelCall) and e.error_kind is not None for e in result.events)
+    detail = next(iter((result.error or result.decision.call_error or "").splitlines()), "")[:160]
+    return (f"the bench's failure, not the model's: a model call failed with {kind.value} after {attempts} failed "
+            f"attempt(s) ({detail})")  # fmt: skip
 
 
 def _against(want: OutcomeExpectation, result: RunResult, question: str, judge: Judge) -> list[str]:

@@ -62,6 +62,8 @@ class FunnelRow:
     """Of those, the ones the agent tagged NO_GAIN."""
     failures: str | None
     """The verdicts' failures, as stored (JSON)."""
+    bench_failure: bool = False
+    """It ended on the bench's failure, not the model's (unjudged: runners/run/verdict.py `bench_failure`)."""
 
     @property
     def fallback_source(self) -> FallbackSource | None:
@@ -113,7 +115,8 @@ def funnel_rows(
                c.outcome, c.outcome_passed, c.stop_reason, c.budget_hit, c.error_kind,
                coalesce(ev.draft_received, false), coalesce(ev.draft_valid, false), ev.evidence_check,
                ev.evidence_detail, ev.semantic_verdict, tc.evidence_calls, coalesce(tc.evidence_gained, 0),
-               coalesce(tc.evidence_no_gain, 0), c.failures
+               coalesce(tc.evidence_no_gain, 0), c.failures,
+               c.passed IS NULL AND c.expected_outcome IS NOT NULL  -- the verdict left it unjudged: the bench's
         FROM case_runs c JOIN bench_runs b USING (bench_run_id)
              LEFT JOIN ev USING (case_run_id) LEFT JOIN tc USING (case_run_id)
         WHERE list_contains(?, c.case_run_id)
@@ -144,6 +147,7 @@ def funnel_rows(
             evidence_gained=int(r[18]),
             evidence_no_gain=int(r[19]),
             failures=_s(r[20]),
+            bench_failure=bool(r[21]),
         )
         for r in rows
     )

@@ -47,8 +47,8 @@ class PairedRun:
     """Epoch."""
     family: str
     """Family."""
-    passed: bool
-    """It met its expectations."""
+    passed: bool | None
+    """It met its expectations (None: unjudged, the bench's failure: runners/run/verdict.py)."""
     tool_invocations: float
     """Tool invocations."""
     model_calls: float
@@ -122,7 +122,8 @@ def latest_case_runs(con: duckdb.DuckDBPyConnection, label: str, bench_run_id: s
         """,
         [label, bench_run_id],
     ).fetchall()
-    return [PairedRun(str(r[0]), int(r[1]), str(r[2]), bool(r[3]), float(r[4]), float(r[5]), float(r[6])) for r in rows]
+    return [PairedRun(str(r[0]), int(r[1]), str(r[2]), None if r[3] is None else bool(r[3]), float(r[4]), float(r[5]),
+                      float(r[6])) for r in rows]  # fmt: skip
 
 
 def failing_case_runs(

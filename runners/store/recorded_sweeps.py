@@ -25,8 +25,8 @@ class CaseRunRow(BaseModel):
     """Its family."""
     no_gain_threshold: int
     """The NO_GAIN threshold the run used."""
-    passed: bool
-    """Whether it met its expectations (every verdict that applies)."""
+    passed: bool | None
+    """Whether it met its expectations (every verdict that applies; None: unjudged, the bench's failure)."""
     outcome_passed: bool | None
     """The outcome verdict (None: stored before there were two verdicts)."""
     outcome: str

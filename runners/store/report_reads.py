@@ -109,6 +109,9 @@ class FamilyCounts:
     """Share of case runs that passed the outcome verdict (None: no verdict stored), rounded to 3 places."""
     trajectory_pass_rate: float | None = None
     """Share of the case runs judged on the trajectory that passed it (None: none was judged), rounded to 3 places."""
+    bench_failures: int = 0
+    """Case runs that ended on the bench's failure, not the model's (a model call timed out on a loaded machine, was
+    refused, 5xx, a cassette miss: runners/run/verdict.py): unjudged, and left out of every pass rate above."""
 
 
 _FAMILY_COUNTS = """
@@ -125,7 +128,9 @@ _FAMILY_COUNTS = """
            round(avg(tool_rejections), 2) AS mean_rejections,
            round(avg(wasted_invocations), 2) AS mean_wasted,
            round(avg(outcome_passed::INT), 3) AS outcome_pass_rate,
-           round(avg(trajectory_passed::INT), 3) AS trajectory_pass_rate
+           round(avg(trajectory_passed::INT), 3) AS trajectory_pass_rate,
+           -- the verdict leaves the bench's failures unjudged (passed NULL); an imported run has no expectation
+           count(*) FILTER (WHERE passed IS NULL AND expected_outcome IS NOT NULL) AS bench_failures
     FROM case_runs c JOIN bench_runs b USING (bench_run_id)
     WHERE {where}
     GROUP BY family ORDER BY family
@@ -142,6 +147,7 @@ def family_counts(con: duckdb.DuckDBPyConnection, scope: CaseRunScope) -> tuple[
             fallback=int(r[5]), failed=int(r[6]), saturated=int(r[7]), budget=int(r[8]), protocol=int(r[9]),
             on_its_own=int(r[10]), mean_tool_invocations=_float(r[11]), mean_rejections=_float(r[12]),
             mean_wasted=_float(r[13]), outcome_pass_rate=_float(r[14]), trajectory_pass_rate=_float(r[15]),
+            bench_failures=int(r[16]),
         )
         for r in rows
     )  # fmt: skip
@@ -242,7 +248,7 @@ def sweep_case_runs(con: duckdb.DuckDBPyConnection, sweep_id: str) -> tuple[Swee
                c.wasted_invocations, c.input_tokens + c.output_tokens, c.model_calls, c.tool_invocations, c.passed,
                c.epoch, c.outcome_passed
         FROM case_runs c JOIN bench_runs b USING (bench_run_id)
-        WHERE b.sweep_id = ?
+        WHERE b.sweep_id = ? AND c.passed IS NOT NULL  -- unjudged: the bench's failure, not the model's
         ORDER BY {cols}, c.case_id
         """,
         [sweep_id],

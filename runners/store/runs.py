@@ -206,8 +206,8 @@ class FamilyRow:
     """Family name."""
     runs: int
     """Case runs."""
-    pass_rate: float
-    """Share of case runs that met their expectations."""
+    pass_rate: float | None
+    """Share of the judged case runs that met their expectations (None: none was judged)."""
     outcomes: dict[str, int]
     """Case runs per outcome (`FALLBACK/INSUFFICIENT_EVIDENCE` style)."""
     stop_reasons: dict[str, int]
@@ -219,6 +219,9 @@ class FamilyRow:
     """Mean rejected tool requests."""
     mean_wasted: float
     """Mean wasted invocations."""
+    bench_failures: int = 0
+    """Case runs that ended on the bench's failure, not the model's (unjudged: runners/run/verdict.py), left out of
+    `pass_rate`."""
 
 
 def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[FamilyRow]:
@@ -228,15 +231,17 @@ def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[Famil
         SELECT family, count(*), avg(passed::INT),
                histogram(outcome || coalesce('/' || fallback_kind, '')),
                histogram(coalesce(stop_reason, CASE WHEN error IS NULL THEN 'NONE' ELSE 'ERROR' END)),
-               avg(tool_invocations), avg(tool_rejections), avg(wasted_invocations)
+               avg(tool_invocations), avg(tool_rejections), avg(wasted_invocations),
+               count(*) FILTER (WHERE passed IS NULL)  -- unjudged: the bench's failure (avg(passed) skips them)
         FROM case_runs WHERE bench_run_id = ? GROUP BY family ORDER BY family
         """,
         [bench_run_id],
     ).fetchall()
     return [
-        FamilyRow(str(f), int(n), float(p), dict(o), dict(s), float(t), float(r), float(w))
-        for f, n, p, o, s, t, r, w in rows
-    ]
+        FamilyRow(str(f), int(n), None if p is None else float(p), dict(o), dict(s), float(t), float(r), float(w),
+                  int(b))
+        for f, n, p, o, s, t, r, w, b in rows
+    ]  # fmt: skip
 
 
 # -- sweeps ----------------------------------------------------------------------------------------------

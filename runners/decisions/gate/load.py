@@ -79,7 +79,7 @@ class _Run:
     """One label's side of a pair."""
 
     family: str
-    passed: bool
+    passed: bool | None
     cost: Cost
 
 
@@ -133,10 +133,11 @@ def load_pairs(
     if set(base) != set(cand):
         missing = sorted(set(base) ^ set(cand))[:5]
         raise GateInputError(f"the two labels cover different epochs, e.g. {missing}; run both with the same --epochs")
+    # a pair where either side ended on the bench's failure (unjudged) says nothing of either model: left out
     return [
-        Pair(cid, base[(cid, ep)].family, ep, base[(cid, ep)].passed, cand[(cid, ep)].passed, base[(cid, ep)].cost,
-             cand[(cid, ep)].cost)
+        Pair(cid, b.family, ep, b.passed, c.passed, b.cost, c.cost)
         for cid, ep in sorted(base)
+        if (b := base[(cid, ep)]).passed is not None and (c := cand[(cid, ep)]).passed is not None
     ]  # fmt: skip
 
 
