@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from harness.config import HarnessConfig
+from runners.cli import main
 from tests._fake_endpoint import completion, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +98,7 @@ class World:
     db: Path
     """The database."""
     runs: dict[str, Done]
-    """Each `run` command by label."""
+    """Each deep `run` command by agent loop."""
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +106,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     tmp = tmp_path_factory.mktemp("deep")
     db = tmp / "d.duckdb"
     evalset = str(ROOT / "evalsets" / "diagnosable.yaml")
-    runs = {"base": _bench(tmp, "run", "--evalset", evalset, "--case", CASE, "--db", str(db), "--label", "base")}
+    # the scripted baseline the gate compares with holds nothing deep: run in process
+    assert main(["run", "--evalset", evalset, "--case", CASE, "--db", str(db), "--label", "base"]) == 0
+    runs: dict[str, Done] = {}
     for agent in AGENTS:
         with serve() as ep:
             _deep_replies(ep)
@@ -122,7 +125,7 @@ def test_the_arguments_are_under_the_byte_cap() -> None:
     assert all(len(a.encode()) < cap for a in (DEEP, IN_ENVELOPE, IN_OBJECT, DRAFT))
 
 
-@pytest.mark.parametrize("label", ["base", *AGENTS])
+@pytest.mark.parametrize("label", AGENTS)
 def test_run_with_deep_arguments_completes(world: World, label: str) -> None:
     _well_behaved(world.runs[label], 0, 1)
     assert "bench run" in world.runs[label].stdout

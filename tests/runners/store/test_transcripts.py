@@ -437,13 +437,13 @@ def _inspect_view_serves(log_dir: Path, samples: int) -> None:
     try:
         base = f"http://127.0.0.1:{port}/api"
         listing = None
-        for _ in range(120):
+        for _ in range(1200):  # a minute at most, asked every 50 ms (the server is up in a few seconds)
             try:
                 with urllib.request.urlopen(f"{base}/log-files", timeout=5) as r:
                     listing = json.load(r)
                 break
             except OSError:
-                time.sleep(0.5)
+                time.sleep(0.05)
         assert listing is not None, "inspect view did not start"
         (entry,) = listing["files"]
         assert entry["task"] == "harness-bench"
