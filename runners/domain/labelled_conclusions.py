@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from pydantic import ConfigDict, Field
 
-from runners.domain.case_model import EvalCase
 from runners.domain.labelled_lines import LabelledLine, parse_labelled_lines
+
+if TYPE_CHECKING:  # the cases' model (and its parsers) load only where lines are read
+    from runners.domain.case_model import EvalCase
 
 __all__ = ["ConclusionLabel", "GuardSetting", "LabelledConclusion", "LabelledConclusionsError",
            "parse_labelled_conclusions"]  # fmt: skip

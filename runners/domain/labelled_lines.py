@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from runners.domain.case_model import EvalCase
+if TYPE_CHECKING:  # the cases' model (and its parsers) load only where lines are read
+    from runners.domain.case_model import EvalCase
+
 
 __all__ = ["LabelledLine", "parse_labelled_lines"]
 
