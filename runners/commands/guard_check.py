@@ -137,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
             except ModelGuardError as exc:
                 _fail(f"{exc} (record the guard with --record-mode new_episodes --guard-base-url URL)")
             judged.append((item, result))
-            if flags.record_mode != "none" and guard.name != "off" and i % 10 == 0:  # a live guard: minutes
+            live = RecordMode(flags.record_mode) is not RecordMode.NONE and guard.name != "off"
+            if live and i % 10 == 0:  # a live guard takes minutes
                 _say(f"{guard.name}: {i}/{len(conclusions)} conclusions", stderr=True)
         results.append(guard_rates(guard.name, judged))
     out.print(render(f"guards on {flags.conclusions}: {len(conclusions)} labelled conclusions", results))
@@ -150,4 +151,10 @@ def run(args: argparse.Namespace) -> int:
 
 def _model_name(text: str) -> str:
     """The guard model's name as its endpoint knows it: `openai:NAME` as `--model` spells it, or the name alone."""
-    return text.removeprefix("openai:")
+    from runners.domain.model_spec import ModelSpecError, parse_model
+
+    try:
+        spec = parse_model(text)
+    except ModelSpecError:  # the name alone
+        return text
+    return spec.name if spec.is_openai else text

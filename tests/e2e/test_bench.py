@@ -279,7 +279,7 @@ def test_cassette_miss_names_the_cassette_and_the_rerecord_command(
     # a replay never contacted its --base-url: the command asks for a live one instead of echoing it
     assert "--base-url LIVE_BASE_URL" in error and "--base-url http://127.0.0.1:1/v1 was never contacted" in error
     stored = _q(tmp_path / "m.duckdb", "SELECT error, passed FROM case_runs")
-    assert stored == [(error, False)]
+    assert stored == [(error, None)]  # a cassette miss is the bench's failure: unjudged, never the model's
 
 
 def _cfg(**kw: int) -> object:
