@@ -64,7 +64,7 @@ docs: $(STAMP)
 ## heaviest modules first (xdist would otherwise reorder them by their number of tests).
 ## mypy runs beside pytest, not before it: on a cold cache (a fresh clone) it keeps one core busy for about a minute
 ## while the other would idle. Its report is printed after pytest's; either failing fails the target, and an
-## interrupt stops both.
+## interrupt stops both. pytest ends with its 12 slowest tests (set-up included): where the time went, in CI's log.
 WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) + 1 )))
 PYTEST_PAR ?= -n $(WORKERS) --dist loadfile --no-loadscope-reorder
 test: $(STAMP)
@@ -72,8 +72,8 @@ test: $(STAMP)
 	@log=$$(mktemp); $(BIN)/mypy > "$$log" 2>&1 & mypy=$$!; \
 	trap 'kill $$mypy 2>/dev/null; rm -f "$$log"' EXIT INT TERM; \
 	echo "$(BIN)/mypy (beside pytest; its report follows pytest's)"; \
-	echo "$(BIN)/python -m pytest -q $(PYTEST_PAR)"; \
-	$(BIN)/python -m pytest -q $(PYTEST_PAR); rc=$$?; \
+	echo "$(BIN)/python -m pytest -q $(PYTEST_PAR) --durations=12"; \
+	$(BIN)/python -m pytest -q $(PYTEST_PAR) --durations=12; rc=$$?; \
 	wait $$mypy; mrc=$$?; echo "== mypy"; cat "$$log"; \
 	[ $$rc -eq 0 ] && [ $$mrc -eq 0 ]
 

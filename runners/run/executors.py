@@ -165,6 +165,14 @@ def _process_worker(plan: RunPlan, tasks: Any, results: Any, stop: Any, threads:
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="case") as pool:
         for f in [pool.submit(loop) for _ in range(threads)]:
             f.result()
+    # Done with its share, the worker exits only when the driver says so: the driver sets `stop` once it has read
+    # every result it wants, so what is still unread may be dropped. Exiting earlier would wait in the queue's
+    # join for every result to cross the pipe, and a driver that stopped reading (a cancel) would have to take and
+    # unpickle each of them first: hundreds after a run ahead, seconds each on a loaded machine.
+    parent = multiprocessing.parent_process()  # a driver killed outright never sets `stop`
+    while not stop.value and (parent is None or parent.is_alive()):
+        time.sleep(_POLL_SECONDS / 5)
+    results.cancel_join_thread()
 
 
 def iterate_processes(

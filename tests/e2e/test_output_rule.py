@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from types import FrameType
 
 import duckdb
 import pytest
@@ -181,26 +179,15 @@ def dev_full_kept() -> Iterator[None]:
         pytest.fail(f"{FULL} was replaced (put back as it was)")
 
 
-@pytest.fixture
-def deadline() -> Iterator[None]:
-    """A writer that opened a FIFO would wait forever: the test fails after 60 s instead."""
-
-    def expired(signum: int, frame: FrameType | None) -> None:
-        raise TimeoutError("the command blocked: it opened its output")
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    signal.alarm(60)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+# A writer that opened a FIFO would wait forever: such a test fails after 60 s instead (pytest-timeout).
+FIFO_DEADLINE = pytest.mark.timeout(60, func_only=True)
 
 
+@FIFO_DEADLINE
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("writer", list(WRITERS))
 def test_every_writer_refuses_a_device_fifo_or_symlink_and_leaves_it_as_it_was(
-    writer: str, kind: str, world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], deadline: None
+    writer: str, kind: str, world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     w = WRITERS[writer]
     scratch = tmp_path / "scratch"
@@ -227,9 +214,10 @@ def test_every_writer_refuses_a_device_fifo_or_symlink_and_leaves_it_as_it_was(
         assert _listing(target.parent) == listing, "a file was left beside the output"
 
 
+@FIFO_DEADLINE
 @pytest.mark.parametrize("writer", list(WRITERS))
 def test_dev_stdout_is_a_stream_where_documented_and_refused_elsewhere(
-    writer: str, world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str], deadline: None
+    writer: str, world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     w = WRITERS[writer]
     scratch = tmp_path / "scratch"
