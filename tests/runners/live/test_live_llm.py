@@ -338,14 +338,15 @@ def test_both_server_builds_get_the_same_settings() -> None:
     assert wheel[1:3] == ["-m", "runners.live._xllamacpp_serve"] and "--jinja" in built
 
 
-def _ci_run(tmp_path: Path, live_script: str) -> subprocess.CompletedProcess[str]:
+def _ci_run(tmp_path: Path, live_script: str, test_script: str = "exit 0") -> subprocess.CompletedProcess[str]:
     """`.ci/run` as written, in a copy of the repository layout, with a `make` that only pretends."""
     (tmp_path / ".ci").mkdir()
     shutil.copy(ROOT / ".ci" / "run", tmp_path / ".ci" / "run")
     bindir = tmp_path / "bin"
     bindir.mkdir()
     fake = bindir / "make"
-    fake.write_text(f'#!/bin/sh\nif [ "$1" = live ]; then {live_script}; fi\nexit 0\n')
+    steps = f'if [ "$1" = live ]; then {live_script}; fi\nif [ "$1" = test ]; then {test_script}; fi\n'
+    fake.write_text(f"#!/bin/sh\n{steps}exit 0\n")
     fake.chmod(0o755)
     env = {**os.environ, "PATH": f"{bindir}{os.pathsep}{os.environ['PATH']}", "HARNESS_BENCH_LLAMA_DIR": str(tmp_path)}
     return subprocess.run(["bash", str(tmp_path / ".ci" / "run")], cwd=tmp_path, env=env, capture_output=True,
@@ -367,7 +368,18 @@ def test_ci_output_ends_with_how_the_live_check_ended(tmp_path: Path, live_scrip
     assert proc.returncode == code, proc.stderr
     lines = proc.stdout.strip().splitlines()
     assert lines[-1].startswith(last), lines
-    assert lines[-2].startswith("== .ci/run: make test passed in ") and "live check " in lines[-2]
+    assert lines[-2].startswith("== .ci/run: make ci-deps ") and "; make test passed in " in lines[-2], lines
+    assert "live check " in lines[-2]
+
+
+def test_ci_output_ends_with_the_failed_test_command_and_runs_no_live_check(tmp_path: Path) -> None:
+    """A failing `make test` is the last line, with its exit code and each phase's time (CI shows the end of the
+    log); the live check does not run."""
+    proc = _ci_run(tmp_path, "echo started > live-status.txt", test_script="exit 2")
+    assert proc.returncode == 2, proc.stderr
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("== .ci/run: make test FAILED (exit 2) in ") and "make ci-deps in " in last, last
+    assert "live check not run" in last and not (tmp_path / "live-status.txt").exists()
 
 
 def test_no_wheel_and_no_build_is_a_skip_that_says_why(
