@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.console import RenderableType
+
 from runners.decisions.guard_rates import GuardRates, LabelVerdicts
-from runners.rendering.safe_text import markdown, terminal
+from runners.rendering.safe_text import markdown
+from runners.rendering.tables import rates_table
 
 __all__ = ["cell", "markdown_rows", "render"]
 
@@ -25,13 +28,9 @@ def _row(r: GuardRates) -> list[str]:
     return [r.guard, cell(r.unsupported_passed), cell(r.supported_blocked)]
 
 
-def render(title: str, results: Sequence[GuardRates]) -> str:
-    """A plain table: one row per guard, one column per kind of mistake."""
-    rows = [[terminal(c) for c in _row(r)] for r in results]  # a guard's name is the user's --guard-model
-    widths = [max(len(row[i]) for row in [list(_HEAD), *rows]) for i in range(len(_HEAD))]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(_HEAD, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
+def render(title: str, results: Sequence[GuardRates]) -> RenderableType:
+    """One row per guard, one column per kind of mistake, fitted to the terminal."""
+    return rates_table(title, _HEAD, [_row(r) for r in results])
 
 
 def markdown_rows(set_name: str, results: Sequence[GuardRates]) -> list[str]:

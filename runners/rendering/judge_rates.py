@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.console import RenderableType
+
 from runners.decisions.judge_rates import JudgeRates, LabelRate
 from runners.domain.labelled_answers import Label
+from runners.rendering.tables import rates_table
 
 __all__ = ["cell", "markdown_rows", "render"]
 
@@ -21,15 +24,12 @@ def cell(rate: LabelRate) -> str:
     return f"{rate.error}/{rate.n} = {rate.error_share:.0%} [{lo:.0%}–{hi:.0%}]"
 
 
-def render(title: str, results: Sequence[JudgeRates]) -> str:
-    """A plain table: one row per judge, one column per kind of mistake."""
+def render(title: str, results: Sequence[JudgeRates]) -> RenderableType:
+    """One row per judge, one column per kind of mistake, fitted to the terminal."""
     head = ["judge", *(name for _, name in _COLUMNS)]
     rows = [[f"{r.judge}{' (default)' if r.default else ''}", *(cell(r.by_label[label]) for label, _ in _COLUMNS)]
             for r in results]  # fmt: skip
-    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
-    lines = [title, "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in rows]
-    return "\n".join(lines)
+    return rates_table(title, head, rows)
 
 
 def markdown_rows(set_name: str, results: Sequence[JudgeRates]) -> list[str]:

@@ -103,6 +103,18 @@ def _table(title: str | None = None) -> Table:
     )  # fmt: skip
 
 
+def rates_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> RenderableType:
+    """A measured instrument's error rates (`judge-check`, `guard-check`): one row per judge or guard, its name
+    whole; a rate cell wraps between its words when the terminal is narrow, never inside one."""
+    table = _table(title)
+    table.add_column(head[0], no_wrap=True)
+    for name in head[1:]:
+        table.add_column(name, overflow="fold", min_width=12)
+    for row in rows:
+        table.add_row(*(Text(c) for c in row))
+    return table
+
+
 def _code(codes: dict[str, str], key: str) -> str:
     return codes.get(key, key)
 

@@ -211,3 +211,21 @@ def test_the_rates_count_every_verdict_once(judged: list[tuple[str, bool]]) -> N
         assert (share.mean is None) == (rate.n == 0)
         if share.mean is not None:
             assert share.low is not None and share.high is not None and share.low <= share.mean <= share.high
+
+
+@pytest.mark.parametrize("columns", [60, 100])
+def test_the_table_fits_the_terminal_and_keeps_each_guard_whole(
+    columns: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both committed real guards side by side: at 60 columns the rates wrap inside their own column, a line is never
+    wider than the terminal and a guard's name is never cut."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    models = ["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
+    assert main(["guard-check", "--conclusions", str(ROOT / "evalsets" / "guard" / "dev.jsonl"), "--guard", "off",
+                 "--guard", "model", *(a for m in models for a in ("--guard-model", m)),
+                 "--guard-cassettes", str(ROOT / "cassettes" / "guards")]) == 0  # fmt: skip
+    lines = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in lines) <= columns, lines
+    for model in models:
+        assert any(line.startswith(f"model:{model} ") for line in lines), lines
+    assert any("10/10 = 100%" in line for line in lines), "the 0.5B's dev row"
