@@ -24,7 +24,14 @@ from tests._durations import ROOT, add_durations_option, load_durations, registe
 ALLOWED_CI_SKIPS: dict[str, str] = {
     "tests/e2e/test_full_disk.py": "mounting a small tmpfs needs root and mount(8); a CI runner may have neither",
     "tests/runners/live/test_live_llm.py": "needs make on PATH",
+    # material read from beside the clone, never copied into it: a clone elsewhere has none of it
+    "tests/runners/interchange/test_holmesgpt.py::test_holmesgpts_own_suite_converts_at_least_60_folders_and_lists"
+    "_every_other": "../shared/external absent",
+    "tests/e2e/test_foreign_import.py::test_tau_bench_s_gpt_4o_runs_are_cut_where_the_rules_definitions_say": (
+        "../shared/external absent"
+    ),
 }
+"""Where a skip in CI is not a failure: a test module, or one test by its node id (any of its parameters)."""
 
 
 # The bench end to end: subprocesses, servers on 127.0.0.1, sweeps, worker processes, Ray, Chromium. Everything
@@ -99,7 +106,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = outcome.get_result()
     if not report.skipped or hasattr(report, "wasxfail") or not _in_ci():
         return
-    if item.nodeid.split("::", 1)[0] in ALLOWED_CI_SKIPS:
+    plain = item.nodeid.split("[", 1)[0]
+    if plain in ALLOWED_CI_SKIPS or plain.split("::", 1)[0] in ALLOWED_CI_SKIPS:
         return
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     report.outcome = "failed"
