@@ -39,7 +39,8 @@ def _cases() -> list[str]:
 
 def _sweep_args(model: str, cases: list[str], extra: tuple[str, ...] = ()) -> list[str]:
     args = [a for c in cases for a in ("--case", c)]
-    thresholds = "2" if "plain" in extra else THRESHOLDS[model]  # the plain loop has no threshold to sweep
+    # the plain loop has no threshold to sweep; an ablation is recorded at one, as the real ones are
+    thresholds = "2" if "plain" in extra or "--ablate" in extra else THRESHOLDS[model]
     return [*args, "--model", PROFILES[model], "--no-gain-threshold", thresholds, "--epochs", "1",
             "--api-key-env", "HB_REAL_KEY", *extra]  # fmt: skip
 
@@ -81,6 +82,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
             _record(root, SMALL, cases, sim.base_url)
             _record(root, LARGE, cases, sim.base_url)
             _record(root, LARGE, cases[:6], sim.base_url, ("--agent", "plain"), folder_name=f"{LARGE}-plain")
+            _record(root, LARGE, cases[:6], sim.base_url, ("--ablate", "semantic-guard"),
+                    folder_name=f"{LARGE}-no-semantic-guard")  # fmt: skip
             _record_probe(root, LARGE, cases[:4], sim.base_url)
     finally:
         mp.undo()
@@ -119,7 +122,7 @@ def test_the_report_is_written_from_the_replay(report: tuple[Path, Path, int]) -
     con = duckdb.connect(str(db), read_only=True)
     labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
     con.close()
-    assert labels == {SMALL, LARGE, f"{LARGE}-plain"}  # the tag probe is replayed apart
+    assert labels == {SMALL, LARGE, f"{LARGE}-plain", f"{LARGE}-no-semantic-guard"}  # the tag probe is replayed apart
 
 
 def test_the_tag_probe_is_replayed_and_set_beside_the_sweep(report: tuple[Path, Path, int]) -> None:
@@ -129,7 +132,9 @@ def test_the_tag_probe_is_replayed_and_set_beside_the_sweep(report: tuple[Path, 
     section = md.split("## Gain tags on every observation (the tag probe)", 1)[1].split("## Gate", 1)[0]
     assert f"### {LARGE} (4 cases, `cassettes/{LARGE}-probe`)" in section
     assert "| always GAINED | always NO_GAIN |" in section and "Implied NO_GAIN threshold:" in section
-    assert "the recorded sweep recommends" in section
+    # what the Harness as it ships recommends, never the one-threshold ablation recorded beside it ("nothing")
+    swept = md.split(f"## {LARGE}\n", 1)[1].split("**Recommend:** ", 1)[1].split(".\n", 1)[0]
+    assert swept.startswith("no_gain_threshold=") and f"the recorded sweep recommends {swept}." in section, swept
     assert "Gain tags on every observation" in (out / "report.html").read_text()
 
 
@@ -159,7 +164,7 @@ def test_each_model_says_which_stop_rule_pays(report: tuple[Path, Path, int]) ->
         assert f"(stop-rules-{label}.png)" in section
         assert (out / f"stop-rules-{label}.png").read_bytes().startswith(b"\x89PNG")
         assert f"Which stop rule pays — {title}" in html
-    assert html.count("<img style='max-width:100%' alt='Which stop rule pays") == 3
+    assert html.count("<img style='max-width:100%' alt='Which stop rule pays") == 4  # the ablation's too
 
 
 def _db(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
@@ -175,8 +180,9 @@ def test_the_family_table_equals_the_database(report: tuple[Path, Path, int]) ->
     md = (out / "report.md").read_text()
     rows = _db(db, "SELECT label, no_gain_threshold, family, count(*) FILTER (WHERE passed), count(*) FROM case_runs"
                    " GROUP BY ALL")  # fmt: skip
-    # two thresholds of one model, one of the other, three families; the plain loop's one diagnosable row
-    assert len(rows) == 3 * 3 + 1
+    # two thresholds of one model, one of the other, three families; the plain loop's and the ablation's one
+    # diagnosable row each (their six cases)
+    assert len(rows) == 3 * 3 + 2
     header = next(line for line in md.splitlines() if line.startswith("| model |"))
     families = [c.strip().replace("\\_", "_") for c in header.strip("|").split("|")][2:-1]
     for label, threshold, family, passed, runs in rows:
@@ -241,7 +247,7 @@ def test_a_model_recorded_through_the_plain_loop_is_its_own_recording_and_compar
     assert "recall (SUCCESS with the root cause)" in by and "protocol violations" in by
     with duckdb.connect(str(db), read_only=True) as con:
         labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
-    assert labels == {SMALL, LARGE, f"{LARGE}-plain"}
+    assert labels == {SMALL, LARGE, f"{LARGE}-plain", f"{LARGE}-no-semantic-guard"}
 
 
 def test_the_gate_verdict_is_the_gate_command_s(report: tuple[Path, Path, int], capsys: pytest.CaptureFixture[str],
