@@ -5,6 +5,7 @@ and replayed offline (record mode none: no server, no key); a bad line is one li
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
@@ -214,17 +215,24 @@ def test_the_rates_count_every_verdict_once(judged: list[tuple[str, bool]]) -> N
 
 
 @pytest.mark.parametrize("columns", [60, 100])
-def test_the_table_fits_the_terminal_and_keeps_each_guard_whole(
-    columns: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_table_fits_the_terminal_and_keeps_each_guard_whole(columns: int, tmp_path: Path) -> None:
     """Both committed real guards side by side: at 60 columns the rates wrap inside their own column, a line is never
     wider than the terminal and a guard's name is never cut."""
-    monkeypatch.setenv("COLUMNS", str(columns))
+    from rich.console import Console
+
+    from runners.decisions.guard_rates import GuardRates
+    from runners.rendering.guard_rates import render
+
     models = ["qwen2.5-coder-1.5b", "qwen2.5-coder-0.5b"]
-    assert main(["guard-check", "--conclusions", str(ROOT / "evalsets" / "guard" / "dev.jsonl"), "--guard", "off",
-                 "--guard", "model", *(a for m in models for a in ("--guard-model", m)),
-                 "--guard-cassettes", str(ROOT / "cassettes" / "guards")]) == 0  # fmt: skip
-    lines = capsys.readouterr().out.splitlines()
+    rates = tmp_path / "rates.json"
+    conclusions = ROOT / "evalsets" / "guard" / "dev.jsonl"
+    assert main(["guard-check", "--conclusions", str(conclusions), "--guard", "off", "--guard", "model",
+                 *(a for m in models for a in ("--guard-model", m)),
+                 "--guard-cassettes", str(ROOT / "cassettes" / "guards"), "--json", str(rates)]) == 0  # fmt: skip
+    results = [GuardRates.model_validate(g) for g in json.loads(rates.read_text())["guards"]]
+    console = Console(width=columns, record=True, file=io.StringIO())  # the width the command's console is given
+    console.print(render(f"guards on {conclusions}: 30 labelled conclusions", results))
+    lines = console.export_text().splitlines()
     assert max(len(line) for line in lines) <= columns, lines
     for model in models:
         assert any(line.startswith(f"model:{model} ") for line in lines), lines
