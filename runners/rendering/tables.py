@@ -105,7 +105,8 @@ def _table(title: str | None = None) -> Table:
 
 def rates_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> RenderableType:
     """A measured instrument's error rates (`judge-check`, `guard-check`): one row per judge or guard, its name
-    whole; a rate cell wraps between its words when the terminal is narrow, never inside one."""
+    whole; a rate cell wraps between its words when the terminal is narrow (each word shorter than the column's
+    minimum width, so none is folded)."""
     table = _table(title)
     table.add_column(head[0], no_wrap=True)
     for name in head[1:]:

@@ -137,17 +137,20 @@ def _process_worker(plan: RunPlan, tasks: Any, results: Any, stop: Any, threads:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     token = CancellationToken()  # this process's own flag, set when the driver sets `stop`
 
+    parent = multiprocessing.parent_process()  # a driver killed outright never sets `stop`
+
     def watch() -> None:
         # a lock-free shared flag, polled: a multiprocessing Event takes a shared lock even to read, and a
         # worker that exits while a daemon thread holds it would leave the driver's set() waiting forever
-        while not stop.value:
+        while not stop.value and (parent is None or parent.is_alive()):
             time.sleep(_POLL_SECONDS / 5)
         # The driver stopped reading: results still unread need not be delivered (said before the cancel lets
         # the loops end and the process exit: a join of the pipe's feeder already under way cannot be cancelled).
         results.cancel_join_thread()
         token.cancel()  # case runs in flight end CANCELLED; the driver discards them
 
-    threading.Thread(target=watch, name="stop-watch", daemon=True).start()
+    watcher = threading.Thread(target=watch, name="stop-watch", daemon=True)
+    watcher.start()
     factory = ModelFactory(plan)
 
     def loop() -> None:
@@ -165,14 +168,11 @@ def _process_worker(plan: RunPlan, tasks: Any, results: Any, stop: Any, threads:
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="case") as pool:
         for f in [pool.submit(loop) for _ in range(threads)]:
             f.result()
-    # Done with its share, the worker exits only when the driver says so: the driver sets `stop` once it has read
-    # every result it wants, so what is still unread may be dropped. Exiting earlier would wait in the queue's
-    # join for every result to cross the pipe, and a driver that stopped reading (a cancel) would have to take and
-    # unpickle each of them first: hundreds after a run ahead, seconds each on a loaded machine.
-    parent = multiprocessing.parent_process()  # a driver killed outright never sets `stop`
-    while not stop.value and (parent is None or parent.is_alive()):
-        time.sleep(_POLL_SECONDS / 5)
-    results.cancel_join_thread()
+    # Done with its share, the worker exits only when the driver says so (the watcher has then given up the unread
+    # results): the driver sets `stop` once it has read every result it wants. Exiting earlier would wait in the
+    # queue's join for every result to cross the pipe, and a driver that stopped reading (a cancel) would have to
+    # take and unpickle each of them first: hundreds after a run ahead, seconds each on a loaded machine.
+    watcher.join()
 
 
 def iterate_processes(
