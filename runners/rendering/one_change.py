@@ -13,8 +13,8 @@ __all__ = ["NEW_HELD_OUT_HEADER", "NEW_HELD_OUT_TEXT", "ONE_CHANGE_HEADER", "one
 NEW_HELD_OUT_TEXT = (
     "The cases listed under `[new-held-out]` in `evalsets/splits/held-out.txt` were written after the Harness's "
     "model-facing text froze; no text or tool behaviour was developed on them and no model had run on them before "
-    "they were committed. Every one expects SUCCESS. SUCCESS counts a conclusion that passed both guards and holds "
-    "the case's root-cause words (the outcome verdict), with its 95% Wilson interval."
+    "they were committed. Every one expects SUCCESS. SUCCESS counts a conclusion that passed both guards and, by the "
+    "rule judge, states the case's root cause (the outcome verdict), with its 95% Wilson interval."
 )
 NEW_HELD_OUT_HEADER = ["recording", "NO_GAIN", "runs", "outcome verdict", "SUCCESS with the root cause [95%]",
                        "EvidenceGuard", "SemanticGuard"]  # fmt: skip
