@@ -144,15 +144,14 @@ def sign_flip_rejects(diffs: np.ndarray, level: float) -> bool:
 
 @lru_cache(maxsize=65_536)
 def _exact_p(magnitudes: tuple[int, ...], s: int) -> float:
+    # The signed sum is 2T - total, T the sum of the magnitudes given a + sign: P(sum <= s) = P(T <= (s + total) / 2),
+    # counted over the 2^n sign choices (whole numbers below 2^53: exact, as the halved probabilities were).
     total = sum(magnitudes)
-    pmf = np.zeros(2 * total + 1)
-    pmf[total] = 1.0
+    ways = np.zeros(total + 1)
+    ways[0] = 1.0
     for a in magnitudes:
-        nxt = np.zeros_like(pmf)
-        nxt[: len(pmf) - a] += 0.5 * pmf[a:]
-        nxt[a:] += 0.5 * pmf[: len(pmf) - a]
-        pmf = nxt
-    return float(pmf[: s + total + 1].sum())
+        ways[a:] += ways[: total + 1 - a]  # overlapping operands: NumPy reads the old values, as a copy would
+    return float(ways[: (s + total) // 2 + 1].sum()) / 2.0 ** len(magnitudes)
 
 
 def pass_rate_thresholds(

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from runners.domain.judge import JudgeVerdict
 from runners.domain.root_cause import FactRole, RootCause, RootCauseFact
 from runners.run._conclusion_text import Found, Reading, Stance, analyse, tokens
@@ -34,40 +36,51 @@ class RuleJudge:
 
     def judge(self, root_cause: RootCause, conclusion: str, *, question: str = "") -> JudgeVerdict:
         """Whether `conclusion` states `root_cause` (the question is not read: the facts are the case's)."""
-        reading = analyse(conclusion)
-        distractor_clauses: set[int] = set()
-        for d in root_cause.distractors:
-            places = _found(reading, d.variants)
-            asserted = [f for f in places if f.stance is Stance.ASSERTED]
-            if asserted:
-                return JudgeVerdict(states_root_cause=False, reason=f"asserts a wrong hypothesis: {d.hypothesis}")
-            distractor_clauses |= {f.clause for f in places}
-        missing: list[str] = []
-        sentences: dict[FactRole, set[int]] = {}
-        for fact in root_cause.facts:
-            places = _found(reading, fact.variants)
-            denied = [f for f in places if f.stance is Stance.DENIED and f.clause not in distractor_clauses]
-            if denied:
-                return JudgeVerdict(states_root_cause=False, reason=f"denies {_label(fact)!r}")
-            asserted = [f for f in places if f.stance is Stance.ASSERTED]
-            if not asserted:
-                hedged = any(f.stance is Stance.HEDGED for f in places)
-                missing.append(f"{_label(fact)!r}{' (only hedged)' if hedged else ''}")
-                continue
-            if fact.role is not FactRole.DETAIL:
-                found = {f.sentence for f in asserted}
-                sentences[fact.role] = sentences[fact.role] & found if fact.role in sentences else found
-        if missing:
-            return JudgeVerdict(states_root_cause=False, reason=f"does not state {', '.join(missing)}")
-        if (
-            FactRole.ENTITY in sentences
-            and FactRole.MECHANISM in sentences
-            and not (sentences[FactRole.ENTITY] & sentences[FactRole.MECHANISM])
-        ):
-            return JudgeVerdict(
-                states_root_cause=False, reason="names the entity and the mechanism, but not in one sentence"
-            )
-        return JudgeVerdict(states_root_cause=True, reason="states every fact of the root cause")
+        # A verdict depends on these two texts only, and a sweep judges the same conclusion of the same case at
+        # every point and epoch: it is remembered, by the root cause's content (a case edited in place is another).
+        return _judged(root_cause.model_dump_json(), conclusion)
+
+
+@lru_cache(maxsize=2048)
+def _judged(root_cause_json: str, conclusion: str) -> JudgeVerdict:
+    return _judge(RootCause.model_validate_json(root_cause_json), conclusion)
+
+
+def _judge(root_cause: RootCause, conclusion: str) -> JudgeVerdict:
+    reading = analyse(conclusion)
+    distractor_clauses: set[int] = set()
+    for d in root_cause.distractors:
+        places = _found(reading, d.variants)
+        asserted = [f for f in places if f.stance is Stance.ASSERTED]
+        if asserted:
+            return JudgeVerdict(states_root_cause=False, reason=f"asserts a wrong hypothesis: {d.hypothesis}")
+        distractor_clauses |= {f.clause for f in places}
+    missing: list[str] = []
+    sentences: dict[FactRole, set[int]] = {}
+    for fact in root_cause.facts:
+        places = _found(reading, fact.variants)
+        denied = [f for f in places if f.stance is Stance.DENIED and f.clause not in distractor_clauses]
+        if denied:
+            return JudgeVerdict(states_root_cause=False, reason=f"denies {_label(fact)!r}")
+        asserted = [f for f in places if f.stance is Stance.ASSERTED]
+        if not asserted:
+            hedged = any(f.stance is Stance.HEDGED for f in places)
+            missing.append(f"{_label(fact)!r}{' (only hedged)' if hedged else ''}")
+            continue
+        if fact.role is not FactRole.DETAIL:
+            found = {f.sentence for f in asserted}
+            sentences[fact.role] = sentences[fact.role] & found if fact.role in sentences else found
+    if missing:
+        return JudgeVerdict(states_root_cause=False, reason=f"does not state {', '.join(missing)}")
+    if (
+        FactRole.ENTITY in sentences
+        and FactRole.MECHANISM in sentences
+        and not (sentences[FactRole.ENTITY] & sentences[FactRole.MECHANISM])
+    ):
+        return JudgeVerdict(
+            states_root_cause=False, reason="names the entity and the mechanism, but not in one sentence"
+        )
+    return JudgeVerdict(states_root_cause=True, reason="states every fact of the root cause")
 
 
 def asserted_words(conclusion: str, *, min_length: int = 5) -> list[str]:

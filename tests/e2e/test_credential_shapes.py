@@ -39,7 +39,9 @@ def _aws_secret() -> st.SearchStrategy[str]:
 
 
 def _github() -> st.SearchStrategy[str]:
-    return st.builds(lambda k, r: f"gh{k}_{r}", st.sampled_from("pousr"), _text(_ALNUM, 36, 40))
+    classic = st.builds(lambda k, r: f"gh{k}_{r}", st.sampled_from("pousr"), _text(_ALNUM, 36, 40))
+    fine_grained = st.builds(lambda r: f"github_pat_{r}", _text(_ALNUM + "_", 40, 82))
+    return classic | fine_grained
 
 
 def _slack() -> st.SearchStrategy[str]:
