@@ -1,13 +1,19 @@
 """Deeply nested JSON from a model: tool arguments nesting 5,000 `[` (under the argument byte cap), alone, inside
 an envelope and under an unknown tool name, and a Draft as deep, go through `run` (every agent loop), `show`,
 `report`, `export --inspect` and `gate` as one line or a success — never a traceback — in flat memory; the
-OpenTelemetry span recorder keeps them as content."""
+OpenTelemetry span recorder keeps them as content.
+
+The commands are the real CLI's `main` in fresh processes started from a small launcher that reads each process's
+peak memory: the three runs in one process, `report` in another, the other commands that read them in a third (each
+command's exit code and output are its own; the peak bounds every command of its process, so it is no looser than one
+process each; `report` alone nears the bound, so it has a process of its own)."""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -37,9 +43,25 @@ proc = subprocess.Popen(sys.argv[1:])
 _, status, usage = os.wait4(proc.pid, 0)
 print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, file=sys.stderr, flush=True)
 """
-"""Runs the command from a small launcher (Linux counts the RSS a process had before exec in its peak, so a child
+"""Runs the commands from a small launcher (Linux counts the RSS a process had before exec in its peak, so a child
 forked straight from a grown pytest worker would report the worker's size); the last stderr line is
 `exit-code peak-kB`."""
+END = "\x1eharness-bench exited"
+_COMMANDS = f"""
+import json, sys, traceback
+from runners.cli import main
+for argv in json.loads(sys.argv[1]):
+    try:
+        code = main(argv)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        print("{END}", code, file=stream, flush=True)
+"""
+"""Runs each command with the CLI's `main` in turn and ends each command's stdout and stderr with a line of its exit
+code (an exception `main` lets out is that command's traceback and exit 1, as `python -m runners.cli` would print and
+exit; the next command still runs)."""
 
 
 @dataclass(frozen=True)
@@ -56,15 +78,19 @@ class Done:
     """Its peak resident memory in MB."""
 
 
-def _bench(cwd: Path, *argv: str) -> Done:
+def _bench(cwd: Path, *argvs: list[str]) -> list[Done]:
+    """Each command of `argvs` in turn in one fresh process: its exit code, output and the process's peak memory."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test-deep-0000", "COLUMNS": "100"}
     done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, sys.executable, "-m", "runners.cli", *argv],
-        cwd=cwd, env=env, capture_output=True, text=True, errors="replace", timeout=300,
+        [sys.executable, "-c", _MEASURE, sys.executable, "-c", _COMMANDS, json.dumps(argvs)],
+        cwd=cwd, env=env, capture_output=True, text=True, errors="replace", timeout=600,
     )  # fmt: skip
     *lines, last = done.stderr.rstrip("\n").split("\n")
     code, peak_kb = last.split()
-    return Done(int(code), done.stdout, "\n".join(lines), int(peak_kb) / 1024)
+    ends = re.compile(f"^{END} (-?[0-9]+)\n", re.MULTILINE)
+    outs, errs = ends.split(done.stdout), ends.split("\n".join(lines) + "\n")
+    assert code == "0" and len(errs) == len(outs) == 2 * len(argvs) + 1, (code, done.stderr)
+    return [Done(int(errs[2 * i + 1]), outs[2 * i], errs[2 * i], int(peak_kb) / 1024) for i in range(len(argvs))]
 
 
 def _well_behaved(done: Done, *codes: int) -> None:
@@ -99,6 +125,8 @@ class World:
     """The database."""
     runs: dict[str, Done]
     """Each deep `run` command by agent loop."""
+    reads: dict[str, Done]
+    """Each command that reads the deep runs (`show LABEL`, `show --html LABEL`, `report`, `export`, `gate LABEL`)."""
 
 
 @pytest.fixture(scope="module")
@@ -108,16 +136,32 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     evalset = str(ROOT / "evalsets" / "diagnosable.yaml")
     # the scripted baseline the gate compares with holds nothing deep: run in process
     assert main(["run", "--evalset", evalset, "--case", CASE, "--db", str(db), "--label", "base"]) == 0
-    runs: dict[str, Done] = {}
-    for agent in AGENTS:
-        with serve() as ep:
+    with serve() as native, serve() as pydantic_ai, serve() as openai_agents:
+        endpoints = dict(zip(AGENTS, (native, pydantic_ai, openai_agents), strict=True))
+        for ep in endpoints.values():
             _deep_replies(ep)
-            runs[agent] = _bench(
-                tmp, "run", "--evalset", evalset, "--case", CASE, "--db", str(db), "--label", agent,
-                "--model", "openai:m", "--base-url", ep.base_url, "--agent", agent,
-            )  # fmt: skip
-            assert ep.requests, runs[agent].stderr
-    yield World(tmp, db, runs)
+        done = _bench(tmp, *(
+            ["run", "--evalset", evalset, "--case", CASE, "--db", str(db), "--label", agent,
+             "--model", "openai:m", "--base-url", ep.base_url, "--agent", agent] for agent, ep in endpoints.items()
+        ))  # fmt: skip
+        runs = dict(zip(AGENTS, done, strict=True))
+        for agent, ep in endpoints.items():
+            assert ep.requests, runs[agent].stderr  # each loop asked its own endpoint
+    reads: dict[str, list[str]] = {}
+    for label in AGENTS:
+        show = ["show", "--db", str(db), "--label", label, "--case", CASE]
+        reads[f"show {label}"] = show
+        reads[f"show --html {label}"] = [*show, "--html", str(tmp / f"{label}.html")]
+    reads["export"] = ["export", "--db", str(db), "--inspect", str(tmp / "inspect")]
+    for label in AGENTS:
+        reads[f"gate {label}"] = [
+            "gate", "--db", str(db), "--baseline", "base", "--candidate", label, "--k", "1",
+            *(a for s, flag in (("xml", "--junit"), ("json", "--json"), ("md", "--summary"))
+              for a in (flag, str(tmp / f"{label}.{s}"))),
+        ]  # fmt: skip
+    read = dict(zip(reads, _bench(tmp, *reads.values()), strict=True))
+    (read["report"],) = _bench(tmp, ["report", "--db", str(db), "--out", str(tmp / "rep")])
+    yield World(tmp, db, runs, read)
 
 
 def test_the_arguments_are_under_the_byte_cap() -> None:
@@ -133,16 +177,15 @@ def test_run_with_deep_arguments_completes(world: World, label: str) -> None:
 
 @pytest.mark.parametrize("label", AGENTS)
 def test_show_renders_the_deep_run(world: World, label: str) -> None:
-    show = ("show", "--db", str(world.db), "--label", label, "--case", CASE)
-    done = _bench(world.tmp, *show)
+    done = world.reads[f"show {label}"]
     _well_behaved(done, 0)
     assert "OUTCOME" in done.stdout and "[[[[" in done.stdout
-    _well_behaved(_bench(world.tmp, *show, "--html", str(world.tmp / f"{label}.html")), 0)
+    _well_behaved(world.reads[f"show --html {label}"], 0)
     assert "[[[[" in (world.tmp / f"{label}.html").read_text(encoding="utf-8")
 
 
 def test_report_renders_the_deep_runs(world: World) -> None:
-    _well_behaved(_bench(world.tmp, "report", "--db", str(world.db), "--out", str(world.tmp / "rep")), 0)
+    _well_behaved(world.reads["report"], 0)
     assert (world.tmp / "rep" / "report.md").exists()
 
 
@@ -150,8 +193,7 @@ def test_export_writes_every_run_with_a_truthful_placeholder(world: World) -> No
     from inspect_ai.log import read_eval_log
 
     out = world.tmp / "inspect"
-    done = _bench(world.tmp, "export", "--db", str(world.db), "--inspect", str(out))
-    _well_behaved(done, 0)
+    _well_behaved(world.reads["export"], 0)
     logs = sorted(out.glob("*.eval"))
     assert len(logs) == 1 + len(AGENTS)
     calls = [c for log in logs for s in read_eval_log(str(log)).samples or [] for m in s.messages
@@ -167,11 +209,7 @@ def test_export_writes_every_run_with_a_truthful_placeholder(world: World) -> No
 @pytest.mark.parametrize("label", AGENTS)
 def test_gate_on_the_deep_run(world: World, label: str) -> None:
     junit, js, summary = (world.tmp / f"{label}.{s}" for s in ("xml", "json", "md"))
-    done = _bench(
-        world.tmp, "gate", "--db", str(world.db), "--baseline", "base", "--candidate", label, "--k", "1",
-        "--junit", str(junit), "--json", str(js), "--summary", str(summary),
-    )  # fmt: skip
-    _well_behaved(done, 0, 1, 3)
+    _well_behaved(world.reads[f"gate {label}"], 0, 1, 3)
     assert json.loads(js.read_text(encoding="utf-8"))
     assert junit.exists() and summary.exists()
 

@@ -15,6 +15,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from runners.cli import main
+
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_STORAGE = 74
 
@@ -62,15 +64,15 @@ def _rows(db: Path) -> tuple[list[tuple[object, ...]], int]:
 
 @pytest.fixture
 def disk_for_a_few_flushes(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs with room for a database that has stored one case run, plus 1.5 MB: the run below starts, commits
-    some case runs and fills it half-way (sized from a probe run, since DuckDB's block layout sets the floor)."""
+    """A tmpfs with room for a database that has stored one case run, plus 1 MB: the run below starts, commits
+    some case runs and fills it most of the way (sized from a probe run, since DuckDB's block layout sets the floor;
+    the probe only sizes the disk, so it runs in process)."""
     probe = tmp_path / "probe"
     probe.mkdir()
-    made = _cli(probe, "run", "--db", "p.duckdb", "--case", "empty_logs_gateway_timeout_t1")
-    assert made.returncode == 0, made.stderr[-1500:]
+    assert main(["run", "--db", str(probe / "p.duckdb"), "--case", "empty_logs_gateway_timeout_t1"]) == 0
     base_kib = (probe / "p.duckdb").stat().st_size // 1024
     disk = tmp_path / "disk"
-    why = _mount(disk, f"{base_kib + 1536}k")
+    why = _mount(disk, f"{base_kib + 1024}k")
     if why is not None:
         pytest.skip(f"cannot make a small filesystem: {why}")
     try:
@@ -82,9 +84,10 @@ def disk_for_a_few_flushes(tmp_path: Path) -> Iterator[Path]:
 def test_a_disk_that_fills_during_a_run_interrupts_it_and_resume_completes_it(disk_for_a_few_flushes: Path) -> None:
     small_disk = disk_for_a_few_flushes
     db = small_disk / "bench.duckdb"
-    # 530 case runs planned (5 epochs of 106 cases): the disk fills after about 310 (measured 2026-12-06: 310), and
-    # what the resume then completes is most of this test's time (10 epochs made it 1,060: 750 for the resume)
-    first = _cli(small_disk.parent, "run", "--db", str(db), "--epochs", "5")
+    # 318 case runs planned (3 epochs of 106 cases): the disk fills after about 240 (measured 2026-12-06: 239 to 242;
+    # the database grows in steps, so 212 case runs fit in even 256 KiB more and 2 epochs would never fill it), and
+    # the resume completes the rest (5 epochs with 1.5 MB of room filled it after 286 and left 244 to the resume)
+    first = _cli(small_disk.parent, "run", "--db", str(db), "--epochs", "3")
     assert first.returncode == EXIT_STORAGE, first.stdout[-1500:] + first.stderr[-1500:]
     assert "No space left on device" in first.stderr and "interrupted" in first.stderr
     resume = next(line.strip() for line in first.stderr.splitlines() if "--resume" in line)

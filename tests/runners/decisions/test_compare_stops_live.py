@@ -102,6 +102,17 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
+_RECORDED: dict[tuple[Path, str], dict[tuple[str, int], ReplayableRun]] = {}
+"""The recorded runs of a label, read once: the file is written by the fixture alone, and each label is compared with
+a dozen live runs (a read costs about as much as a third of a live run)."""
+
+
+def _read_recorded(db: Path, label: str) -> dict[tuple[str, int], ReplayableRun]:
+    if (db, label) not in _RECORDED:
+        _RECORDED[db, label] = _read(db, label)
+    return _RECORDED[db, label]
+
+
 # -- the comparison of one run ------------------------------------------------------------------------------------
 def _requests(events: Sequence[TraceEvent]) -> list[tuple[object, ...]]:
     """Every tool request as the loop decided it."""
@@ -219,7 +230,7 @@ def _check(recorded_db: Path, tmp_path: Path, label: str, profile: str, spec: st
     policy = parse_rules(spec)
     db = tmp_path / "live.duckdb"
     _run(db, "live", profile, _flags(policy), agent=agent)
-    stored, live = _read(recorded_db, label), _read(db, "live")
+    stored, live = _read_recorded(recorded_db, label), _read(db, "live")
     assert set(stored) == set(live) and len(stored) == len(CASES)
     seen: Counter[str] = Counter()
     for key, run in stored.items():

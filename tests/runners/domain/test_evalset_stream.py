@@ -3,8 +3,10 @@ does not grow with the file (the parse holds one case, `cases` holds none)."""
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+import re
 import tempfile
 import tracemalloc
 from pathlib import Path
@@ -19,6 +21,35 @@ from scripts.big_evalset import run_cases, write_big_file
 
 BUILTIN = sorted(p for p in BUILTIN_DIR.glob("*.yaml") if p.name != "suite.yaml")
 LOADERS = [True, False] if yaml.__with_libyaml__ else [False]
+BIG = 1_500
+"""Cases in the largest generated file (5 MB: over the size a reader process parses aside)."""
+
+
+@functools.cache
+def _whole(path: Path) -> list[object]:
+    """`yaml.safe_load`'s cases of a built-in file (the pure-Python loader, a few tenths of a second a file: read once
+    for the module, the tests only compare with it)."""
+    cases: list[object] = yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    return cases
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`write_big_file` of BIG cases, written once (most of its cost is dumping each built-in case, whatever the
+    number): the smaller files are its first cases (`_first_cases`)."""
+    path = tmp_path_factory.mktemp("big") / "big.yaml"
+    write_big_file(path, BIG)
+    return path
+
+
+def _first_cases(big: Path, n: int, path: Path) -> Path:
+    """The first `n` cases of `big`: the file `write_big_file(path, n)` writes (its case i depends on i alone), cut
+    before the (n+1)-th top-level item."""
+    text = big.read_text(encoding="utf-8")
+    starts = [m.start() for m in re.finditer(r"^  - ", text, flags=re.M)]
+    assert len(starts) == BIG and n < BIG
+    path.write_text(text[: starts[n]], encoding="utf-8")
+    return path
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +60,7 @@ def _fresh_memo(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("use_c", LOADERS, ids=lambda c: "libyaml" if c else "pure")
 @pytest.mark.parametrize("path", BUILTIN, ids=lambda p: p.stem)
 def test_each_case_is_what_yaml_load_gives(path: Path, use_c: bool) -> None:
-    whole = yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    whole = _whole(path)
     with path.open("rb") as f:
         streamed = list(iter_raw_cases(f, use_c=use_c))
     assert streamed == whole  # aliases of fixtures anchored under another top-level key included
@@ -180,20 +211,17 @@ def _peak_while_reading(path: Path) -> int:
         tracemalloc.stop()
 
 
-def test_reading_holds_one_case_whatever_the_file_size(tmp_path: Path) -> None:
-    small, big = tmp_path / "small.yaml", tmp_path / "big.yaml"
-    write_big_file(small, 50)
-    write_big_file(big, 500)
-    # yaml.load's node tree made this x10 (about 0.1 MB a case); one case's tree is the same for both
-    assert _peak_while_reading(big) < 1.5 * _peak_while_reading(small)
+def test_reading_holds_one_case_whatever_the_file_size(tmp_path: Path, big: Path) -> None:
+    small, larger = _first_cases(big, 50, tmp_path / "small.yaml"), _first_cases(big, 250, tmp_path / "larger.yaml")
+    # yaml.load's node tree made this x5 (about 0.1 MB a case); one case's tree is the same for both
+    assert _peak_while_reading(larger) < 1.5 * _peak_while_reading(small)
 
 
-def test_cases_command_peak_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
-    small, big = tmp_path / "small.yaml", tmp_path / "big.yaml"
-    write_big_file(small, 150)
+def test_cases_command_peak_memory_does_not_grow_with_the_file(tmp_path: Path, big: Path) -> None:
+    small = _first_cases(big, 150, tmp_path / "small.yaml")
     # 5 MB: 150 MB more than the small one when the whole file's tree was built; over the size a reader process
     # parses aside (the small file is read in the command's own process)
-    assert write_big_file(big, 1_500) > _case_file._ASIDE_ABOVE
+    assert big.stat().st_size > _case_file._ASIDE_ABOVE
     _, small_mb, small_rc = run_cases(small)
     _, big_mb, big_rc = run_cases(big)
     assert small_rc == big_rc == 0
@@ -237,20 +265,19 @@ def test_the_fast_path_and_the_event_path_give_identical_cases(path: Path) -> No
         fast = list(iter_raw_cases(f))
     with path.open("rb") as f:
         events = list(iter_raw_cases(f, fast=False))
-    assert fast == events == yaml.safe_load(path.read_text(encoding="utf-8"))["cases"]
+    assert fast == events == _whole(path)
     assert len(load_cases([str(path)])) == len(fast)
 
 
-def test_the_fast_path_reads_the_generated_file_by_batches(tmp_path: Path) -> None:
+def test_the_fast_path_reads_the_generated_file_by_batches(tmp_path: Path, big: Path) -> None:
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML built without libyaml")
     from runners.domain import _yaml_fast
 
-    big = tmp_path / "big.yaml"
-    write_big_file(big, 100)  # about 90 batches
-    with big.open("rb") as f:
+    hundred = _first_cases(big, 100, tmp_path / "hundred.yaml")  # about 90 batches
+    with hundred.open("rb") as f:
         fast = list(_yaml_fast._fast_items(f))  # raises when it would hand the file to the event path
-    with big.open("rb") as f:
+    with hundred.open("rb") as f:
         assert fast == list(iter_raw_cases(f, fast=False))
     assert len(fast) == 100
 
@@ -304,12 +331,10 @@ def test_errors_after_fast_cases_are_the_event_paths_with_its_marks(text: str) -
     assert fast == events
 
 
-def test_the_bar_length_from_the_lines_is_the_event_count(tmp_path: Path) -> None:
+def test_the_bar_length_from_the_lines_is_the_event_count(tmp_path: Path, big: Path) -> None:
     from runners.domain._yaml_stream import count_block_items
 
-    big = tmp_path / "big.yaml"
-    write_big_file(big, 200)
-    for path in [*BUILTIN, big]:
+    for path in [*BUILTIN, _first_cases(big, 200, tmp_path / "two_hundred.yaml")]:
         with path.open("rb") as f:
             by_lines = count_block_items(f)
         with path.open("rb") as f:
