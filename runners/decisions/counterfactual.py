@@ -39,6 +39,7 @@ from harness import (
     DraftReceived,
     GainApplied,
     GainProducer,
+    HarnessControl,
     InvocationStatus,
     ModelCall,
     ModelPurpose,
@@ -224,7 +225,17 @@ def unreplayable(runs: Sequence[ReplayableRun], purpose: str) -> str | None:
     if empty:
         more = f" (and {len(empty) - 1} more)" if len(empty) > 1 else ""
         return f"case run {empty[0]}{more} has no stored events {purpose}"
+    # The replay re-decides each request through the tracker as it ships; a run without the envelope (no gain
+    # evaluations) or without duplicate rejection was admitted by other rules, so no replay of it is exact.
+    off = next((r for r in runs if r.ablate in _TRACKER_CONTROLS), None)
+    if off is not None:
+        return (f"case run {off.case_run_id} ran with --ablate {off.ablate}: the tracker it would be replayed through"
+                f" decides with that control on, so there is nothing exact {purpose}")  # fmt: skip
     return None
+
+
+_TRACKER_CONTROLS = frozenset({HarnessControl.ENVELOPE.value, HarnessControl.DUPLICATE_REJECTION.value})
+"""The controls the tracker's own decisions depend on (the guards act after the loop, which a replay does not)."""
 
 
 # -- through the tracker --------------------------------------------------------------------------------------------

@@ -58,6 +58,8 @@ class ReplayableRun:
     """The outcome verdict (None: not judged, or stored before there were two verdicts)."""
     agent: str | None = None
     """The loop it ran under (`native`, `plain`, …; None: native, stored before the column existed)."""
+    ablate: str | None = None
+    """The Harness control it ran with switched off (a `HarnessControl` value; None or `none`: every control on)."""
     alternative_outcome: str | None = None
     """What a model without its case's mistake publishes, when the case says (the case file's `without_mistake`; not
     stored with the run: None unless a caller read it from the case)."""
@@ -117,7 +119,7 @@ _RUNS = """
     )
     SELECT n.case_run_id, n.bench_run_id, n.case_id, n.epoch, n.no_gain_threshold, n.protocol_violation_threshold,
            n.max_tool_invocations, n.max_model_calls, n.max_total_tokens, n.outcome, coalesce(b.transcripts, false),
-           n.expected_outcome, n.expected_fallback_kind, n.fallback_kind, n.outcome_passed, b.agent
+           n.expected_outcome, n.expected_fallback_kind, n.fallback_kind, n.outcome_passed, b.agent, n.ablate
     FROM newest n JOIN bench_runs b USING (bench_run_id)
     WHERE n.k = 1 ORDER BY b.started_at, n.bench_run_id, n.case_id, n.epoch
 """
@@ -168,6 +170,7 @@ def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[obje
             fallback_kind=None if r[13] is None else str(r[13]),
             outcome_passed=None if r[14] is None else bool(r[14]),
             agent=None if r[15] is None else str(r[15]),
+            ablate=None if r[16] is None else str(r[16]),
         )
         for r in rows
     )

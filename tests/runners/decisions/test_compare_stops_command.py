@@ -188,6 +188,29 @@ def test_runs_without_events_are_refused(swept: Path, tmp_path: Path, capsys: py
     assert code == 2 and "has no stored events to compare stop rules on" in err and not out.exists()
 
 
+@pytest.mark.parametrize(("control", "refused"), [("envelope", True), ("duplicate-rejection", True),
+                                                   ("semantic-guard", False)])  # fmt: skip
+def test_runs_with_a_tracker_control_off_are_refused(
+    control: str, refused: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The tracker decides every replayed request with its controls on: a run that ran without one (a duplicate
+    scope executed, a request without an envelope) has no exact replay; a guard switched off acts after the loop."""
+    db = tmp_path / "ablated.duckdb"
+    case = "duplicate_scopes_log_field_order_gateway_pool_t1"
+    assert main(["run", "--db", str(db), "--label", "a", "--case", case, "--ablate", control]) == 0
+    capsys.readouterr()
+    out = tmp_path / "s.json"
+    code = main(["compare-stops", "--db", str(db), "--label", "a", "--policy", "tool-cap:2", "--json", str(out)])
+    err = capsys.readouterr().err
+    if refused:
+        assert code == 2 and f"ran with --ablate {control}: the tracker" in err and not out.exists(), err
+        assert len(err.strip().splitlines()) == 1
+        assert main(["whatif", "--db", str(db), "--label", "a", "--no-gain-threshold", "1"]) == 2
+        assert f"ran with --ablate {control}" in capsys.readouterr().err
+    else:
+        assert code == 0 and out.exists(), err
+
+
 def test_help(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["compare-stops", "--help"])
