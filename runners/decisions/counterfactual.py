@@ -234,7 +234,7 @@ def unreplayable(runs: Sequence[ReplayableRun], purpose: str) -> str | None:
     return None
 
 
-_TRACKER_CONTROLS = frozenset({HarnessControl.ENVELOPE.value, HarnessControl.DUPLICATE_REJECTION.value})
+_TRACKER_CONTROLS = frozenset({HarnessControl.ENVELOPE, HarnessControl.DUPLICATE_REJECTION})
 """The controls the tracker's own decisions depend on (the guards act after the loop, which a replay does not)."""
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import duckdb
 
-from harness import TraceEvent
+from harness import HarnessControl, TraceEvent
 from runners.store.events import read_bench_run_events
 
 __all__ = [
@@ -58,8 +58,9 @@ class ReplayableRun:
     """The outcome verdict (None: not judged, or stored before there were two verdicts)."""
     agent: str | None = None
     """The loop it ran under (`native`, `plain`, …; None: native, stored before the column existed)."""
-    ablate: str | None = None
-    """The Harness control it ran with switched off (a `HarnessControl` value; None or `none`: every control on)."""
+    ablate: HarnessControl | None = None
+    """The Harness control it ran with switched off (None or `NONE`: every control on; None: stored before the column
+    existed)."""
     alternative_outcome: str | None = None
     """What a model without its case's mistake publishes, when the case says (the case file's `without_mistake`; not
     stored with the run: None unless a caller read it from the case)."""
@@ -170,7 +171,7 @@ def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[obje
             fallback_kind=None if r[13] is None else str(r[13]),
             outcome_passed=None if r[14] is None else bool(r[14]),
             agent=None if r[15] is None else str(r[15]),
-            ablate=None if r[16] is None else str(r[16]),
+            ablate=None if r[16] is None else HarnessControl(str(r[16])),
         )
         for r in rows
     )

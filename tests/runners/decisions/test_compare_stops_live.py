@@ -11,6 +11,7 @@ exercised: a policy that cut nothing would prove nothing."""
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,15 +103,11 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return db
 
 
-_RECORDED: dict[tuple[Path, str], dict[tuple[str, int], ReplayableRun]] = {}
-"""The recorded runs of a label, read once: the file is written by the fixture alone, and each label is compared with
-a dozen live runs (a read costs about as much as a third of a live run)."""
-
-
+@functools.cache
 def _read_recorded(db: Path, label: str) -> dict[tuple[str, int], ReplayableRun]:
-    if (db, label) not in _RECORDED:
-        _RECORDED[db, label] = _read(db, label)
-    return _RECORDED[db, label]
+    """The recorded runs of a label, read once: the file is written by the fixture alone, and each label is compared
+    with a dozen live runs (a read costs about as much as a third of a live run)."""
+    return _read(db, label)
 
 
 # -- the comparison of one run ------------------------------------------------------------------------------------
