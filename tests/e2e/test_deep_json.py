@@ -13,9 +13,9 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +24,7 @@ import pytest
 
 from harness.config import HarnessConfig
 from runners.cli import main
+from tests._cli_batch import batch_argv, read_batch
 from tests._fake_endpoint import completion, serve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,22 +47,6 @@ print(os.waitstatus_to_exitcode(status), usage.ru_maxrss, file=sys.stderr, flush
 """Runs the commands from a small launcher (Linux counts the RSS a process had before exec in its peak, so a child
 forked straight from a grown pytest worker would report the worker's size); the last stderr line is
 `exit-code peak-kB`."""
-END = "\x1eharness-bench exited"
-_COMMANDS = f"""
-import json, sys, traceback
-from runners.cli import main
-for argv in json.loads(sys.argv[1]):
-    try:
-        code = main(argv)
-    except BaseException:
-        traceback.print_exc()
-        code = 1
-    for stream in (sys.stdout, sys.stderr):
-        print("{END}", code, file=stream, flush=True)
-"""
-"""Runs each command with the CLI's `main` in turn and ends each command's stdout and stderr with a line of its exit
-code (an exception `main` lets out is that command's traceback and exit 1, as `python -m runners.cli` would print and
-exit; the next command still runs)."""
 
 
 @dataclass(frozen=True)
@@ -79,18 +64,19 @@ class Done:
 
 
 def _bench(cwd: Path, *argvs: list[str]) -> list[Done]:
-    """Each command of `argvs` in turn in one fresh process: its exit code, output and the process's peak memory."""
+    """Each command of `argvs` in turn in one fresh process (tests/_cli_batch.py): its exit code, output and the
+    process's peak memory."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OPENAI_API_KEY": "sk-test-deep-0000", "COLUMNS": "100"}
-    done = subprocess.run(
-        [sys.executable, "-c", _MEASURE, sys.executable, "-c", _COMMANDS, json.dumps(argvs)],
-        cwd=cwd, env=env, capture_output=True, text=True, errors="replace", timeout=600,
-    )  # fmt: skip
-    *lines, last = done.stderr.rstrip("\n").split("\n")
-    code, peak_kb = last.split()
-    ends = re.compile(f"^{END} (-?[0-9]+)\n", re.MULTILINE)
-    outs, errs = ends.split(done.stdout), ends.split("\n".join(lines) + "\n")
-    assert code == "0" and len(errs) == len(outs) == 2 * len(argvs) + 1, (code, done.stderr)
-    return [Done(int(errs[2 * i + 1]), outs[2 * i], errs[2 * i], int(peak_kb) / 1024) for i in range(len(argvs))]
+    with tempfile.TemporaryDirectory() as tmp:
+        results = Path(tmp) / "results.json"
+        done = subprocess.run(
+            [sys.executable, "-c", _MEASURE, *batch_argv(sys.executable, results, list(argvs))],
+            cwd=cwd, env=env, capture_output=True, text=True, errors="replace", timeout=600,
+        )  # fmt: skip
+        code, peak_kb = done.stderr.rstrip("\n").split("\n")[-1].split()
+        assert code == "0", done.stderr[-2000:]
+        ran = read_batch(results)
+    return [Done(r.code, r.stdout, r.stderr, int(peak_kb) / 1024) for r in ran]
 
 
 def _well_behaved(done: Done, *codes: int) -> None:

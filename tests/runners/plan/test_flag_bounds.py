@@ -5,7 +5,6 @@ flag without declared bounds fails here. The sequential gate's memory stays flat
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import subprocess
@@ -21,6 +20,7 @@ from runners.decisions.gate_thresholds import MAX_LOOKS
 from runners.plan.flags import Bounded
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.settings import declaration
+from tests._cli_batch import Ran, batch_argv, read_batch
 from tests.runners.domain.test_input_bounds import _MEASURE, PEAK_MB
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -280,22 +280,10 @@ TOO_MANY = [
     (10**20, 4, f"--budget 100000000000000000000: must be an integer from 1 to {MAX_EPOCHS}"),
 ]
 """Gates refused before any level is simulated: (--budget, --stage, what the one line says)."""
-_EACH = """
-import contextlib, io, json, sys
-from runners.cli import main
-results = []
-for argv in json.loads(sys.argv[2]):
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err):
-        results.append((main(argv), err.getvalue()))
-with open(sys.argv[1], "w", encoding="utf-8") as f:
-    json.dump(results, f)
-"""
-"""Runs `main` on each argv of a JSON list in turn, in one process, and writes each (exit code, stderr) to a file."""
 
 
 @pytest.fixture(scope="module")
-def too_many(two_labels: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[list[object]], float]:
+def too_many(two_labels: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Ran], float]:
     """Every gate of TOO_MANY refused in turn by one process (its imports, most of each refusal's cost, paid once):
     (the folder it ran in, each refusal's exit code and stderr, the process's peak RSS in MB). A peak is a maximum:
     under the bound for the process, it is under the bound for each refusal in it."""
@@ -303,19 +291,19 @@ def too_many(two_labels: Path, tmp_path_factory: pytest.TempPathFactory) -> tupl
     results = tmp_path_factory.mktemp("results") / "results.json"  # outside `cwd`, which must stay empty
     argvs = [["gate", "--db", str(two_labels), "--baseline", "base", "--candidate", "cand", "--sequential",
               "--budget", str(budget), "--stage", str(stage)] for budget, stage, _ in TOO_MANY]  # fmt: skip
-    code, stderr, peak = _measure([sys.executable, "-c", _EACH, str(results), json.dumps(argvs)], cwd)
+    code, stderr, peak = _measure(batch_argv(sys.executable, results, argvs), cwd)
     assert code == 0 and "Traceback" not in stderr, stderr[-2000:]
-    return cwd, json.loads(results.read_text(encoding="utf-8")), peak
+    return cwd, read_batch(results), peak
 
 
 @pytest.mark.parametrize(("index", "needle"), [(i, needle) for i, (_, _, needle) in enumerate(TOO_MANY)],
                          ids=[f"{b}-{s}" for b, s, _ in TOO_MANY])  # fmt: skip
 def test_too_many_looks_or_epochs_are_one_line_exit_2_in_flat_memory(
-    too_many: tuple[Path, list[list[object]], float], index: int, needle: str
+    too_many: tuple[Path, list[Ran], float], index: int, needle: str
 ) -> None:
     cwd, results, peak = too_many
-    code, stderr = results[index]
-    assert code == 2, str(stderr)[-2000:]
-    assert isinstance(stderr, str) and stderr.count("\n") == 1 and needle in stderr, stderr
+    ran = results[index]
+    assert ran.code == 2, ran.stderr[-2000:]
+    assert ran.stderr.count("\n") == 1 and needle in ran.stderr and ran.stdout == "", ran.stderr
     assert list(cwd.iterdir()) == []
     assert peak < PEAK_MB, peak
