@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import math
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
 import signal
@@ -207,18 +208,23 @@ def iterate_processes(
     ]  # fmt: skip
     for p in procs:
         p.start()
+    received = _ResultReader(results)
     try:
         for _ in range(len(todo)):
             while True:
                 if cancellation.cancelled:
                     return  # the finally stops the workers; runs in flight are discarded by the bench
                 try:
-                    item: ResultItem = results.get(timeout=_POLL_SECONDS)
+                    item = received.get(timeout=_POLL_SECONDS)
                     break
                 except queue.Empty:
-                    dead = [p.name for p in procs if p.exitcode not in (None, 0)]
+                    # A worker exits only once the driver sets `stop`: before that, an exit is a death, whatever
+                    # its code (one that exited 0 mid-message would otherwise be waited on for good).
+                    dead = [p for p in procs if p.exitcode is not None]
                     if dead:
-                        raise ExecutorError(f"--executor processes: worker {dead[0]} died") from None
+                        raise ExecutorError(
+                            f"--executor processes: worker {dead[0].name} died (exit code {dead[0].exitcode})"
+                        ) from None
             _, epoch, run, exc = item
             if exc is not None:
                 raise exc
@@ -226,18 +232,56 @@ def iterate_processes(
             yield run, epoch
     finally:
         stop.value = True
-        # Drain what is still in the pipe (discarded): a worker that finished its share while the driver was not
-        # reading exits only once its results have left the pipe; without the drain it waited for the kill
-        # below, 10 s per worker after a Ctrl-C.
+        # Nothing more is read: a worker gives up its unread results once `stop` is set (its watcher cancels the
+        # pipe's join) and exits within a poll; one still alive at the deadline is killed.
         deadline = time.monotonic() + 10
-        while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-            try:
-                results.get(timeout=_POLL_SECONDS / 10)
-            except (queue.Empty, EOFError, OSError):
-                pass
+        while (alive := [p.sentinel for p in procs if p.is_alive()]) and time.monotonic() < deadline:
+            multiprocessing.connection.wait(alive, timeout=max(0.0, deadline - time.monotonic()))
         for p in procs:
             if p.is_alive():
                 p.kill()  # workers ignore SIGTERM (the driver owns it), so terminate() would not end one
             p.join(timeout=5)
+        received.close()
         tasks.cancel_join_thread()
         results.cancel_join_thread()
+
+
+class _ResultReader:
+    """The workers' results, taken off the pipe by a thread of its own.
+
+    A worker that exits while its pipe feeder is half-way through a message (killed, or after `stop` with its join
+    cancelled) leaves a header with no body: a read of the pipe then blocks for good, since the driver holds a write
+    end itself and no end-of-file comes. Only this thread can be caught in that read; the driver waits on a queue
+    with a timeout, so it still sees the worker die or the run end."""
+
+    def __init__(self, results: Any) -> None:
+        self._results = results
+        self._items: queue.SimpleQueue[ResultItem | BaseException] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._read, name="harness-bench-results", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        while True:
+            try:
+                item = self._results.get()
+            except (EOFError, OSError):
+                return  # the driver closed the pipe
+            except BaseException as exc:  # a result that does not unpickle: the driver raises it
+                self._items.put(exc)
+                continue
+            if item is None:
+                return
+            self._items.put(item)
+
+    def get(self, timeout: float) -> ResultItem:
+        """The next result, or `queue.Empty` after `timeout` seconds; a result that did not unpickle is raised."""
+        item = self._items.get(timeout=timeout)
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+    def close(self) -> None:
+        """Ends the thread once every worker has gone: a None after whatever they wrote. A thread caught in a
+        half-written message stays so (a daemon, blocked on a pipe nobody writes to)."""
+        self._results.put(None)
+        self._thread.join(timeout=_POLL_SECONDS)

@@ -5,17 +5,22 @@ executor's, replay must work in workers, and a cancellation must stop the worker
 from __future__ import annotations
 
 import multiprocessing
+import os
+import struct
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from harness.context import CancellationToken
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
+from runners.run import executors
 from runners.run.bench import plan_run, run_bench
-from runners.run.executors import Executor
+from runners.run.executors import Executor, ExecutorError, iterate_processes
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -95,3 +100,63 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
 
 def test_cli_accepts_the_processes_executor(tmp_path: Path) -> None:
     cli_run_missing_context(tmp_path, "--executor", "processes", "--concurrency", "4")
+
+
+def _leave_a_message_half_written(plan: Any, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+    """A worker that exits between a message's header and its body, as a worker killed, or one whose pipe feeder is
+    cut off at exit once `stop` is set, can: 20,000 bytes announced, none sent. It exits at once (code 0), or first
+    waits for `stop` like a real worker when the driver sets `HB_TEST_WAIT_FOR_STOP`."""
+    os.write(results._writer.fileno(), struct.pack("!i", 20_000))
+    while os.environ.get("HB_TEST_WAIT_FOR_STOP") and not stop.value:
+        time.sleep(0.05)
+    os._exit(0)
+
+
+def _drive(todo_plan: Any, token: CancellationToken) -> tuple[threading.Thread, list[BaseException | int]]:
+    """Runs the driver on a thread, so a driver that hangs fails the test instead of the suite."""
+    todo, plan = todo_plan
+    outcome: list[BaseException | int] = []
+
+    def drive() -> None:
+        try:
+            outcome.append(sum(1 for _ in iterate_processes(todo, plan, token)))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=drive, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+@pytest.fixture
+def half_writing_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.setattr(executors, "_process_worker", _leave_a_message_half_written)
+    plan = plan_run(BenchOptions.of(db=tmp_path / "x.duckdb", evalsets=["empty_logs"], executor=Executor.PROCESSES,
+                                    concurrency=2))  # fmt: skip
+    return list(plan.work), plan
+
+
+def test_a_worker_that_dies_mid_message_fails_the_run_instead_of_hanging_it(half_writing_workers: Any) -> None:
+    """The driver's read of that message would block for good (it holds a write end of the pipe itself, so no
+    end-of-file comes); the run must end with the worker's death, exit code 0 included, within a few polls."""
+    thread, outcome = _drive(half_writing_workers, CancellationToken())
+    thread.join(timeout=20)
+    assert not thread.is_alive(), "the driver hangs on a half-written message"
+    assert len(outcome) == 1 and isinstance(outcome[0], ExecutorError), outcome
+    assert "worker harness-bench-worker-" in str(outcome[0]) and "died (exit code 0)" in str(outcome[0])
+
+
+def test_a_cancellation_with_a_message_half_written_returns_and_leaves_no_worker(
+    half_writing_workers: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hang once seen in this module's cancellation test: workers cut off mid-message once `stop` was set, and
+    the driver, draining the pipe after the cancel, blocked on the body that never came."""
+    monkeypatch.setenv("HB_TEST_WAIT_FOR_STOP", "1")
+    token = CancellationToken()
+    thread, outcome = _drive(half_writing_workers, token)
+    time.sleep(1.5)
+    assert thread.is_alive() and outcome == [], "the driver waits while the workers are alive"
+    token.cancel()
+    thread.join(timeout=20)
+    assert not thread.is_alive(), "the driver hangs on a half-written message after the cancellation"
+    assert outcome == [0] and multiprocessing.active_children() == []
