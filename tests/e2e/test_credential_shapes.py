@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from runners.cli import main
 from runners.domain.evalset import load_cases
-from runners.domain.redaction import redact
+from runners.domain.redaction import _shapes, redact
 
 _ALNUM = string.ascii_letters + string.digits
 _B64URL = _ALNUM + "-_"
@@ -77,6 +77,19 @@ def test_a_generated_credential_is_redacted_wherever_it_stands(
     out = redact(before + credential + after)
     assert _secret_part(name, credential) not in out, out
     assert "[REDACTED]" in out
+
+
+_PIECES = ["sk-", "Bearer ", "://", "@", "eyJ", "AKIA", "ghp_", "github_pat_", "xoxb-", "Basic ", "secret", "key",
+           "token", "=", "/", "+", " ", ".", "\n", '"']  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES) | _text(_ALNUM, 1, 45) | st.one_of(*_SHAPES.values()), max_size=12))
+def test_the_quick_gates_never_skip_a_shape_the_patterns_would_redact(parts: list[str]) -> None:
+    """`redact` runs the shape patterns only on text holding a trigger or a possible AWS secret key (most text
+    holds neither): the gates must never change the outcome of running every pattern on every text."""
+    text = "".join(parts)
+    assert redact(text) == _shapes(text)
 
 
 def test_ordinary_text_is_left_alone() -> None:
