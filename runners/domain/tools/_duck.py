@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,6 +154,35 @@ def _load_table(conn: duckdb.DuckDBPyConnection, schema: str, table: TableData) 
         conn.execute(f"CREATE TABLE {target} AS SELECT {', '.join(selects)} FROM {view}")
     finally:
         conn.unregister(view)
+
+
+_RESULTS_KEPT = 4096
+"""How many statements' rows `rows_of` remembers (the least recently asked for go first): a few megabytes."""
+_results: OrderedDict[tuple[str, tuple[object, ...]], tuple[tuple[Any, ...], ...]] = OrderedDict()
+_results_lock = threading.Lock()
+
+
+def rows_of(
+    cur: duckdb.DuckDBPyConnection, lock: threading.Lock, sql: str, params: Sequence[object]
+) -> tuple[Any, ...]:
+    """Every row of a statement that names its fixture schema and reads nothing else, run on `cur` under `lock`.
+
+    The schemas never change and such a statement is a function of its text and parameters, so its rows are
+    remembered: a sweep asks the same searches of the same cases at every setting and epoch (a sixth of a scripted
+    case run's CPU time was DuckDB answering them again). A failed statement is not remembered."""
+    key = (sql, tuple(params))
+    with _results_lock:
+        found = _results.get(key)
+        if found is not None:
+            _results.move_to_end(key)
+            return found
+    with lock:
+        rows = tuple(cur.execute(sql, list(params)).fetchall())
+    with _results_lock:
+        _results[key] = rows
+        while len(_results) > _RESULTS_KEPT:
+            _results.popitem(last=False)
+    return rows
 
 
 def cursor() -> duckdb.DuckDBPyConnection:

@@ -222,8 +222,7 @@ class LogSearch(BusinessTool[LogSearchInput]):
             f"WHERE {' AND '.join(where)} LIMIT {limit + 1:d}"
         )
         try:
-            with self._lock:
-                rows = self._cursor.execute(sql, params).fetchall()
+            rows = _duck.rows_of(self._cursor, self._lock, sql, params)
         except duckdb.Error as exc:
             raise ToolExecutionError(f"log_search query failed: {_duck.error_text(exc)}") from exc
         truncated = len(rows) > limit
@@ -242,11 +241,12 @@ class LogSearch(BusinessTool[LogSearchInput]):
     def _count(self, where: str, params: list[object]) -> int:
         """How many lines match `where` (the window and every filter but the keyword)."""
         try:
-            with self._lock:
-                found = self._cursor.execute(f"SELECT count(*) FROM {self._relation} WHERE {where}", params).fetchone()
+            found = _duck.rows_of(
+                self._cursor, self._lock, f"SELECT count(*) FROM {self._relation} WHERE {where}", params
+            )
         except duckdb.Error as exc:
             raise ToolExecutionError(f"log_search query failed: {_duck.error_text(exc)}") from exc
-        return int(found[0]) if found else 0
+        return int(found[0][0]) if found else 0
 
 
 def _record(row: tuple[JsonValue, ...]) -> JsonObject:

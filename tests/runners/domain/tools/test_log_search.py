@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -320,3 +321,40 @@ def test_property_any_words_of_a_message_find_it(data: st.DataObject, tool: LogS
     window = {"start": stamp.isoformat(), "end": (stamp + timedelta(seconds=1)).isoformat(), "limit": 50}
     messages = [r["message"] for r in call(tool, {**window, "keyword": keyword}).records]
     assert " ".join(event.message.split()) in [" ".join(str(m).split()) for m in messages]
+
+
+def test_a_statement_is_answered_once_and_a_failed_one_is_not_remembered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`rows_of` remembers rows by statement and parameters (the fixture schemas never change); shown here on a table
+    that does change, so a second execution would be seen. A failed statement runs again once it can succeed, and
+    the oldest statement is forgotten past the bound."""
+    import threading
+
+    import duckdb
+
+    monkeypatch.setattr(_duck, "_RESULTS_KEPT", 2)
+    monkeypatch.setattr(_duck, "_results", OrderedDict())
+    con = duckdb.connect(":memory:")
+    lock = threading.Lock()
+    con.execute("CREATE TABLE t (x INTEGER)")
+    con.execute("INSERT INTO t VALUES (1), (2)")
+    first = _duck.rows_of(con, lock, "SELECT x FROM t WHERE x >= ? ORDER BY x", [1])
+    con.execute("INSERT INTO t VALUES (3)")
+    assert _duck.rows_of(con, lock, "SELECT x FROM t WHERE x >= ? ORDER BY x", [1]) == first == ((1,), (2,))
+    assert _duck.rows_of(con, lock, "SELECT x FROM t WHERE x >= ? ORDER BY x", [2]) == ((2,), (3,))
+    with pytest.raises(duckdb.Error):
+        _duck.rows_of(con, lock, "SELECT y FROM t", [])
+    con.execute("ALTER TABLE t ADD COLUMN y INTEGER DEFAULT 7")
+    assert _duck.rows_of(con, lock, "SELECT y FROM t", []) == ((7,), (7,), (7,))
+    # three statements remembered into a bound of two: the first is asked again and sees the table as it is now
+    assert _duck.rows_of(con, lock, "SELECT x FROM t WHERE x >= ? ORDER BY x", [1]) == ((1,), (2,), (3,))
+
+
+def test_remembered_searches_answer_as_fresh_ones(tool: LogSearch) -> None:
+    """Every search of this module's fixture, asked twice, with and without remembered rows: the same results."""
+    searches = [{"start": "2026-07-01T14:00:00Z", "end": "2026-07-01T14:10:00Z", **extra}
+                for extra in ({}, {"tenant": "acme"}, {"level": "ERROR"}, {"keyword": "gw_timeout"},
+                              {"keyword": "no such words"}, {"tenant": "globex", "limit": 1})]  # fmt: skip
+    first = [tool.run(LogSearchInput.model_validate(s)) for s in searches]
+    _duck._results.clear()
+    assert [tool.run(LogSearchInput.model_validate(s)) for s in searches] == first
+    assert [tool.run(LogSearchInput.model_validate(s)) for s in searches] == first
