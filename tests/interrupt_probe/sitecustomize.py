@@ -136,50 +136,54 @@ if os.environ.get("HB_PROBE_FD"):
 
     _sweep.run_point = _run_point
 
-    # ~50 ms of hashing per statement: the main thread is inside DuckDB nearly all the time it holds (a count of
-    # a range is answered from its bounds in well under a millisecond)
-    _BUSY = "SELECT sum(hash(i)) FROM range(5000000) t(i)"
+    # The whole-file commands' patches only where a moment of theirs is asked for: importing the gate (scipy) and
+    # the Inspect export costs a probed `run` or `sweep` process over a second of CPU, and the interrupt tests start
+    # dozens of them.
+    if _AT.partition(":")[0] in ("copy", "commit", "load", "pairs"):
+        # ~50 ms of hashing per statement: the main thread is inside DuckDB nearly all the time it holds (a count of
+        # a range is answered from its bounds in well under a millisecond)
+        _BUSY = "SELECT sum(hash(i)) FROM range(5000000) t(i)"
 
-    import runners.decisions.gate as _gate
-    import runners.interchange.inspect_export as _inspect_export
-    import runners.store.merge as _merge
+        import runners.decisions.gate as _gate
+        import runners.interchange.inspect_export as _inspect_export
+        import runners.store.merge as _merge
 
-    class _MergeConnection:
-        """merge's connection to OUT: reports its first copy statement and the moment after its COMMIT."""
+        class _MergeConnection:
+            """merge's connection to OUT: reports its first copy statement and the moment after its COMMIT."""
 
-        def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-            self._con = con
+            def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+                self._con = con
 
-        def execute(self, sql: str, *args: Any) -> Any:
-            if sql.startswith("INSERT INTO case_runs"):
-                _event("copy", self._con, _BUSY)
-            result = self._con.execute(sql, *args)
-            if sql == "COMMIT":
-                _event("commit", self._con, _BUSY)
-            return result
+            def execute(self, sql: str, *args: Any) -> Any:
+                if sql.startswith("INSERT INTO case_runs"):
+                    _event("copy", self._con, _BUSY)
+                result = self._con.execute(sql, *args)
+                if sql == "COMMIT":
+                    _event("commit", self._con, _BUSY)
+                return result
 
-        def __getattr__(self, name: str) -> Any:
-            return getattr(self._con, name)
+            def __getattr__(self, name: str) -> Any:
+                return getattr(self._con, name)
 
-    _real_merge_connect = _merge.connect
+        _real_merge_connect = _merge.connect
 
-    def _merge_connect(path: Any, **kw: Any) -> Any:
-        return _MergeConnection(_real_merge_connect(path, **kw))
+        def _merge_connect(path: Any, **kw: Any) -> Any:
+            return _MergeConnection(_real_merge_connect(path, **kw))
 
-    _merge.connect = _merge_connect  # type: ignore[assignment]
+        _merge.connect = _merge_connect  # type: ignore[assignment]
 
-    _real_load = _inspect_export.load_case_run
+        _real_load = _inspect_export.load_case_run
 
-    def _load(con: Any, db: str, case_run_id: str) -> Any:
-        _event("load", con, _BUSY)
-        return _real_load(con, db, case_run_id)
+        def _load(con: Any, db: str, case_run_id: str) -> Any:
+            _event("load", con, _BUSY)
+            return _real_load(con, db, case_run_id)
 
-    _inspect_export.load_case_run = _load  # type: ignore[assignment]
+        _inspect_export.load_case_run = _load  # type: ignore[assignment]
 
-    _real_pairs = _gate.load_pairs
+        _real_pairs = _gate.load_pairs
 
-    def _pairs(con: Any, *args: Any, **kw: Any) -> Any:
-        _event("pairs", con, _BUSY)
-        return _real_pairs(con, *args, **kw)
+        def _pairs(con: Any, *args: Any, **kw: Any) -> Any:
+            _event("pairs", con, _BUSY)
+            return _real_pairs(con, *args, **kw)
 
-    _gate.load_pairs = _pairs  # type: ignore[assignment]
+        _gate.load_pairs = _pairs  # type: ignore[assignment]
