@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +18,7 @@ import duckdb
 
 from harness import ToolExecutionError
 from runners.domain.object_columns import object_columns
+from runners.domain.tools._remembered import Remembered
 
 # Locked down once at connect time: no files, no extensions, no runaway queries. The settings
 # cannot be changed afterwards (`lock_configuration`), so SQL that slipped past validation still
@@ -156,10 +156,8 @@ def _load_table(conn: duckdb.DuckDBPyConnection, schema: str, table: TableData) 
         conn.unregister(view)
 
 
-_RESULTS_KEPT = 4096
-"""How many statements' rows `rows_of` remembers (the least recently asked for go first): a few megabytes."""
-_results: OrderedDict[tuple[str, tuple[object, ...]], tuple[tuple[Any, ...], ...]] = OrderedDict()
-_results_lock = threading.Lock()
+_results: Remembered[tuple[str, tuple[object, ...]], tuple[tuple[Any, ...], ...]] = Remembered(4096)
+"""The rows `rows_of` remembers, by statement and parameters: 4,096 statements, a few megabytes."""
 
 
 def rows_of(
@@ -170,19 +168,12 @@ def rows_of(
     The schemas never change and such a statement is a function of its text and parameters, so its rows are
     remembered: a sweep asks the same searches of the same cases at every setting and epoch (a sixth of a scripted
     case run's CPU time was DuckDB answering them again). A failed statement is not remembered."""
-    key = (sql, tuple(params))
-    with _results_lock:
-        found = _results.get(key)
-        if found is not None:
-            _results.move_to_end(key)
-            return found
-    with lock:
-        rows = tuple(cur.execute(sql, list(params)).fetchall())
-    with _results_lock:
-        _results[key] = rows
-        while len(_results) > _RESULTS_KEPT:
-            _results.popitem(last=False)
-    return rows
+
+    def run() -> tuple[Any, ...]:
+        with lock:
+            return tuple(cur.execute(sql, list(params)).fetchall())
+
+    return _results.get((sql, tuple(params)), run)
 
 
 def cursor() -> duckdb.DuckDBPyConnection:

@@ -10,8 +10,6 @@ import functools
 import hashlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, ClassVar
@@ -19,6 +17,7 @@ from typing import TYPE_CHECKING, Annotated, ClassVar
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from harness import BusinessTool, EvidenceStatus, JsonObject, Relevance, ToolResult
+from runners.domain.tools._remembered import Remembered
 
 if TYPE_CHECKING:
     import bm25s
@@ -132,8 +131,7 @@ class _Index:
     """None when the documents contain no indexable token at all."""
 
 
-_cache: OrderedDict[str, _Index] = OrderedDict()
-_cache_lock = threading.Lock()
+_cache: Remembered[str, _Index] = Remembered(_CACHE_SIZE)
 
 
 class KnowledgeBaseSearch(BusinessTool[KbSearchInput]):
@@ -217,19 +215,7 @@ def _index_for(documents: Sequence[KbDocument]) -> _Index:
             data = part.encode("utf-8")
             digest.update(f"{len(data)}:".encode())  # length prefix: ("ab", "c") and ("a", "bc") differ
             digest.update(data)
-    key = digest.hexdigest()
-    with _cache_lock:
-        cached = _cache.get(key)
-        if cached is not None:
-            _cache.move_to_end(key)
-            return cached
-    built = _build(documents)  # outside the lock: a rare duplicate build beats serialising all builds
-    with _cache_lock:
-        _cache[key] = built
-        _cache.move_to_end(key)
-        while len(_cache) > _CACHE_SIZE:
-            _cache.popitem(last=False)
-    return built
+    return _cache.get(digest.hexdigest(), lambda: _build(documents))
 
 
 def _build(documents: Sequence[KbDocument]) -> _Index:

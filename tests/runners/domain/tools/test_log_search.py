@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -14,6 +13,7 @@ from hypothesis import strategies as st
 from harness.contracts import EvidenceStatus, JsonValue
 from harness.tools.base import ToolInputError, ToolResult
 from runners.domain.tools import _duck
+from runners.domain.tools._remembered import Remembered
 from runners.domain.tools.log_search import LogEvent, LogSearch, LogSearchInput
 
 # An acquirer slowdown hits tenant acme's card payments at 14:03 UTC; other services keep logging.
@@ -331,8 +331,7 @@ def test_a_statement_is_answered_once_and_a_failed_one_is_not_remembered(monkeyp
 
     import duckdb
 
-    monkeypatch.setattr(_duck, "_RESULTS_KEPT", 2)
-    monkeypatch.setattr(_duck, "_results", OrderedDict())
+    monkeypatch.setattr(_duck, "_results", Remembered(2))
     con = duckdb.connect(":memory:")
     lock = threading.Lock()
     con.execute("CREATE TABLE t (x INTEGER)")
