@@ -11,35 +11,13 @@ interrupted runs and sweeps continue with --resume.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from rich.text import Text
 
 from harness import __version__
-from runners.commands import (
-    capture,
-    cases,
-    compare_stops,
-    gate,
-    guard_check,
-    import_suite,
-    import_traces,
-    judge_check,
-    merge,
-    migrate,
-    real_models,
-    recommend,
-    report,
-    run,
-    schema,
-    serve_model,
-    serve_sim,
-    sweep,
-    tag_probe,
-    transcripts,
-    whatif,
-)
 from runners.commands._common import (
     EXIT_INCONCLUSIVE,
     EXIT_INPUT,
@@ -67,24 +45,35 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_INCONCLUSIVE",
     "EXIT_STORAGE",
+    "COMMANDS",
     "build_parser",
     "main",
 ]
 
 
 # -- parser ---------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    """Every command's parser, in the order `--help` lists them; each command module adds its own."""
+COMMANDS: dict[str, str] = {
+    "cases": "cases", "run": "run", "serve-sim": "serve_sim", "serve-model": "serve_model", "sweep": "sweep",
+    "recommend": "recommend", "whatif": "whatif", "compare-stops": "compare_stops", "gate": "gate",
+    "report": "report", "real-models": "real_models", "judge-check": "judge_check", "guard-check": "guard_check",
+    "merge": "merge", "migrate": "migrate", "show": "transcripts", "diff": "transcripts", "export": "transcripts",
+    "schema": "schema", "tag-probe": "tag_probe", "capture": "capture", "import": "import_traces",
+    "import-suite": "import_suite",
+}  # fmt: skip
+"""Each command's name and the module of `runners/commands/` that registers it, in the order `--help` lists them
+(`transcripts` registers show, diff and export)."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, in the order `--help` lists them; each command module adds its own. Given the
+    `command` a command line names, only its module is imported and registered: a command starts without importing
+    and declaring the twenty others (the parser a command parses with is the same either way)."""
     parser = Parser(prog="harness-bench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_version(parser, f"harness-bench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-
-    for command in (cases, run, serve_sim, serve_model, sweep, recommend, whatif, compare_stops, gate, report,
-                    real_models, judge_check, guard_check, merge, migrate, transcripts, schema, tag_probe):  # fmt: skip
-        command.register(sub)  # transcripts: show, diff, export
-    capture.register(sub)
-    import_traces.register(sub)
-    import_suite.register(sub)
+    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for name in modules:
+        importlib.import_module(f"runners.commands.{name}").register(sub)
     return parser
 
 
@@ -97,7 +86,8 @@ def main(argv: Sequence[str] | None = None, *, declarations: Declarations | None
         if reconfigure is not None and getattr(stream, "errors", "strict") == "strict":
             reconfigure(errors="replace")
     with declaring(declarations), stdout_may_close():
-        parser = build_parser()
+        words = list(sys.argv[1:] if argv is None else argv)
+        parser = build_parser(words[0] if words else None)
         try:
             args = parser.parse_args(argv)
         except ArgumentError as exc:

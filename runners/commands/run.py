@@ -4,7 +4,6 @@ file, print the family table and the run's summary; interrupted or cut by a fail
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from rich.text import Text
@@ -52,18 +51,6 @@ def register(sub: Any) -> None:
     p.set_defaults(func=run)
 
 
-def _print_family_table(db: Path, bench_run_id: str) -> None:
-    from runners.run.bench import family_rows
-    from runners.store.connection import connect
-
-    con = connect(db, read_only=True)
-    try:
-        rows = family_rows(con, bench_run_id)
-    finally:
-        con.close()
-    out.print(tables.family_table(f"bench run {bench_run_id}", rows))
-
-
 def run(args: argparse.Namespace) -> int:
     """Plan the run from the flags (every rule checked before a file is touched), claim the database, run the plan."""
     from runners.plan.run_plan import plan_run
@@ -96,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         return _interrupted(intr, "bench run", "run", args.db, summary.bench_run_id, summary.status,
                             summary.skipped + summary.executed, summary.planned)  # fmt: skip
     _warn_unchecked(args.db)
-    _print_family_table(args.db, summary.bench_run_id)
+    out.print(tables.family_table(f"bench run {summary.bench_run_id}", summary.families))
     rate = summary.executed / summary.wall_seconds if summary.wall_seconds else 0.0
     share = summary.write_seconds / summary.wall_seconds if summary.wall_seconds else 0.0
     part = f"shard {shard_spec} of " if shard_spec else ""

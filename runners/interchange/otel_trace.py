@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+
+import duckdb
 
 from harness import EntryKind, InvocationStatus, ModelCall, ModelPurpose, ToolInvocation, __version__
 from runners.interchange.observed_rows import import_rows
 from runners.interchange.otel_import import ObservedRun, TraceFormat, TraceImportError, read_traces
 from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSourceError, load_captured_run
-from runners.store.connection import connect
 from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
+from runners.store.migrations import prepare
 
 __all__ = ["TraceError", "captured_run_from_trace", "captured_runs_from_trace"]
 
@@ -88,25 +89,26 @@ def captured_runs_from_trace(path: Path, run_ids: Sequence[str]) -> tuple[Captur
     """The runs `run_ids` of `path`, in that order, the file read once (what `captured_run_from_trace` is for each)."""
     runs = _the_runs(path, run_ids)
     out = []
-    with tempfile.TemporaryDirectory(prefix="harness-bench-capture-") as folder:
-        db = Path(folder) / "trace.duckdb"
-        con = connect(db)
-        try:
-            for n, run in enumerate(runs):
-                bench_id = f"{_BENCH}-{n}"
-                ((rows, transcript),) = import_rows([run], bench_id, label="")
-                bench = ImportedBenchRun(bench_id, "", str(rows.case_run["model"] or "") or None, str(path),
-                                         (run.case_id,), run.epoch, __version__)  # fmt: skip
-                write_imported_bench_run(con, bench, [(rows, transcript)])
-                try:
-                    captured = load_captured_run(con, str(path), str(rows.case_run["case_run_id"]))
-                except CaptureSourceError as exc:
-                    raise TraceError(f"--run {run.run_id!r}: {exc}") from None
-                bench_run_id, _, rest = run.run_id.partition("/")
-                out.append(dataclasses.replace(
-                    captured, case_run_id=run.run_id, bench_run_id=bench_run_id if rest else "", label=None,
-                    messages=captured.messages + _unsent(run, captured.messages),
-                ))  # fmt: skip
-        finally:
-            con.close()
+    # An in-memory database: nothing of it outlives the capture, and no file (nor the import's staging file beside
+    # it) is created and removed once per run.
+    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    try:
+        prepare(con, "<the capture's temporary database>")
+        for n, run in enumerate(runs):
+            bench_id = f"{_BENCH}-{n}"
+            ((rows, transcript),) = import_rows([run], bench_id, label="")
+            bench = ImportedBenchRun(bench_id, "", str(rows.case_run["model"] or "") or None, str(path),
+                                     (run.case_id,), run.epoch, __version__)  # fmt: skip
+            write_imported_bench_run(con, bench, [(rows, transcript)])
+            try:
+                captured = load_captured_run(con, str(path), str(rows.case_run["case_run_id"]))
+            except CaptureSourceError as exc:
+                raise TraceError(f"--run {run.run_id!r}: {exc}") from None
+            bench_run_id, _, rest = run.run_id.partition("/")
+            out.append(dataclasses.replace(
+                captured, case_run_id=run.run_id, bench_run_id=bench_run_id if rest else "", label=None,
+                messages=captured.messages + _unsent(run, captured.messages),
+            ))  # fmt: skip
+    finally:
+        con.close()
     return tuple(out)

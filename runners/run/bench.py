@@ -83,6 +83,9 @@ class BenchSummary:
     status_recorded: bool = True
     """False when even the final status could not be written (the row stays `running` until the next
     writer marks it `interrupted`)."""
+    families: list[FamilyRow] = field(default_factory=list)
+    """The per-family summary of the whole bench run as stored (`run_bench`, once its rows are stored; empty
+    after a storage failure and for a sweep's points)."""
 
 
 def git_commit() -> str | None:
@@ -138,7 +141,10 @@ def run_bench(
     preflight(plan)  # an unusable endpoint is exit 2 before the database is even opened
     own = connect(plan.options.storage.db, columns=plan.record.columns)
     try:
-        return _run(own, plan, t0, cancellation or CancellationToken(), keep_runs, on_progress, on_start)
+        summary = _run(own, plan, t0, cancellation or CancellationToken(), keep_runs, on_progress, on_start)
+        if summary.storage_error is None:  # read on the writer's connection: the CLI prints it without reopening
+            summary.families = family_rows(own, summary.bench_run_id)
+        return summary
     finally:
         own.close()
 

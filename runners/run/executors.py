@@ -49,12 +49,15 @@ __all__ = ["RAY_EXTRA", "Executor", "ExecutorError", "check_available", "iterate
 _WORKER_FACTORY: tuple[str, Any] | None = None
 
 
-def _run_one(token: str, plan: RunPlan, case: EvalCase, epoch: int) -> CaseRun:
+def _run_one(token: str, plan_in: list[Any], case: EvalCase, epoch: int) -> CaseRun:
     """Body of a Ray task: one case run, exactly as the local executor runs it (a task is cancelled by Ray, never
-    by a flag of the driver's)."""
+    by a flag of the driver's). `plan_in` holds the plan's object reference: inside a list Ray passes it unresolved,
+    so a worker fetches and unpickles the plan once per bench run, not once per task."""
     global _WORKER_FACTORY
     if _WORKER_FACTORY is None or _WORKER_FACTORY[0] != token:
-        _WORKER_FACTORY = (token, ModelFactory(plan))
+        import ray
+
+        _WORKER_FACTORY = (token, ModelFactory(ray.get(plan_in[0])))
     return execute_case(case, epoch, _WORKER_FACTORY[1], CancellationToken())
 
 
@@ -92,7 +95,7 @@ def iterate_ray(
         nxt = next(it, None)
         if nxt is None:
             return False
-        pending[remote.remote(token, plan_ref, nxt[0], nxt[1])] = nxt[1]
+        pending[remote.remote(token, [plan_ref], nxt[0], nxt[1])] = nxt[1]
         return True
 
     try:

@@ -10,7 +10,7 @@ import pkgutil
 from pathlib import Path
 
 import runners.commands
-from runners.cli import build_parser
+from runners.cli import COMMANDS, build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 CLI = ROOT / "runners" / "cli.py"
@@ -71,3 +71,22 @@ def test_a_command_module_imports_only_the_shared_helpers_of_the_cli() -> None:
                 assert target != "runners.cli", f"{name} imports runners.cli"
                 if target.startswith("runners.commands"):
                     assert target in SHARED, f"{name} imports {target}"
+
+
+def test_the_command_table_names_what_each_module_registers_in_help_order() -> None:
+    """`COMMANDS` is what `build_parser` imports for a command line naming one: each name's module registers that name
+    (and only its own), and the whole parser lists the table's names in its order."""
+    assert list(_subcommands()) == list(COMMANDS)
+    for name, module in COMMANDS.items():
+        action = next(a for a in build_parser(name)._actions if isinstance(a, argparse._SubParsersAction))
+        alone = [n for n, m in COMMANDS.items() if m == module]
+        assert list(action.choices) == alone, name
+        assert action.choices[name].get_default("func").__module__ == f"runners.commands.{module}", name
+
+
+def test_a_command_parses_as_it_does_with_every_command_registered() -> None:
+    """The one-command parser and the whole one give `run`'s flags the same defaults and the same help."""
+    whole, alone = (next(a for a in p._actions if isinstance(a, argparse._SubParsersAction)).choices["run"]
+                    for p in (build_parser(), build_parser("run")))  # fmt: skip
+    assert whole.format_help() == alone.format_help()
+    assert vars(whole.parse_args([])) == vars(alone.parse_args([]))

@@ -153,7 +153,7 @@ def test_a_value_outside_a_numeric_flag_is_one_line_exit_2_writing_nothing(
     r: Range, side: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)  # a command that ran would write here (bench.duckdb, gate-summary.md, ...)
-    monkeypatch.setattr(cli, "build_parser", lambda: PARSER)
+    monkeypatch.setattr(cli, "build_parser", lambda command=None: PARSER)
     value = _outside(r, side)
     assert main([r.command, f"{r.flag}={value}"]) == 2
     captured = capsys.readouterr()
