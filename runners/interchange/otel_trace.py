@@ -15,14 +15,12 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-import duckdb
-
 from harness import EntryKind, InvocationStatus, ModelCall, ModelPurpose, ToolInvocation, __version__
 from runners.interchange.observed_rows import import_rows
 from runners.interchange.otel_import import ObservedRun, TraceFormat, TraceImportError, read_traces
 from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSourceError, load_captured_run
+from runners.store.connection import connect_in_memory
 from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
-from runners.store.migrations import prepare
 
 __all__ = ["TraceError", "captured_run_from_trace", "captured_runs_from_trace"]
 
@@ -91,9 +89,8 @@ def captured_runs_from_trace(path: Path, run_ids: Sequence[str]) -> tuple[Captur
     out = []
     # An in-memory database: nothing of it outlives the capture, and no file (nor the import's staging file beside
     # it) is created and removed once per run.
-    con = duckdb.connect(":memory:", config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+    con = connect_in_memory("<the capture's temporary database>")
     try:
-        prepare(con, "<the capture's temporary database>")
         for n, run in enumerate(runs):
             bench_id = f"{_BENCH}-{n}"
             ((rows, transcript),) = import_rows([run], bench_id, label="")

@@ -17,7 +17,7 @@ from runners.store.errors import DatabaseLockedError, MetricsDbError, MetricsWri
 from runners.store.migrations import SCHEMA_VERSION
 from runners.store.output_files import NamedPath, OutputPathError, check_output_path, path_kind
 
-__all__ = ["check_database_file", "connect"]
+__all__ = ["check_database_file", "connect", "connect_in_memory"]
 
 _DUCKDB_MAGIC = b"DUCK"  # at byte 8 of every DuckDB database file
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -74,9 +74,7 @@ def connect(
     existed = Path(path).exists()
     try:
         con = duckdb.connect(target, read_only=read_only)
-        # Nothing here needs an extension: never reach the network for one.
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET autoload_known_extensions = false")
+        _no_extensions(con)
     except duckdb.IOException as exc:
         text = str(exc)
         if not read_only and not existed:  # creating the file failed: the storage (full disk, read-only)
@@ -118,6 +116,25 @@ def connect(
         con.close()
         raise
     return con
+
+
+def connect_in_memory(target: str) -> duckdb.DuckDBPyConnection:
+    """A metrics database in memory with today's schema, written nowhere (`target`: what an error calls it): for
+    work that needs the store's tables for a moment only."""
+    con = duckdb.connect(":memory:")
+    try:
+        _no_extensions(con)
+        migrations.prepare(con, target)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _no_extensions(con: duckdb.DuckDBPyConnection) -> None:
+    """Nothing here needs an extension: never reach the network for one."""
+    con.execute("SET autoinstall_known_extensions = false")
+    con.execute("SET autoload_known_extensions = false")
 
 
 def _damaged(target: str, exc: BaseException) -> str:

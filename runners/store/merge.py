@@ -38,9 +38,9 @@ from harness import CancellationToken
 from runners.plan import settings
 from runners.plan.options import BenchOptions
 from runners.plan.shard import RunStatus
-from runners.store.connection import check_database_file, connect
+from runners.store.connection import check_database_file, connect, connect_in_memory
 from runners.store.errors import MetricsDbError
-from runners.store.migrations import SCHEMA_VERSION, current_version, prepare
+from runners.store.migrations import SCHEMA_VERSION, current_version
 from runners.store.output_files import replacing, same_file
 
 TABLES = ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events", "messages", "prompts")
@@ -113,9 +113,8 @@ def _quote(path: Path) -> str:
 
 def _expected_columns() -> dict[str, set[str]]:
     """The columns of every table as this program writes them (migrations + declared settings)."""
-    con = duckdb.connect(":memory:")
+    con = connect_in_memory("<the expected schema>")
     try:
-        prepare(con)
         return _columns(con, "memory")
     finally:
         con.close()
