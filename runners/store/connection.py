@@ -97,8 +97,8 @@ def connect(
             except duckdb.TransactionException as exc:  # the only writer's COMMIT failed: the storage (full disk)
                 raise MetricsWriteError(exc) from exc
         else:
-            migrations.check_version(con, target)
-            if upgrade and migrations.outdated(con):
+            catalog = migrations.check_version(con, target)
+            if upgrade and migrations.outdated(con, catalog):
                 version = migrations.current_version(con)
                 con.close()
                 return _upgraded_copy(Path(path), version)
