@@ -7,6 +7,7 @@ a case from.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -19,6 +20,7 @@ __all__ = [
     "CapturedRun",
     "RunSetting",
     "load_captured_run",
+    "load_captured_runs",
 ]
 
 
@@ -131,61 +133,65 @@ _RUN = """SELECT case_run_id, bench_run_id, case_id, family, model, label, outco
        conclusion, coalesce(model_calls, 0), coalesce(tool_invocations, 0), coalesce(no_gain_count, 0),
        coalesce(gained_count, 0), coalesce(stop_required_deliveries, stop_required_delivered::INT, 0),
        (SELECT b.agent FROM bench_runs b WHERE b.bench_run_id = case_runs.bench_run_id)
-FROM case_runs WHERE case_run_id = ?"""
-_MESSAGES = """SELECT m.seq, m.purpose, m.kind, m.model_call, coalesce(m.content, p.content), m.tool_call_id,
-       m.harness_call_id, m.tool, m.arguments, m.sent, m.invocation_status, m.rejection, m.violation, m.stop_required,
-       m.guard, m.verdict
-FROM messages m LEFT JOIN prompts p USING (prompt_hash) WHERE m.case_run_id = ? ORDER BY m.seq"""
+FROM case_runs WHERE case_run_id IN (SELECT unnest(?))"""
+_MESSAGES = """SELECT m.case_run_id, m.seq, m.purpose, m.kind, m.model_call, coalesce(m.content, p.content),
+       m.tool_call_id, m.harness_call_id, m.tool, m.arguments, m.sent, m.invocation_status, m.rejection, m.violation,
+       m.stop_required, m.guard, m.verdict
+FROM messages m LEFT JOIN prompts p USING (prompt_hash) WHERE m.case_run_id IN (SELECT unnest(?))
+ORDER BY m.case_run_id, m.seq"""
 
 
 def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()
+    row = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'messages'"
+    ).fetchone()
     return bool(row and row[0])
 
 
 def load_captured_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> CapturedRun:
     """The case run `case_run_id` with its transcript; CaptureSourceError when it is unknown or has none."""
-    row = con.execute(_RUN, [case_run_id]).fetchone()
-    if row is None:
-        raise CaptureSourceError(
-            CaptureSourceProblem.UNKNOWN_CASE_RUN,
-            f"CASE_RUN_ID {case_run_id!r}: no such case run in {db} (ids are BENCH_RUN_ID/CASE/EPOCH, as `run` prints)",
-        )
-    found = con.execute(_MESSAGES, [case_run_id]).fetchall() if _has_messages(con) else []
-    if not found:
-        raise CaptureSourceError(
-            CaptureSourceProblem.NO_TRANSCRIPT,
-            f"CASE_RUN_ID {case_run_id!r}: no transcript stored in {db} (run with --no-transcripts or before"
-            " transcripts were stored); run the case again without --no-transcripts to capture it",
-        )
+    return load_captured_runs(con, db, [case_run_id])[0]
+
+
+def load_captured_runs(con: duckdb.DuckDBPyConnection, db: str, case_run_ids: Sequence[str]) -> list[CapturedRun]:
+    """Each case run of `case_run_ids` with its transcript, in that order, in four queries whatever their number
+    (each query's fixed cost is most of reading one run); CaptureSourceError for the first that is unknown or has
+    none."""
+    ids = list(case_run_ids)
+    rows = {str(r[0]): r for r in con.execute(_RUN, [ids]).fetchall()}
+    found: dict[str, list[CapturedMessage]] = {}
+    if _has_messages(con):
+        for m in con.execute(_MESSAGES, [ids]).fetchall():
+            found.setdefault(str(m[0]), []).append(CapturedMessage(int(m[1]), str(m[2]), str(m[3]), *m[4:]))
+    for case_run_id in ids:
+        if case_run_id not in rows:
+            raise CaptureSourceError(
+                CaptureSourceProblem.UNKNOWN_CASE_RUN,
+                f"CASE_RUN_ID {case_run_id!r}: no such case run in {db} (ids are BENCH_RUN_ID/CASE/EPOCH, as `run`"
+                " prints)",
+            )
+        if case_run_id not in found:
+            raise CaptureSourceError(
+                CaptureSourceProblem.NO_TRANSCRIPT,
+                f"CASE_RUN_ID {case_run_id!r}: no transcript stored in {db} (run with --no-transcripts or before"
+                " transcripts were stored); run the case again without --no-transcripts to capture it",
+            )
     from runners.plan.settings import case_run_columns
 
     names = [name for name, _ in case_run_columns()]
-    values = con.execute(f"SELECT {', '.join(names)} FROM case_runs WHERE case_run_id = ?", [case_run_id]).fetchone()
-    settings = tuple(RunSetting(n, v) for n, v in zip(names, values or (), strict=False) if v is not None)
-    messages = tuple(
-        CapturedMessage(
-            int(m[0]),
-            str(m[1]),
-            str(m[2]),
-            m[3],
-            m[4],
-            m[5],
-            m[6],
-            m[7],
-            m[8],
-            m[9],
-            m[10],
-            m[11],
-            m[12],
-            m[13],
-            m[14],
-            m[15],
-        )
-        for m in found
-    )
-    return CapturedRun(
-        str(row[0]), str(row[1]), str(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9],
-        int(row[10]), int(row[11]), int(row[12]), int(row[13]), int(row[14]), messages, settings,
-        None if row[15] is None else str(row[15]),
-    )  # fmt: skip
+    values = {
+        str(r[0]): r[1:]
+        for r in con.execute(
+            f"SELECT case_run_id, {', '.join(names)} FROM case_runs WHERE case_run_id IN (SELECT unnest(?))", [ids]
+        ).fetchall()
+    }
+    out = []
+    for case_run_id in ids:
+        row = rows[case_run_id]
+        settings = tuple(RunSetting(n, v) for n, v in zip(names, values[case_run_id], strict=True) if v is not None)
+        out.append(CapturedRun(
+            str(row[0]), str(row[1]), str(row[2]), row[3], row[4], row[5], row[6], row[7], row[8], row[9],
+            int(row[10]), int(row[11]), int(row[12]), int(row[13]), int(row[14]), tuple(found[case_run_id]), settings,
+            None if row[15] is None else str(row[15]),
+        ))  # fmt: skip
+    return out

@@ -22,7 +22,14 @@ from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.interchange.capture import build_case, case_yaml
 from runners.interchange.otel_trace import captured_runs_from_trace
-from runners.store.captured_runs import CapturedMessage, CapturedRun, load_captured_run
+from runners.store.captured_runs import (
+    CapturedMessage,
+    CapturedRun,
+    CaptureSourceError,
+    CaptureSourceProblem,
+    load_captured_run,
+    load_captured_runs,
+)
 from runners.store.connection import connect
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
@@ -87,19 +94,19 @@ def test_every_builtin_case_round_trips(original: Path, tmp_path: Path) -> None:
     rows = _rows(original)
     assert len(rows) == len(load_cases())
     folder = tmp_path / "captured"
-    # the first through the command; the rest as it captures each, on one connection (opening the file once per
-    # case was most of this test's time)
+    # the first through the command; the rest as it captures each, read at once (opening the file, or querying it,
+    # once per case was most of this test's time)
     (first, first_row), *rest = sorted(rows.items())
     out = folder / f"{first}.yaml"
     assert main(["capture", str(first_row["case_run_id"]), "--db", str(original), "--out", str(out)]) == 0
     con = connect(original, read_only=True)
     try:
-        for case_id, row in rest:
-            run = load_captured_run(con, str(original), str(row["case_run_id"]))
-            out = folder / f"{case_id}.yaml"
-            out.write_text(case_yaml(run, build_case(run), str(out)), encoding="utf-8")
+        runs = load_captured_runs(con, str(original), [str(row["case_run_id"]) for _, row in rest])
     finally:
         con.close()
+    for (case_id, _), run in zip(rest, runs, strict=True):
+        out = folder / f"{case_id}.yaml"
+        out.write_text(case_yaml(run, build_case(run), str(out)), encoding="utf-8")
     assert _replayed(original, folder, tmp_path) == {}
 
 
@@ -165,8 +172,8 @@ def test_real_model_runs_replay_to_the_same_outcome_and_counts(
     captured: list[CapturedRun] = []
     for recording in HARNESSED:
         db = replayed(recording, tmp_path_factory)
-        # what `capture CASE_RUN_ID --db D` does (the command is tested above), on one connection: opening the file
-        # once per run would be most of this test's time
+        # what `capture CASE_RUN_ID --db D` does for each (the command is tested above), read at once: opening the
+        # file, or querying it, once per run would be most of this test's time
         con = connect(db, read_only=True)
         try:
             cur = con.execute(
@@ -174,7 +181,7 @@ def test_real_model_runs_replay_to_the_same_outcome_and_counts(
             )
             names = [d[0] for d in cur.description or ()]
             found = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-            captured += [load_captured_run(con, str(db), str(row["case_run_id"])) for row in found]
+            captured += load_captured_runs(con, str(db), [str(row["case_run_id"]) for row in found])
         finally:
             con.close()
         rows += found
@@ -312,6 +319,18 @@ def test_unknown_case_run_is_refused(original: Path, tmp_path: Path, capsys: pyt
     out = tmp_path / "c.yaml"
     _refused(["capture", "br-nope/x/1", "--db", str(original), "--out", str(out)], capsys, "CASE_RUN_ID", "br-nope/x/1")
     assert not out.exists()
+
+
+def test_runs_read_at_once_are_each_run_as_read_alone_in_the_order_asked(original: Path) -> None:
+    ids = [str(row["case_run_id"]) for _, row in sorted(_rows(original).items())][:5][::-1]
+    con = connect(original, read_only=True)
+    try:
+        assert load_captured_runs(con, str(original), ids) == [load_captured_run(con, str(original), i) for i in ids]
+        with pytest.raises(CaptureSourceError, match="'br-nope/x/1': no such case run") as caught:
+            load_captured_runs(con, str(original), [ids[0], "br-nope/x/1", ids[1]])
+        assert caught.value.problem is CaptureSourceProblem.UNKNOWN_CASE_RUN
+    finally:
+        con.close()
 
 
 def test_run_without_transcripts_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
