@@ -132,11 +132,17 @@ ResultItem = tuple[int, int, "CaseRun | None", "BaseException | None"]
 """(index, epoch, the finished case run, or the exception it raised)."""
 
 
-def _process_worker(plan: RunPlan, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+def _process_worker(
+    plan: RunPlan, tasks: Any, results: Any, stop: Any, threads: int, environ: dict[str, str] | None = None
+) -> None:
     """Body of one worker process: `threads` threads take (case, epoch) items until a None, run each
-    exactly as the local executor does and put the CaseRun (or its exception) on `results`."""
+    exactly as the local executor does and put the CaseRun (or its exception) on `results` (`environ`: the
+    driver's environment, for a worker forked from a fork server started under an older one)."""
     from concurrent.futures import ThreadPoolExecutor
 
+    if environ is not None:
+        os.environ.clear()
+        os.environ.update(environ)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     token = CancellationToken()  # this process's own flag, set when the driver sets `stop`
@@ -185,8 +191,9 @@ def iterate_processes(
     """Run `todo` (of `plan`) in one worker process per CPU (each with its share of `--concurrency` threads) and
     yield each (CaseRun, epoch) as it finishes. The per-endpoint cap (`--max-in-flight`) is shared out too.
 
-    Workers are spawned (never forked: the driver holds DuckDB and HTTP state that must not be copied);
-    once `cancellation` is set they stop taking work, and a worker that dies is an error."""
+    Workers never fork the driver (it holds DuckDB and HTTP state that must not be copied): they are forked from
+    this process's fork server (`_worker_context`) or spawned; once `cancellation` is set they stop taking work, and
+    a worker that dies is an error."""
     if not todo:
         return
     execution = plan.options.execution
@@ -194,7 +201,7 @@ def iterate_processes(
     workers = max(1, min(os.cpu_count() or 1, concurrency, len(todo)))
     threads = math.ceil(concurrency / workers)
     cap = math.ceil((execution.max_in_flight or concurrency) / workers)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = _worker_context()
     tasks: Any = ctx.Queue()
     results: Any = ctx.Queue()
     stop = ctx.RawValue(ctypes.c_bool, False)
@@ -205,8 +212,8 @@ def iterate_processes(
     for _ in range(workers * threads):
         tasks.put(None)
     procs = [
-        ctx.Process(target=_process_worker, args=(worker_plan, tasks, results, stop, threads), daemon=True,
-                    name=f"harness-bench-worker-{i + 1}")
+        ctx.Process(target=_process_worker, args=(worker_plan, tasks, results, stop, threads, dict(os.environ)),
+                    daemon=True, name=f"harness-bench-worker-{i + 1}")
         for i in range(workers)
     ]  # fmt: skip
     for p in procs:
@@ -247,6 +254,19 @@ def iterate_processes(
         received.close()
         tasks.cancel_join_thread()
         results.cancel_join_thread()
+
+
+def _worker_context() -> Any:
+    """Where the platform has one, a fork server: a clean interpreter started once per driver process, which has
+    imported this module (and with it the Harness and the bench) and forks each worker from itself. A worker then
+    costs a fork instead of an interpreter importing the bench again (about a CPU-second each, paid again at every
+    grid point of a sweep). Elsewhere (Windows) workers are spawned. The server has started no thread: the tools'
+    libraries (numpy's thread pools) are imported by each worker (`import_tool_backends`)."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload([__name__])
+    return ctx
 
 
 class _ResultReader:

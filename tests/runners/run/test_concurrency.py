@@ -92,14 +92,17 @@ print(json.dumps([code, seen]))
 """
 )
 """`harness-bench ARGV` under the watch; prints its exit code and the threads that parsed."""
-_WORKER_WATCH = (
-    _WATCH
-    + """
-import atexit
-atexit.register(lambda: seen and print('thread-parse', seen, file=sys.stderr))
+_WORKER_WATCH = """
+import ast, sys, threading
+real = ast.parse
+def parse(*args, **kwargs):
+    if threading.current_thread() is not threading.main_thread():
+        print('thread-parse', threading.current_thread().name, file=sys.stderr, flush=True)
+    return real(*args, **kwargs)
+ast.parse = parse
 """
-)
-"""The watch in a spawned worker process (as sitecustomize): the threads that parsed, on stderr at its exit."""
+"""The watch in the worker processes (as sitecustomize, in the interpreter they come from): a thread that parses
+says so on stderr at once (a worker forked from the fork server ends with `os._exit`, so no exit hook would run)."""
 
 
 @pytest.mark.parametrize("executor", ["local", "processes"])
@@ -113,7 +116,8 @@ def test_case_runs_on_threads_never_parse_python(executor: str, tmp_path: Path) 
     probe.write_text(_PROBE)
     argv = ["run", "--db", str(tmp_path / "t.duckdb"), "--evalset", "generic_kb", "--concurrency", "4"]
     if executor == "processes":
-        # the worker processes are spawned: they import the probe's patch through sitecustomize on PYTHONPATH
+        # the worker processes come from a fresh interpreter (the fork server, or spawned): it imports the watch
+        # through sitecustomize on PYTHONPATH
         (tmp_path / "sitecustomize.py").write_text(_WORKER_WATCH)
         argv += ["--executor", "processes"]
     done = subprocess.run([sys.executable, str(probe), *argv], cwd=root, capture_output=True, text=True, timeout=300,

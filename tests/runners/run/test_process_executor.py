@@ -16,6 +16,9 @@ import duckdb
 import pytest
 
 from harness.context import CancellationToken
+from runners.domain.evalset import load_cases
+from runners.domain.profiles import trajectory_for_model
+from runners.endpoints.simulator import SimulatorServer
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run import executors
@@ -50,6 +53,25 @@ def test_cassette_replay_runs_in_worker_processes(tmp_path: Path) -> None:
                                                  concurrency=2, **common, **replay)))  # fmt: skip
     assert summary.errors == [] and summary.executed > 10
     assert _rows(tmp_path / "procs.duckdb", "case_runs") == _rows(tmp_path / "local.duckdb", "case_runs")
+
+
+def test_workers_see_the_environment_the_run_starts_with(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers are forked from a fork server, which keeps the environment this process had when it started (at its
+    first run on worker processes): an API key and an endpoint set since (`OPENAI_BASE_URL`, no `--base-url`, so the
+    key is required) reach them all the same."""
+    first = run_bench(plan_run(BenchOptions.of(db=tmp_path / "first.duckdb", evalsets=["empty_logs"],
+                                               executor=Executor.PROCESSES, concurrency=2)))  # fmt: skip
+    assert first.errors == [] and first.executed > 0
+    with SimulatorServer(load_cases(), trajectory_for=trajectory_for_model) as sim:
+        monkeypatch.setenv("HB_KEY_SET_AFTER_THE_FIRST_WORKERS", "x")
+        monkeypatch.setenv("OPENAI_BASE_URL", sim.base_url)
+        summary = run_bench(plan_run(BenchOptions.of(
+            db=tmp_path / "later.duckdb", evalsets=["empty_logs"], executor=Executor.PROCESSES, concurrency=2,
+            model_settings=ModelSettings(model="openai:scripted", api_key_env="HB_KEY_SET_AFTER_THE_FIRST_WORKERS"),
+        )))  # fmt: skip
+        served = len(sim.log)
+    assert summary.errors == [] and all(r.result.error is None for r in summary.runs), summary.errors
+    assert summary.executed == first.executed and served >= summary.executed
 
 
 def test_a_worker_error_reaches_the_driver_as_itself(tmp_path: Path) -> None:
@@ -102,12 +124,15 @@ def test_cli_accepts_the_processes_executor(tmp_path: Path) -> None:
     cli_run_missing_context(tmp_path, "--executor", "processes", "--concurrency", "4")
 
 
-def _leave_a_message_half_written(plan: Any, tasks: Any, results: Any, stop: Any, threads: int) -> None:
+def _leave_a_message_half_written(
+    plan: Any, tasks: Any, results: Any, stop: Any, threads: int, environ: dict[str, str]
+) -> None:
     """A worker that exits between a message's header and its body, as a worker killed, or one whose pipe feeder is
     cut off at exit once `stop` is set, can: 20,000 bytes announced, none sent. It exits at once (code 0), or first
-    waits for `stop` like a real worker when the driver sets `HB_TEST_WAIT_FOR_STOP`."""
+    waits for `stop` like a real worker when the driver sets `HB_TEST_WAIT_FOR_STOP` (in the environment it hands
+    its workers)."""
     os.write(results._writer.fileno(), struct.pack("!i", 20_000))
-    while os.environ.get("HB_TEST_WAIT_FOR_STOP") and not stop.value:
+    while environ.get("HB_TEST_WAIT_FOR_STOP") and not stop.value:
         time.sleep(0.05)
     os._exit(0)
 
