@@ -371,11 +371,9 @@ def _catalog(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
     """Each table's (and view's) columns in the connection's own database, in one query that cannot fail (inside a
     transaction too). Asked of the connection's own database only: the system catalogs' tables and views cost a
     dozen milliseconds more to list than a file's own (measured: 1-2 ms, against 0.7 ms a table for a probe)."""
-    rows = con.execute(
-        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = current_database()"
-    ).fetchall()
+    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = current_database()")
     catalog: dict[str, set[str]] = {}
-    for table, column in rows:
+    for table, column in rows.fetchall():
         catalog.setdefault(str(table), set()).add(str(column))
     return catalog
 
@@ -526,13 +524,9 @@ def _transaction(con: duckdb.DuckDBPyConnection, *, begin: bool = True) -> Itera
 
 
 def migrate(
-    con: duckdb.DuckDBPyConnection,
-    target: str = "<db>",
-    upto: int = SCHEMA_VERSION,
-    *,
-    transaction: bool = True,
+    con: duckdb.DuckDBPyConnection, target: str = "<db>", upto: int = SCHEMA_VERSION, *, transaction: bool = True,
     tables: set[str] | None = None,
-) -> int:
+) -> int:  # fmt: skip
     """Apply missing migrations (each in one transaction, or all in the caller's when `transaction` is False) up
     to `upto`; refuse a foreign or newer database (`tables`: `_table_names(con)` when the caller has just read it)."""
     tables = _table_names(con) if tables is None else tables  # a catalog query: nothing fails in a transaction
