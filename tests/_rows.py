@@ -23,12 +23,16 @@ TIMING = {"case_runs": {"wall_ms", "finished_at"}, "tool_calls": {"latency_ms"},
 ORDER = {"case_runs": "case_run_id", "tool_calls": "case_run_id, seq", "events": "case_run_id, seq"}
 
 
+def behaviour_query(table: str) -> str:
+    """The query of every row of `table` without its timing columns, in a stable order."""
+    return f"SELECT * EXCLUDE ({', '.join(sorted(TIMING[table]))}) FROM {table} ORDER BY {ORDER[table]}"
+
+
 def behaviour_rows(db: Path, table: str) -> list[tuple[Any, ...]]:
-    """Every row of `table` without its timing columns, in a stable order."""
+    """Every row of `table` without its timing columns, in a stable order (`behaviour_query`)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in TIMING[table]]
-        return con.execute(f"SELECT {', '.join(cols)} FROM {table} ORDER BY {ORDER[table]}").fetchall()
+        return con.execute(behaviour_query(table)).fetchall()
     finally:
         con.close()
 

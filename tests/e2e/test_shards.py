@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from runners.store.connection import connect
 from runners.store.migrations import SCHEMA_VERSION
+from tests._rows import behaviour_query as _behaviour
 from tests._rows import behaviour_rows
 from tests._rows import query as _q
 
@@ -36,6 +38,17 @@ N = 4
 EPOCHS = 2
 RUN = "acc"
 _rows = behaviour_rows
+TABLES = ("case_runs", "tool_calls", "events")
+
+
+def _reads(db: Path, queries: Mapping[str, str]) -> dict[str, list[tuple[Any, ...]]]:
+    """The rows of each named query on the DuckDB file `db`, read over one read-only connection (each connection
+    builds a DuckDB instance: a test reading several things of one file at one moment opens it once)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {name: con.execute(sql).fetchall() for name, sql in queries.items()}
+    finally:
+        con.close()
 
 
 def _fingerprint(db: Path) -> str:
@@ -118,45 +131,50 @@ def test_partition_is_stable_disjoint_complete_and_independent_of_selection() ->
 def test_four_shards_merged_equal_the_unsharded_run_case_by_case(built: dict[str, Path]) -> None:
     shard_counts = [_q(built[f"s{i}"], "SELECT count(*) FROM case_runs")[0][0] for i in range(1, N + 1)]
     assert all(n > 0 for n in shard_counts)
-    total = _q(built["full"], "SELECT count(*) FROM case_runs")[0][0]
-    assert sum(shard_counts) == total == EPOCHS * len(select_cases([], []))
-    for table in ("case_runs", "tool_calls", "events"):
-        full, merged = _rows(built["full"], table), _rows(built["merged"], table)
-        assert len(full) == len(merged) > 0, table
-        first = next((i for i, (a, b) in enumerate(zip(full, merged, strict=True)) if a != b), None)
-        assert first is None, f"{table} row {first}: {full[first]} != {merged[first]}"
     # the run itself: one bench run, the same id, every setting, planned count and status
     cols = "bench_run_id, settings_json, planned_case_runs, status, epochs, evalset_hash, case_ids_json, label"
-    assert _q(built["merged"], f"SELECT {cols} FROM bench_runs") == _q(built["full"], f"SELECT {cols} FROM bench_runs")
-    assert _q(built["merged"], "SELECT shard_index, shard_count, status FROM shards ORDER BY 1") == [
-        (i, N, "completed") for i in range(1, N + 1)
-    ]
+    views = ("v_pass_rate", "v_outcomes", "v_wasted_calls")
+    both = {"count": "SELECT count(*) FROM case_runs", "run": f"SELECT {cols} FROM bench_runs",
+            **{t: _behaviour(t) for t in TABLES}, **{v: f"SELECT * FROM {v} ORDER BY ALL" for v in views}}  # fmt: skip
+    full = _reads(built["full"], both)
+    merged = _reads(
+        built["merged"], {**both, "shards": "SELECT shard_index, shard_count, status FROM shards ORDER BY 1"}
+    )
+    ((total,),) = full["count"]
+    assert sum(shard_counts) == total == EPOCHS * len(select_cases([], []))
+    for table in TABLES:
+        full_rows, merged_rows = full[table], merged[table]
+        assert len(full_rows) == len(merged_rows) > 0, table
+        first = next((i for i, (a, b) in enumerate(zip(full_rows, merged_rows, strict=True)) if a != b), None)
+        assert first is None, f"{table} row {first}: {full_rows[first]} != {merged_rows[first]}"
+    assert merged["run"] == full["run"]
+    assert merged["shards"] == [(i, N, "completed") for i in range(1, N + 1)]
     # the per-family table the CLI prints reads the same
-    for view in ("v_pass_rate", "v_outcomes", "v_wasted_calls"):
-        q = f"SELECT * FROM {view} ORDER BY ALL"
-        assert _q(built["merged"], q) == _q(built["full"], q), view
+    for view in views:
+        assert merged[view] == full[view], view
 
 
 def test_merging_the_same_shard_again_adds_nothing(built: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "again.duckdb"
     s = [str(built[f"s{i}"]) for i in range(1, N + 1)]
-    assert main(["merge", str(out), *s]) == 0
+    # what `merge OUT` of the 4 shards writes: `built` ran that very command (a copy, as the merges below change it)
+    shutil.copy(built["merged"], out)
     before = _fingerprint(out)
     assert main(["merge", str(out), s[1], s[1], s[2]]) == 0  # twice in one command, and again later
     assert main(["merge", str(out), *s]) == 0
     assert _fingerprint(out) == before
-    assert (
-        _q(out, "SELECT count(*), count(DISTINCT case_run_id) FROM case_runs")[0]
-        == (EPOCHS * len(select_cases([], [])),) * 2
-    )
+    counts = "SELECT count(*), count(DISTINCT case_run_id) FROM case_runs"
+    merged = _reads(out, {"counts": counts, **{t: _behaviour(t) for t in TABLES}})  # OUT is not written below
+    assert merged["counts"][0] == (EPOCHS * len(select_cases([], [])),) * 2
     # incremental merges reach the same database as one merge
     step = tmp_path / "step.duckdb"
     assert main(["merge", "--partial", str(step), s[3]]) == 0
     assert _q(step, "SELECT status FROM bench_runs") == [("interrupted",)], "3 of 4 shards missing"
     assert main(["merge", str(step), s[0], s[1], s[2]]) == 0
-    assert _q(step, "SELECT status FROM bench_runs") == [("completed",)]
-    for table in ("case_runs", "tool_calls", "events"):
-        assert _rows(step, table) == _rows(out, table)
+    stepped = _reads(step, {"status": "SELECT status FROM bench_runs", **{t: _behaviour(t) for t in TABLES}})
+    assert stepped["status"] == [("completed",)]
+    for table in TABLES:
+        assert stepped[table] == merged[table]
 
 
 # -- refusals: exit 2, one line, nothing written --------------------------------------------------------
@@ -380,8 +398,9 @@ def test_an_interrupted_sweep_shard_resumes_its_own_share(
     assert _rows(again, "case_runs") == _rows(files[1], "case_runs")
     merged = tmp_path / "merged.duckdb"
     assert main(["merge", str(merged), str(files[0]), str(again), *map(str, files[2:])]) == 0
-    assert _q(merged, "SELECT sweep_id, status FROM sweeps") == [("sw-swp", "completed")]
-    assert _rows(merged, "case_runs") == _rows(whole, "case_runs")
+    read = _reads(merged, {"sweeps": "SELECT sweep_id, status FROM sweeps", "case_runs": _behaviour("case_runs")})
+    assert read["sweeps"] == [("sw-swp", "completed")]
+    assert read["case_runs"] == _rows(whole, "case_runs")
 
 
 def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
@@ -406,9 +425,13 @@ def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
     assert _q(shards[0], "SELECT count(*) FROM bench_runs")[0][0] == 3, "every shard holds every grid point"
     merged = tmp_path / "merged.duckdb"
     assert main(["merge", str(merged), *map(str, shards)]) == 0
-    assert _q(merged, "SELECT sweep_id, status FROM sweeps") == [("sw-cal", "completed")]
+    # what both files hold, read once each (the commands below only read them)
+    both = {t: _behaviour(t) for t in ("case_runs", "events")} | {"points": "SELECT * FROM v_sweep_points ORDER BY ALL"}
+    full_read = _reads(full, both)
+    merged_read = _reads(merged, {**both, "sweeps": "SELECT sweep_id, status FROM sweeps"})
+    assert merged_read["sweeps"] == [("sw-cal", "completed")]
     for table in ("case_runs", "events"):
-        assert _rows(merged, table) == _rows(full, table)
+        assert merged_read[table] == full_read[table]
 
     def recommend(db: Path) -> str:
         capsys.readouterr()
@@ -418,8 +441,7 @@ def test_a_four_shard_sweep_merged_recommends_like_the_unsharded_sweep(
     expected = recommend(full)
     assert "Recommendation" in expected and "[" in expected  # intervals compared too
     assert recommend(merged) == expected
-    q = "SELECT * FROM v_sweep_points ORDER BY ALL"
-    assert _q(merged, q) == _q(full, q)
+    assert merged_read["points"] == full_read["points"]
     reports = []
     for db in (full, merged):
         out = tmp_path / f"report-{db.stem}"

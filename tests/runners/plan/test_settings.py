@@ -9,7 +9,7 @@ import json
 import shlex
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import duckdb
 import pytest
@@ -36,6 +36,16 @@ PUBLIC_NAMES = {
     "max_tool_invocations": "max_tool_invocations", "max_model_calls": "max_model_calls",
     "max_total_tokens": "max_total_tokens", "deadline_seconds": "deadline",
 }  # fmt: skip
+
+
+def _reads(db: Path, *sqls: str) -> list[list[tuple[Any, ...]]]:
+    """The rows of each of `sqls` on the DuckDB file `db`, read over one read-only connection (each connection builds
+    a DuckDB instance: a test reading several things at one moment opens the file once)."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return [con.execute(sql).fetchall() for sql in sqls]
+    finally:
+        con.close()
 
 
 def _drop_epoch(db: Path, bench_run_id: str, epoch: int) -> None:
@@ -194,19 +204,25 @@ def test_every_setting_round_trips_cli_duckdb_resume(name: str, tmp_path: Path, 
         argv["--agent"] = "plain"
     flat = [a for kv in argv.items() for a in kv]
     assert main(["run", "--db", str(db), "--case", ONE, "--epochs", "2", *flat]) == 0
-    ((bench_run_id, column, stored_json),) = _q(db, f'SELECT bench_run_id, "{name}", settings_json FROM bench_runs')
+    per_case = [f'SELECT "{name}" FROM case_runs'] if s.sweepable else []  # a sweep axis is a case_runs column too
+    (((bench_run_id, column, stored_json),), *case_values) = _reads(
+        db, f'SELECT bench_run_id, "{name}", settings_json FROM bench_runs', *per_case
+    )
     assert column == value and json.loads(str(stored_json))[name] == value
     if s.sweepable:
-        assert {r[0] for r in _q(db, f'SELECT "{name}" FROM case_runs')} == {value}
+        assert {r[0] for r in case_values[0]} == {value}
 
     _drop_epoch(db, str(bench_run_id), 2)
     assert main(["run", "--db", str(db), "--resume", str(bench_run_id)]) == 0
     # resume rewrites the settings it ran with: a lost setting would show up as its default here
-    ((column_after, json_after, status),) = _q(db, f'SELECT "{name}", settings_json, status FROM bench_runs')
+    (((column_after, json_after, status),), epoch_2, *case_values) = _reads(
+        db, f'SELECT "{name}", settings_json, status FROM bench_runs', "SELECT count(*) FROM case_runs WHERE epoch = 2",
+        *per_case,
+    )  # fmt: skip
     assert (column_after, json_after, status) == (value, stored_json, "completed")
-    assert _q(db, "SELECT count(*) FROM case_runs WHERE epoch = 2") == [(1,)]
+    assert epoch_2 == [(1,)]
     if s.sweepable:
-        assert {r[0] for r in _q(db, f'SELECT "{name}" FROM case_runs')} == {value}
+        assert {r[0] for r in case_values[0]} == {value}
 
 
 def test_resume_sends_the_stored_model_settings_on_the_wire(tmp_path: Path) -> None:
@@ -243,20 +259,24 @@ def test_resume_refuses_settings_it_would_ignore_but_takes_a_new_endpoint(
     assert "remove --max-tool-invocations" in capsys.readouterr().err  # the old flag names the setting
     before = sim.requests
     assert main(["run", "--db", str(db), "--resume", str(bench_run_id), "--base-url", sim.base_url]) == 0
-    assert _q(db, "SELECT base_url, max_model_attempts, status FROM bench_runs") == [(sim.base_url, 1, "completed")]
+    run, case_runs = _reads(db, "SELECT base_url, max_model_attempts, status FROM bench_runs",
+                            "SELECT epoch, passed FROM case_runs ORDER BY epoch")  # fmt: skip
+    assert run == [(sim.base_url, 1, "completed")]
     # the resumed epoch reached the new endpoint (the first one is gone), with the stored settings
     assert sim.requests - before > 0 and first_requests > 0
-    assert _q(db, "SELECT epoch, passed FROM case_runs ORDER BY epoch") == [(1, True), (2, True)]
+    assert case_runs == [(1, True), (2, True)]
 
 
 def test_huge_budgets_are_stored_exactly(tmp_path: Path) -> None:
     db = tmp_path / "big.duckdb"
     argv = ["--max-tool-calls", "1000000000000", "--max-tokens", "3000000000", "--max-model-calls", str(2**40)]
     assert main(["run", "--db", str(db), "--case", ONE, *argv]) == 0
-    assert _q(db, "SELECT max_tool_invocations, max_total_tokens, max_model_calls, passed FROM case_runs") == [
-        (1_000_000_000_000, 3_000_000_000, 2**40, True)
-    ]
-    assert _q(db, "SELECT status FROM bench_runs") == [("completed",)]
+    case_runs, status = _reads(
+        db, "SELECT max_tool_invocations, max_total_tokens, max_model_calls, passed FROM case_runs",
+        "SELECT status FROM bench_runs",
+    )  # fmt: skip
+    assert case_runs == [(1_000_000_000_000, 3_000_000_000, 2**40, True)]
+    assert status == [("completed",)]
 
 
 # -- a setting declared later: one edit ----------------------------------------------------------------
@@ -288,22 +308,31 @@ def test_a_new_setting_is_a_sweep_axis_a_column_and_resumes(tmp_path: Path) -> N
     connect(db).close()  # a database made before the setting existed: the column is added at connect
     assert main_with_probe(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", "--no-gain-threshold", "2",
                  "--probe-budget", "2,7"]) == 0  # fmt: skip
-    assert sorted(_q(db, "SELECT probe_budget, status FROM bench_runs")) == [(2, "completed"), (7, "completed")]
-    assert sorted(_q(db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1")) == [(2, 2), (7, 2)]
-    assert sorted(_q(db, "SELECT probe_budget, case_runs FROM v_sweep_points")) == [(2, 2), (7, 2)]
-    ((sweep_id, grid),) = _q(db, "SELECT sweep_id, grid_json FROM sweeps")
+    runs, case_runs, points, sweep, second = _reads(
+        db, "SELECT probe_budget, status FROM bench_runs", "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1",
+        "SELECT probe_budget, case_runs FROM v_sweep_points", "SELECT sweep_id, grid_json FROM sweeps",
+        "SELECT bench_run_id FROM bench_runs WHERE probe_budget = 7",
+    )  # fmt: skip
+    assert sorted(runs) == [(2, "completed"), (7, "completed")]
+    assert sorted(case_runs) == [(2, 2), (7, 2)]
+    assert sorted(points) == [(2, 2), (7, 2)]
+    ((sweep_id, grid),) = sweep
     assert json.loads(str(grid))["probe_budget"] == [2, 7]
 
     # crash in the second point: resume the sweep, which restores the axis and the point's value
-    ((point,),) = _q(db, "SELECT bench_run_id FROM bench_runs WHERE probe_budget = 7")
+    ((point,),) = second
     _drop_epoch(db, str(point), 2)
     con = duckdb.connect(str(db))
     con.execute("UPDATE sweeps SET status = 'interrupted'")
     con.close()
     assert main_with_probe(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
-    assert sorted(_q(db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1")) == [(2, 2), (7, 2)]
-    assert _q(db, "SELECT count(*), min(status) FROM bench_runs") == [(2, "completed")], "no duplicate point"
-    assert _q(db, "SELECT status FROM sweeps") == [("completed",)]
+    case_runs, runs, sweep = _reads(
+        db, "SELECT probe_budget, count(*) FROM case_runs GROUP BY 1", "SELECT count(*), min(status) FROM bench_runs",
+        "SELECT status FROM sweeps",
+    )  # fmt: skip
+    assert sorted(case_runs) == [(2, 2), (7, 2)]
+    assert runs == [(2, "completed")], "no duplicate point"
+    assert sweep == [("completed",)]
 
 
 def test_a_new_setting_resumes_a_run(tmp_path: Path) -> None:
@@ -350,12 +379,17 @@ def test_a_v2_database_is_migrated_and_its_interrupted_run_resumes(tmp_path: Pat
     )
     con.close()
     assert main(["run", "--db", str(db), "--resume", "br-old"]) == 0
-    assert _q(db, "SELECT max(version) FROM schema_version") == [(SCHEMA_VERSION,)]
-    types = dict(_q(db, "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'case_runs'"))
+    version, columns, row, case_runs = _reads(
+        db, "SELECT max(version) FROM schema_version",
+        "SELECT column_name, data_type FROM information_schema.columns WHERE table_name = 'case_runs'",
+        "SELECT no_gain_threshold, max_total_tokens, schema_mode, model, status FROM bench_runs",
+        "SELECT case_id, no_gain_threshold, max_total_tokens FROM case_runs",
+    )  # fmt: skip
+    assert version == [(SCHEMA_VERSION,)]
+    types = dict(columns)
     assert types["max_total_tokens"] == types["max_tool_invocations"] == "BIGINT"
-    row = _q(db, "SELECT no_gain_threshold, max_total_tokens, schema_mode, model, status FROM bench_runs")
     assert row == [(3, 150_000, "adaptive", "scripted", "completed")]
-    assert _q(db, "SELECT case_id, no_gain_threshold, max_total_tokens FROM case_runs") == [(ONE, 3, 150_000)]
+    assert case_runs == [(ONE, 3, 150_000)]
 
 
 # -- schema v8 -> v9: the budgets take the library's names ------------------------------------------
@@ -391,21 +425,26 @@ def test_a_v8_database_renames_the_budget_columns_and_keys_and_its_run_resumes(t
     con.close()
 
     assert main(["run", "--db", str(db), "--resume", "br-v8"]) == 0
-    columns = {t: {c for (c,) in _q(db, f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{t}'")}
-               for t in ("bench_runs", "case_runs")}  # fmt: skip
+    tables = ("bench_runs", "case_runs")
+    *names_of, run, case_runs, resumed_settings, sweep, pass_rate = _reads(
+        db, *(f"SELECT column_name FROM duckdb_columns() WHERE table_name = '{t}'" for t in tables),
+        "SELECT max_tool_invocations, max_total_tokens, no_gain_threshold, status FROM bench_runs",
+        "SELECT max_tool_invocations, max_total_tokens, no_gain_threshold FROM case_runs",
+        "SELECT settings_json FROM bench_runs", "SELECT grid_json, options_json FROM sweeps",
+        "SELECT max_tool_invocations, count(*) FROM v_pass_rate GROUP BY 1",
+    )  # fmt: skip
+    columns = {t: {c for (c,) in rows} for t, rows in zip(tables, names_of, strict=True)}
     for names in columns.values():
         assert {"max_tool_invocations", "max_total_tokens"} <= names
         assert not {"max_tool_calls", "max_tokens"} & names
-    assert _q(db, "SELECT max_tool_invocations, max_total_tokens, no_gain_threshold, status FROM bench_runs") == [
-        (5, 90_000, 3, "completed")
-    ]
-    assert _q(db, "SELECT max_tool_invocations, max_total_tokens, no_gain_threshold FROM case_runs") == [(5, 90_000, 3)]
-    ((settings_json,),) = _q(db, "SELECT settings_json FROM bench_runs")
+    assert run == [(5, 90_000, 3, "completed")]
+    assert case_runs == [(5, 90_000, 3)]
+    ((settings_json,),) = resumed_settings
     assert {"max_tool_invocations": 5, "max_total_tokens": 90_000}.items() <= json.loads(str(settings_json)).items()
-    ((grid, options),) = _q(db, "SELECT grid_json, options_json FROM sweeps")
+    ((grid, options),) = sweep
     assert json.loads(str(grid)) == {"max_tool_invocations": [4, 6], "no_gain_threshold": [1]}
     assert json.loads(str(options)) == {"epochs": 1, "settings": {"max_total_tokens": 7, "label": "v8"}}
-    assert _q(db, "SELECT max_tool_invocations, count(*) FROM v_pass_rate GROUP BY 1") == [(5, 1)]
+    assert pass_rate == [(5, 1)]
 
 
 # -- the re-record command reproduces the run ---------------------------------------------------------
@@ -442,13 +481,16 @@ def test_sweep_resume_restores_every_setting(tmp_path: Path, sim: SimulatorServe
             argv += [s.flag, s.cli_text(_example(s, sim))]
     argv += ["--no-gain-threshold", "1,2"]
     assert main(["sweep", "--db", str(db), "--case", ONE, "--epochs", "2", *argv]) == 0
-    before = dict(_q(db, "SELECT no_gain_threshold, settings_json FROM bench_runs"))
+    runs, point_1, sweep = _reads(db, "SELECT no_gain_threshold, settings_json FROM bench_runs",
+                                  "SELECT bench_run_id FROM bench_runs WHERE no_gain_threshold = 1",
+                                  "SELECT sweep_id FROM sweeps")  # fmt: skip
+    before = dict(runs)
     assert sorted(before) == [1, 2]
     for ng, stored in before.items():
         expected = {s.name: _example(s, sim) for s in declaration().settings} | {"no_gain_threshold": ng}
         assert json.loads(str(stored)) == expected
     # point 1 half done (resumed from its own bench run), point 2 never started (rebuilt from the sweep)
-    ((first,),) = _q(db, "SELECT bench_run_id FROM bench_runs WHERE no_gain_threshold = 1")
+    ((first,),) = point_1
     _drop_epoch(db, str(first), 2)
     con = duckdb.connect(str(db))
     for table in ("events", "tool_calls", "case_runs", "bench_runs"):
@@ -456,8 +498,12 @@ def test_sweep_resume_restores_every_setting(tmp_path: Path, sim: SimulatorServe
                     " WHERE no_gain_threshold = 2)")  # fmt: skip
     con.execute("UPDATE sweeps SET status = 'interrupted'")
     con.close()
-    ((sweep_id,),) = _q(db, "SELECT sweep_id FROM sweeps")
+    ((sweep_id,),) = sweep  # the crash changed the sweep's status only
     assert main(["sweep", "--db", str(db), "--resume", str(sweep_id)]) == 0
-    assert dict(_q(db, "SELECT no_gain_threshold, settings_json FROM bench_runs")) == before
-    assert _q(db, "SELECT count(*), min(status) FROM bench_runs") == [(2, "completed")]
-    assert _q(db, "SELECT count(*) FROM case_runs") == [(4,)]
+    runs, count, case_runs = _reads(
+        db, "SELECT no_gain_threshold, settings_json FROM bench_runs", "SELECT count(*), min(status) FROM bench_runs",
+        "SELECT count(*) FROM case_runs",
+    )  # fmt: skip
+    assert dict(runs) == before
+    assert count == [(2, "completed")]
+    assert case_runs == [(4,)]
