@@ -97,14 +97,32 @@ def bench(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path
     yield db, folder / "events.jsonl"
 
 
-def _rows(db: Path, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
+Rows = dict[tuple[Any, ...], dict[str, Any]]
+TABLES = ("case_runs", "tool_calls", "events")
+"""The tables compared."""
+
+
+def _rows(db: Path, table: str) -> Rows:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        cur = con.execute(f"SELECT * FROM {table}")
-        names = [d[0] for d in cur.description or ()]
-        rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+        return _rows_of(con, table)
     finally:
         con.close()
+
+
+def _tables(db: Path) -> dict[str, Rows]:
+    """The rows of every compared table, read over one connection."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return {table: _rows_of(con, table) for table in TABLES}
+    finally:
+        con.close()
+
+
+def _rows_of(con: duckdb.DuckDBPyConnection, table: str) -> Rows:
+    cur = con.execute(f"SELECT * FROM {table}")
+    names = [d[0] for d in cur.description or ()]
+    rows = [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
     out = {}
     for r in rows:
         case, epoch = str(r["case_run_id"]).split("/")[-2:]
@@ -114,10 +132,18 @@ def _rows(db: Path, table: str) -> dict[tuple[Any, ...], dict[str, Any]]:
     return out
 
 
-def _same(original: Path, imported: Path, *, contents: bool) -> None:
-    """The imported rows are the original's, column by column, but for `EXCLUDED` (and what the comments say)."""
-    for table in ("case_runs", "tool_calls", "events"):
-        a, b = _rows(original, table), _rows(imported, table)
+@pytest.fixture(scope="module")
+def original(bench: tuple[Path, Path]) -> dict[str, Rows]:
+    """The bench run's rows, read once: the file is only read after the fixture wrote it."""
+    return _tables(bench[0])
+
+
+def _same(original: dict[str, Rows], imported: Path, *, contents: bool) -> dict[str, Rows]:
+    """The imported rows are the `original` rows, column by column, but for `EXCLUDED` (and what the comments say);
+    returns the imported rows."""
+    rows = _tables(imported)
+    for table in TABLES:
+        a, b = original[table], rows[table]
         assert set(a) == set(b), (table, set(a) ^ set(b))
         for key, row in a.items():
             got = b[key]
@@ -135,6 +161,7 @@ def _same(original: Path, imported: Path, *, contents: bool) -> None:
                 assert tuple(got[c] for c in verdict) == ("observed", None, None, None, None, None)
             if table == "tool_calls":
                 assert got["carries_evidence"] is None, key
+    return rows
 
 
 def _import(traces: Path, db: Path, label: str = "imp") -> int:
@@ -151,26 +178,47 @@ def exported(bench: tuple[Path, Path], tmp_path_factory: pytest.TempPathFactory)
     return out
 
 
+@pytest.fixture(scope="module")
+def imports(exported: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
+    """`exported[which]` imported into an empty database, once for the module: the tests only read it."""
+    folder = tmp_path_factory.mktemp("imported")
+    done: dict[str, Path] = {}
+
+    def imported(which: str) -> Path:
+        if which not in done:
+            db = folder / f"{which}.duckdb"
+            assert _import(exported[which], db) == 0
+            done[which] = db
+        return done[which]
+
+    return imported
+
+
 @pytest.mark.parametrize("which", ["contents", "plain"])
 def test_exported_spans_imported_give_the_original_rows(
-    bench: tuple[Path, Path], exported: dict[str, Path], which: str, tmp_path: Path
+    original: dict[str, Rows], imports: Callable[[str], Path], which: str
+) -> None:
+    db = imports(which)
+    rows = _same(original, db, contents=which == "contents")
+    assert len(rows["case_runs"]) == len(load_cases())  # every built-in case
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        bench_runs = con.execute("SELECT source, status, label FROM bench_runs").fetchall()
+    finally:
+        con.close()
+    assert bench_runs == [("imported", "completed", "imp")]
+
+
+def test_the_event_log_imported_gives_the_original_rows(
+    bench: tuple[Path, Path], original: dict[str, Rows], tmp_path: Path
 ) -> None:
     db = tmp_path / "imported.duckdb"
-    assert _import(exported[which], db) == 0
-    _same(bench[0], db, contents=which == "contents")
-    assert len(_rows(db, "case_runs")) == len(load_cases())  # every built-in case
-    con = duckdb.connect(str(db), read_only=True)
-    assert con.execute("SELECT source, status, label FROM bench_runs").fetchall() == [("imported", "completed", "imp")]
-
-
-def test_the_event_log_imported_gives_the_original_rows(bench: tuple[Path, Path], tmp_path: Path) -> None:
-    db = tmp_path / "imported.duckdb"
     assert _import(bench[1], db) == 0
-    _same(bench[0], db, contents=False)
-    assert len(_rows(db, "case_runs")) == len(load_cases())
+    rows = _same(original, db, contents=False)
+    assert len(rows["case_runs"]) == len(load_cases())
 
 
-def test_the_comparison_bites(bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path) -> None:
+def test_the_comparison_bites(original: dict[str, Rows], exported: dict[str, Path], tmp_path: Path) -> None:
     """A changed gain in the spans is a changed row (the comparison is not vacuous)."""
     changed = tmp_path / "changed.jsonl"
     text = exported["plain"].read_text(encoding="utf-8")
@@ -179,14 +227,13 @@ def test_the_comparison_bites(bench: tuple[Path, Path], exported: dict[str, Path
     db = tmp_path / "imported.duckdb"
     assert _import(changed, db) == 0
     with pytest.raises(AssertionError):
-        _same(bench[0], db, contents=False)
+        _same(original, db, contents=False)
 
 
 def test_show_and_whatif_read_an_imported_run(
-    bench: tuple[Path, Path], exported: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bench: tuple[Path, Path], imports: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "imported.duckdb"
-    assert _import(exported["contents"], db) == 0
+    db = imports("contents")
     con = duckdb.connect(str(db), read_only=True)
     (case_run,) = con.execute("SELECT case_run_id FROM case_runs WHERE case_id LIKE 'diagnosable%' LIMIT 1").fetchone()
     con.close()
@@ -398,14 +445,14 @@ def _mutate(request: Any, data: st.DataObject) -> Any:
 
 
 @pytest.fixture(scope="module")
-def small(exported: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], Path]:
-    """The first six case runs' spans, and their import (the reference)."""
+def small(exported: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], dict[str, Rows]]:
+    """The first six case runs' spans, and the rows of their import (the reference)."""
     lines = exported["plain"].read_text(encoding="utf-8").splitlines()[:6]
     folder = tmp_path_factory.mktemp("small")
     (folder / "small.jsonl").write_text("\n".join(lines) + "\n")
     reference = folder / "reference.duckdb"
     assert _import(folder / "small.jsonl", reference) == 0
-    return lines, reference
+    return lines, _tables(reference)
 
 
 @settings(
@@ -416,7 +463,7 @@ def small(exported: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -
 )  # shrinking a 150 kB request takes minutes
 @given(data=st.data())
 def test_a_mutated_export_imports_whole_and_equal_or_not_at_all(
-    small: tuple[list[str], Path], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory,
+    small: tuple[list[str], dict[str, Rows]], data: st.DataObject, tmp_path_factory: pytest.TempPathFactory,
     capsys: pytest.CaptureFixture[str],
 ) -> None:  # fmt: skip
     lines, reference = small
@@ -480,6 +527,15 @@ def test_two_runs_under_one_id_are_one_line_exit_2(
     assert not (tmp_path / "absent.duckdb").exists()
 
 
+def _stored(db: Path) -> tuple[list[Any], dict[str, Rows]]:
+    """The bench runs of `db`, and the rows of every compared table, over one connection."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute("SELECT bench_run_id FROM bench_runs").fetchall(), {t: _rows_of(con, t) for t in TABLES}
+    finally:
+        con.close()
+
+
 def _full_disk(*args: Any, **kwargs: Any) -> None:
     raise duckdb.IOException("No space left on device")
 
@@ -495,15 +551,9 @@ def test_a_storage_failure_mid_import_leaves_nothing(
     monkeypatch.setattr(writer, "_write_transcripts", _full_disk)
     existing = tmp_path / "existing.duckdb"
     shutil.copyfile(bench[0], existing)
-    before = {t: _rows(existing, t) for t in ("case_runs", "tool_calls", "events")}
-    con = duckdb.connect(str(existing), read_only=True)
-    runs_before = con.execute("SELECT bench_run_id FROM bench_runs").fetchall()
-    con.close()
+    before = _stored(existing)
     assert _import(exported["plain"], existing) == 74
-    con = duckdb.connect(str(existing), read_only=True)
-    assert con.execute("SELECT bench_run_id FROM bench_runs").fetchall() == runs_before
-    con.close()
-    assert {t: _rows(existing, t) for t in ("case_runs", "tool_calls", "events")} == before
+    assert _stored(existing) == before
     created = tmp_path / "new.duckdb"
     assert _import(exported["plain"], created) == 74
     assert not created.exists() and not Path(f"{created}.wal").exists()
@@ -575,23 +625,30 @@ def test_an_interrupt_during_the_final_commit_lets_it_finish_and_says_so(
 ) -> None:  # fmt: skip
     """Ctrl-C once the import's transaction is being committed (or its file closed, DuckDB's checkpoint) cannot
     make it untrue: the commit finishes, every case run is stored, and the command says it imported them (exit 0)
-    — never "interrupted" over rows that are there, nor a new database removed with them."""
+    — never "interrupted" over rows that are there, nor a new database removed with them.
+
+    The first six case runs' spans: the import stages up to 200 case runs a batch and then copies them in one
+    transaction, so six go the way every built-in one would, at a fraction of the cost (four imports here)."""
     from runners.store import connection
 
+    runs = exported["plain"].read_text(encoding="utf-8").splitlines()[:6]
+    traces = tmp_path / "six.jsonl"
+    traces.write_text("\n".join(runs) + "\n", encoding="utf-8")
     real = connection.connect
     monkeypatch.setattr(connection, "connect", lambda *a, **kw: _SignalAt(real(*a, **kw), where))
     db = tmp_path / "into.duckdb"
     if not fresh:
         shutil.copyfile(bench[0], db)
-    assert _import(exported["plain"], db) == 0
+    assert _import(traces, db) == 0
     out, err = capsys.readouterr()
     lines = " ".join(out.split())  # the terminal's width wraps the line
-    assert "interrupted" not in (out + err).splitlines() and lines.startswith("imported 106 case runs"), out + err
+    imported = f"imported {len(runs)} case runs"
+    assert "interrupted" not in (out + err).splitlines() and lines.startswith(imported), out + err
     assert "SIGINT came while the import was being committed: it was let finish" in lines, out
     con = duckdb.connect(str(db), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM case_runs WHERE bench_run_id IN (SELECT bench_run_id FROM"
-                           " bench_runs WHERE label = 'imp')").fetchone() == (106,)  # fmt: skip
+                           " bench_runs WHERE label = 'imp')").fetchone() == (len(runs),)  # fmt: skip
     finally:
         con.close()
     assert not list(tmp_path.glob(".harness-bench-import-*")), "the staging folder is removed"

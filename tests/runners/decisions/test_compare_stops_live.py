@@ -11,11 +11,12 @@ exercised: a policy that cut nothing would prove nothing."""
 
 from __future__ import annotations
 
-import functools
+import itertools
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import duckdb
 import pytest
 
 from harness import (
@@ -83,31 +84,50 @@ def _flags(policy: StopRule) -> list[str]:
             for a in (decl[name].flag, str(value))]  # fmt: skip
 
 
-def _read(db: Path, label: str) -> dict[tuple[str, int], ReplayableRun]:
-    con = connect(db, read_only=True)
-    try:
-        return {(r.case_id, r.epoch): r for r in runs_of_label(con, str(db), label)}
-    finally:
-        con.close()
+class _Store:
+    """One database for the module's runs, the recorded ones under their profile's label and each live run under its
+    own, with a connection held open for the module: every `harness-bench run` here opens the same file, and DuckDB
+    hands a process's later connections to a file it holds open the same database instead of building a new one
+    (about 15 ms a connection, two a live run); the runs are read over the held connection."""
+
+    def __init__(self, db: Path, con: duckdb.DuckDBPyConnection) -> None:
+        self.db, self.con = db, con
+        self._recorded: dict[str, dict[tuple[str, int], ReplayableRun]] = {}
+        self._live = itertools.count(1)
+
+    def read(self, label: str) -> dict[tuple[str, int], ReplayableRun]:
+        runs = runs_of_label(self.con, str(self.db), label)
+        assert len({r.bench_run_id for r in runs}) == 1, label  # one run's, not another's under the same label
+        return {(r.case_id, r.epoch): r for r in runs}
+
+    def recorded(self, label: str) -> dict[tuple[str, int], ReplayableRun]:
+        """The recorded runs of a label, read once: only the fixture writes them, and each label is compared with
+        a dozen live runs."""
+        if label not in self._recorded:
+            self._recorded[label] = self.read(label)
+        return self._recorded[label]
+
+    def live_label(self, agent: str, profile: str) -> str:
+        """A label no other run of the module has."""
+        return f"live/{agent}/{profile}/{next(self._live)}"
 
 
 @pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Store]:
     """Every profile's runs at the default settings (the contract at 2, the default budgets), the Harness's and the
-    plain loop's."""
-    db = tmp_path_factory.mktemp("stops") / "recorded.duckdb"
-    for profile in PROFILES:
-        _run(db, profile, profile, [])
-    for profile in ("reference", "parallel"):
-        _run(db, f"plain/{profile}", profile, [], agent="plain")
-    return db
-
-
-@functools.cache
-def _read_recorded(db: Path, label: str) -> dict[tuple[str, int], ReplayableRun]:
-    """The recorded runs of a label, read once: the file is written by the fixture alone, and each label is compared
-    with a dozen live runs (a read costs about as much as a third of a live run)."""
-    return _read(db, label)
+    plain loop's, in the module's database (each test adds its live run there, under a label of its own)."""
+    db = tmp_path_factory.mktemp("stops") / "stops.duckdb"
+    first, *others = PROFILES
+    _run(db, first, first, [])  # the file made, and its schema, as a run makes them
+    con = connect(db)
+    try:
+        for profile in others:
+            _run(db, profile, profile, [])
+        for profile in ("reference", "parallel"):
+            _run(db, f"plain/{profile}", profile, [], agent="plain")
+        yield _Store(db, con)
+    finally:
+        con.close()
 
 
 # -- the comparison of one run ------------------------------------------------------------------------------------
@@ -223,11 +243,11 @@ def _compare(cf: RunUnderPolicy, recorded: ReplayableRun, live: ReplayableRun) -
     return f"hard at {cut.at.value.lower()}"
 
 
-def _check(recorded_db: Path, tmp_path: Path, label: str, profile: str, spec: str, agent: str) -> Counter[str]:
+def _check(store: _Store, label: str, profile: str, spec: str, agent: str) -> Counter[str]:
     policy = parse_rules(spec)
-    db = tmp_path / "live.duckdb"
-    _run(db, "live", profile, _flags(policy), agent=agent)
-    stored, live = _read_recorded(recorded_db, label), _read(db, "live")
+    live_label = store.live_label(agent, profile)
+    _run(store.db, live_label, profile, _flags(policy), agent=agent)
+    stored, live = store.recorded(label), store.read(live_label)
     assert set(stored) == set(live) and len(stored) == len(CASES)
     seen: Counter[str] = Counter()
     for key, run in stored.items():
@@ -238,21 +258,19 @@ def _check(recorded_db: Path, tmp_path: Path, label: str, profile: str, spec: st
 @pytest.mark.parametrize("kind", list(POLICIES), ids=[k.value for k in POLICIES])
 @pytest.mark.parametrize("profile", PROFILES)
 def test_the_counterfactual_of_each_rule_equals_a_live_run_under_it(
-    recorded: Path, tmp_path: Path, profile: str, kind: RuleKind
+    recorded: _Store, profile: str, kind: RuleKind
 ) -> None:
-    seen = _check(recorded, tmp_path, profile, profile, POLICIES[kind], "native")
+    seen = _check(recorded, profile, profile, POLICIES[kind], "native")
     cut = sum(n for what, n in seen.items() if what not in ("unchanged", "censored"))
     assert cut, f"{POLICIES[kind]} cut no run of {profile}: the comparison proved nothing ({dict(seen)})"
 
 
 @pytest.mark.parametrize("kind", [k for k in POLICIES if k is not RuleKind.NO_GAIN], ids=lambda k: k.value)
 @pytest.mark.parametrize("profile", ["reference", "parallel"])
-def test_the_plain_loops_counterfactual_equals_a_live_plain_run(
-    recorded: Path, tmp_path: Path, profile: str, kind: RuleKind
-) -> None:
+def test_the_plain_loops_counterfactual_equals_a_live_plain_run(recorded: _Store, profile: str, kind: RuleKind) -> None:
     """The plain loop stops on the same rules (FAILED, as peers raise on a limit), and nothing censors its runs:
     it has no contract."""
-    seen = _check(recorded, tmp_path, f"plain/{profile}", profile, POLICIES[kind], "plain")
+    seen = _check(recorded, f"plain/{profile}", profile, POLICIES[kind], "plain")
     assert "censored" not in seen
     if kind is not RuleKind.ALTERNATION:  # (no scripted plain run asks two calls in turn: repeats run again)
         assert sum(n for what, n in seen.items() if what.startswith("hard")) >= 1, dict(seen)
@@ -273,7 +291,7 @@ the Draft call away from a STOP_REQUIRED)."""
 @pytest.mark.parametrize("spec", COMBINATIONS)
 @pytest.mark.parametrize("profile", ["reference", "parallel", "sloppy"])
 def test_the_counterfactual_of_a_combination_equals_a_live_run_under_it(
-    recorded: Path, tmp_path: Path, profile: str, spec: str
+    recorded: _Store, profile: str, spec: str
 ) -> None:
-    seen = _check(recorded, tmp_path, profile, profile, spec, "native")
+    seen = _check(recorded, profile, profile, spec, "native")
     assert sum(n for what, n in seen.items() if what not in ("unchanged", "censored")), dict(seen)

@@ -7,7 +7,6 @@ over HTTP to the project's simulator on 127.0.0.1 with vcrpy cassettes as the re
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -51,6 +50,13 @@ def _one_run(db: Path, *extra: str) -> str:
     return str(row[0])
 
 
+@pytest.fixture(scope="module")
+def one_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A database holding one case run of EMPTY, and its id: the tests given it only read it."""
+    db = tmp_path_factory.mktemp("one") / "t.duckdb"
+    return db, _one_run(db)
+
+
 def _refused(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> str:
     capsys.readouterr()
     assert main(argv) == 2
@@ -63,10 +69,9 @@ def _refused(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -
 
 
 def test_show_prints_question_tool_calls_observations_stop_required_and_outcome(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    one_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    db = tmp_path / "t.duckdb"
-    run_id = _one_run(db)
+    db, run_id = one_run
     bench_run = run_id.split("/")[0]
     capsys.readouterr()
     assert main(["show", "--db", str(db), "--bench-run", bench_run, "--case", EMPTY]) == 0
@@ -91,9 +96,10 @@ def test_show_prints_question_tool_calls_observations_stop_required_and_outcome(
     assert len(sent) == 2 and "STOP_REQUIRED" in sent[1] and "STOP_REQUIRED" not in sent[0]
 
 
-def test_show_html_is_one_self_contained_page(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "t.duckdb"
-    run_id = _one_run(db)
+def test_show_html_is_one_self_contained_page(
+    one_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, run_id = one_run
     page = tmp_path / "case.html"
     assert main(["show", "--db", str(db), run_id, "--html", str(page)]) == 0
     body = page.read_text()
@@ -177,9 +183,10 @@ def test_a_database_from_before_transcripts_is_named_and_then_migrated(
     _refused(["show", "--db", str(db), run_id], "has no transcript", capsys)
 
 
-def test_unknown_ids_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    db = tmp_path / "t.duckdb"
-    run_id = _one_run(db)
+def test_unknown_ids_are_one_line_exit_2(
+    one_run: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, run_id = one_run
     bench_run = run_id.split("/")[0]
     _refused(["show", "--db", str(db), "br-nope/x/1"], "no case run 'br-nope/x/1'", capsys)
     _refused(["show", "--db", str(db), "--bench-run", "br-nope", "--case", EMPTY], "no such bench run", capsys)
@@ -305,13 +312,14 @@ def test_a_failed_gate_names_its_cases_with_a_working_diff_command(
     failure = ET.parse(junit).getroot().find("testcase/failure")  # the failed test carries the same list
     assert failure is not None and failure.text is not None
     assert all(c in failure.text for c in commands) and f"{len(commands)} case(s) worse" in failure.text
-    # the printed command works as printed (run by a shell, from the folder the gate ran in)
-    exe = Path(sys.executable).parent / "harness-bench"
+    # the printed command works as printed (split as a shell splits it, from the folder the gate ran in): the
+    # program it names is this CLI, run here on the command's arguments
     argv_diff = shlex.split(commands[0])
-    done = subprocess.run([str(exe), *argv_diff[1:]], capture_output=True, text=True, timeout=120, check=False,
-                          cwd=os.getcwd())  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+    assert argv_diff[0] == "harness-bench", commands[0]
+    capsys.readouterr()
+    code = main(argv_diff[1:])
+    out, err = capsys.readouterr()
+    assert code == 0, err
     assert ">>> first divergence at block" in out and "<<< DIVERGES" in out
     assert out.count("OUTCOME ") == 2 and "passed: NO" in out and "passed: yes" in out
     assert max(len(line) for line in out.splitlines()) <= 80
