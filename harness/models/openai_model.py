@@ -18,6 +18,7 @@ import json
 import os
 import ssl
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -53,15 +54,52 @@ TransportWrapper = Callable[[httpx2.BaseTransport], httpx2.BaseTransport]
 """Wraps the SDK's HTTP transport (record, replay, inspect); a `ModelCallError` it raises reaches the caller."""
 
 
-class _EndpointSlots:
-    """At most `limit` requests in flight to one endpoint, over every model and run that uses it."""
+class EndpointSlots:
+    """At most `limit` requests in flight to one endpoint, a freed slot handed to the request that has waited longest.
+
+    threading's semaphores are not first come, first served: the thread that releases a slot may take it back before
+    the waiter it woke runs, and one that loses the race queues again behind the others, so under load a run could
+    wait for as long as two others kept the slot between them (and end in a pool timeout)."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.semaphore = threading.BoundedSemaphore(limit)
+        self._lock = threading.Lock()
+        self._free = limit
+        self._waiting: deque[threading.Lock] = deque()
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        """Take a slot, waiting up to `timeout` seconds (None: as long as it takes); False when none came."""
+        with self._lock:
+            if self._free and not self._waiting:
+                self._free -= 1
+                return True
+            handed = threading.Lock()
+            handed.acquire()
+            self._waiting.append(handed)
+        if handed.acquire(timeout=-1 if timeout is None else max(timeout, 0.0)):
+            return True
+        with self._lock:
+            if handed in self._waiting:
+                self._waiting.remove(handed)
+                return False
+        return True  # a slot was handed over as the wait ended: it is this request's
+
+    @property
+    def waiting(self) -> int:
+        """How many requests wait for a slot now."""
+        with self._lock:
+            return len(self._waiting)
+
+    def release(self) -> None:
+        """Give the slot to the longest waiter, or back to the pool."""
+        with self._lock:
+            if self._waiting:
+                self._waiting.popleft().release()
+            else:
+                self._free += 1
 
 
-_SLOTS: dict[str, _EndpointSlots] = {}
+_SLOTS: dict[str, EndpointSlots] = {}
 _SLOTS_LOCK = threading.Lock()
 
 
@@ -78,14 +116,14 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def endpoint_slots(base_url: str | None, limit: int) -> threading.BoundedSemaphore:
-    """The in-flight semaphore of one endpoint (a new limit replaces the old one for later requests)."""
+def endpoint_slots(base_url: str | None, limit: int) -> EndpointSlots:
+    """The in-flight slots of one endpoint (a new limit replaces the old one for later requests)."""
     key = _endpoint_key(base_url)
     with _SLOTS_LOCK:
         slots = _SLOTS.get(key)
         if slots is None or slots.limit != limit:
-            slots = _SLOTS[key] = _EndpointSlots(limit)
-        return slots.semaphore
+            slots = _SLOTS[key] = EndpointSlots(limit)
+        return slots
 
 
 def read_body(response: httpx2.Response) -> bytes:
@@ -105,7 +143,7 @@ class CappedTransport(httpx2.BaseTransport):
     other runs. Waiting longer than the request's pool timeout is httpx2's own PoolTimeout.
     """
 
-    def __init__(self, inner: httpx2.BaseTransport, slots: threading.BoundedSemaphore) -> None:
+    def __init__(self, inner: httpx2.BaseTransport, slots: EndpointSlots) -> None:
         self._inner = inner
         self._slots = slots
 

@@ -7,12 +7,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from harness.config import HarnessConfig
-from harness.models.openai_model import endpoint_slots
+from harness.models.openai_model import EndpointSlots, endpoint_slots
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import InjectedFault, InjectedFaultKind, SimulatorServer
@@ -68,6 +70,26 @@ def test_every_model_against_one_endpoint_shares_its_slots() -> None:
     a = endpoint_slots("http://127.0.0.1:1234/v1", 4)
     assert endpoint_slots("http://127.0.0.1:1234/v1/", 4) is a
     assert endpoint_slots("http://127.0.0.1:1235/v1", 4) is not a
+
+
+def test_a_freed_slot_goes_to_the_request_that_waited_longest() -> None:
+    """The thread that frees a slot cannot take it back ahead of one already waiting (threading's semaphores let it:
+    a run could then wait behind two others for as long as they kept the slot between them)."""
+    slots = EndpointSlots(1)
+    assert slots.acquire()
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(slots.acquire(timeout=30)))
+    waiter.start()
+    deadline = time.monotonic() + 30
+    while slots.waiting == 0 and time.monotonic() < deadline:
+        time.sleep(0.001)
+    slots.release()
+    assert not slots.acquire(timeout=0), "the slot went back to the thread that freed it, not to the waiter"
+    waiter.join(30)
+    assert got == [True]
+    assert not slots.acquire(timeout=0.05) and slots.waiting == 0  # a wait that times out leaves no place in line
+    slots.release()
+    assert slots.acquire(timeout=0)
 
 
 _WATCH = """
