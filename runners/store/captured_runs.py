@@ -13,6 +13,8 @@ from enum import StrEnum
 
 import duckdb
 
+from runners.store.catalog import has_table
+
 __all__ = [
     "CaptureSourceError",
     "CaptureSourceProblem",
@@ -141,13 +143,6 @@ FROM messages m LEFT JOIN prompts p USING (prompt_hash) WHERE m.case_run_id IN (
 ORDER BY m.case_run_id, m.seq"""
 
 
-def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'messages'"
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def load_captured_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> CapturedRun:
     """The case run `case_run_id` with its transcript; CaptureSourceError when it is unknown or has none."""
     return load_captured_runs(con, db, [case_run_id])[0]
@@ -160,7 +155,7 @@ def load_captured_runs(con: duckdb.DuckDBPyConnection, db: str, case_run_ids: Se
     ids = list(case_run_ids)
     rows = {str(r[0]): r for r in con.execute(_RUN, [ids]).fetchall()}
     found: dict[str, list[CapturedMessage]] = {}
-    if _has_messages(con):
+    if has_table(con, "messages"):
         for m in con.execute(_MESSAGES, [ids]).fetchall():
             found.setdefault(str(m[0]), []).append(CapturedMessage(int(m[1]), str(m[2]), str(m[3]), *m[4:]))
     for case_run_id in ids:

@@ -38,6 +38,7 @@ from harness import CancellationToken
 from runners.plan import settings
 from runners.plan.options import BenchOptions
 from runners.plan.shard import RunStatus
+from runners.store.catalog import catalog_columns
 from runners.store.connection import check_database_file, connect, connect_in_memory
 from runners.store.errors import MetricsDbError
 from runners.store.migrations import SCHEMA_VERSION, current_version
@@ -115,21 +116,14 @@ def _expected_columns() -> dict[str, set[str]]:
     """The columns of every table as this program writes them (migrations + declared settings)."""
     con = connect_in_memory("<the expected schema>")
     try:
-        return _columns(con, "memory")
+        return _columns(con)
     finally:
         con.close()
 
 
-def _columns(con: duckdb.DuckDBPyConnection, database: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = {}
-    rows = con.execute(
-        "SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = ? AND table_name IN "
-        "(SELECT unnest(?))",
-        [database, list(TABLES)],
-    ).fetchall()
-    for table, column in rows:
-        out.setdefault(table, set()).add(column)
-    return out
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
+    """The columns of each of TABLES the connection's database has."""
+    return {table: columns for table, columns in catalog_columns(con).items() if table in TABLES}
 
 
 def _identity(row: dict[str, Any]) -> str:
@@ -191,8 +185,7 @@ def _read(
                 f"{path} has schema version {version}, this harness-bench writes {SCHEMA_VERSION}: shards must be"
                 " written by the same harness-bench version"
             )
-        (database,) = con.execute("SELECT current_database()").fetchone() or ("",)
-        present = _columns(con, str(database))
+        present = _columns(con)
         if not is_out:
             for table in TABLES:
                 unknown = sorted(present.get(table, set()) - expected[table])

@@ -18,6 +18,7 @@ import duckdb
 
 from runners.plan import settings
 from runners.plan.options import DeclaredColumns, declared_columns
+from runners.store.catalog import catalog_columns
 from runners.store.declared_columns import RENAMED_COLUMNS
 from runners.store.errors import MetricsDbError
 from runners.store.runs import store_settings
@@ -319,8 +320,7 @@ def _rename_settings(con: duckdb.DuckDBPyConnection, renamed: dict[str, str]) ->
     """Rename settings' columns where a table has them (`bench_runs` gets its settings columns at connect, so a
     file older than v3 has none yet) and their keys in the stored JSON."""
     for table in ("case_runs", "bench_runs"):
-        present = {r[0] for r in con.execute(
-            "SELECT column_name FROM duckdb_columns() WHERE table_name = ?", [table]).fetchall()}  # fmt: skip
+        present = catalog_columns(con).get(table, set())
         for old, new in renamed.items():
             if old in present and new not in present:
                 con.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')
@@ -367,21 +367,10 @@ def _columns_of(con: duckdb.DuckDBPyConnection, relation: str) -> set[str] | Non
     return {d[0] for d in cur.description or ()}
 
 
-def _catalog(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
-    """Each table's (and view's) columns in the connection's own database, in one query that cannot fail (inside a
-    transaction too). Asked of the connection's own database only: the system catalogs' tables and views cost a
-    dozen milliseconds more to list than a file's own (measured: 1-2 ms, against 0.7 ms a table for a probe)."""
-    rows = con.execute("SELECT table_name, column_name FROM duckdb_columns() WHERE database_name = current_database()")
-    catalog: dict[str, set[str]] = {}
-    for table, column in rows.fetchall():
-        catalog.setdefault(str(table), set()).add(str(column))
-    return catalog
-
-
 def outdated(con: duckdb.DuckDBPyConnection, catalog: dict[str, set[str]] | None = None) -> bool:
     """Whether the database lacks what this harness-bench reads: a newer schema version's tables or a
-    column of a setting declared since it was written (`catalog`: `_catalog(con)` when the caller has it)."""
-    catalog = _catalog(con) if catalog is None else catalog
+    column of a setting declared since it was written (`catalog`: `catalog_columns(con)` when the caller has it)."""
+    catalog = catalog_columns(con) if catalog is None else catalog
     version = _catalog_version(con, set(catalog))
     if version is None or version < SCHEMA_VERSION:
         return True
@@ -412,8 +401,8 @@ def _catalog_version(con: duckdb.DuckDBPyConnection, tables: set[str]) -> int | 
 
 def check_version(con: duckdb.DuckDBPyConnection, target: str) -> dict[str, set[str]]:
     """Refuse a file that is no harness-bench database, a newer one's or an incomplete one; returns its catalog
-    (`_catalog`), which `outdated` reads too."""
-    catalog = _catalog(con)
+    (`catalog_columns`), which `outdated` reads too."""
+    catalog = catalog_columns(con)
     version = _catalog_version(con, set(catalog))
     if version is None:
         raise MetricsDbError(f"{target} holds no harness-bench metrics (no schema_version table)")
@@ -555,8 +544,8 @@ def migrate(
 
 
 def _table_names(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """The names of the tables and views of the connection's own database (`_catalog`)."""
-    return set(_catalog(con))
+    """The names of the tables and views of the connection's own database (`catalog_columns`)."""
+    return set(catalog_columns(con))
 
 
 def ensure_settings_columns(
@@ -565,7 +554,7 @@ def ensure_settings_columns(
     """Idempotent: a column per declared setting and kept option (bench_runs) and per sweepable setting (case_runs),
     legacy bench runs given their settings, and the views recreated when they lack a swept setting — in one
     transaction, or in the caller's when `transaction` is False (`columns`: the declared ones; None: today's)."""
-    existing = _catalog(con)
+    existing = catalog_columns(con)
     if transaction:  # no caller's transaction: each view asked how it binds today (see `_columns_of`)
         for view in VIEWS:
             existing[view] = _columns_of(con, view) or set()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import duckdb
 
 from harness import HarnessControl, TraceEvent
+from runners.store.catalog import has_table
 from runners.store.events import read_bench_run_events
 
 __all__ = [
@@ -109,8 +110,6 @@ def _int(value: object) -> int | None:
     return None if value is None else int(str(value))
 
 
-_HAS_MESSAGES = "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'"
-
 # `where` is one of the two fixed filters above, never text from a caller.
 _RUNS = """
     WITH newest AS (
@@ -144,8 +143,7 @@ def _runs(con: duckdb.DuckDBPyConnection, db: str, where: str, params: list[obje
         )
     ids = [str(r[0]) for r in rows]
     finals: dict[str, str | None] = {}
-    has_messages = con.execute(_HAS_MESSAGES).fetchone()
-    if ids and has_messages and has_messages[0]:
+    if ids and has_table(con, "messages"):
         for case_run_id, content in con.execute(_FINAL_MESSAGES, [ids]).fetchall():
             finals[str(case_run_id)] = None if content is None else str(content)
     events: dict[str, tuple[TraceEvent, ...]] = {}

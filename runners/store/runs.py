@@ -14,6 +14,7 @@ from runners.plan.flags import StoredValue
 from runners.plan.settings import SettingValue
 from runners.plan.shard import ShardSpec
 from runners.plan.stored_plan import StoredBenchRun, StoredSweep
+from runners.store.catalog import has_table
 from runners.store.errors import MetricsWriteError
 from runners.store.writer import commit, write_statement
 
@@ -92,7 +93,7 @@ def stored_bench_run(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> Store
 
 
 def _stored_shards(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> tuple[ShardSpec, ...]:
-    if con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'shards'").fetchone() != (1,):
+    if not has_table(con, "shards"):
         return ()  # a file older than schema v4, looked at read-only before the writer migrates it
     rows = con.execute(
         "SELECT shard_index, shard_count FROM shards WHERE bench_run_id = ? ORDER BY shard_index", [bench_run_id]
@@ -355,8 +356,7 @@ class TakenId:
 
 def taken_ids(con: duckdb.DuckDBPyConnection, table: RunTable, ids: Sequence[str]) -> tuple[TakenId, ...]:
     """The ids of `ids` already in `table`, in the order given (none when the file has no such table)."""
-    tables = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = ?", [table.value])
-    if tables.fetchone() == (0,):
+    if not has_table(con, table.value):
         return ()
     taken: list[TakenId] = []
     for value in ids:

@@ -37,6 +37,7 @@ from harness import (
 )
 from runners.domain.redaction import REDACTED
 from runners.domain.suggest import did_you_mean
+from runners.store.catalog import has_table
 from runners.store.diagnosis_reads import FunnelRow, funnel_rows
 
 __all__ = [
@@ -216,11 +217,6 @@ class CaseRunInfo:
     """What its diagnosis funnel reads (None: a file written before there were two verdicts)."""
 
 
-def _has_messages(con: duckdb.DuckDBPyConnection) -> bool:
-    row = con.execute("SELECT count(*) FROM duckdb_tables() WHERE table_name = 'messages'").fetchone()
-    return bool(row and row[0])
-
-
 def _rerun(case_id: str, db: str, bench_row: dict[str, Any] | None = None, epoch: int = 1) -> str:
     """The command that runs the case again with its transcript: derived from its bench run's stored plan (the
     evaluation files, model, label and settings it was run with), else the case and database alone."""
@@ -295,7 +291,7 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
     row = rows[0]
     bench = _dicts(con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [row["bench_run_id"]]))
     bench_row = bench[0] if bench else {}
-    if not _has_messages(con):
+    if not has_table(con, "messages"):
         raise TranscriptError(
             TranscriptProblem.OLDER_SCHEMA,
             f"{db} was written before transcripts were stored (no messages table); run the case again to store"
