@@ -132,17 +132,14 @@ ResultItem = tuple[int, int, "CaseRun | None", "BaseException | None"]
 """(index, epoch, the finished case run, or the exception it raised)."""
 
 
-def _process_worker(
-    plan: RunPlan, tasks: Any, results: Any, stop: Any, threads: int, environ: dict[str, str] | None = None
-) -> None:
+def _process_worker(plan: RunPlan, tasks: Any, results: Any, stop: Any, threads: int, environ: dict[str, str]) -> None:
     """Body of one worker process: `threads` threads take (case, epoch) items until a None, run each
     exactly as the local executor does and put the CaseRun (or its exception) on `results` (`environ`: the
     driver's environment, for a worker forked from a fork server started under an older one)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if environ is not None:
-        os.environ.clear()
-        os.environ.update(environ)
+    os.environ.clear()
+    os.environ.update(environ)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the driver owns Ctrl-C/SIGTERM and sets `stop`
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     token = CancellationToken()  # this process's own flag, set when the driver sets `stop`
