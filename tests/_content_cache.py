@@ -36,7 +36,10 @@ class Key:
     """A running hash of a build's inputs."""
 
     def __init__(self, kind: str) -> None:
-        self._hash = hashlib.sha256(f"{kind}\0{sys.version}\0{sys.executable}\0".encode())
+        # The Python installation, not the dev venv's interpreter: a venv made here runs on the installation (its
+        # pyvenv.cfg names it), and a wheel or a site holds nothing of the venv's path, which is new in every clone:
+        # keyed by it, each fresh clone built everything again.
+        self._hash = hashlib.sha256(f"{kind}\0{sys.version}\0{sys.base_prefix}\0".encode())
 
     def text(self, *parts: str) -> Key:
         """Mix in strings (a tool's version, a setting)."""

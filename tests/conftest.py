@@ -6,7 +6,7 @@ import gc
 import json
 import os
 import threading
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.contracts import EvidenceStatus, JsonObject
 from harness.models.base import ToolCallRequest
 from harness.tools.base import BusinessTool, ToolResult
-from tests._durations import ROOT, add_durations_option, load_durations, register_durations_writer
+from tests._durations import ROOT, ModuleCost, add_durations_option, load_durations, register_durations_writer
 
 # In CI (CI=true) a skip is a failure unless listed here with why it may skip: a check that never runs
 # where it matters is worse than a red one.
@@ -62,18 +62,47 @@ def module_name(path: Path) -> str:
     return path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.as_posix()
 
 
-def module_rank(name: str) -> tuple[int, float]:
-    """Where a module goes in `make test`'s order: the slow ones longest first, then the modules not measured yet
-    (early enough that a heavy newcomer does not end the run alone), then the quick ones longest first."""
-    cost = _MEASURED.get(name)
+def module_rank(name: str, measured: Mapping[str, ModuleCost] | None = None) -> tuple[int, float]:
+    """Where a module goes in `make test`'s order (`measured`: the durations file's by default): the slow ones
+    longest first, then the modules not measured yet (early enough that a heavy newcomer does not end the run
+    alone), then the quick ones longest first."""
+    cost = (_MEASURED if measured is None else measured).get(name)
     if cost is None:
         return (1, 0.0)
     return (0 if cost.cpu_seconds >= SLOW_CPU_SECONDS else 2, -cost.seconds)
 
 
+WAITING_SECONDS = 2.0
+"""A module measured waiting (wall time its CPU time does not account for: sleeps, deadlines, servers) this long, and
+longer than it computes, is a `waiting` one."""
+
+
+def waits(cost: ModuleCost) -> bool:
+    """Whether a module spends most of its time waiting rather than computing."""
+    wait = cost.seconds - cost.cpu_seconds
+    return wait >= WAITING_SECONDS and wait >= cost.cpu_seconds
+
+
+def module_order(names: Iterable[str], measured: Mapping[str, ModuleCost] | None = None) -> list[str]:
+    """The modules in `make test`'s order: by `module_rank`, with the waiting ones (`waits`, longest wait first)
+    taken out and set one after every two others. Ranked by wall time, the waiting modules would run at the same
+    moment on every worker and leave the cores idle; beside two that compute, a waiting module's wait is filled."""
+    costs = _MEASURED if measured is None else measured
+    ranked = sorted(dict.fromkeys(names), key=lambda n: module_rank(n, costs))
+    waiting = sorted((n for n in ranked if n in costs and waits(costs[n])),
+                     key=lambda n: costs[n].cpu_seconds - costs[n].seconds)  # fmt: skip
+    busy = [n for n in ranked if n not in waiting]
+    order: list[str] = []
+    for i, name in enumerate(busy):
+        order.append(name)
+        if i % 2 == 1 and waiting:
+            order.append(waiting.pop(0))
+    return order + waiting
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test of a module measured at SLOW_CPU_SECONDS or more `slow`, and order the modules by
-    `module_rank`.
+    `module_order`.
 
     `make test` hands whole modules to its workers in collection order (`--no-loadscope-reorder`: xdist would
     otherwise order them by their number of tests, which puts many-parametrised quick modules first and a heavy
@@ -84,7 +113,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if module_rank(names[item])[0] == 0:
             item.add_marker(pytest.mark.slow)
-    items.sort(key=lambda item: module_rank(names[item]))
+    position = {name: i for i, name in enumerate(module_order(names.values()))}
+    items.sort(key=lambda item: position[names[item]])
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

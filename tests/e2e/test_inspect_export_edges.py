@@ -11,11 +11,11 @@ import pytest
 
 from runners.cli import main
 
-inspect_log = pytest.importorskip("inspect_ai.log")
-
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # Imported here, not at collection: Inspect AI takes a second to import, and every worker collects this module.
+    pytest.importorskip("inspect_ai.log")
     path = tmp_path_factory.mktemp("inspect-edges") / "t.duckdb"
     assert main(["run", "--case", "empty_logs_gateway_timeout_t1", "--db", str(path)]) == 0
     return path
@@ -39,7 +39,7 @@ def test_a_full_disk_is_one_line_and_no_log(
         Path(location).write_bytes(b"PK\x03\x04 half")  # what a write cut short leaves
         raise OSError(errno.ENOSPC, "No space left on device", location)
 
-    monkeypatch.setattr(inspect_log, "write_eval_log", full)
+    monkeypatch.setattr(pytest.importorskip("inspect_ai.log"), "write_eval_log", full)
     folder = tmp_path / "logs"
     capsys.readouterr()
     assert main(["export", "--db", str(db), "--inspect", str(folder)]) == 2

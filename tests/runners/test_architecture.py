@@ -5,6 +5,7 @@ run SQL — the analysis's naming no base table of the metrics database (parsed 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import re
 from pathlib import Path
@@ -30,20 +31,45 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def syntax(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once per content for every check of this module (they walk the same ~250
+    files; a tree is only read, never changed)."""
+    st = path.stat()
+    return _parsed(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _parsed(path: str, mtime_ns: int, size: int) -> ast.Module:
+    return ast.parse(Path(path).read_text(encoding="utf-8"), path)
+
+
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     """Module → the modules of `runners` it imports (a `from package import module` names the module)."""
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for alias in node.names:
-                    sub = f"{node.module}.{alias.name}"
-                    deps.add(sub if sub in modules else node.module)
-            elif isinstance(node, ast.Import):
-                deps.update(alias.name for alias in node.names)
+        for module, member in imports(path):
+            sub = f"{module}.{member}" if member is not None else module
+            deps.add(sub if sub in modules else module)
         graph[name] = {d for d in deps if d in modules and d != name and not name.startswith(d + ".")}
     return graph
+
+
+def imports(path: Path) -> tuple[tuple[str, str | None], ...]:
+    """Every absolute import in the file, anywhere in it: (module, the name a `from` imports of it, or None)."""
+    st = path.stat()
+    return _imports(str(path), st.st_mtime_ns, st.st_size)
+
+
+@functools.lru_cache(maxsize=1024)
+def _imports(path: str, mtime_ns: int, size: int) -> tuple[tuple[str, str | None], ...]:
+    found: list[tuple[str, str | None]] = []
+    for node in ast.walk(_parsed(path, mtime_ns, size)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [(node.module, alias.name) for alias in node.names]
+        elif isinstance(node, ast.Import):
+            found += [(alias.name, None) for alias in node.names]
+    return tuple(found)
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -108,7 +134,7 @@ into store/); the list only shrinks."""
 def _runs_sql(path: Path) -> list[int]:
     """Lines that open a DuckDB connection or run a statement (`.execute(...)`, `.executemany(...)`, `.sql(...)`)."""
     lines = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in ast.walk(syntax(path)):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             f = node.func
             opens = f.attr == "connect" and isinstance(f.value, ast.Name) and f.value.id == "duckdb"
@@ -179,7 +205,7 @@ def base_tables_named(path: Path, tables: frozenset[str]) -> list[tuple[int, str
     """(line, table) for each base table (or table named at run time) a SQL statement written in `path` reads;
     a common table expression's own name is not a table. A statement sqlglot cannot parse is reported too."""
     hits: list[tuple[int, str]] = []
-    tree = ast.parse(path.read_text(), str(path))
+    tree = syntax(path)
     pieces = {id(v) for node in ast.walk(tree) if isinstance(node, ast.JoinedStr) for v in node.values}
     for node in ast.walk(tree):
         if not isinstance(node, ast.expr) or id(node) in pieces or (text := _sql_text(node)) is None:
@@ -246,7 +272,7 @@ def private_imports(root: Path, tops: tuple[str, ...] = ("harness", "runners")) 
         for path in sorted((root / top).rglob("*.py")):
             parts = path.relative_to(root).with_suffix("").parts
             importer = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            for node in ast.walk(syntax(path)):
                 if not (isinstance(node, ast.ImportFrom) and node.module and node.level == 0):
                     continue
                 if node.module.partition(".")[0] not in tops:
@@ -362,7 +388,7 @@ def benchmark_imports(tests: Path) -> list[str]:
     included: the benchmarks measure the package, nothing the tests check lives there."""
     found = []
     for path in sorted(tests.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        for node in ast.walk(syntax(path)):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
             elif isinstance(node, ast.Import):
@@ -399,7 +425,7 @@ _CLI = re.compile(r"(runners\.cli|harness-bench)(\s|$)")
 def process_starts(path: Path) -> list[tuple[int, bool]]:
     """Each call that starts a process in `path`, as (line, whether the function it is in names the bench's command
     line in a string other than its docstring: the argv it builds)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = syntax(path)
     found = []
     scopes: list[ast.AST] = [
         tree,
