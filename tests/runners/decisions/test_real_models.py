@@ -21,13 +21,28 @@ from runners.store.recorded_sweeps import read_recorded
 from tests._real_replays import RECORDINGS, replay_argv, replayed, summary_of
 
 
-def _replay(folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> RecordedSummary:
+def _one_case(sweep_args: tuple[str, ...], case: str) -> list[str]:
+    """The recording's sweep flags with its `--case` flags replaced by `case` alone."""
+    args, kept = list(sweep_args), []
+    while args:
+        flag = args.pop(0)
+        if flag == "--case":
+            args.pop(0)
+        else:
+            kept.append(flag)
+    return ["--case", case, *kept]
+
+
+def _replay_case(folder: Path, case: str, db: Path, capsys: pytest.CaptureFixture[str]) -> RecordedSummary:
+    """The summary of the recording's sweep replayed (`replay_argv`, the same `sweep` every replay runs) on `case`
+    alone."""
     committed = summary_of(folder)
-    db = tmp_path / "replay.duckdb"
-    code = main(replay_argv(folder, db, "replay"))
+    args = _one_case(committed.sweep_args, case)
+    offline = replay_argv(folder, db, "replay")[1 + len(committed.sweep_args) :]  # --cassettes, --record-mode none…
+    code = main(["sweep", *args, *offline])
     err = capsys.readouterr().err
     assert code == 0, err[-2000:]
-    return summarize(committed.model, read_recorded(db, "replay"), committed.sweep_args)
+    return summarize(committed.model, read_recorded(db, "replay"), args)
 
 
 @pytest.mark.parametrize("folder", RECORDINGS, ids=[p.name for p in RECORDINGS])
@@ -55,10 +70,12 @@ def _is_a_call(content: object) -> bool:
 def test_changing_one_recorded_answer_changes_the_summary(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The replay reads the cassettes' answers: one answer changed, the summary changes. Only the changed cassette's
+    case is replayed, from the committed cassettes and from the changed copy: the other cases' runs read cassettes
+    that are the same in both, so they could only add the same rows to both summaries."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     folder = tmp_path / RECORDINGS[0].name
     shutil.copytree(RECORDINGS[0], folder)
-    committed = summary_of(folder)
     # the first recorded reply of the first cassette that called a tool (natively or as text) becomes a Draft
     # with a null conclusion: the run ends there, with no further request to miss
     for cassette in sorted(folder.rglob("epoch*.json")):
@@ -74,5 +91,9 @@ def test_changing_one_recorded_answer_changes_the_summary(
             break
     else:
         pytest.fail("no recorded first reply that calls a tool")
-    replayed = _replay(folder, tmp_path, capsys)
-    assert replayed.model_dump() != committed.model_dump()
+    case = cassette.parent.name  # <cassettes>/<model>/<case>/epoch<N>.json
+    assert case in summary_of(folder).sweep_args
+    as_recorded = _replay_case(RECORDINGS[0], case, tmp_path / "recorded.duckdb", capsys)
+    changed = _replay_case(folder, case, tmp_path / "changed.duckdb", capsys)
+    assert as_recorded.cases == changed.cases == 1
+    assert changed.model_dump() != as_recorded.model_dump()
