@@ -1,4 +1,4 @@
-"""A page measured as a person would see it: headless Chromium at a 1,100-pixel window."""
+"""Pages laid out as a person would see them: headless Chromium, each page in a window of its width."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 MEASURE = """<script>
@@ -53,37 +54,71 @@ def chromium() -> str | None:
     return next((b for b in ("chromium", "chromium-browser", "google-chrome") if shutil.which(b)), None)
 
 
-def measure(page: Path, browser: str) -> tuple[int, int, int]:
-    """scrollWidth, clientWidth and the right edge of the widest element at a 1,100-pixel window."""
-    probe = page.with_name("probe.html")
-    probe.write_text(page.read_text().replace("</body>", MEASURE))
+@dataclass(frozen=True)
+class Page:
+    """A page to lay out, and the window it is seen in."""
+
+    html: str
+    """The page's HTML."""
+    width: int = 1100
+    """The window's width in pixels."""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What Chromium laid out for one page."""
+
+    scroll_width: int
+    """The document's scrollWidth: over `client_width`, the page scrolls sideways."""
+    client_width: int
+    """The document's clientWidth: the window's width."""
+    right: int
+    """The right edge of the widest element (an element in a `.scroll` box scrolls in that box, not the page)."""
+    broken_headers: tuple[str, ...]
+    """The table headers with a word laid out on more than one line (broken mid-word)."""
+
+
+_COLLECT = """<script>
+window.addEventListener('load', () => {
+  for (const frame of document.querySelectorAll('iframe')) {
+    const body = frame.contentDocument.body;
+    document.body.setAttribute('data-measure-' + frame.id, body.getAttribute('data-measure'));
+    document.body.setAttribute('data-broken-' + frame.id, body.getAttribute('data-broken'));
+  }
+});
+</script>"""
+"""Copies each page's findings (set by `MEASURE` and `HEADERS` inside it, on its own load) onto the host page,
+which `--dump-dom` prints; the host's load event waits for every frame's."""
+
+
+def lay_out(pages: dict[str, Page], browser: str, folder: Path) -> dict[str, Layout]:
+    """Each page laid out by headless Chromium in a window of its width, all in one Chromium: a start costs about
+    1.5 CPU-seconds, a page a fraction of it. Each page is an iframe of its width (its viewport: the same numbers
+    as a window of that width) holding both measuring scripts; `folder` gets the host page."""
+    names = [re.sub(r"\W", "_", name) for name in pages]
+    assert len(set(names)) == len(names), "page names differ in more than punctuation"
+    frames = "".join(
+        f"<iframe id='{name}' style='display:block;border:0;width:{page.width}px;height:2000px'"
+        f' srcdoc="{html.escape(page.html.replace("</body>", MEASURE.replace("</body>", HEADERS)), quote=True)}">'
+        "</iframe>"
+        for name, page in zip(names, pages.values(), strict=True)
+    )
+    host = folder / "pages.html"
+    host.write_text(f"<!doctype html><html><body style='margin:0'>{frames}{_COLLECT}</body></html>")
+    widest = max(page.width for page in pages.values())
     with tempfile.TemporaryDirectory() as profile:
         dom = subprocess.run(
             [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
              "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-             "--window-size=1100,2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
+             f"--window-size={widest + 100},{2000 * len(pages)}", "--virtual-time-budget=5000", "--dump-dom",
+             host.as_uri()],
             capture_output=True, text=True, timeout=120, check=True,
         ).stdout  # fmt: skip
-    probe.unlink()
-    found = re.search(r'data-measure="(\d+) (\d+) (\d+)"', dom)
-    assert found, "the measuring script did not run"
-    scroll, client, right = (int(x) for x in found.groups())
-    return scroll, client, right
-
-
-def broken_headers(page: Path, browser: str, *, width: int = 1100) -> list[str]:
-    """The table headers of `page` whose words Chromium lays out on more than one line (broken mid-word) at a
-    `width`-pixel window."""
-    probe = page.with_name("probe-headers.html")
-    probe.write_text(page.read_text().replace("</body>", HEADERS))
-    with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-             f"--window-size={width},2000", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri()],
-            capture_output=True, text=True, timeout=120, check=True,
-        ).stdout  # fmt: skip
-    probe.unlink()
-    found = re.search(r"data-broken=\"([^\"]*)\"", dom)
-    assert found, "the measuring script did not run"
-    return list(json.loads(html.unescape(found.group(1))))
+    laid: dict[str, Layout] = {}
+    for name, key in zip(pages, names, strict=True):
+        measured = re.search(rf'data-measure-{key}="(\d+) (\d+) (\d+)"', dom)
+        broken = re.search(rf'data-broken-{key}="([^"]*)"', dom)
+        assert measured and broken, f"the measuring scripts did not run in {name}"
+        scroll, client, right = (int(x) for x in measured.groups())
+        laid[name] = Layout(scroll, client, right, tuple(json.loads(html.unescape(broken.group(1)))))
+    return laid

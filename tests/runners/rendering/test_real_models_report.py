@@ -6,12 +6,9 @@ names) recorded over HTTP into cassettes, each with the summary `runners.decisio
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 import duckdb
@@ -24,7 +21,7 @@ from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.store.recorded_sweeps import read_recorded
-from tests._browser import MEASURE, chromium
+from tests._browser import Layout, Page, chromium, lay_out
 
 SMALL, LARGE = "gemma3-270m", "qwen2.5-coder-0.5b"
 """Registry names: the gate compares them as an upgrade (SMALL → LARGE) and a downgrade."""
@@ -442,65 +439,27 @@ def test_an_out_that_is_a_file_or_an_existing_db_is_refused(
 
 ROOT = Path(__file__).resolve().parents[3]
 
-_COLLECT = """<script>
-window.addEventListener('load', () => {
-  for (const frame of document.querySelectorAll('iframe'))
-    document.body.setAttribute('data-' + frame.id, frame.contentDocument.body.getAttribute('data-measure'));
-});
-</script>"""
-"""Copies each page's measure (set by `MEASURE` inside it on its own load) onto the host page, which `--dump-dom`
-prints; the host's load waits for every frame's."""
-
-
-def _measure_pages(pages: dict[str, str], browser: str, folder: Path) -> dict[str, tuple[int, int, int]]:
-    """scrollWidth, clientWidth and the right edge of the widest element of each page, as `tests._browser.measure`
-    measures one (its measuring script in the page, the page in a 1,100-pixel viewport) but every page in one
-    Chromium: each an iframe 1,100 pixels wide, which is its viewport. A Chromium start costs about two CPU-seconds;
-    the numbers are the same as one start per page."""
-    frames = "".join(
-        f"<iframe id='{name}' style='display:block;border:0;width:1100px;height:2000px'"
-        f' srcdoc="{html.escape(text.replace("</body>", MEASURE), quote=True)}"></iframe>'
-        for name, text in pages.items()
-    )
-    host = folder / "pages.html"
-    host.write_text(f"<!doctype html><html><body style='margin:0'>{frames}{_COLLECT}</body></html>")
-    with tempfile.TemporaryDirectory() as profile:
-        dom = subprocess.run(
-            [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={profile}",
-             f"--window-size=1200,{2000 * len(pages)}", "--virtual-time-budget=5000", "--dump-dom", host.as_uri()],
-            capture_output=True, text=True, timeout=120, check=True,
-        ).stdout  # fmt: skip
-    measured: dict[str, tuple[int, int, int]] = {}
-    for name in pages:
-        found = re.search(rf'data-{name}="(\d+) (\d+) (\d+)"', dom)
-        assert found, f"the measuring script did not run in {name}"
-        scroll, client, right = (int(x) for x in found.groups())
-        measured[name] = (scroll, client, right)
-    return measured
-
 
 @pytest.fixture(scope="module")
-def page_widths(
-    report: tuple[Path, Path, int], tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, tuple[int, int, int]]:
+def layouts(report: tuple[Path, Path, int], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Layout]:
     """The committed report, the committed report without the break points of its cells (`<wbr>` after each
-    underscore) and the fixture's, measured in one headless Chromium."""
+    underscore) and the fixture's, laid out in one headless Chromium at 1,100 pixels."""
     browser = chromium()
     if browser is None:
         pytest.skip("chromium is not installed (apt-get install chromium): cannot measure the page in a real browser")
     committed = (ROOT / "reports" / "real-models" / "report.html").read_text()
-    pages = {"committed": committed, "wide": committed.replace("<wbr>", ""),
-             "fixture": (report[0] / "report.html").read_text()}  # fmt: skip
-    return _measure_pages(pages, browser, tmp_path_factory.mktemp("pages"))
+    pages = {"committed": Page(committed), "wide": Page(committed.replace("<wbr>", "")),
+             "fixture": Page((report[0] / "report.html").read_text())}  # fmt: skip
+    return lay_out(pages, browser, tmp_path_factory.mktemp("pages"))
 
 
 @pytest.mark.parametrize("page", ["committed", "fixture"])
-def test_the_page_fits_a_1100_pixel_window_in_chromium(page: str, page_widths: dict[str, tuple[int, int, int]]) -> None:
+def test_the_page_fits_a_1100_pixel_window_in_chromium(page: str, layouts: dict[str, Layout]) -> None:
     """The committed report (eleven families, four thresholds, the long replay commands) and the fixture's, seen in
     headless Chromium at 1,100 pixels: no horizontal scroll. The committed page without the break points of its
     cells (`<wbr>` after each underscore) overflows: the check bites."""
-    scroll, client, right = page_widths[page]
-    assert client > 1000 and scroll <= client and right <= client, (scroll, client, right)
+    laid = layouts[page]
+    client = laid.client_width
+    assert client > 1000 and laid.scroll_width <= client and laid.right <= client, laid
     if page == "committed":
-        assert page_widths["wide"][0] > client, "without the break points the family table overflows"
+        assert layouts["wide"].scroll_width > client, "without the break points the family table overflows"

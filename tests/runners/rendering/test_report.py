@@ -15,7 +15,7 @@ from runners.domain.evalset import BUILTIN_DIR
 from runners.plan.options import BenchOptions
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
-from tests._browser import broken_headers, chromium, measure
+from tests._browser import Layout, Page, chromium, lay_out
 
 # the ten older diagnosable cases (the file): the recommended point below was measured on them
 FAMILIES = [str(BUILTIN_DIR / "diagnosable.yaml"), "empty_logs", "generic_kb"]
@@ -92,32 +92,35 @@ def test_figures_are_drawn(report: tuple[Path, Path, str]) -> None:
     assert page.count("data:image/png;base64,") == len(pngs), "the HTML is self-contained"
 
 
-def test_report_fits_a_1100_pixel_page_in_chromium(report: tuple[Path, Path, str], tmp_path: Path) -> None:
-    browser = chromium()
-    if browser is None:
-        pytest.skip("chromium is not installed (apt-get install chromium): cannot measure the page in a real browser")
-    _, out, _ = report
-    scroll, client, right = measure(out / "report.html", browser)
-    assert client > 1000 and scroll <= client and right <= client, (scroll, client, right)
-    # the check can fail: the same page with one element too wide overflows
-    wide = tmp_path / "wide.html"
-    wide.write_text((out / "report.html").read_text().replace("<h2>", "<div style='width:1500px'>x</div><h2>", 1))
-    scroll, client, _ = measure(wide, browser)
-    assert scroll > client
-
-
-@pytest.mark.parametrize("width", [1100, 700])
-def test_report_headers_never_break_inside_a_word(report: tuple[Path, Path, str], tmp_path: Path, width: int) -> None:
+@pytest.fixture(scope="module")
+def layouts(report: tuple[Path, Path, str], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Layout]:
+    """The report laid out in headless Chromium at 1,100 and 700 pixels, beside the pages that show each check can
+    fail: one element too wide, and headers allowed to break anywhere in a narrow table. One Chromium for all."""
     browser = chromium()
     if browser is None:
         pytest.skip("chromium is not installed (apt-get install chromium): cannot lay the page out in a real browser")
-    _, out, _ = report
-    assert broken_headers(out / "report.html", browser, width=width) == []
+    page = (report[1] / "report.html").read_text()
+    wide = page.replace("<h2>", "<div style='width:1500px'>x</div><h2>", 1)
+    squeezed = page.replace("</style>", "th{overflow-wrap:anywhere}table{width:300px}</style>")
+    pages = {"report": Page(page), "report-700": Page(page, 700), "wide": Page(wide),
+             "squeezed": Page(squeezed), "squeezed-700": Page(squeezed, 700)}  # fmt: skip
+    return lay_out(pages, browser, tmp_path_factory.mktemp("pages"))
+
+
+def test_report_fits_a_1100_pixel_page_in_chromium(layouts: dict[str, Layout]) -> None:
+    page = layouts["report"]
+    assert page.client_width > 1000 and page.scroll_width <= page.client_width and page.right <= page.client_width, page
+    # the check can fail: the same page with one element too wide overflows
+    wide = layouts["wide"]
+    assert wide.scroll_width > wide.client_width
+
+
+@pytest.mark.parametrize("width", [1100, 700])
+def test_report_headers_never_break_inside_a_word(layouts: dict[str, Layout], width: int) -> None:
+    suffix = "" if width == 1100 else f"-{width}"
+    assert layouts[f"report{suffix}"].broken_headers == ()
     # the check can fail: headers allowed to break anywhere, in a narrow table, break mid-word
-    squeezed = tmp_path / "squeezed.html"
-    page = (out / "report.html").read_text().replace("</style>", "th{overflow-wrap:anywhere}table{width:300px}</style>")
-    squeezed.write_text(page)
-    assert broken_headers(squeezed, browser, width=width)
+    assert layouts[f"squeezed{suffix}"].broken_headers
 
 
 def test_bench_run_report_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
