@@ -106,14 +106,14 @@ def test_serve_sim_plays_profiles_like_in_process(monkeypatch: pytest.MonkeyPatc
 @pytest.fixture(scope="module")
 def sweep_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
     """One epoch: the profiles' outcomes do not vary by epoch, and that the pick does not move with them is
-    test_recommend's."""
+    test_recommend's. No transcripts: recommend reads `case_runs` only, never the conversations (`messages`)."""
     db = tmp_path_factory.mktemp("sweep") / "sweep.duckdb"
     ids = {}
     for model in ("scripted", "scripted:rewriter?k=2"):
         s = run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(1, 2, 3, 4, 5)),
                                    BenchOptions.of(evalsets=CALIBRATION_SET,
                                    model=model,
-                                   db=db, epochs=1))))  # fmt: skip
+                                   db=db, epochs=1, transcripts=False))))  # fmt: skip
         ids[model] = s.sweep_id
     return db, ids
 
@@ -122,10 +122,11 @@ def test_sweep_recommends_the_known_optimum(sweep_db: tuple[Path, dict[str, str]
     db, ids = sweep_db
     con = duckdb.connect(str(db), read_only=True)
     try:
-        recs = {m: recommend(measure(con, s), Objective.TOKENS) for m, s in ids.items()}
-        stats = {m: {st.setting("no_gain_threshold"): st for st in measure(con, s)} for m, s in ids.items()}
+        measured = {m: measure(con, s) for m, s in ids.items()}
     finally:
         con.close()
+    recs = {m: recommend(table, Objective.TOKENS) for m, table in measured.items()}  # measured once: seeded numbers
+    stats = {m: {st.setting("no_gain_threshold"): st for st in table} for m, table in measured.items()}
     # the known optima of the profiles (runners/domain/profiles.py): reference 2, rewriter with k=2 rewrites 4
     assert recs["scripted"].chosen.setting("no_gain_threshold") == 2
     assert recs["scripted:rewriter?k=2"].chosen.setting("no_gain_threshold") == 4
@@ -180,10 +181,13 @@ GATE_SET = ["diagnosable", "protocol_violations", "fabricated_citations", "empty
 
 @pytest.fixture(scope="module")
 def gate_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five labelled runs, without transcripts: the gate pairs `case_runs` and never reads the conversations
+    (`messages`; its summary only prints the `diff` command that would open them)."""
     db = tmp_path_factory.mktemp("gate") / "gate.duckdb"
     for model, label in [("scripted", "base"), ("scripted", "base-again"), ("scripted:sloppy?seed=3", "sloppy"),
                          ("scripted:fabricator?seed=3", "fabricator")]:  # fmt: skip
-        run_bench(plan_run(BenchOptions.of(evalsets=GATE_SET, model=model, label=label, db=db, epochs=3)))
+        run_bench(plan_run(BenchOptions.of(evalsets=GATE_SET, model=model, label=label, db=db, epochs=3,
+                                           transcripts=False)))  # fmt: skip
     run_bench(
         plan_run(
             BenchOptions.of(
@@ -192,6 +196,7 @@ def gate_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 label="partial",
                 db=db,
                 epochs=3,
+                transcripts=False,
             )
         )
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import random
@@ -53,6 +54,19 @@ def deterministic(n: int, epochs: int, lose: int = 0) -> list[Pair]:
     return [Pair(f"c{i:03d}", "fam", e, True, i >= lose, COST, COST) for e in range(1, epochs + 1) for i in range(n)]
 
 
+@functools.cache
+def gated_noisy(n: int, epochs: int, seed: int) -> GateResult:
+    """`evaluate` of `noisy(n, epochs, seed)`, power simulation included, once for the module: tests that read the same
+    comparison share it (a frozen result; that a second evaluation gives the same MDE is checked by its own test)."""
+    return evaluate(noisy(n, epochs, seed), "b", "c")
+
+
+@functools.cache
+def gated_deterministic(n: int, epochs: int) -> GateResult:
+    """`evaluate` of `deterministic(n, epochs)` (nothing lost), once for the module, as `gated_noisy`."""
+    return evaluate(deterministic(n, epochs), "b", "c")
+
+
 # -- the exact sign-flip p the simulation uses ------------------------------------------------------------
 def test_exact_sign_flip_decision_matches_the_gate_test_and_brute_force() -> None:
     rng = random.Random(5)
@@ -77,7 +91,7 @@ def test_min_cases_for_a_level() -> None:
 # -- MDE -----------------------------------------------------------------------------------------------------
 def test_noise_free_mde_is_a_handful_of_flipped_runs() -> None:
     # nothing varies: a drop is seen once it reaches 5 cases (p = 1/32 ≤ 0.04); 5–6 flips of 243 runs
-    res = evaluate(deterministic(81, 3), "b", "c")
+    res = gated_deterministic(81, 3)
     m = res.overall.test.mde
     assert m is not None and m.level == pytest.approx(0.04) and m.reachable
     assert m.at_80 is not None and m.at_90 is not None
@@ -88,7 +102,7 @@ def test_noise_free_mde_is_a_handful_of_flipped_runs() -> None:
 
 
 def test_mde_falls_with_the_square_root_of_epochs_and_is_deterministic() -> None:
-    m3 = [evaluate(noisy(90, 3, s), "b", "c").overall.test.mde for s in range(2)]
+    m3 = [gated_noisy(90, 3, s).overall.test.mde for s in range(2)]
     m12 = [evaluate(noisy(90, 12, s), "b", "c").overall.test.mde for s in range(2)]
     a3 = np.mean([m.at_80 for m in m3 if m and m.at_80])
     a12 = np.mean([m.at_80 for m in m12 if m and m.at_80])
@@ -107,7 +121,7 @@ def test_mde_predicts_the_simulated_detection_rate() -> None:
 
 
 def test_family_and_cost_tests_carry_their_own_mde() -> None:
-    res = evaluate(noisy(90, 3, 1), "b", "c")
+    res = gated_noisy(90, 3, 1)
     fam = res.families[0].test
     assert fam.mde is not None and fam.mde.level == pytest.approx(0.05 * fam.weight)
     assert all(t.mde is not None for t in res.cost_tests)
@@ -308,7 +322,7 @@ def test_every_verdict_line_carries_its_mde() -> None:
     look = evaluate_sequential(noisy(40, 4, 1, probs=(0.7,)), "b", "c", budget=20, stage=4, k=1)
     assert look.verdict is Verdict.INCONCLUSIVE and look.look is not None
     assert "decides nothing yet" in _verdict_line(look) and _mde_named(look) == _MDE_NAMED[0]
-    passed = evaluate(deterministic(81, 3), "b", "c")
+    passed = gated_deterministic(81, 3)
     regressed = evaluate(deterministic(81, 3, lose=20), "b", "c")
     assert passed.verdict is Verdict.PASS and regressed.verdict is Verdict.REGRESSION
     assert _mde_named(passed) == _mde_named(regressed) == _MDE_NAMED[0]

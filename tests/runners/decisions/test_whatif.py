@@ -43,8 +43,8 @@ CASES = (
 )
 
 
-def _sweep(db: Path, argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["sweep", "--db", str(db), "--label", "w", "--epochs", "1", *argv])
+def _sweep(db: Path, argv: Sequence[str], capsys: pytest.CaptureFixture[str], label: str = "w") -> None:
+    code = main(["sweep", "--db", str(db), "--label", label, "--epochs", "1", *argv])
     assert code == 0, capsys.readouterr().err[-2000:]
     capsys.readouterr()
 
@@ -154,7 +154,11 @@ def test_whatif_on_a_real_models_cassettes_equals_its_lower_points(
     was never recorded). Every lower threshold is replayed from the same cassettes: a threshold the recording
     swept answers from its own recorded runs; one it did not answers up to the cut from the shared prefix and then
     misses the cassette (the Draft request after the earlier STOP_REQUIRED was never sent), which ends that run
-    — exactly the part the what-if claims to know."""
+    — exactly the part the what-if claims to know.
+
+    The recorded thresholds come from the session's replay of the recording (`replayed`, built once and read by
+    every module that needs it; the same `sweep` flags and cassettes): only the thresholds it did not record are
+    swept here, under the replay's label, into a copy of it (the shared file is never written to)."""
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     committed = summary_of(folder)
     args = list(committed.sweep_args)
@@ -165,11 +169,14 @@ def test_whatif_on_a_real_models_cassettes_equals_its_lower_points(
     if flags[at] == ",".join(str(t) for t in range(1, top + 1)):  # every lower threshold recorded: the replay's
         _check_sweep(replayed(folder, tmp_path_factory), top, tuple(range(1, top)), label=committed.model)
         return
-    flags[at] = ",".join(str(t) for t in range(1, top + 1))
+    recorded = {int(t) for t in flags[at].split(",")}
+    flags[at] = ",".join(str(t) for t in range(1, top) if t not in recorded)
     cases = [args[i + 1] for i, a in enumerate(args) if a == "--case"]
-    _sweep(tmp_path / "replay.duckdb", [*flags, *(a for c in cases for a in ("--case", c)), "--cassettes",
-                                        str(folder), "--record-mode", "none"], capsys)  # fmt: skip
-    _check_sweep(tmp_path / "replay.duckdb", top, tuple(range(1, top)))
+    db = tmp_path / "replay.duckdb"
+    shutil.copyfile(replayed(folder, tmp_path_factory), db)
+    _sweep(db, [*flags, *(a for c in cases for a in ("--case", c)), "--cassettes", str(folder), "--record-mode",
+                "none"], capsys, label=committed.model)  # fmt: skip
+    _check_sweep(db, top, tuple(range(1, top)), label=committed.model)
 
 
 # -- the command ----------------------------------------------------------------------------------------------------
