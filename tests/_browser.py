@@ -95,13 +95,11 @@ def lay_out(pages: dict[str, Page], browser: str, folder: Path) -> dict[str, Lay
     """Each page laid out by headless Chromium in a window of its width, all in one Chromium: a start costs about
     1.5 CPU-seconds, a page a fraction of it. Each page is an iframe of its width (its viewport: the same numbers
     as a window of that width) holding both measuring scripts; `folder` gets the host page."""
-    names = [re.sub(r"\W", "_", name) for name in pages]
-    assert len(set(names)) == len(names), "page names differ in more than punctuation"
-    frames = "".join(
-        f"<iframe id='{name}' style='display:block;border:0;width:{page.width}px;height:2000px'"
+    frames = "".join(  # each frame named by its place: the findings are read back by it
+        f"<iframe id='p{i}' style='display:block;border:0;width:{page.width}px;height:2000px'"
         f' srcdoc="{html.escape(page.html.replace("</body>", MEASURE.replace("</body>", HEADERS)), quote=True)}">'
         "</iframe>"
-        for name, page in zip(names, pages.values(), strict=True)
+        for i, page in enumerate(pages.values())
     )
     host = folder / "pages.html"
     host.write_text(f"<!doctype html><html><body style='margin:0'>{frames}{_COLLECT}</body></html>")
@@ -115,9 +113,9 @@ def lay_out(pages: dict[str, Page], browser: str, folder: Path) -> dict[str, Lay
             capture_output=True, text=True, timeout=120, check=True,
         ).stdout  # fmt: skip
     laid: dict[str, Layout] = {}
-    for name, key in zip(pages, names, strict=True):
-        measured = re.search(rf'data-measure-{key}="(\d+) (\d+) (\d+)"', dom)
-        broken = re.search(rf'data-broken-{key}="([^"]*)"', dom)
+    for i, name in enumerate(pages):
+        measured = re.search(rf'data-measure-p{i}="(\d+) (\d+) (\d+)"', dom)
+        broken = re.search(rf'data-broken-p{i}="([^"]*)"', dom)
         assert measured and broken, f"the measuring scripts did not run in {name}"
         scroll, client, right = (int(x) for x in measured.groups())
         laid[name] = Layout(scroll, client, right, tuple(json.loads(html.unescape(broken.group(1)))))

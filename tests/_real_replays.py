@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -33,9 +34,11 @@ def summary_of(folder: Path) -> RecordedSummary:
     return RecordedSummary.model_validate_json((folder / "summary.json").read_text())
 
 
-def replay_argv(folder: Path, db: Path, label: str) -> list[str]:
-    """The `harness-bench` arguments replaying the recording in `folder` offline into `db` under `label`."""
-    return ["sweep", *summary_of(folder).sweep_args, "--cassettes", str(folder), "--record-mode", "none",
+def replay_argv(folder: Path, db: Path, label: str, sweep_args: Sequence[str] | None = None) -> list[str]:
+    """The `harness-bench` arguments replaying the recording in `folder` offline into `db` under `label` (its sweep's
+    flags, or `sweep_args` in their place)."""
+    args = summary_of(folder).sweep_args if sweep_args is None else sweep_args
+    return ["sweep", *args, "--cassettes", str(folder), "--record-mode", "none",
             "--db", str(db), "--label", label]  # fmt: skip
 
 

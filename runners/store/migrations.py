@@ -319,8 +319,9 @@ _MIGRATIONS: dict[int, list[Step]] = {
 def _rename_settings(con: duckdb.DuckDBPyConnection, renamed: dict[str, str]) -> None:
     """Rename settings' columns where a table has them (`bench_runs` gets its settings columns at connect, so a
     file older than v3 has none yet) and their keys in the stored JSON."""
+    catalog = catalog_columns(con)
     for table in ("case_runs", "bench_runs"):
-        present = catalog_columns(con).get(table, set())
+        present = catalog.get(table, set())
         for old, new in renamed.items():
             if old in present and new not in present:
                 con.execute(f'ALTER TABLE {table} RENAME COLUMN "{old}" TO "{new}"')

@@ -38,8 +38,7 @@ def _replay_case(folder: Path, case: str, db: Path, capsys: pytest.CaptureFixtur
     alone."""
     committed = summary_of(folder)
     args = _one_case(committed.sweep_args, case)
-    offline = replay_argv(folder, db, "replay")[1 + len(committed.sweep_args) :]  # --cassettes, --record-mode none…
-    code = main(["sweep", *args, *offline])
+    code = main(replay_argv(folder, db, "replay", sweep_args=args))
     err = capsys.readouterr().err
     assert code == 0, err[-2000:]
     return summarize(committed.model, read_recorded(db, "replay"), args)
