@@ -76,8 +76,11 @@ def on_pty(argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeou
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
+    exited = False
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.5)
+        # once the child has gone, what it wrote last is read before stopping: it may have been written between a
+        # select that found nothing and the poll that found the child gone
+        ready, _, _ = select.select([master], [], [], 0 if exited else 0.5)
         if ready:
             try:
                 data = os.read(master, 65536)
@@ -86,8 +89,10 @@ def on_pty(argv: list[str], cwd: Path, env: dict[str, str] | None = None, timeou
             if not data:
                 break
             chunks.append(data)
-        elif proc.poll() is not None:
+        elif exited:
             break
+        else:
+            exited = proc.poll() is not None
     code = proc.wait(timeout=10)
     os.close(master)
     return code, b"".join(chunks).decode("utf-8", errors="strict")

@@ -176,6 +176,45 @@ def rows_of(
     return _results.get((sql, tuple(params)), run)
 
 
+@dataclass(frozen=True, slots=True)
+class FirstRows:
+    """What a statement answered, up to a row limit."""
+
+    columns: tuple[str, ...]
+    """The result's column names, as DuckDB described them."""
+    rows: tuple[tuple[Any, ...], ...]
+    """Its first rows (at most the limit asked for)."""
+
+
+_first: Remembered[tuple[str, str, int], FirstRows] = Remembered(4096)
+"""The answers `first_rows_of` remembers, by schema, statement and row limit."""
+
+
+def first_rows_of(cur: duckdb.DuckDBPyConnection, lock: threading.Lock, schema: str, sql: str, limit: int) -> FirstRows:
+    """The column names and at most `limit` rows of a statement run on `cur` (whose search path is fixture schema
+    `schema`, so bare table names mean that schema's tables) under `lock`.
+
+    A statement the model may send reads nothing but the schema's tables and calls nothing whose answer is not a
+    function of them (no clock, no randomness, no session state: the SQL validator refuses those), and a schema never
+    changes, so the answer is remembered like `rows_of`'s: a sweep sends the same queries to the same cases at every
+    setting and epoch. A failed statement (a timeout included) is not remembered."""
+
+    def run() -> FirstRows:
+        with lock:
+            found = cur.execute(sql)
+            rows = found.fetchmany(limit)
+            columns = tuple(d[0] for d in found.description or ())
+        return FirstRows(columns, tuple(rows))
+
+    return _first.get((schema, sql, limit), run)
+
+
+def forget_answers() -> None:
+    """Forget every answer `first_rows_of` and `rows_of` remember (for a test that counts what reaches DuckDB)."""
+    _first.clear()
+    _results.clear()
+
+
 def cursor() -> duckdb.DuckDBPyConnection:
     """A new cursor on the shared database (one per tool instance; cursors are cheap)."""
     with _lock:

@@ -435,6 +435,7 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
         self.description = f"{DatabaseQuery.description} {tables_sentence(listing)}"
         key = _duck.content_hash(("db_query/v1", tuple((t.name, t.columns, t.rows, t.types) for t in tables)))
         schema = _duck.ensure_schema(key, self._table_data)
+        self._schema = schema
         self._cursor = _duck.cursor()
         # Bare table names in the model's SQL resolve to this case's schema only.
         self._cursor.execute(f"SET search_path = '{schema}'")
@@ -450,12 +451,11 @@ class DatabaseQuery(BusinessTool[DbQueryInput]):
         except ValueError as exc:
             raise ToolInputError(f"invalid input for tool {self.name!r}: sql: {exc}") from None
         try:
-            with self._lock:
-                cursor = self._cursor.execute(analysis.sql)
-                rows = cursor.fetchmany(self._max_rows + 1)  # one extra row tells us whether the cap bit
-                columns = _unique([d[0] for d in cursor.description or ()])
+            # one extra row tells us whether the cap bit
+            answer = _duck.first_rows_of(self._cursor, self._lock, self._schema, analysis.sql, self._max_rows + 1)
         except duckdb.Error as exc:
             raise ToolExecutionError(f"db_query failed: {_duck.error_text(exc)}") from exc
+        rows, columns = answer.rows, _unique(list(answer.columns))
         truncated = len(rows) > self._max_rows
         records = tuple({c: _json_safe(v) for c, v in zip(columns, row, strict=True)} for row in rows[: self._max_rows])
         return ToolResult(

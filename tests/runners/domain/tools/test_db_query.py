@@ -97,6 +97,7 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> tuple[DatabaseQuery, _Recording
         return holder[-1]
 
     monkeypatch.setattr(_duck, "cursor", recording_cursor)
+    _duck.forget_answers()  # statements another test sent would be answered from memory, unseen by the recorder
     built = DatabaseQuery(TABLES)
     holder[0].statements.clear()  # forget the construction-time SET search_path
     return built, holder[0]
@@ -464,6 +465,27 @@ def test_cases_do_not_see_each_other() -> None:
     assert call(theirs, {"sql": "select count(*) as n from payments"}).records == ({"n": 6},)
     with pytest.raises(ToolInputError, match="unknown table"):
         mine.parse_input({"sql": "select * from orders"})  # exists, but only in the other case
+
+
+def test_a_statement_is_answered_once_and_a_failed_one_is_not_remembered(
+    recorded: tuple[DatabaseQuery, _RecordingCursor],
+) -> None:
+    """A case's tables never change and a statement the validator lets through is a function of them: asked again,
+    by this tool or another over the same tables, it is answered from memory, as it was the first time, in records
+    of its own; a failed statement reaches DuckDB each time; the same statement over other tables is their answer."""
+    tool, cursor = recorded
+    sql = {"sql": "select tenant, count(*) as n from payments group by tenant order by tenant"}
+    first = call(tool, sql)
+    first.records[0]["n"] = -1  # the caller's records are its own
+    again, twin = call(tool, sql), call(DatabaseQuery(TABLES), sql)
+    assert again == twin and [r["n"] for r in again.records] == [3, 2, 1]
+    assert cursor.statements == ["SELECT tenant, COUNT(*) AS n FROM payments GROUP BY tenant ORDER BY tenant"]
+    for _ in range(2):
+        with pytest.raises(ToolExecutionError, match="paymentid"):
+            call(tool, {"sql": "select paymentid from payments"})
+    assert cursor.statements[1:] == ["SELECT paymentid FROM payments"] * 2
+    other = DatabaseQuery([TableFixture(name="payments", columns=("tenant",), rows=(("a",), ("a",)))])
+    assert call(other, sql).records == ({"tenant": "a", "n": 2},)
 
 
 def test_input_schema_lists_the_case_tables(tool: DatabaseQuery) -> None:
