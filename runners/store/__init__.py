@@ -1,6 +1,7 @@
 """Storage: every byte on disk. The DuckDB metrics database: `schema.py` (the row types the writer stores, their columns
 derived from them), `migrations.py` (the schema history; the columns the declared settings and options have had in
-`declared_columns.py`), `connection.py` (opening, locking, reading an older file), `catalog.py` (the tables and columns
+`declared_columns.py`), `connection.py` (opening, locking, reading an older file;
+`_host.py`: the one DuckDB instance per process every file is attached to), `catalog.py` (the tables and columns
 a file holds), `views.py`, `writer.py` (the batched writer), `runs.py` (named queries on the run tables), `resume.py`
 (what planning reads back from a file), `errors.py`, `events.py` (a case run's trace read back as typed events); the
 reads of the layers above, as named queries returning typed rows: the live check's (`live_invariants.py`), the reports'

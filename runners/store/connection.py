@@ -13,6 +13,7 @@ import duckdb
 
 from runners.plan.options import DeclaredColumns
 from runners.store import migrations
+from runners.store._host import attach, attach_memory
 from runners.store.errors import DatabaseLockedError, MetricsDbError, MetricsWriteError
 from runners.store.migrations import SCHEMA_VERSION
 from runners.store.output_files import NamedPath, OutputPathError, check_output_path, path_kind
@@ -73,8 +74,7 @@ def connect(
     check_database_file(path, must_exist=read_only, writing=not read_only)
     existed = Path(path).exists()
     try:
-        con = duckdb.connect(target, read_only=read_only)
-        _no_extensions(con)
+        con = attach(target, read_only=read_only)
     except duckdb.IOException as exc:
         text = str(exc)
         if not read_only and not existed:  # creating the file failed: the storage (full disk, read-only)
@@ -121,20 +121,13 @@ def connect(
 def connect_in_memory(target: str) -> duckdb.DuckDBPyConnection:
     """A metrics database in memory with today's schema, written nowhere (`target`: what an error calls it): for
     work that needs the store's tables for a moment only."""
-    con = duckdb.connect(":memory:")
+    con = attach_memory()
     try:
-        _no_extensions(con)
         migrations.prepare(con, target)
     except BaseException:
         con.close()
         raise
     return con
-
-
-def _no_extensions(con: duckdb.DuckDBPyConnection) -> None:
-    """Nothing here needs an extension: never reach the network for one."""
-    con.execute("SET autoinstall_known_extensions = false")
-    con.execute("SET autoload_known_extensions = false")
 
 
 def _damaged(target: str, exc: BaseException) -> str:
@@ -170,9 +163,7 @@ def _upgraded_copy(path: Path, version: int | None) -> duckdb.DuckDBPyConnection
         wal = path.with_name(path.name + ".wal")
         if wal.exists():
             shutil.copyfile(wal, folder / "db.duckdb.wal")
-        con = duckdb.connect(str(copy))
-        con.execute("SET autoinstall_known_extensions = false")
-        con.execute("SET autoload_known_extensions = false")
+        con = attach(str(copy), read_only=False)
     except (OSError, duckdb.Error) as exc:
         reason = getattr(exc, "strerror", None) or str(exc).splitlines()[0]
         raise MetricsDbError(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-import duckdb
+from runners.store._host import attach
 
 __all__ = [
     "BudgetFacts",
@@ -116,7 +116,7 @@ _DISAGREEING_SQL = """SELECT c.case_run_id FROM case_runs c JOIN ids USING (benc
 
 def live_structure(db: Path, bench_run_ids: Sequence[str]) -> LiveStructure:
     """The facts of these bench runs' case runs, read in one read-only connection."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = attach(str(db), read_only=True)
     try:
         con.execute("CREATE TEMP TABLE ids AS SELECT unnest(?::VARCHAR[]) AS bench_run_id", [list(bench_run_ids)])
         budgets = tuple(
@@ -189,7 +189,7 @@ FROM runs LEFT JOIN agent USING (case_run_id) LEFT JOIN draft USING (case_run_id
 
 def live_figures(db: Path, label: str, bench_run_ids: Sequence[str]) -> LiveFigures:
     """What the model did under one label: derived from case_runs and events, nothing else."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = attach(str(db), read_only=True)
     try:
         row = con.execute(FIGURES_SQL, [label, list(bench_run_ids)]).fetchone()
     finally:
@@ -209,7 +209,7 @@ def live_figures(db: Path, label: str, bench_run_ids: Sequence[str]) -> LiveFigu
 
 def case_run_count(db: Path, bench_run_ids: Sequence[str]) -> int:
     """How many case runs these bench runs stored."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = attach(str(db), read_only=True)
     try:
         (count,) = con.execute(
             f"SELECT count(*) FROM case_runs WHERE bench_run_id IN {_IDS}", [list(bench_run_ids)]
@@ -223,7 +223,7 @@ def deadline_cut_count(db: Path, bench_run_ids: Sequence[str]) -> int:
     """Case runs of these bench runs the deadline stopped (BUDGET_LIMIT_REACHED / DEADLINE)."""
     if not bench_run_ids:
         return 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = attach(str(db), read_only=True)
     try:
         row = con.execute(
             f"SELECT count(*) FROM case_runs WHERE budget_hit = 'DEADLINE' AND bench_run_id IN {_IDS}",
@@ -248,7 +248,7 @@ def comparable_rows(
     columns (those that differ by nature between two runs of the same case)."""
     if table not in COMPARED_TABLES:
         raise ValueError(f"not a comparable table: {table!r}")
-    con = duckdb.connect(str(db), read_only=True)
+    con = attach(str(db), read_only=True)
     try:
         cols = [c[0] for c in con.execute(f"DESCRIBE {table}").fetchall() if c[0] not in volatile]
         order = "seq" if "seq" in cols else "case_run_id"

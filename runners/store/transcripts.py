@@ -37,6 +37,7 @@ from harness import (
 )
 from runners.domain.redaction import REDACTED
 from runners.domain.suggest import did_you_mean
+from runners.store._host import attach
 from runners.store.catalog import has_table
 from runners.store.diagnosis_reads import FunnelRow, funnel_rows
 
@@ -342,7 +343,7 @@ def check_against_requests(db: str | Path, bench_run_ids: Sequence[str], bodies:
             continue
         head = tuple(str(m.get("content")) for m in messages if m.get("role") in ("system", "user"))
         sent.setdefault(head, []).append(tuple(str(m.get("content")) for m in messages if m.get("role") == "tool"))
-    con = duckdb.connect(str(db), read_only=True)
+    con = attach(str(db), read_only=True)
     problems: list[str] = []
     try:
         ids = [str(r[0]) for r in con.execute(

@@ -14,6 +14,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
+from runners.store import connection
 from runners.store.connection import connect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +135,7 @@ def test_bad_flag_or_path_is_one_line_exit_2_and_touches_nothing(
 
     if "{sqlite}" in template or "{garbage}" in template or "{text}" in template.split("--db ")[-1]:
         monkeypatch.setattr(duckdb, "connect", opened)
+        monkeypatch.setattr(connection, "attach", opened)  # the store attaches files to its one instance
     before = _snapshot(tmp_path)
     capsys.readouterr()
     assert main(template.format(**world).split(" ")) == 2

@@ -154,7 +154,7 @@ def test_an_open_failure_that_mentions_a_lock_is_not_taken_for_one(
     def failing(*_args: object, **_kw: object) -> duckdb.DuckDBPyConnection:
         raise duckdb.IOException('IO Error: Could not set lock on file "x": Conflicting lock is held')
 
-    monkeypatch.setattr(connection.duckdb, "connect", failing)
+    monkeypatch.setattr(connection, "attach", failing)
     with pytest.raises(MetricsDbError) as raised:
         connect(db)
     assert not isinstance(raised.value, DatabaseLockedError)

@@ -12,6 +12,7 @@ import duckdb
 import pytest
 
 from runners.cli import main
+from runners.store import connection
 
 CASE = "empty_logs_gateway_timeout_t1"
 
@@ -20,19 +21,19 @@ CASE = "empty_logs_gateway_timeout_t1"
 def read_only(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     folder = tmp_path / "ro"
     folder.mkdir()
-    real_connect, real_unlink = duckdb.connect, Path.unlink
+    real_attach, real_unlink = connection.attach, Path.unlink
 
-    def connect(database: Any = ":memory:", *args: Any, **kwargs: Any) -> Any:
+    def attach(database: str, *, read_only: bool) -> Any:
         if str(database).startswith(str(folder)):
             raise duckdb.IOException(f'IO Error: Cannot open file "{database}": Read-only file system')
-        return real_connect(database, *args, **kwargs)
+        return real_attach(database, read_only=read_only)
 
     def unlink(self: Path, missing_ok: bool = False) -> None:
         if str(self).startswith(str(folder)):
             raise OSError(errno.EROFS, "Read-only file system", str(self))
         real_unlink(self, missing_ok=missing_ok)
 
-    monkeypatch.setattr(duckdb, "connect", connect)
+    monkeypatch.setattr(connection, "attach", attach)
     monkeypatch.setattr(Path, "unlink", unlink)
     return folder
 
