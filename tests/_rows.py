@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from runners.plan.options import BenchOptions
@@ -16,6 +15,7 @@ from runners.plan.rules import BenchInputError
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.executors import Executor
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parent.parent
 # columns that measure time, not behaviour: they differ between any two executions
@@ -30,7 +30,7 @@ def behaviour_query(table: str) -> str:
 
 def behaviour_rows(db: Path, table: str) -> list[tuple[Any, ...]]:
     """Every row of `table` without its timing columns, in a stable order (`behaviour_query`)."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute(behaviour_query(table)).fetchall()
     finally:
@@ -47,7 +47,7 @@ def cli_run_missing_context(tmp_path: Path, *executor_args: str) -> None:
         timeout=300,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         assert con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall() == [("completed", 7)]
         assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchall() == [(7,)]
@@ -67,7 +67,7 @@ def assert_a_broken_cassette_fails_the_run(tmp_path: Path, executor: Executor, c
         model_settings=ModelSettings(model="openai:scripted", base_url="http://127.0.0.1:9/v1"),
                                cassettes=tmp_path / "cas",
                                executor=executor, concurrency=concurrency)))  # fmt: skip
-    con = duckdb.connect(str(tmp_path / "d.duckdb"), read_only=True)
+    con = open_read_only(tmp_path / "d.duckdb")
     try:
         assert con.execute("SELECT status FROM bench_runs").fetchall() == [("failed",)]
     finally:
@@ -80,7 +80,7 @@ VOLATILE = {"bench_run_id", "case_run_id", "label", "wall_ms", "finished_at"}
 
 def case_runs_by_case(db: Path) -> dict[str, dict[str, object]]:
     """Every case_runs row of `db` by case id, without the columns in VOLATILE."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         cur = con.execute("SELECT * FROM case_runs ORDER BY case_id")
         cols = [d[0] for d in cur.description]
@@ -92,7 +92,7 @@ def case_runs_by_case(db: Path) -> dict[str, dict[str, object]]:
 
 def query(db: Path, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
     """The rows of `sql` on the DuckDB file `db`, opened read-only (and closed: the next writer may open it)."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute(sql, params or []).fetchall()
     finally:

@@ -13,6 +13,7 @@ connections to one file with different configurations when it does not.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -152,6 +153,10 @@ def _release(host: _Host, key: str) -> None:
                 pass
 
 
+def _call(connection: _Attached, name: str, *args: Any, **kwargs: Any) -> Any:
+    return getattr(connection._open(), name)(*args, **kwargs)
+
+
 def _quoted(path: str) -> str:
     return "'" + path.replace("'", "''") + "'"
 
@@ -159,7 +164,7 @@ def _quoted(path: str) -> str:
 class _Attached:
     """A cursor on one attached database that behaves as a connection of its own: every attribute is the cursor's,
     `cursor()` is another cursor on the same database, and `close` (or leaving a `with` block, or the object being
-    collected) releases the attachment."""
+    collected) releases the attachment. A relation it makes (`sql`, `table`) is read while it is open."""
 
     def __init__(self, host: _Host, key: str, alias: str, cursor: duckdb.DuckDBPyConnection) -> None:
         self._host = host
@@ -168,15 +173,30 @@ class _Attached:
         self._cursor: duckdb.DuckDBPyConnection | None = cursor
 
     def __getattr__(self, name: str) -> Any:
+        value = getattr(self._open(), name)
+        # A method of the cursor, bound to this connection: `attach(..).execute(..).fetchone()` must not let the
+        # connection go (and close the cursor) between looking the method up and calling it.
+        return functools.partial(_call, self, name) if callable(value) else value
+
+    def execute(self, *args: Any, **kwargs: Any) -> _Attached:
+        """Run a statement; returns this connection, as DuckDB's `execute` returns its own (so that
+        `connect(..).execute(..).fetchall()` keeps the connection until the rows are read)."""
+        self._open().execute(*args, **kwargs)
+        return self
+
+    def executemany(self, *args: Any, **kwargs: Any) -> _Attached:
+        """Run a statement once per parameter set; returns this connection, as `execute` does."""
+        self._open().executemany(*args, **kwargs)
+        return self
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
         if self._cursor is None:
             raise duckdb.ConnectionException("Connection already closed!")
-        return getattr(self._cursor, name)
+        return self._cursor
 
     def cursor(self) -> duckdb.DuckDBPyConnection:
         """Another cursor on the same database (valid while this connection is open)."""
-        if self._cursor is None:
-            raise duckdb.ConnectionException("Connection already closed!")
-        return _using(self._cursor, self._alias)
+        return _using(self._open(), self._alias)
 
     def close(self) -> None:
         """Close the cursor and release the attachment; closing again does nothing."""

@@ -21,6 +21,7 @@ import yaml
 from harness.config import HarnessConfig
 from runners.cli import main
 from runners.store.migrations import SCHEMA_VERSION, migrate
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 FAMILY = "missing_context"  # 7 cases, the quickest family
@@ -143,7 +144,7 @@ def test_migrate_upgrades_an_old_database_in_place(work: Path, capsys: pytest.Ca
     _v2_sweep(db)
     assert main(["migrate", "--db", str(db)]) == 0
     assert f"schema version 2 → {SCHEMA_VERSION}" in capsys.readouterr().out
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (SCHEMA_VERSION,)
     con.close()
 
@@ -194,7 +195,7 @@ def test_report_into_a_read_only_folder_is_one_line(
 def test_gate_prints_its_verdict_before_a_file_it_cannot_write(
     work: Path, full_folder: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    (run_id,) = duckdb.connect("g.duckdb", read_only=True).execute(
+    (run_id,) = open_read_only("g.duckdb").execute(
         "SELECT bench_run_id FROM bench_runs WHERE label = 'b' AND epochs = 1"
     ).fetchone() or ("",)
     capsys.readouterr()
@@ -214,7 +215,7 @@ def test_gate_in_a_read_only_folder_keeps_its_verdict(
 ) -> None:
     shutil.copyfile(work / "g.duckdb", work / "g2.duckdb")
     monkeypatch.chdir(read_only_folder)  # the default output files land in the current folder
-    (run_id,) = duckdb.connect(str(work / "g.duckdb"), read_only=True).execute(
+    (run_id,) = open_read_only(work / "g.duckdb").execute(
         "SELECT bench_run_id FROM bench_runs WHERE label = 'b' AND epochs = 1"
     ).fetchone() or ("",)
     capsys.readouterr()
@@ -301,7 +302,7 @@ def test_gate_refuses_a_label_spread_over_bench_runs_unless_one_is_picked(
     argv = ["gate", "--db", "g.duckdb", "--baseline", "a", "--candidate", "b", "--k", "1"]
     line = _one_line_exit_2(argv, capsys, "candidate label 'b' is used by 2 bench runs", "--bench-run")
     assert "2 epoch(s)" in line and "1 epoch(s)" in line
-    con = duckdb.connect("g.duckdb", read_only=True)
+    con = open_read_only("g.duckdb")
     (one,) = con.execute("SELECT bench_run_id FROM bench_runs WHERE label = 'b' AND epochs = 1").fetchone() or ("",)
     con.close()
     capsys.readouterr()
@@ -350,11 +351,11 @@ def test_sweep_resume_of_a_completed_sweep_is_refused(work: Path, capsys: pytest
     db = work / "sw.duckdb"
     argv = ["sweep", "--db", str(db), "--evalset", FAMILY, "--no-gain-threshold", "1,2", "--epochs", "1"]
     assert main(argv) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     ((sweep_id, finished),) = con.execute("SELECT sweep_id, finished_at FROM sweeps").fetchall()
     con.close()
     _one_line_exit_2(["sweep", "--db", str(db), "--resume", str(sweep_id)], capsys, "already completed")
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT status, finished_at FROM sweeps").fetchall() == [("completed", finished)]
     con.close()
 

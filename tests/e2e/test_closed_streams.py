@@ -14,10 +14,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -103,7 +103,7 @@ def test_a_closed_stream_keeps_the_exit_code_and_what_is_written(
     assert "Traceback" not in done.stderr + done.stdout
     for written in ("new.duckdb", "imp.duckdb"):  # whole: readable, its case run there
         if (tmp_path / written).exists():
-            con = duckdb.connect(str(tmp_path / written), read_only=True)
+            con = open_read_only(tmp_path / written)
             assert con.execute("SELECT count(*) FROM case_runs").fetchone() == (1,)
             con.close()
     if command == "gate (inconclusive)":
@@ -114,6 +114,6 @@ def test_a_run_with_both_streams_closed_writes_a_whole_database(tmp_path: Path) 
     db = tmp_path / "new.duckdb"
     done = _run(["run", "--db", str(db), "--case", CASE], tmp_path, (1, 2))
     assert done.returncode == 0, done
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT count(*) FROM case_runs").fetchone() == (1,)
     con.close()

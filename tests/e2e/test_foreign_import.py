@@ -20,6 +20,7 @@ import pytest
 from runners.cli import main
 from runners.decisions.compare_stops import CompareStops
 from runners.rendering.compare_stops import plot_points
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 TAU_BENCH = ROOT.parent / "shared" / "external" / "tau-bench" / "gpt-4o-airline.json"
@@ -50,7 +51,7 @@ def test_a_genai_trace_without_harness_attributes_imports_and_gets_verdicts(
     lines = [json.dumps(_strip(json.loads(line))) for line in otlp.read_text(encoding="utf-8").splitlines()]
     assert "harness." not in "".join(lines).replace('"harness-bench', "")
     stripped.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     verdicts = con.execute("SELECT case_run_id, passed FROM case_runs ORDER BY case_run_id").fetchall()
     con.close()
     outcomes = tmp_path / "outcomes.jsonl"
@@ -61,7 +62,7 @@ def test_a_genai_trace_without_harness_attributes_imports_and_gets_verdicts(
     said = capsys.readouterr()
     assert code == 0, said.err
     assert f"{len(verdicts)} with a verdict, {sum(bool(p) for _, p in verdicts)} passed" in " ".join(said.out.split())
-    con = duckdb.connect(str(imported), read_only=True)
+    con = open_read_only(imported)
     rows = con.execute(
         "SELECT count(*), count(c.passed), count(c.no_gain_threshold), count(c.gained_count), any_value(b.agent)"
         " FROM case_runs c JOIN bench_runs b USING (bench_run_id)"
@@ -121,7 +122,7 @@ def test_tau_bench_s_gpt_4o_runs_are_cut_where_the_rules_definitions_say(
     db, out = tmp_path / "tau.duckdb", tmp_path / "stops.json"
     assert main(["import", "--format", "tau-bench", str(TAU_BENCH), "--db", str(db), "--label", "tau"]) == 0
     assert "200 with a verdict, 84 passed" in " ".join(capsys.readouterr().out.split())
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT count(*), count(*) FILTER (WHERE passed) FROM case_runs").fetchone() == (200, 84)
     con.close()
     argv = [a for rule in RULES for a in ("--policy", rule)]

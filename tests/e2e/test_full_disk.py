@@ -12,10 +12,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 EXIT_STORAGE = 74
@@ -53,7 +53,7 @@ def _cli(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 def _rows(db: Path) -> tuple[list[tuple[object, ...]], int]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         runs = con.execute("SELECT status, planned_case_runs FROM bench_runs").fetchall()
         (stored,) = con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchone() or (0,)

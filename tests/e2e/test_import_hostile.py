@@ -23,7 +23,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 import yaml
 from hypothesis import HealthCheck, Phase, given, settings
@@ -34,6 +33,7 @@ from runners.cli import main
 from runners.domain.case_setup import task_of
 from runners.domain.evalset import load_cases
 from runners.run import _execute as execute
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = ("diagnosable_gateway_risk_pool_exhausted_t1", "budget_exhaustion_model_calls_sloppy_envelopes_risk_t7",
@@ -330,7 +330,7 @@ def test_a_hostile_event_log_line_is_one_line_naming_file_line_and_field(
 
 # -- secrets, labels, twice ------------------------------------------------------------------------------------------
 def _cells_holding(db: Path, needle: str) -> list[str]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         found = []
         for table in TABLES:
@@ -358,7 +358,7 @@ def test_no_key_a_trace_carries_reaches_a_table_a_report_or_a_stream(
     db, report = tmp_path / "keys.duckdb", tmp_path / "report"
     capsys.readouterr()
     assert _import(traces, db) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     (case_run,) = con.execute("SELECT case_run_id FROM case_runs").fetchone() or ("",)
     con.close()
     assert main(["report", "--db", str(db), "--out", str(report)]) == 0
@@ -410,7 +410,7 @@ def test_the_same_runs_imported_twice_under_one_label_are_refused(
         assert "\n" not in err and "already imported under label 'imp'" in err, err
         assert _sha(db) == digest
     assert _import(bench.spans, db, "other") == 0  # under another label: on purpose
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT label, count(*) FROM case_runs GROUP BY label ORDER BY label").fetchall() == [
         ("imp", len(CASES)), ("other", len(CASES))]  # fmt: skip
     con.close()
@@ -496,7 +496,7 @@ def test_a_question_holding_line_separators_round_trips_run_export_import_captur
     assert _import(spans, imported) == 0
 
     def rows(path: Path, sql: str) -> list[Any]:
-        con = duckdb.connect(str(path), read_only=True)
+        con = open_read_only(path)
         try:
             return con.execute(sql).fetchall()
         finally:
@@ -526,7 +526,7 @@ def test_an_event_log_line_holding_line_separators_imports(
     log, db = tmp_path / "events.jsonl", tmp_path / "imported.duckdb"
     log.write_text("\n".join(lines) + "\n", encoding="utf-8")
     assert _import(log, db) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     details = {r[0] for r in con.execute("SELECT detail FROM events WHERE kind = 'RELEASED'").fetchall()}
     con.close()
     assert f"first{SEPARATORS}last" in details

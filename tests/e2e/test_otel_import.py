@@ -29,6 +29,7 @@ from runners.cli import main
 from runners.domain.case_setup import task_of
 from runners.domain.evalset import load_cases
 from runners.run import _execute as execute
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -103,7 +104,7 @@ TABLES = ("case_runs", "tool_calls", "events")
 
 
 def _rows(db: Path, table: str) -> Rows:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return _rows_of(con, table)
     finally:
@@ -112,7 +113,7 @@ def _rows(db: Path, table: str) -> Rows:
 
 def _tables(db: Path) -> dict[str, Rows]:
     """The rows of every compared table, read over one connection."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return {table: _rows_of(con, table) for table in TABLES}
     finally:
@@ -201,7 +202,7 @@ def test_exported_spans_imported_give_the_original_rows(
     db = imports(which)
     rows = _same(original, db, contents=which == "contents")
     assert len(rows["case_runs"]) == len(load_cases())  # every built-in case
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         bench_runs = con.execute("SELECT source, status, label FROM bench_runs").fetchall()
     finally:
@@ -234,7 +235,7 @@ def test_show_and_whatif_read_an_imported_run(
     bench: tuple[Path, Path], imports: Callable[[str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     db = imports("contents")
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     (case_run,) = con.execute("SELECT case_run_id FROM case_runs WHERE case_id LIKE 'diagnosable%' LIMIT 1").fetchone()
     con.close()
     capsys.readouterr()
@@ -529,7 +530,7 @@ def test_two_runs_under_one_id_are_one_line_exit_2(
 
 def _stored(db: Path) -> tuple[list[Any], dict[str, Rows]]:
     """The bench runs of `db`, and the rows of every compared table, over one connection."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute("SELECT bench_run_id FROM bench_runs").fetchall(), {t: _rows_of(con, t) for t in TABLES}
     finally:
@@ -645,7 +646,7 @@ def test_an_interrupt_during_the_final_commit_lets_it_finish_and_says_so(
     imported = f"imported {len(runs)} case runs"
     assert "interrupted" not in (out + err).splitlines() and lines.startswith(imported), out + err
     assert "SIGINT came while the import was being committed: it was let finish" in lines, out
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         assert con.execute("SELECT count(*) FROM case_runs WHERE bench_run_id IN (SELECT bench_run_id FROM"
                            " bench_runs WHERE label = 'imp')").fetchone() == (len(runs),)  # fmt: skip

@@ -21,11 +21,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
 from runners.store.output_files import OutputPathError, write_text
+from tests._db import open_read_only
 from tests.runners.run.test_interrupts import PROBE, ROOT, _Child
 
 EMPTY = "empty_logs_gateway_timeout_t1"
@@ -47,7 +47,7 @@ def _tree(folder: Path) -> dict[str, str]:
 
 
 def _case_runs(db: Path) -> set[str]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return {str(r[0]) for r in con.execute("SELECT case_run_id FROM case_runs").fetchall()}
     finally:

@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = "empty_logs_gateway_timeout_t1"
@@ -61,7 +61,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     assert main(["run", "--db", str(b), "--case", CASE, "--label", "cand", "--model", "scripted:eager"]) == 0
     assert main(["merge", str(g), str(a), str(b)]) == 0
     assert main(["export", "--db", str(a), "--otel", str(traces), "--otel-content"]) == 0
-    con = duckdb.connect(str(a), read_only=True)
+    con = open_read_only(a)
     (case_run,) = con.execute("SELECT case_run_id FROM case_runs").fetchone() or ("",)
     con.close()
     logs = tmp / "logs"

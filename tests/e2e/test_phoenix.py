@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import matplotlib.image as mpimg
 import pytest
 
 from scripts.phoenix import PHOENIX, PhoenixServer, installed, phoenix_dir, serve
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = (
@@ -70,7 +70,7 @@ def _spans(server: PhoenixServer) -> list[dict[str, Any]]:
 
 
 def _rows(db: Path, sql: str) -> list[dict[str, Any]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         cur = con.execute(sql)
         names = [d[0] for d in cur.description]

@@ -10,10 +10,10 @@ import re
 import shlex
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -55,7 +55,7 @@ def test_the_tour_runs_as_written_and_shows_what_the_readme_says(
     _run(tour, tmp_path, monkeypatch)
     out = capsys.readouterr().out
     assert "empty_logs_gateway_timeout_t1" in out and "Recommendation: no_gain_threshold=" in out
-    con = duckdb.connect(str(tmp_path / "tour.duckdb"), read_only=True)
+    con = open_read_only(tmp_path / "tour.duckdb")
     rows = con.execute("SELECT DISTINCT outcome, fallback_kind, stop_reason, budget_hit FROM case_runs").fetchall()
     assert rows == [("FALLBACK", "INSUFFICIENT_EVIDENCE", "INFORMATION_SATURATED", None)]
     assert con.execute("SELECT count(*) FROM case_runs").fetchone() == (8,)
@@ -78,5 +78,5 @@ def test_the_python_api_example_of_the_running_page_runs(tmp_path: Path, monkeyp
     namespace: dict[str, object] = {"__name__": "doc_example"}
     exec(compile(code, "running.md:from-python", "exec"), namespace)
     assert (tmp_path / "bench.duckdb").is_file()
-    con = duckdb.connect(str(tmp_path / "bench.duckdb"), read_only=True)
+    con = open_read_only(tmp_path / "bench.duckdb")
     assert con.execute("SELECT count(DISTINCT bench_run_id) FROM case_runs").fetchone() == (4,)  # a run, 3 points

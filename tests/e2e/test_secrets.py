@@ -22,6 +22,7 @@ from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.redaction import REDACTED, Secrets, redact, safe_url
 from runners.endpoints.simulator import SimulatorServer
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "Zq7CanaryKeyValue42x"  # not shaped like a key: found by its value, not by a pattern
@@ -87,7 +88,7 @@ def test_a_stored_base_url_keeps_scheme_host_port_and_path(url: str | None, stor
 def _texts(path: Path) -> Iterator[str]:
     """Everything a written file holds, as text: every cell of a DuckDB file, an Inspect log's content."""
     if path.suffix == ".duckdb":
-        con = duckdb.connect(str(path), read_only=True)
+        con = open_read_only(path)
         try:
             tables = con.execute(
                 "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
@@ -240,7 +241,7 @@ def test_canary_secrets_reach_no_file_and_no_stream(tmp_path: Path, monkeypatch:
     assert leaks(out, streams) == []
     assert [p for p in tmp_path.iterdir() if p.name not in ("in", "out")] == []  # nothing written elsewhere
     # what was redacted is marked, and what a resume needs is kept
-    con = duckdb.connect(str(out / "bench.duckdb"), read_only=True)
+    con = open_read_only(out / "bench.duckdb")
     (stored_url,) = con.execute("SELECT DISTINCT base_url FROM bench_runs").fetchone() or (None,)
     scopes = [r[0] for r in con.execute("SELECT scope FROM tool_calls").fetchall()]
     (miss,) = con.execute("SELECT error FROM case_runs WHERE label = 'miss'").fetchone() or (None,)
@@ -297,14 +298,14 @@ def test_a_run_with_url_credentials_resumes(tmp_path: Path, monkeypatch: pytest.
         with pytest.raises(KeyboardInterrupt):
             run_bench(plan_run(BenchOptions.of(case_ids=cases, db=db, model_settings=ms, epochs=2)),
                       on_progress=interrupt_after_one)  # fmt: skip
-        con = duckdb.connect(str(db), read_only=True)
+        con = open_read_only(db)
         ((bench_run_id, stored, status),) = con.execute(
             "SELECT bench_run_id, base_url, status FROM bench_runs"
         ).fetchall()
         con.close()
         assert status == "interrupted" and stored == sim.base_url
         assert main(["run", "--db", str(db), "--resume", bench_run_id, "--base-url", url]) == 0
-        con = duckdb.connect(str(db), read_only=True)
+        con = open_read_only(db)
         assert con.execute("SELECT base_url, status FROM bench_runs").fetchall() == [(sim.base_url, "completed")]
         assert con.execute("SELECT count(DISTINCT case_run_id) FROM case_runs").fetchone() == (4,)
         con.close()

@@ -29,6 +29,7 @@ from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from runners.store.connection import connect
 from runners.store.migrations import SCHEMA_VERSION
+from tests._db import open_read_only
 from tests._rows import behaviour_query as _behaviour
 from tests._rows import behaviour_rows
 from tests._rows import query as _q
@@ -44,7 +45,7 @@ TABLES = ("case_runs", "tool_calls", "events")
 def _reads(db: Path, queries: Mapping[str, str]) -> dict[str, list[tuple[Any, ...]]]:
     """The rows of each named query on the DuckDB file `db`, read over one read-only connection (each connection
     builds a DuckDB instance: a test reading several things of one file at one moment opens it once)."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return {name: con.execute(sql).fetchall() for name, sql in queries.items()}
     finally:
@@ -53,7 +54,7 @@ def _reads(db: Path, queries: Mapping[str, str]) -> dict[str, list[tuple[Any, ..
 
 def _fingerprint(db: Path) -> str:
     """A hash of every row of every table (timing included): equal means nothing changed."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         h = hashlib.sha256()
         for table in ("bench_runs", "sweeps", "shards", "case_runs", "tool_calls", "events"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +19,7 @@ from harness.models.openai_model import OpenAIChatModel, json_reply_format, text
 from harness.prompts import DiagnosisTask
 from harness.trace import ModelCall
 from runners.cli import main
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool
 
@@ -127,7 +127,7 @@ def test_the_bench_stores_the_count_and_the_setting(tmp_path: Path, capsys: pyte
     assert "anyOf" not in ep.requests[0]["response_format"]["json_schema"]["schema"] or all(
         "name" in o["properties"] for o in ep.requests[0]["response_format"]["json_schema"]["schema"]["anyOf"]
     )
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT text_tool_calls, tool_invocations FROM case_runs").fetchall() == [(1, 1)]
     assert con.execute("SELECT tool_call_format FROM bench_runs").fetchall() == [("json",)]
     con.close()

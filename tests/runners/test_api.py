@@ -8,7 +8,6 @@ import ast
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners import api
@@ -25,6 +24,7 @@ from runners.api import (
     Verdict,
     WhatIf,
 )
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "threshold_sweep.ipynb"
@@ -127,7 +127,7 @@ def test_the_agent_loop_and_the_tool_choice_modes_through_the_api(tmp_path: Path
     db = tmp_path / "plain.duckdb"
     done = api.run(BenchOptions.of(case_ids=CASES[:1], db=db, agent=AgentFramework.PLAIN, label="plain"))
     assert done.status == "completed"
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         assert con.execute("SELECT agent FROM bench_runs").fetchall() == [("plain",)]
     finally:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from runners.cli import main
+from tests._db import open_read_only
 
 CASES = ("empty_logs_gateway_timeout_t1", "diagnosable_gateway_risk_pool_exhausted_t1")
 
@@ -82,7 +83,6 @@ def test_whatif_refuses_values_below_one(
 def test_a_cassette_miss_is_the_bench_s_in_every_loop(
     agent: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import duckdb
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "cassettes").mkdir()  # empty: every request misses
@@ -90,7 +90,7 @@ def test_a_cassette_miss_is_the_bench_s_in_every_loop(
             "--record-mode", "none", "--db", "miss.duckdb"]  # fmt: skip
     assert main(argv) == 2
     assert "re-record" in capsys.readouterr().err
-    con = duckdb.connect("miss.duckdb", read_only=True)
+    con = open_read_only("miss.duckdb")
     ((kind, error, passed),) = con.execute("SELECT error_kind, error, passed FROM case_runs").fetchall()
     con.close()
     assert kind == "CASSETTE_MISS" and "re-record with: " in str(error)

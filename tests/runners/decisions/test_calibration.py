@@ -24,6 +24,7 @@ from runners.run.case_runner import run_case
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from runners.store.connection import connect
 from runners.store.migrations import SCHEMA_VERSION, migrate
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[3]
 # The profiles' known optima were measured on the ten older diagnosable cases (`diagnosable.yaml`); the new held-out
@@ -120,7 +121,7 @@ def sweep_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 def test_sweep_recommends_the_known_optimum(sweep_db: tuple[Path, dict[str, str]]) -> None:
     db, ids = sweep_db
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         measured = {m: measure(con, s) for m, s in ids.items()}
     finally:
@@ -157,14 +158,14 @@ def test_sweep_points_and_resume_after_interrupt(tmp_path: Path) -> None:
             plan_sweep(SweepOptions(grid, BenchOptions.of(evalsets=["empty_logs"], db=db, epochs=2))),
             on_progress=interrupt,
         )
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     ((sweep_id, status),) = con.execute("SELECT sweep_id, status FROM sweeps").fetchall()
     kept = con.execute("SELECT count(*) FROM case_runs").fetchone()[0]  # type: ignore[index]
     con.close()
     assert status == "interrupted" and kept >= 14
     done = run_sweep(plan_sweep(SweepOptions(grid, BenchOptions.of(db=db), resume=ResumeRequest(sweep_id))))
     assert done.status == "completed"
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     n_cases = len(load_cases(["empty_logs"]))
     assert (
         con.execute("SELECT count(*), count(DISTINCT case_run_id) FROM case_runs").fetchone() == (4 * 2 * n_cases,) * 2
@@ -343,7 +344,7 @@ def test_outcome_table_is_what_a_bench_run_writes(tmp_path: Path) -> None:
     )
     table = outcome_table("sloppy", 2, 2, select_cases(["diagnosable"], []))
     assert table.distinct_runs < 2 * 2 * len(table.cases)  # some (case, trajectory) are reused
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     rows = con.execute(
         "SELECT case_id, epoch, passed, tool_invocations, model_calls, input_tokens + output_tokens FROM case_runs"
     ).fetchall()
@@ -364,7 +365,7 @@ def test_recommend_states_its_resolution_and_refuses_an_unresolved_pick(tmp_path
     db = tmp_path / "r.duckdb"
     opts = BenchOptions.of(evalsets=["diagnosable"], model="scripted:sloppy?seed=2", db=db, epochs=2)
     sweep_id = run_sweep(plan_sweep(SweepOptions(SweepGrid(no_gain_threshold=(2, 3)), opts))).sweep_id
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     stats = measure(con, sweep_id)
     con.close()
     rec = recommend(stats)

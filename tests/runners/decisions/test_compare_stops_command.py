@@ -20,6 +20,7 @@ from runners.decisions.counterfactual import RunStatus, recorded_counts
 from runners.domain.stop_rules import parse_rules
 from runners.store.connection import connect
 from runners.store.replayable_runs import ReplayableRun, runs_of_label
+from tests._db import open_read_only
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
 CASES = (
@@ -43,7 +44,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _bench_run(db: Path, threshold: int) -> str:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         row = con.execute("SELECT any_value(bench_run_id) FROM case_runs WHERE no_gain_threshold = ?",
                           [threshold]).fetchone()  # fmt: skip

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
 from runners.decisions.funnel import FunnelStage, confusion, funnel, stage_of
 from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows
+from tests._db import open_read_only
 
 SUCCESS_CASES = (
     "diagnosable_gateway_risk_pool_exhausted_t1",
@@ -22,7 +22,7 @@ SUCCESS_CASES = (
 
 
 def _stages(db: Path, label: str) -> dict[str, FunnelStage]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         ids = [r[0] for r in con.execute("SELECT bench_run_id FROM bench_runs WHERE label = ?", [label]).fetchall()]
         return {r.case_id: stage_of(r) for r in funnel_rows(con, ids)}
@@ -74,7 +74,7 @@ def test_an_eager_model_is_stopped_by_semanticguard_where_it_concludes_early(db:
 
 
 def test_the_confusion_shows_each_taggers_error(db: Path) -> None:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         query = "SELECT bench_run_id FROM bench_runs WHERE label = ?"
         ids = {
@@ -92,7 +92,7 @@ def test_the_confusion_shows_each_taggers_error(db: Path) -> None:
 
 
 def test_the_funnel_counts_every_run_expected_to_succeed(db: Path) -> None:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = funnel_rows(con, [r[0] for r in con.execute("SELECT bench_run_id FROM bench_runs").fetchall()])
     finally:

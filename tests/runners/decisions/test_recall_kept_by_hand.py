@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pytest
 from scipy import stats
 
 from runners.cli import main
+from tests._db import open_read_only
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 def test_recall_kept_counts_only_runs_known_to_keep_their_verdict(compared: tuple[Path, dict[str, object]]) -> None:
     db, policy = compared
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     rows = con.execute(
         "SELECT outcome_passed, no_gain_count FROM case_runs WHERE expected_outcome = 'SUCCESS' ORDER BY case_id"
     ).fetchall()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 import scipy.stats
 
@@ -25,6 +24,7 @@ from runners.decisions.recommend import (
 from runners.domain.evalset import BUILTIN_DIR
 from runners.plan.options import BenchOptions
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
+from tests._db import open_read_only
 
 FAMILIES = [str(BUILTIN_DIR / "diagnosable.yaml"), "empty_logs"]
 """The ten older diagnosable cases (the file; the family also holds the new held-out ones) and the empty-logs family:
@@ -120,7 +120,7 @@ def test_pick_is_the_known_optimum_and_does_not_move_with_epochs(
     epochs_db: tuple[Path, dict[tuple[str, int], str]],
 ) -> None:
     db, ids = epochs_db
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         tables = {key: measure(con, sweep) for key, sweep in ids.items()}
     finally:

@@ -26,6 +26,7 @@ from runners.domain.profiles import PROFILES
 from runners.store.connection import connect
 from runners.store.recorded_sweeps import CaseRunRow, read_recorded
 from runners.store.replayable_runs import ReplayableRun, runs_of_label
+from tests._db import open_read_only
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -190,7 +191,7 @@ def swept(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _bench_run(db: Path, threshold: int) -> str:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         row = con.execute("SELECT any_value(bench_run_id) FROM case_runs WHERE no_gain_threshold = ?",
                           [threshold]).fetchone()  # fmt: skip

@@ -22,6 +22,7 @@ from runners.plan.settings import ModelSettings, RunSettings
 from runners.plan.shard import ShardSpec
 from runners.plan.stored_plan import read_bench_run, run_argv
 from runners.store.runs import stored_bench_run
+from tests._db import open_read_only
 from tests._rows import query as _q
 
 ONE = "empty_logs_gateway_timeout_t1"
@@ -82,7 +83,7 @@ def test_the_printed_rerecord_command_is_the_stored_plan_and_makes_the_replay_pa
     argv = shlex.split(command)
 
     # the command is the stored plan, narrowed to the case and its epoch, recording
-    con = duckdb.connect(str(tmp_path / "miss.duckdb"), read_only=True)
+    con = open_read_only(tmp_path / "miss.duckdb")
     try:
         (bench_run_id,) = con.execute("SELECT bench_run_id FROM bench_runs").fetchone() or ("",)
         stored = read_bench_run_any(con, str(bench_run_id))

@@ -10,7 +10,6 @@ import shlex
 import uuid
 from pathlib import Path
 
-import duckdb
 import jsonschema
 import pytest
 import yaml
@@ -31,6 +30,7 @@ from runners.store.captured_runs import (
     load_captured_runs,
 )
 from runners.store.connection import connect
+from tests._db import open_read_only
 from tests._real_replays import RECORDINGS, replayed, summary_of
 
 _ASIDE = {"bench_run_id", "case_run_id", "case_id", "wall_ms", "finished_at", "expected_outcome",
@@ -50,7 +50,7 @@ call: five times the cost of the validation itself)."""
 
 
 def _rows(db: Path) -> dict[str, dict[str, object]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         cur = con.execute("SELECT * FROM case_runs")
         names = [d[0] for d in cur.description or ()]

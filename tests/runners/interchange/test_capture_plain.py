@@ -6,11 +6,11 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-import duckdb
 import pytest
 import yaml
 
 from runners.cli import main
+from tests._db import open_read_only
 
 CASES = (
     "diagnosable_gateway_risk_pool_exhausted_t1",
@@ -20,7 +20,7 @@ CASES = (
 
 
 def _rows(db: Path) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute(
             "SELECT case_run_id, tool_invocations, outcome, fallback_kind FROM case_runs ORDER BY case_id"

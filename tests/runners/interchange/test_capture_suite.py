@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
 from runners.domain.evalset import load_cases
+from tests._db import open_read_only
 from tests.runners.domain.test_suites import CASES, SUITE
 
 
@@ -22,7 +22,7 @@ def test_a_suites_run_is_captured_into_its_folder_and_replays(
     (suite / "cases.yaml").write_text(CASES, encoding="utf-8")
     db = tmp_path / "runs.duckdb"
     assert main(["run", "--evalset", str(suite), "--model", "scripted:mocked-path", "--db", str(db)]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     (run_id,) = con.execute("SELECT case_run_id FROM case_runs").fetchone() or ("",)
     con.close()
     capsys.readouterr()

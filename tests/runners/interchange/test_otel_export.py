@@ -50,6 +50,7 @@ from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.endpoints._serving import STOP_POLL_S
 from runners.interchange.otel_export import SERVICE_NAME, parse_otlp_json
+from tests._db import open_read_only
 
 CASES = [c.id for c in load_cases()[::6]]
 THRESHOLD = "3"  # not the default: the limits on the run span must come from the stored settings
@@ -118,7 +119,7 @@ def _export_file(db: Path, out: Path, *extra: str) -> list[ExportTraceServiceReq
 
 
 def _case_runs(db: Path) -> dict[str, dict[str, Any]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         cur = con.execute("SELECT * FROM case_runs")
         names = [d[0] for d in cur.description]

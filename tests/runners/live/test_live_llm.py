@@ -35,6 +35,7 @@ from runners.plan.run_plan import select_cases
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
 from runners.store.live_invariants import comparable_rows, live_figures
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -167,7 +168,7 @@ def test_figures_and_structure_from_duckdb(tmp_path: Path) -> None:
     db, ids = _scripted_live_db(tmp_path)
     assert check_structure(db, ids, deadline_s=120) == []
     f = live_figures(db, "live-auto", ids)
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         (backend, saturated, stop, calls) = con.execute(
             "SELECT count(*) FILTER (WHERE tool_invocations > 0), "

@@ -21,6 +21,7 @@ from runners.plan.flags import Bounded
 from runners.plan.rules import MAX_EPOCHS
 from runners.plan.settings import declaration
 from tests._cli_batch import Ran, batch_argv, read_batch
+from tests._db import open_read_only
 from tests.runners.domain.test_input_bounds import _MEASURE, PEAK_MB
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -225,9 +226,8 @@ def test_diff_checks_a_label_argument_like_label(
 
 
 def test_diff_still_takes_a_bench_run_id_and_a_label(two_labels: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    import duckdb
 
-    con = duckdb.connect(str(two_labels), read_only=True)
+    con = open_read_only(two_labels)
     try:
         row = con.execute("SELECT bench_run_id FROM bench_runs WHERE label = 'base'").fetchone()
     finally:

@@ -27,6 +27,7 @@ from runners.plan.run_plan import select_cases
 from runners.plan.settings import BenchSetting, RunSettings, SettingsError, declaration
 from runners.store.connection import connect
 from runners.store.migrations import SCHEMA_VERSION, migrate
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 from tests._rows import query as _q
 
@@ -41,7 +42,7 @@ PUBLIC_NAMES = {
 def _reads(db: Path, *sqls: str) -> list[list[tuple[Any, ...]]]:
     """The rows of each of `sqls` on the DuckDB file `db`, read over one read-only connection (each connection builds
     a DuckDB instance: a test reading several things at one moment opens the file once)."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return [con.execute(sql).fetchall() for sql in sqls]
     finally:

@@ -11,7 +11,6 @@ import re
 import shutil
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from runners.cli import main
@@ -22,6 +21,7 @@ from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.store.recorded_sweeps import read_recorded
 from tests._browser import Layout, Page, chromium, lay_out
+from tests._db import open_read_only
 
 SMALL, LARGE = "gemma3-270m", "qwen2.5-coder-0.5b"
 """Registry names: the gate compares them as an upgrade (SMALL → LARGE) and a downgrade."""
@@ -119,7 +119,7 @@ def test_the_report_is_written_from_the_replay(report: tuple[Path, Path, int]) -
     out, db, code = report
     assert code == 0
     assert (out / "report.md").is_file() and (out / "report.html").is_file()
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
     con.close()
     assert labels == {SMALL, LARGE, f"{LARGE}-plain", f"{LARGE}-no-semantic-guard"}  # the tag probe is replayed apart
@@ -170,7 +170,7 @@ def test_each_model_says_which_stop_rule_pays(report: tuple[Path, Path, int]) ->
 
 
 def _db(db: Path, sql: str, *params: object) -> list[tuple[object, ...]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute(sql, list(params)).fetchall()
     finally:
@@ -247,7 +247,7 @@ def test_a_model_recorded_through_the_plain_loop_is_its_own_recording_and_compar
     by = {r.split(" | ")[1]: r.split(" | ") for r in rows}
     assert by["tokens per run"][2] == "6"  # the cases both loops ran
     assert "recall (SUCCESS with the root cause)" in by and "protocol violations" in by
-    with duckdb.connect(str(db), read_only=True) as con:
+    with open_read_only(db) as con:
         labels = {r[0] for r in con.execute("SELECT DISTINCT label FROM case_runs").fetchall()}
     assert labels == {SMALL, LARGE, f"{LARGE}-plain", f"{LARGE}-no-semantic-guard"}
 
@@ -376,7 +376,7 @@ def test_the_gate_pairs_only_the_common_cases(report: tuple[Path, Path, int]) ->
     runs = {label: str(r) for label, r in _db(db, "SELECT DISTINCT label, bench_run_id FROM case_runs"
                                                    " WHERE no_gain_threshold = 2")}  # fmt: skip
     some = set(_cases()[:5])
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         picked = load_pairs(con, LARGE, SMALL, baseline_run=runs[LARGE], candidate_run=runs[SMALL], cases=some)
         every = load_pairs(con, LARGE, SMALL, baseline_run=runs[LARGE], candidate_run=runs[SMALL])

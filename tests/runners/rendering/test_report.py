@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import duckdb
 import matplotlib.image as mpimg
 import pytest
 
@@ -16,6 +15,7 @@ from runners.plan.options import BenchOptions
 from runners.run.bench import plan_run, run_bench
 from runners.run.sweep import SweepGrid, SweepOptions, plan_sweep, run_sweep
 from tests._browser import Layout, Page, chromium, lay_out
+from tests._db import open_read_only
 
 # the ten older diagnosable cases (the file): the recommended point below was measured on them
 FAMILIES = [str(BUILTIN_DIR / "diagnosable.yaml"), "empty_logs", "generic_kb"]
@@ -60,7 +60,7 @@ def test_recommendation_first_then_the_table_with_definitions(report: tuple[Path
 def test_family_table_is_the_recommended_configuration_only(report: tuple[Path, Path, str]) -> None:
     db, out, sweep_id = report
     md = (out / "report.md").read_text()
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     rows = con.execute(
         """SELECT family, count(DISTINCT case_id), count(*), avg(passed::INT),
                   count(*) FILTER (WHERE stop_reason IS NULL)

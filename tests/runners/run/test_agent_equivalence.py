@@ -15,6 +15,7 @@ from runners.domain.evalset import load_cases
 from runners.domain.scripted import Mistake
 from runners.plan.agent import AgentFramework
 from runners.run import agents
+from tests._db import open_read_only
 
 _SKIP = {"bench_run_id", "case_run_id", "wall_ms", "finished_at", "latency_ms", "t_ms"}
 CASES = load_cases()
@@ -22,7 +23,7 @@ CASES = load_cases()
 
 def _rows(db: Path, table: str) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of `table` without ids and timings, by case id, in order."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         cols = [r[0] for r in con.execute(f"DESCRIBE {table}").fetchall() if r[0] not in _SKIP]
         order = "x.case_id" if table == "case_runs" else "c.case_id, x.seq"

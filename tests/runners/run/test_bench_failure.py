@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness import ModelErrorKind
@@ -17,6 +16,7 @@ from runners.decisions.funnel import FunnelStage, stage_of
 from runners.decisions.real_models import summarize
 from runners.store.recorded_sweeps import read_recorded
 from runners.store.runs import family_rows
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 
 CASES = ("missing_context_no_time_acme_pay_refunds", "missing_context_nothing_given_zh")
@@ -40,7 +40,7 @@ def test_a_model_call_that_times_out_is_the_benchs_failure(
         ep.push(200, DECLINE)
         assert _run(ep.base_url, db) == 0
     assert "1 of 2 case run(s) ended on an endpoint or cassette error" in capsys.readouterr().err
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = con.execute(
             "SELECT passed, outcome_passed, error_kind, failures FROM case_runs ORDER BY error_kind NULLS LAST"
@@ -72,7 +72,7 @@ def test_a_reply_the_model_got_wrong_stays_the_models(tmp_path: Path, monkeypatc
         for _ in CASES:
             ep.push(200, completion("I cannot tell."))
         assert _run(ep.base_url, db) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         passed = con.execute("SELECT passed FROM case_runs").fetchall()
     finally:
@@ -102,7 +102,7 @@ def test_a_guard_call_that_times_out_is_the_benchs_failure(
         guard_url = guard.base_url
     err = capsys.readouterr().err
     assert f"or the SemanticGuard's {guard_url} served no case run (exit 2)" in err
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         ((outcome, passed, kind, failures),) = con.execute(
             "SELECT outcome, passed, error_kind, failures FROM case_runs"

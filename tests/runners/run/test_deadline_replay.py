@@ -13,7 +13,6 @@ import json
 import socket
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness.config import HarnessConfig
@@ -26,6 +25,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.store.cassettes import DEADLINE_READS_HEADER, FaultKind, cassette_path, deadline_reads_of, fault_of
+from tests._db import open_read_only
 from tests._fake_endpoint import serve
 from tests._rows import case_runs_by_case
 
@@ -38,7 +38,7 @@ MODEL = "openai:scripted"
 
 def _events(db: Path) -> list[tuple[object, ...]]:
     """Every event but its timings: kind, purpose, attempt, error kind, budget, stop reason, detail."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute(
             "SELECT c.case_id, e.seq, e.kind, e.purpose, e.attempt, e.error_kind, e.budget, e.stop_reason, e.detail"
@@ -138,7 +138,7 @@ def test_a_200_that_is_not_a_chat_completion_is_the_endpoints_fault(
     assert "err=no stop reason (the case run ended on a failed model call; see case_runs.error)" in table
     assert "completed, but every case run ended on an endpoint or cassette error" in table
     assert f"the endpoint {url} served no case run" in err
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     errors = [r[0] for r in con.execute("SELECT error FROM case_runs ORDER BY case_id").fetchall()]
     kinds = {r[0] for r in con.execute("SELECT DISTINCT error_kind FROM events WHERE kind = 'MODEL_CALL'").fetchall()}
     con.close()

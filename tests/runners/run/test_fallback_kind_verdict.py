@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 import yaml
 
 from runners.cli import main
 from runners.domain.evalset import BUILTIN_DIR
+from tests._db import open_read_only
 
 
 @pytest.mark.parametrize(("expected", "passes"), [("INSUFFICIENT_EVIDENCE", True), ("MISSING_REQUIRED_CONTEXT", False)])
@@ -22,7 +22,7 @@ def test_a_fallback_of_another_kind_fails_the_outcome_verdict(tmp_path: Path, ex
     path.write_text(yaml.safe_dump({"cases": [case]}, allow_unicode=True), encoding="utf-8")
     db = tmp_path / "k.duckdb"
     assert main(["run", "--evalset", str(path), "--db", str(db)]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     ((outcome, kind, outcome_passed, passed),) = con.execute(
         "SELECT outcome, fallback_kind, outcome_passed, passed FROM case_runs"
     ).fetchall()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness.semantic_guard import GUARD_MARKER
@@ -13,6 +12,7 @@ from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 
 CASE = "diagnosable_gateway_risk_pool_exhausted_t1"  # a SUCCESS: the SemanticGuard is asked
@@ -31,7 +31,7 @@ def test_the_guard_asks_its_own_model(tmp_path: Path, monkeypatch: pytest.Monkey
                      "--guard-base-url", guard.base_url]) == 0  # fmt: skip
     (request,) = guard.requests
     assert request["model"] == "judge-x" and request["messages"][0]["content"].startswith(GUARD_MARKER)
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = dict(con.execute("SELECT b.label, c.outcome || '/' || coalesce(b.guard_model, '-') FROM case_runs c"
                                 " JOIN bench_runs b USING (bench_run_id)").fetchall())  # fmt: skip

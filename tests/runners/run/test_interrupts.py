@@ -44,6 +44,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.run_plan import select_cases
 from runners.run import interrupts
 from runners.run.bench import plan_run, run_bench
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[3]
 HARNESS_BENCH = str(Path(sys.executable).with_name("harness-bench"))
@@ -84,7 +85,7 @@ class Digest:
 
 
 def _digest(db: Path) -> Digest:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         runs = con.execute(
             "SELECT no_gain_threshold, case_id, epoch, outcome, fallback_kind, stop_reason, passed, model_calls,"
@@ -557,7 +558,7 @@ def test_a_second_ctrl_c_exits_at_once(tmp_path: Path, baseline: Digest, capsys:
     stored = _digest(db)
     (sweep_id,) = stored.sweep_ids
     assert stored.statuses == ({"running"}, {"running"}), "no cleanup ran"
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     ((bench_id,),) = con.execute("SELECT bench_run_id FROM bench_runs").fetchall()
     con.close()
     _assert_subset_of(stored, baseline, "second Ctrl-C")
@@ -624,7 +625,7 @@ def test_a_cancelled_bench_discards_what_was_in_flight_and_resumes(tmp_path: Pat
     opts = BenchOptions.of(case_ids=list(CASES), epochs=2, db=db, concurrency=concurrency)
     summary = run_bench(plan_run(opts), cancellation=token, on_progress=cancel_after_three)
     assert summary.status == "interrupted" and summary.executed == 3 == len(seen)
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT count(*), count(*) FILTER (outcome = 'CANCELLED') FROM case_runs").fetchone() == (3, 0)
     assert con.execute("SELECT status FROM bench_runs").fetchone() == ("interrupted",)
     con.close()
@@ -679,7 +680,7 @@ def test_run_interrupted_names_its_bench_run_and_resume_command(
     cases = [a for c in CASES[:3] for a in ("--case", c)]
     assert main(["run", "--db", str(db), *cases, "--epochs", "2"]) == 143
     err = " ".join(capsys.readouterr().err.split())
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     ((run_id, status),) = con.execute("SELECT bench_run_id, status FROM bench_runs").fetchall()
     assert con.execute("SELECT count(*) FROM case_runs").fetchone() == (2,), "the case run in flight is discarded"
     con.close()
@@ -688,7 +689,7 @@ def test_run_interrupted_names_its_bench_run_and_resume_command(
     assert f"bench run {run_id} interrupted by SIGTERM: 2 of 6 case runs stored" in err and command in err, err
     monkeypatch.setattr(bench, "execute_case", real)
     assert main(shlex.split(command)[1:]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert con.execute("SELECT count(*), count(DISTINCT case_run_id) FROM case_runs").fetchone() == (6, 6)
     assert con.execute("SELECT status FROM bench_runs").fetchone() == ("completed",)
     con.close()

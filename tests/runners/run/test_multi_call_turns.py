@@ -11,7 +11,6 @@ import json
 from collections import Counter
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness.agent import run_diagnosis
@@ -26,6 +25,7 @@ from runners.plan.run_plan import select_cases
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import run_case
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupTool
 
@@ -130,7 +130,7 @@ def test_multi_call_cases_over_http_match_in_process_and_duckdb_agrees(tmp_path:
 
         )))  # fmt: skip
     assert summary.executed == len(cases) and summary.failed == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = con.execute(
             """SELECT c.case_id, c.outcome, c.tool_invocations, c.tool_rejections, c.protocol_violations,

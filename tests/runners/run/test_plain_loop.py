@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness import EvidenceChecked, HarnessConfig, ReleaseOutcome, ToolInvocation, ToolRequestRejected
@@ -15,6 +14,7 @@ from runners.domain.evalset import BUILTIN_DIR, EvalCase, load_cases
 from runners.domain.prompt import PLAIN_SYSTEM_PROMPT
 from runners.run.case_runner import run_case
 from runners.run.plain_loop import plain_loop
+from tests._db import open_read_only
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def test_the_bench_runs_the_plain_loop_in_process_and_over_http(tmp_path: Path) 
     with SimulatorServer(load(), trajectory_for=trajectory_for_model) as sim:
         assert main(["run", "--agent", "plain", "--db", str(db), "--label", "http", "--model", "openai:scripted",
                      "--base-url", sim.base_url, *pick]) in (0, 1)  # fmt: skip
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = con.execute(
             "SELECT b.label, c.case_id, c.outcome, c.tool_invocations, c.tool_rejections, c.outcome_passed"

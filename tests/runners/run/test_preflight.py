@@ -6,7 +6,6 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness.contracts import ModelErrorKind
@@ -16,6 +15,7 @@ from runners.domain.evalset import load_cases
 from runners.domain.profiles import trajectory_for_model
 from runners.endpoints.simulator import SimulatorServer
 from runners.run.preflight import ProbeRoute, probe
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 
 ONE = "empty_logs_gateway_timeout_t1"
@@ -125,7 +125,7 @@ def test_mid_run_outage_is_classified_and_loud(tmp_path: Path, capsys: pytest.Ca
     err = capsys.readouterr().err.replace("\n", "")
     assert "2 of 2 case run(s) ended on an endpoint or cassette error" in err
     assert "served no case run" in err
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     rows = con.execute("SELECT error, error_kind FROM case_runs ORDER BY case_id").fetchall()
     con.close()
     assert len(rows) == 2 and all("after 3 attempt(s): SERVER_ERROR: HTTP 503" in e for e, _ in rows), rows

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
 
 from harness.context import CancellationToken
@@ -24,6 +23,7 @@ from runners.plan.settings import ModelSettings
 from runners.run import executors
 from runners.run.bench import plan_run, run_bench
 from runners.run.executors import Executor, ExecutorError, iterate_processes
+from tests._db import open_read_only
 from tests._rows import assert_a_broken_cassette_fails_the_run, behaviour_rows, cli_run_missing_context
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -106,7 +106,7 @@ def test_a_cancellation_stops_the_workers_and_resume_completes_the_same_rows(tmp
     # workers that finished their share into an unread pipe used to wait for the driver's kill, 10 s each
     assert stopped_after < 5, f"run_bench returned {stopped_after:.1f}s after the cancellation"
     assert cut.status == "interrupted" and 10 <= cut.executed < cut.planned
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         stored = con.execute("SELECT count(*), count(*) FILTER (outcome = 'CANCELLED') FROM case_runs").fetchone()
     finally:

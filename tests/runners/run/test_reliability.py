@@ -29,6 +29,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.rules import BenchInputError
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
+from tests._db import open_read_only
 from tests._fake_endpoint import completion, serve
 from tests.conftest import LINES, LookupInput, LookupTool
 
@@ -172,7 +173,7 @@ def test_fault_sigkill_half_way_then_resume(tmp_path: Path) -> None:
     time.sleep(0.3)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=10)
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     ((bench_id, status, planned),) = con.execute(
         "SELECT bench_run_id, status, planned_case_runs FROM bench_runs"
     ).fetchall()
@@ -180,7 +181,7 @@ def test_fault_sigkill_half_way_then_resume(tmp_path: Path) -> None:
     con.close()
     assert status == "running" and 0 < kept < planned, (status, kept, planned)
     assert main(["run", "--db", str(db), "--resume", bench_id]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     total, distinct = con.execute("SELECT count(*), count(DISTINCT case_run_id) FROM case_runs").fetchone()  # type: ignore[misc]
     final = con.execute("SELECT status FROM bench_runs").fetchone()
     orphans = con.execute(
@@ -199,7 +200,7 @@ def test_stale_running_run_is_marked_interrupted(tmp_path: Path, capsys: pytest.
     con.close()
     assert main(["run", "--db", str(db), "--case", "empty_logs_gateway_timeout_t1"]) == 0
     assert "now 'interrupted'" in capsys.readouterr().err
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     assert sorted(r[0] for r in con.execute("SELECT status FROM bench_runs").fetchall()) == ["completed", "interrupted"]
     con.close()
 
@@ -259,7 +260,7 @@ def test_canary_key_never_lands_anywhere(tmp_path: Path, monkeypatch: pytest.Mon
     haystack = [logs.out, logs.err]
     haystack += [p.read_text(errors="replace") for p in (tmp_path / "cas").rglob("*.json")]
     haystack += [p.read_bytes().decode("latin-1") for p in (tmp_path / "report").iterdir()]
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     for (table,) in con.execute(
         "SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'"
     ).fetchall():

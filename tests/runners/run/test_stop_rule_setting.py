@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness import BudgetKind, RejectionReason
@@ -14,6 +13,7 @@ from runners.cli import main
 from runners.plan.bench_config import BenchHarnessConfig, request_checks
 from runners.plan.settings import RunSettings, reproduce_flags
 from runners.run.verdict import trajectory_applies
+from tests._db import open_read_only
 
 CASE = "duplicate_scopes_log_field_order_gateway_pool_t1"
 """A case whose reference trajectory asks the same log query again (a repeat the Harness refuses as a duplicate)."""
@@ -48,7 +48,7 @@ def test_the_rule_is_stored_with_the_run_and_stops_it_live(tmp_path: Path, capsy
     code = main(["sweep", "--db", str(db), "--case", CASE, "--stop-rule", "repeat:k=2,w=4", "--agent", "plain",
                  "--no-gain-threshold", "2", "--epochs", "1", "--label", "plain"])  # fmt: skip
     assert code == 0, capsys.readouterr().err
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         stored = con.execute(
             "SELECT c.label, b.stop_rule, b.settings_json FROM bench_runs b JOIN (SELECT DISTINCT"

@@ -12,7 +12,6 @@ import json
 import socket
 from pathlib import Path
 
-import duckdb
 import pytest
 
 from harness.config import HarnessConfig
@@ -23,6 +22,7 @@ from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.store.cassettes import FAULT_HEADER, FaultKind, cassette_path, fault_of
+from tests._db import open_read_only
 from tests._rows import case_runs_by_case
 
 TIMEOUT = InjectedFaultKind.TIMEOUT
@@ -48,7 +48,7 @@ MODEL = "openai:scripted"
 
 def _model_attempts(db: Path) -> list[tuple[object, ...]]:
     """Every MODEL_CALL event: which case, purpose, attempt, error kind and error text (not timings)."""
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         return con.execute(
             "SELECT c.case_id, e.seq, e.purpose, e.attempt, e.error_kind, e.detail, e.input_tokens"

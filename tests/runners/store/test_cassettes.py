@@ -15,6 +15,7 @@ from runners.plan.settings import ModelSettings
 from runners.run.bench import plan_run, run_bench
 from runners.run.case_runner import CaseRun
 from runners.store.cassettes import SCRUB_REQUEST_HEADERS, SCRUB_RESPONSE_HEADERS, cassette_path
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[3]
 CASSETTES = ROOT / "cassettes"
@@ -87,7 +88,6 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
     import glob
     import shlex
 
-    import duckdb
     import yaml
 
     from runners.cli import main
@@ -149,8 +149,8 @@ def test_example_gate_workflow_runs_offline(tmp_path: Path, monkeypatch: pytest.
         "SELECT case_run_id, outcome, fallback_kind, stop_reason, passed, model_calls, tool_invocations,"
         " tool_rejections, input_tokens, output_tokens FROM case_runs WHERE label = 'baseline' ORDER BY 1"
     )
-    merged = duckdb.connect(str(tmp_path / "gate.duckdb"), read_only=True)
-    one = duckdb.connect(str(tmp_path / "whole.duckdb"), read_only=True)
+    merged = open_read_only(tmp_path / "gate.duckdb")
+    one = open_read_only(tmp_path / "whole.duckdb")
     try:
         assert merged.execute(q).fetchall() == one.execute(q).fetchall() != []
         assert whole.executed == len(load_cases())
@@ -188,9 +188,8 @@ def test_sweep_in_replay_mode_makes_no_network_call(tmp_path: Path, monkeypatch:
                      record_mode="none"),
     )))  # fmt: skip
     assert attempts == []
-    import duckdb
 
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     rows = con.execute("SELECT no_gain_threshold, error FROM case_runs").fetchall()
     con.close()
     assert all(err is None for t, err in rows if t == 2), "the recorded configuration replays completely"

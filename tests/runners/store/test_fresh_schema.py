@@ -14,10 +14,11 @@ from runners.plan.options import declared_columns
 from runners.store import migrations
 from runners.store.connection import connect
 from runners.store.errors import MetricsDbError
+from tests._db import open_read_only
 
 
 def _describe(db: Path) -> dict[str, list[tuple[object, ...]]]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         queries = {
             "columns": "SELECT table_name, column_name, column_index, data_type, column_default, is_nullable"
@@ -80,7 +81,7 @@ def test_a_foreign_file_is_refused_after_a_replay_too(tmp_path: Path) -> None:
     con.close()
     with pytest.raises(MetricsDbError, match="from another program"):
         connect(foreign)
-    con = duckdb.connect(str(foreign), read_only=True)
+    con = open_read_only(foreign)
     try:  # left as it was
         assert con.execute("SELECT table_name FROM duckdb_tables()").fetchall() == [("orders",)]
     finally:

@@ -69,6 +69,20 @@ def test_two_connections_share_the_file_until_the_last_closes(tmp_path: Path) ->
     assert _opens_alone(db)
 
 
+def test_a_statement_on_a_connection_nobody_keeps_reads_its_rows(tmp_path: Path) -> None:
+    """`execute` returns the connection, as DuckDB's does: the rows of `attach(..).execute(..)` are read before the
+    connection goes."""
+    db = tmp_path / "d.duckdb"
+    with attach(str(db), read_only=False) as con:
+        con.execute("CREATE TABLE t AS SELECT range AS x FROM range(3)")
+    # outside an assert: pytest's rewriting would keep the intermediate values alive
+    total = attach(str(db), read_only=True).execute("SELECT sum(x) FROM t").fetchone()
+    rows = attach(str(db), read_only=True).executemany("SELECT ? + x FROM t", [[1]]).fetchall()
+    assert total == (3,) and rows == [(1,), (2,), (3,)]
+    gc.collect()
+    assert _opens_alone(db)
+
+
 def test_a_connection_dropped_unclosed_detaches_its_file(tmp_path: Path) -> None:
     db = tmp_path / "c.duckdb"
     before = _attached()

@@ -33,6 +33,7 @@ from runners.plan.settings import ModelSettings
 from runners.rendering.gate import markdown_section
 from runners.run.bench import plan_run, run_bench
 from runners.store.transcripts import REDACTED, check_against_requests, load_case_run, observations
+from tests._db import open_read_only
 
 ROOT = Path(__file__).resolve().parents[3]
 EMPTY = "empty_logs_gateway_timeout_t1"
@@ -41,7 +42,7 @@ QUESTION = "Payments for tenant t1 timed out around 14:00 on July 1st, why?"
 
 def _one_run(db: Path, *extra: str) -> str:
     assert main(["run", "--db", str(db), "--case", EMPTY, *extra]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         row = con.execute("SELECT case_run_id FROM case_runs ORDER BY finished_at DESC LIMIT 1").fetchone()
     finally:
@@ -87,7 +88,7 @@ def test_show_prints_question_tool_calls_observations_stop_required_and_outcome(
     # the same case run by its id, and the stored observations are the tool messages the model was sent
     assert main(["show", "--db", str(db), run_id]) == 0
     assert capsys.readouterr().out == text
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         info = load_case_run(con, str(db), run_id)
     finally:
@@ -113,7 +114,7 @@ def test_no_transcripts_flag_stores_none_and_show_says_how_to_get_one(
 ) -> None:
     db = tmp_path / "t.duckdb"
     run_id = _one_run(db, "--no-transcripts")
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         assert con.execute("SELECT count(*) FROM messages").fetchone() == (0,)
         assert con.execute("SELECT transcripts FROM bench_runs").fetchone() == (False,)
@@ -138,7 +139,7 @@ def test_the_hint_of_a_run_without_transcripts_runs_the_same_case_again_with_one
     hint = shlex.split(line.partition("without --no-transcripts: ")[2])
     assert hint[:2] == ["harness-bench", "run"] and "--no-transcripts" not in hint, line
     assert main(hint[1:]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = con.execute(
             "SELECT c.label, b.model, b.transcripts, c.epoch, b.settings_json FROM case_runs c JOIN bench_runs b"
@@ -155,7 +156,7 @@ def test_the_hint_of_a_run_without_transcripts_runs_the_same_case_again_with_one
 
 
 def _q_one(db: Path, sql: str) -> tuple[str]:
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         row = con.execute(sql).fetchone()
     finally:
@@ -231,7 +232,7 @@ def test_secrets_never_land_in_the_transcript(tmp_path: Path, monkeypatch: pytes
     evalset = _custom_case(tmp_path, f"Why did tenant t1 time out? (the key {canary} and {shaped} were in the ticket)")
     db = tmp_path / "c.duckdb"
     assert main(["run", "--db", str(db), "--evalset", str(evalset)]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         dump = json.dumps(con.execute("SELECT * FROM messages").fetchall(), default=str)
         dump += json.dumps(con.execute("SELECT * FROM prompts").fetchall(), default=str)
@@ -253,7 +254,7 @@ def test_merge_carries_transcripts_of_every_shard(tmp_path: Path, capsys: pytest
     assert main(["merge", str(out), *map(str, shards)]) == 0  # idempotent: nothing copied twice
 
     def counts(path: Path) -> tuple[int, int, int]:
-        con = duckdb.connect(str(path), read_only=True)
+        con = open_read_only(path)
         try:
             row = con.execute(
                 "SELECT (SELECT count(*) FROM messages), (SELECT count(DISTINCT case_run_id) FROM messages),"
@@ -268,7 +269,7 @@ def test_merge_carries_transcripts_of_every_shard(tmp_path: Path, capsys: pytest
     merged = counts(out)
     assert merged[0] == got[0][0] + got[1][0] and merged[1] == got[0][1] + got[1][1]
     assert merged[2] <= got[0][2] + got[1][2]  # the system prompt is stored once
-    con = duckdb.connect(str(out), read_only=True)
+    con = open_read_only(out)
     try:
         ids = [r[0] for r in con.execute("SELECT case_run_id FROM case_runs ORDER BY 1").fetchall()]
     finally:
@@ -300,7 +301,7 @@ def test_a_failed_gate_names_its_cases_with_a_working_diff_command(
     assert "### Cases that got worse" in md
     commands = re.findall(r"`(harness-bench diff [^`]+)`", md)
     assert commands, md
-    con = duckdb.connect(str(gate_db), read_only=True)
+    con = open_read_only(gate_db)
     try:
         flipped = {r[0] for r in con.execute(
             "SELECT b.case_id FROM case_runs b JOIN case_runs c USING (case_id, epoch) WHERE b.label = 'base'"
@@ -370,7 +371,7 @@ def test_live_transcripts_equal_the_tool_messages_the_server_received(
             cassettes=cassettes, record_mode="once",
         )))  # fmt: skip
     assert summary.executed == len(ids) and not summary.infra_errors
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         run_ids = [r[0] for r in con.execute("SELECT case_run_id FROM case_runs").fetchall()]
         infos = {load_case_run(con, str(db), r).row["case_id"]: load_case_run(con, str(db), r) for r in run_ids}
@@ -498,7 +499,7 @@ def test_an_observation_the_run_never_sent_is_stored_as_such(
     case = "generic_kb_pool_guide_ignores_stop_settlement_t5"  # a tool call after STOP_REQUIRED: controlled stop
     db = tmp_path / "u.duckdb"
     assert main(["run", "--db", str(db), "--case", case]) == 0
-    con = duckdb.connect(str(db), read_only=True)
+    con = open_read_only(db)
     try:
         rows = con.execute("SELECT kind, sent, model_call FROM messages WHERE sent = false").fetchall()
         (run_id,) = con.execute("SELECT case_run_id FROM case_runs").fetchone()  # type: ignore[misc]
@@ -513,7 +514,7 @@ def test_an_observation_the_run_never_sent_is_stored_as_such(
 
 def test_worker_processes_store_the_same_transcripts_as_threads(tmp_path: Path) -> None:
     def stored(db: Path) -> list[tuple[object, ...]]:
-        con = duckdb.connect(str(db), read_only=True)
+        con = open_read_only(db)
         try:
             return con.execute(
                 "SELECT split_part(case_run_id, '/', 2), seq, kind, content, prompt_hash, arguments, invocation_status,"
