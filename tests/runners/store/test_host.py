@@ -206,5 +206,5 @@ class StoreConnections(RuleBasedStateMachine):
                     assert con.execute("SELECT count(*) FROM t").fetchone() == (count,)
 
 
-StoreConnections.TestCase.settings = settings(max_examples=30, stateful_step_count=20, deadline=None)
+StoreConnections.TestCase.settings = settings(max_examples=15, stateful_step_count=15, deadline=None)
 test_store_connections = StoreConnections.TestCase
