@@ -397,8 +397,10 @@ def _write(
             raise MergeInterrupted(summary.out, existed=target == summary.out)
 
     con = connect(target)
+    aliases: list[str] = []
     try:
-        aliases = []
+        # the inputs are attached to the store's one instance, which outlives this connection: each one attached is
+        # detached, whatever ends the merge (an input that fails to attach included)
         for i, path in enumerate(inputs):
             alias = f"hb_in_{i}"
             con.execute(f"ATTACH {_quote(path)} AS {alias} (READ_ONLY)")
@@ -419,11 +421,12 @@ def _write(
                 with contextlib.suppress(duckdb.Error):
                     con.execute("ROLLBACK")
             raise
-        finally:
+    finally:
+        try:
             for alias in aliases:
                 con.execute(f"DETACH {alias}")
-    finally:
-        con.close()
+        finally:
+            con.close()
 
 
 def _copy(con: duckdb.DuckDBPyConnection, alias: str, summary: MergeSummary) -> None:
