@@ -13,10 +13,12 @@ connections to one file with different configurations when it does not.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import os
 import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -52,6 +54,26 @@ class _Host:
         self.instance: duckdb.DuckDBPyConnection | None = None
         self.files: dict[str, _Attachment] = {}
         self.serial = itertools.count(1)
+        self.pending: list[str] = []
+        """Releases asked for while `lock` was held (by a connection collected meanwhile), done when it is let go."""
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """`lock` held for the block."""
+        self.lock.acquire()
+        try:
+            yield
+        finally:
+            self.unlock()
+
+    def unlock(self) -> None:
+        """Let go of `lock`, the releases that had to wait done first (one asked for after that is done by the next
+        holder)."""
+        try:
+            while self.pending:
+                _drop(self, self.pending.pop())
+        finally:
+            self.lock.release()
 
     def connection(self) -> duckdb.DuckDBPyConnection:
         """The instance, created on first use (under `lock`)."""
@@ -89,7 +111,7 @@ def attach(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
     (a file locked by another process: `duckdb.IOException`)."""
     key = os.path.realpath(path)
     host = _host
-    with host.lock:
+    with host.locked():
         instance = host.connection()
         found = host.files.get(key)
         if found is None:
@@ -117,7 +139,7 @@ def attach(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
 def attach_memory() -> duckdb.DuckDBPyConnection:
     """A connection to a new empty in-memory database of the process's instance, dropped when it is closed."""
     host = _host
-    with host.lock:
+    with host.locked():
         instance = host.connection()
         alias = f"hb_mem_{next(host.serial)}"
         instance.execute(f"ATTACH ':memory:' AS {alias}")
@@ -134,23 +156,35 @@ def _using(instance: duckdb.DuckDBPyConnection, alias: str) -> duckdb.DuckDBPyCo
     return cursor
 
 
-def _release(host: _Host, key: str) -> None:
-    """One connection to `key` closed: the file detached once none is open (DuckDB checkpoints it then)."""
-    with host.lock:
-        found = host.files.get(key)
-        if found is None:
-            return
-        found.users -= 1
-        if found.users > 0:
-            return
-        del host.files[key]
-        if host.instance is not None:
-            try:
-                host.instance.execute(f"DETACH {found.alias}")
-            except duckdb.Error:
-                # The checkpoint failed (a full disk): the file is detached all the same and what was committed is in
-                # its write-ahead log, which the next open replays; a connection of DuckDB's own closes so too.
-                pass
+def _release(host: _Host, key: str, *, wait: bool = True) -> None:
+    """One connection to `key` closed: the file detached once none is open (DuckDB checkpoints it then). Without
+    `wait` (a connection being collected, which may happen while this very thread holds the lock), a lock held
+    elsewhere leaves the release to whoever holds it."""
+    if not host.lock.acquire(blocking=wait):
+        host.pending.append(key)
+        return
+    try:
+        _drop(host, key)
+    finally:
+        host.unlock()
+
+
+def _drop(host: _Host, key: str) -> None:
+    """`_release`'s work, under the lock."""
+    found = host.files.get(key)
+    if found is None:
+        return
+    found.users -= 1
+    if found.users > 0:
+        return
+    del host.files[key]
+    if host.instance is not None:
+        try:
+            host.instance.execute(f"DETACH {found.alias}")
+        except duckdb.Error:
+            # The checkpoint failed (a full disk): the file is detached all the same and what was committed is in
+            # its write-ahead log, which the next open replays; a connection of DuckDB's own closes so too.
+            pass
 
 
 def _call(connection: _Attached, name: str, *args: Any, **kwargs: Any) -> Any:
@@ -200,6 +234,9 @@ class _Attached:
 
     def close(self) -> None:
         """Close the cursor and release the attachment; closing again does nothing."""
+        self._close(wait=True)
+
+    def _close(self, *, wait: bool) -> None:
         cursor, self._cursor = self._cursor, None
         if cursor is None:
             return
@@ -209,7 +246,7 @@ class _Attached:
         try:
             cursor.close()
         finally:
-            _release(self._host, self._key)
+            _release(self._host, self._key, wait=wait)
 
     def __enter__(self) -> _Attached:
         return self
@@ -220,6 +257,6 @@ class _Attached:
     def __del__(self) -> None:
         if getattr(self, "_cursor", None) is not None:
             try:
-                self.close()
+                self._close(wait=False)
             except Exception:  # collected during shutdown or after a failed write: nothing to tell
                 pass

@@ -93,6 +93,19 @@ def test_a_connection_dropped_unclosed_detaches_its_file(tmp_path: Path) -> None
     assert _attached() == before and _opens_alone(db)
 
 
+def test_a_connection_collected_while_the_lock_is_held_is_released_when_it_is_let_go(tmp_path: Path) -> None:
+    """Collection runs anywhere, on the thread that holds the store's lock too: the release waits for the lock to be
+    let go instead of waiting on it (which would never end), and the file is detached then."""
+    db = tmp_path / "e.duckdb"
+    con = attach(str(db), read_only=False)
+    host = _host._host
+    with host.locked():
+        del con
+        gc.collect()
+        assert host.pending and not _opens_alone(db)
+    assert not host.pending and _opens_alone(db)
+
+
 def test_a_memory_database_is_its_own_and_goes_with_its_connection() -> None:
     before = _attached()
     one, two = attach_memory(), attach_memory()
