@@ -24,10 +24,10 @@ import duckdb  # noqa: E402
 from runners.store.connection import connect  # noqa: E402
 
 
-def _cpu_ms(opens: int, one: Callable[[int], object]) -> float:
+def _cpu_ms(opens: int, one: Callable[[], object]) -> float:
     start = time.process_time()
-    for i in range(opens):
-        one(i)
+    for _ in range(opens):
+        one()
     return (time.process_time() - start) * 1000 / opens
 
 
@@ -41,12 +41,12 @@ def main(argv: list[str]) -> int:
         existing = folder / "existing.duckdb"
         connect(existing).close()
         serial = iter(range(10**9))
-        kinds: dict[str, Callable[[int], object]] = {
-            "store: new file": lambda i: connect(folder / f"n{next(serial)}.duckdb").close(),
-            "store: existing, writing": lambda i: connect(existing).close(),
-            "store: existing, read-only": lambda i: connect(existing, read_only=True).close(),
-            "own instance: existing, writing": lambda i: duckdb.connect(str(existing)).close(),
-            "own instance: existing, read-only": lambda i: duckdb.connect(str(existing), read_only=True).close(),
+        kinds: dict[str, Callable[[], object]] = {
+            "store: new file": lambda: connect(folder / f"n{next(serial)}.duckdb").close(),
+            "store: existing, writing": lambda: connect(existing).close(),
+            "store: existing, read-only": lambda: connect(existing, read_only=True).close(),
+            "own instance: existing, writing": lambda: duckdb.connect(str(existing)).close(),
+            "own instance: existing, read-only": lambda: duckdb.connect(str(existing), read_only=True).close(),
         }
         samples: dict[str, list[float]] = {k: [] for k in kinds}
         for _ in range(args.rounds):

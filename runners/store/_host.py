@@ -24,7 +24,7 @@ from typing import Any, cast
 
 import duckdb
 
-__all__ = ["attach", "attach_memory"]
+__all__ = ["attach", "attach_memory", "quoted_path"]
 
 # No extension is ever needed: never reach the network for one. Set once, for every database attached.
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
@@ -117,7 +117,7 @@ def attach(path: str, *, read_only: bool) -> duckdb.DuckDBPyConnection:
         if found is None:
             alias = f"hb_db_{next(host.serial)}"
             mode = " (READ_ONLY)" if read_only else ""
-            instance.execute(f"ATTACH {_quoted(path)} AS {alias}{mode}")
+            instance.execute(f"ATTACH {quoted_path(path)} AS {alias}{mode}")
             found = host.files[key] = _Attachment(alias, read_only, 0)
             try:
                 cursor = _using(instance, alias)
@@ -191,8 +191,9 @@ def _call(connection: _Attached, name: str, *args: Any, **kwargs: Any) -> Any:
     return getattr(connection._open(), name)(*args, **kwargs)
 
 
-def _quoted(path: str) -> str:
-    return "'" + path.replace("'", "''") + "'"
+def quoted_path(path: str | os.PathLike[str]) -> str:
+    """`path` as a SQL string literal, for an ATTACH statement."""
+    return "'" + str(path).replace("'", "''") + "'"
 
 
 class _Attached:

@@ -21,6 +21,7 @@ from typing import Any
 import duckdb
 
 from runners.domain.redaction import NO_SECRETS, redact, redact_cells
+from runners.store._host import quoted_path
 from runners.store.schema import CaseRunRows
 from runners.store.writer import MetricsWriter
 
@@ -104,7 +105,7 @@ def write_imported_bench_run(
         else:
             staging = ":memory:"
         try:
-            con.execute(f"ATTACH '{staging.replace(chr(39), chr(39) * 2)}' AS {_STAGING}")
+            con.execute(f"ATTACH {quoted_path(staging)} AS {_STAGING}")
             stack.callback(_quietly, con, f"DETACH {_STAGING}")
             for table in _STAGED:
                 con.execute(f'CREATE TABLE {_STAGING}.{table} AS SELECT * FROM "{main}".{table} LIMIT 0')

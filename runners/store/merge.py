@@ -38,6 +38,7 @@ from harness import CancellationToken
 from runners.plan import settings
 from runners.plan.options import BenchOptions
 from runners.plan.shard import RunStatus
+from runners.store._host import quoted_path
 from runners.store.catalog import catalog_columns
 from runners.store.connection import check_database_file, connect, connect_in_memory
 from runners.store.errors import MetricsDbError
@@ -106,10 +107,6 @@ class MergeSummary:
     """One line per bench run touched: id, shards held, case runs, status."""
     sweeps: list[str] = field(default_factory=list)
     """One line per sweep touched: id, grid points, status."""
-
-
-def _quote(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _expected_columns() -> dict[str, set[str]]:
@@ -403,7 +400,7 @@ def _write(
         # detached, whatever ends the merge (an input that fails to attach included)
         for i, path in enumerate(inputs):
             alias = f"hb_in_{i}"
-            con.execute(f"ATTACH {_quote(path)} AS {alias} (READ_ONLY)")
+            con.execute(f"ATTACH {quoted_path(path)} AS {alias} (READ_ONLY)")
             aliases.append(alias)
         con.execute("BEGIN")
         committed = False

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import gc
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import duckdb
@@ -162,10 +164,8 @@ class StoreConnections(RuleBasedStateMachine):
         self.open: dict[int, tuple[str, bool, duckdb.DuckDBPyConnection]] = {}
         self.serial = 0
 
-    @initialize(folder=st.just(None))
-    def files(self, folder: None) -> None:
-        import tempfile
-
+    @initialize()
+    def files(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="hb-host-"))
         for name in ("x.duckdb", "y.duckdb"):
             with attach(str(self.folder / name), read_only=False) as con:
@@ -217,6 +217,7 @@ class StoreConnections(RuleBasedStateMachine):
                 assert _opens_alone(self.folder / name)
                 with duckdb.connect(str(self.folder / name), read_only=True) as con:
                     assert con.execute("SELECT count(*) FROM t").fetchone() == (count,)
+            shutil.rmtree(self.folder)
 
 
 StoreConnections.TestCase.settings = settings(max_examples=15, stateful_step_count=15, deadline=None)

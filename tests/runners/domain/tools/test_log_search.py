@@ -354,6 +354,6 @@ def test_remembered_searches_answer_as_fresh_ones(tool: LogSearch) -> None:
                 for extra in ({}, {"tenant": "acme"}, {"level": "ERROR"}, {"keyword": "gw_timeout"},
                               {"keyword": "no such words"}, {"tenant": "globex", "limit": 1})]  # fmt: skip
     first = [tool.run(LogSearchInput.model_validate(s)) for s in searches]
-    _duck._results.clear()
+    _duck.forget_answers()
     assert [tool.run(LogSearchInput.model_validate(s)) for s in searches] == first
     assert [tool.run(LogSearchInput.model_validate(s)) for s in searches] == first
