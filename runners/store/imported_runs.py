@@ -68,7 +68,6 @@ _BATCH = 200
 """Case runs per insert: the rows in memory at once are a batch's, whatever the import's size."""
 _STAGED = ("case_runs", "tool_calls", "events", "messages", "prompts")
 """The tables an import's case runs fill (the bench run's own row goes straight in)."""
-_STAGING = "hb_import_staging"
 _MEMORY_LIMIT = "128MB"
 """DuckDB's memory while an import writes (measured: enough for 2·10⁵ spans a transaction)."""
 
@@ -89,6 +88,9 @@ def write_imported_bench_run(
     from runners.store.writer import commit
 
     main = str(con.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
+    # named after the database it fills: the store attaches every file to one instance per process, where an alias is
+    # the whole process's, so two imports at once into two databases must not share one
+    staging_alias = f'"{main}_staging"'
     (path,) = con.execute("SELECT path FROM duckdb_databases() WHERE database_name = ?", [main]).fetchone() or (None,)
     with contextlib.ExitStack() as stack:
         # DuckDB keeps the blocks it writes cached up to its memory limit (80% of the machine's memory by default):
@@ -105,11 +107,11 @@ def write_imported_bench_run(
         else:
             staging = ":memory:"
         try:
-            con.execute(f"ATTACH {quoted_path(staging)} AS {_STAGING}")
-            stack.callback(_quietly, con, f"DETACH {_STAGING}")
+            con.execute(f"ATTACH {quoted_path(staging)} AS {staging_alias}")
+            stack.callback(_quietly, con, f"DETACH {staging_alias}")
             for table in _STAGED:
-                con.execute(f'CREATE TABLE {_STAGING}.{table} AS SELECT * FROM "{main}".{table} LIMIT 0')
-            con.execute(f"USE {_STAGING}")  # the writer's statements name no database: they fill the staging one
+                con.execute(f'CREATE TABLE {staging_alias}.{table} AS SELECT * FROM "{main}".{table} LIMIT 0')
+            con.execute(f"USE {staging_alias}")  # the writer's statements name no database: they fill the staging one
             stack.callback(_quietly, con, f'USE "{main}"')
             writer = MetricsWriter(con, flush_seconds=float("inf"), max_buffer=_BATCH)
             for r, (messages, prompts) in rows:
@@ -133,7 +135,7 @@ def write_imported_bench_run(
             )  # fmt: skip
             for table in _STAGED:
                 known = " WHERE prompt_hash NOT IN (SELECT prompt_hash FROM prompts)" if table == "prompts" else ""
-                con.execute(f"INSERT INTO {table} SELECT * FROM {_STAGING}.{table}{known}")
+                con.execute(f"INSERT INTO {table} SELECT * FROM {staging_alias}.{table}{known}")
         except WRITE_FAILURES as exc:
             _rollback(con)
             raise exc if isinstance(exc, MetricsWriteError) else MetricsWriteError(exc) from exc

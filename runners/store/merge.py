@@ -396,10 +396,12 @@ def _write(
     con = connect(target)
     aliases: list[str] = []
     try:
-        # the inputs are attached to the store's one instance, which outlives this connection: each one attached is
-        # detached, whatever ends the merge (an input that fails to attach included)
+        # the inputs are attached to the store's one instance, which outlives this connection and whose aliases are
+        # the whole process's: named after OUT's own, and each one attached is detached whatever ends the merge (an
+        # input that fails to attach included)
+        out = str(con.execute("SELECT current_database()").fetchone()[0])  # type: ignore[index]
         for i, path in enumerate(inputs):
-            alias = f"hb_in_{i}"
+            alias = f'"{out}_in_{i}"'
             con.execute(f"ATTACH {quoted_path(path)} AS {alias} (READ_ONLY)")
             aliases.append(alias)
         con.execute("BEGIN")
