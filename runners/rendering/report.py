@@ -11,11 +11,13 @@ one list of sections, so they always say the same thing.
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import astuple, dataclass, field, fields
+from functools import cached_property
 from pathlib import Path
 
 import duckdb
@@ -68,14 +70,19 @@ STOP_REASONS = {
 
 @dataclass(frozen=True)
 class Figure:
-    """One PNG figure."""
+    """One PNG figure, drawn when its bytes are first asked for: a report whose output is refused draws nothing."""
 
     name: str
     """File name (`recall_vs_threshold.png`)."""
     title: str
     """Caption."""
-    png: bytes
-    """Image bytes."""
+    draw: Callable[[], bytes]
+    """Draws the image (its data already read: the database may be closed by then)."""
+
+    @cached_property
+    def png(self) -> bytes:
+        """The image's bytes, drawn once."""
+        return self.draw()
 
 
 @dataclass(frozen=True)
@@ -209,32 +216,39 @@ FUNNEL_DEFINITIONS = {s.value: doc for s, doc in STAGE_DOCS.items()}
 
 
 def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
-    fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
-    idx = df.set_index("family")
-    idx[["success", "fallback", "failed"]].plot.barh(
-        stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
-    )
-    axes[0].set(title="Outcome per family", xlabel="case runs", ylabel="family")
-    stops = idx[["saturated", "budget", "protocol", "on_its_own"]].rename(columns={"on_its_own": "on its own"})
-    stops.plot.barh(stacked=True, ax=axes[1], color=["tab:purple", "tab:orange", "tab:red", "tab:gray"])
-    axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
-    for ax in axes:
-        ax.invert_yaxis()
-        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
-    return Figure(name, f"Outcome and stop reason per family — {what}", _png(fig))
+    def draw() -> bytes:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
+        idx = df.set_index("family")
+        idx[["success", "fallback", "failed"]].plot.barh(
+            stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
+        )
+        axes[0].set(title="Outcome per family", xlabel="case runs", ylabel="family")
+        stops = idx[["saturated", "budget", "protocol", "on_its_own"]].rename(columns={"on_its_own": "on its own"})
+        stops.plot.barh(stacked=True, ax=axes[1], color=["tab:purple", "tab:orange", "tab:red", "tab:gray"])
+        axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
+        for ax in axes:
+            ax.invert_yaxis()
+            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
+        return _png(fig)
+
+    return Figure(name, f"Outcome and stop reason per family — {what}", draw)
 
 
 def _tool_distribution(con: duckdb.DuckDBPyConnection, scope: CaseRunScope, what: str) -> Figure:
     columns = [f.name for f in fields(ToolRequests)]
     df = pd.DataFrame([astuple(r) for r in tool_requests(con, scope)], columns=columns)
-    fig, ax = plt.subplots(figsize=(7, 3.4))
-    top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
-    bins = [x - 0.5 for x in range(top + 2)]
-    ax.hist([df["tool_invocations"], df["tool_rejections"]], bins=bins, label=["invocations", "rejections"])
-    ax.set_xticks(range(top + 1))
-    ax.set(xlabel="tool requests per case run", ylabel="case runs", title="Tool invocations and rejections")
-    ax.legend()
-    return Figure("tool_call_distribution.png", f"Tool invocations and rejections per case run — {what}", _png(fig))
+
+    def draw() -> bytes:
+        fig, ax = plt.subplots(figsize=(7, 3.4))
+        top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
+        bins = [x - 0.5 for x in range(top + 2)]
+        ax.hist([df["tool_invocations"], df["tool_rejections"]], bins=bins, label=["invocations", "rejections"])
+        ax.set_xticks(range(top + 1))
+        ax.set(xlabel="tool requests per case run", ylabel="case runs", title="Tool invocations and rejections")
+        ax.legend()
+        return _png(fig)
+
+    return Figure("tool_call_distribution.png", f"Tool invocations and rejections per case run — {what}", draw)
 
 
 # -- sweep figures -----------------------------------------------------------------------------------------
@@ -243,6 +257,11 @@ def _short(s: ConfigStats, cols: tuple[str, ...]) -> str:
 
 
 def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
+    return Figure("recall_wasted_vs_threshold.png", f"Recall and wasted invocations against {rec.columns[0]}",
+                  functools.partial(_draw_curves, stats, rec))  # fmt: skip
+
+
+def _draw_curves(stats: list[ConfigStats], rec: Recommendation) -> bytes:
     x_col, series_cols = rec.columns[0], rec.columns[1:]
     # x positions by rank, labelled with the values: integer ticks for thresholds, names for text settings
     xs = sorted({s.setting(x_col) for s in stats}, key=lambda v: config_key((v,)))
@@ -276,10 +295,15 @@ def _curves(stats: list[ConfigStats], rec: Recommendation) -> Figure:
         ax.legend(fontsize=7)
     axes[0].set(ylim=(-0.05, 1.05), ylabel="diagnosis recall (share of cases)", title="Recall, 95% interval over cases")
     axes[1].set(ylabel="wasted invocations per case run", title="Wasted invocations on no-evidence cases")
-    return Figure("recall_wasted_vs_threshold.png", f"Recall and wasted invocations against {x_col}", _png(fig))
+    return _png(fig)
 
 
 def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
+    return Figure("pareto_front.png", "Pareto front: recall against cost, every front point labelled",
+                  functools.partial(_draw_pareto, stats, rec))  # fmt: skip
+
+
+def _draw_pareto(stats: list[ConfigStats], rec: Recommendation) -> bytes:
     obj = rec.objective
     fig, ax = plt.subplots(figsize=(9, 4.6))
     for s in stats:
@@ -322,7 +346,7 @@ def _pareto(stats: list[ConfigStats], rec: Recommendation) -> Figure:
     )
     ax.plot([], [], "o", color="tab:gray", alpha=0.6, label="dominated")
     ax.legend(fontsize=8, loc="lower right")
-    return Figure("pareto_front.png", "Pareto front: recall against cost, every front point labelled", _png(fig))
+    return _png(fig)
 
 
 # -- which stop rule pays -------------------------------------------------------------------------
@@ -351,7 +375,7 @@ def _stops_section(con: duckdb.DuckDBPyConnection, db: str, bench_run_id: str, w
         *(note[0].upper() + note[1:] + "." for note in result.notes),
     ]
     figure = Figure("stop_rules_pareto.png", f"Stop rules: recall kept against tool calls saved — {what}",
-                    pareto_png(result, f"Stop rules on {bench_run_id}"))  # fmt: skip
+                    functools.partial(pareto_png, result, f"Stop rules on {bench_run_id}"))  # fmt: skip
     return Section(title, paragraphs, [TableBlock(header, rows)], {}, [figure])
 
 
@@ -507,11 +531,11 @@ def build_report(
     from runners.store.output_files import NamedPath, check_outputs, write_bytes, write_text
 
     md_path, html_path = out / "report.md", out / "report.html"
-    figures = [(out / f.name, f.png) for s in sections for f in s.figures]
+    figures = [(out / f.name, f) for s in sections for f in s.figures]
     written = dict.fromkeys([*(p for p, _ in figures), md_path, html_path])  # a figure name may repeat
     check_outputs([NamedPath("--out", p) for p in written], [NamedPath("--db", Path(db))])
-    for path, png in figures:  # each file complete or not written (no 0-byte PNG on a full disk)
-        write_bytes(NamedPath("--out", path), png)
+    for path, figure in figures:  # drawn now; each file complete or not written (no 0-byte PNG on a full disk)
+        write_bytes(NamedPath("--out", path), figure.png)
     title = f"harness-bench report — {scope}"
     write_text(NamedPath("--out", md_path), _markdown(title, str(db), sections))
     write_text(NamedPath("--out", html_path), _html(title, str(db), sections))

@@ -133,3 +133,22 @@ def test_bench_run_report_and_bad_input(tmp_path: Path, capsys: pytest.CaptureFi
     bad = tmp_path / "bad"
     assert main(["report", "--db", str(db), "--bench-run", s.bench_run_id, "--out", str(bad), "--margin", "2"]) == 2
     assert "--margin 2: a rate margin must be within [0, 1]" in capsys.readouterr().err and not bad.exists()
+
+
+def test_a_refused_figure_path_draws_no_figure(report: tuple[Path, Path, str], tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The figures' names are checked before any is drawn: a refused output costs no drawing (and writes nothing)."""
+    import matplotlib.figure
+
+    db, _, sweep_id = report
+    drawn: list[int] = []
+    savefig = matplotlib.figure.Figure.savefig
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig",
+                        lambda self, *a, **k: drawn.append(1) or savefig(self, *a, **k))  # fmt: skip
+    refused = tmp_path / "refused"
+    refused.mkdir()
+    (refused / "pareto_front.png").symlink_to(db)  # a figure's path naming the database
+    assert main(["report", "--db", str(db), "--sweep", sweep_id, "--out", str(refused)]) == 2
+    assert drawn == [] and sorted(p.name for p in refused.iterdir()) == ["pareto_front.png"]
+    assert main(["report", "--db", str(db), "--sweep", sweep_id, "--out", str(tmp_path / "fine")]) == 0
+    assert len(drawn) == len(list((tmp_path / "fine").glob("*.png"))) >= 4, "every figure drawn once when written"

@@ -171,7 +171,7 @@ def test_report_markdown_escapes_titles_alt_text_and_keeps_its_own_markup() -> N
     label = "<img src=x onerror=alert(1)>](javascript:alert(1))"
     sections = [Section(f"Bench run br-1 (openai:m, label {label})", [f"{label} paragraph",
                         MarkdownText(f"{markdown_code('case')} — {markdown_code('harness-bench show x')}")],
-                        figures=[Figure("f.png", f"Outcome — {label}", b"")])]  # fmt: skip
+                        figures=[Figure("f.png", f"Outcome — {label}", lambda: b"")])]  # fmt: skip
     md = _markdown(f"report — {label}", "x`y.duckdb", sections)
     out = _md().render(md)
     assert out.count("<img") == 1 and '<img src="f.png" alt="Outcome — &lt;img src=x' in out, out
