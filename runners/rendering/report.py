@@ -10,14 +10,11 @@ one list of sections, so they always say the same thing.
 
 from __future__ import annotations
 
-import base64
 import functools
 import io
-import re
 from collections import Counter
-from collections.abc import Callable, Mapping
-from dataclasses import astuple, dataclass, field, fields
-from functools import cached_property
+from collections.abc import Mapping
+from dataclasses import astuple, fields
 from pathlib import Path
 
 import duckdb
@@ -43,8 +40,7 @@ from runners.decisions.recommend import (
 )
 from runners.domain.fallback_source import FallbackSource
 from runners.plan.settings import SettingValue
-from runners.rendering.safe_text import MarkdownText, markdown, markdown_code
-from runners.rendering.safe_text import html as safe_html
+from runners.rendering.report_document import Figure, Section, TableBlock, html_document, markdown_document
 from runners.store.diagnosis_reads import funnel_rows, gain_tag_rows, sweep_points
 from runners.store.report_reads import (
     BenchRunScope,
@@ -66,49 +62,6 @@ STOP_REASONS = {
     None: "on its own",
 }
 """stop_reason -> bar label; None is a run that finished without a Harness stop."""
-
-
-@dataclass(frozen=True)
-class Figure:
-    """One PNG figure, drawn when its bytes are first asked for: a report whose output is refused draws nothing."""
-
-    name: str
-    """File name (`recall_vs_threshold.png`)."""
-    title: str
-    """Caption."""
-    draw: Callable[[], bytes]
-    """Draws the image (its data already read: the database may be closed by then)."""
-
-    @cached_property
-    def png(self) -> bytes:
-        """The image's bytes, drawn once."""
-        return self.draw()
-
-
-@dataclass(frozen=True)
-class TableBlock:
-    """A table with its header."""
-
-    header: list[str]
-    """Column names."""
-    rows: list[list[str]]
-    """Cells as text."""
-
-
-@dataclass
-class Section:
-    """One heading of the report."""
-
-    title: str
-    """Heading."""
-    paragraphs: list[str] = field(default_factory=list)
-    """Text, one paragraph each."""
-    tables: list[TableBlock] = field(default_factory=list)
-    """Tables after the text."""
-    definitions: dict[str, str] = field(default_factory=dict)
-    """term -> one-line definition, after the tables."""
-    figures: list[Figure] = field(default_factory=list)
-    """Figures last."""
 
 
 def _png(fig: MplFigure) -> bytes:
@@ -537,86 +490,6 @@ def build_report(
     for path, figure in figures:  # drawn now; each file complete or not written (no 0-byte PNG on a full disk)
         write_bytes(NamedPath("--out", path), figure.png)
     title = f"harness-bench report — {scope}"
-    write_text(NamedPath("--out", md_path), _markdown(title, str(db), sections))
-    write_text(NamedPath("--out", html_path), _html(title, str(db), sections))
+    write_text(NamedPath("--out", md_path), markdown_document(title, str(db), sections))
+    write_text(NamedPath("--out", html_path), html_document(title, str(db), sections))
     return md_path, html_path
-
-
-def _md(text: str) -> str:
-    """A paragraph the bench wrote as Markdown stays; any other text is escaped (`_safe_text.markdown`)."""
-    return text if isinstance(text, MarkdownText) else markdown(text)
-
-
-def _markdown(title: str, db: str, sections: list[Section]) -> str:
-    md = [f"# {_md(title)}", "", f"Source: {markdown_code(db)}.", ""]
-    for s in sections:
-        md += [f"## {_md(s.title)}", ""]
-        for p in s.paragraphs:
-            md += [_md(p), ""]
-        for t in s.tables:
-            md += ["| " + " | ".join(_md(h) or " " for h in t.header) + " |", "|" + "---|" * len(t.header)]
-            md += ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
-            md.append("")
-        for term, definition in s.definitions.items():
-            md.append(f"- **{_md(term)}**: {_md(definition.split(' — ')[-1])}")
-        if s.definitions:
-            md.append("")
-        for f in s.figures:
-            md += [f"### {_md(f.title)}", "", f"![{_md(f.title)}]({f.name})", ""]
-    return "\n".join(md)
-
-
-_CSS = """
-body{font-family:system-ui,sans-serif;max-width:1040px;margin:1.5rem auto;padding:0 1rem;line-height:1.45;color:#222}
-h1{font-size:1.5rem}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
-p{margin:.6rem 0}
-.scroll{overflow-x:auto;max-width:100%}
-table{border-collapse:collapse;font-size:.8rem;margin:.8rem 0}
-td,th{border:1px solid #ccc;padding:.2rem .35rem;text-align:right;vertical-align:top}
-th{overflow-wrap:normal;word-break:normal}
-th{background:#f3f3f3;font-weight:600}td:first-child,th:first-child{text-align:left}
-dl{font-size:.85rem}dt{font-weight:600;display:inline}dd{display:inline;margin:0}dd::after{content:"";display:block}
-img{max-width:100%;height:auto}figure{margin:1.2rem 0}figcaption{font-size:.85rem;color:#555}
-code{overflow-wrap:anywhere}
-"""
-
-
-def _breakable(header: str) -> str:
-    """A column header that wraps between words, and after the `_` or `/` inside one (`NEVER_RETRIEVED`, `S / F`),
-    never inside a word ("case s" under a narrow column): a wide table scrolls in its own box instead."""
-    return header.replace("_", "_<wbr>").replace("/", "/<wbr>")
-
-
-def _cell(text: str) -> str:
-    """Escaped; an interval `[a, b]` never breaks inside, so a narrow column wraps before it."""
-    return re.sub(r"\[([^\]]*?), ([^\]]*?)\]", "[\\1,&nbsp;\\2]", safe_html(text))
-
-
-def _html(title: str, db: str, sections: list[Section]) -> str:
-    parts = [f"<h1>{safe_html(title)}</h1>", f"<p>Source: <code>{safe_html(db)}</code></p>"]
-    for s in sections:
-        parts.append(f"<h2>{safe_html(s.title)}</h2>")
-        parts += [f"<p>{safe_html(p)}</p>" for p in s.paragraphs]
-        for t in s.tables:
-            head = "".join(f"<th>{_breakable(safe_html(h))}</th>" for h in t.header)
-            body = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in row) + "</tr>" for row in t.rows)
-            parts.append(
-                f"<div class='scroll'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
-            )
-        if s.definitions:
-            items = "".join(
-                f"<dt>{safe_html(k)}:</dt> <dd>{safe_html(v.split(' — ')[-1])}</dd>" for k, v in s.definitions.items()
-            )
-            parts.append(f"<dl>{items}</dl>")
-        for f in s.figures:
-            data = base64.b64encode(f.png).decode()
-            parts.append(
-                f"<figure><img alt='{safe_html(f.title)}' src='data:image/png;base64,{data}'/>"
-                f"<figcaption>{safe_html(f.title)}</figcaption></figure>"
-            )
-    body = "\n".join(parts)
-    return (
-        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f"<title>{safe_html(title)}</title><style>{_CSS}</style></head>\n<body>\n{body}\n</body></html>\n"
-    )

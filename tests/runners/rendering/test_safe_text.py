@@ -166,13 +166,13 @@ def test_the_gate_summary_renders_a_hostile_label_and_path_as_text(tmp_path: obj
 
 
 def test_report_markdown_escapes_titles_alt_text_and_keeps_its_own_markup() -> None:
-    from runners.rendering.report import Figure, Section, _markdown
+    from runners.rendering.report_document import Figure, Section, markdown_document
 
     label = "<img src=x onerror=alert(1)>](javascript:alert(1))"
     sections = [Section(f"Bench run br-1 (openai:m, label {label})", [f"{label} paragraph",
                         MarkdownText(f"{markdown_code('case')} — {markdown_code('harness-bench show x')}")],
                         figures=[Figure("f.png", f"Outcome — {label}", lambda: b"")])]  # fmt: skip
-    md = _markdown(f"report — {label}", "x`y.duckdb", sections)
+    md = markdown_document(f"report — {label}", "x`y.duckdb", sections)
     out = _md().render(md)
     assert out.count("<img") == 1 and '<img src="f.png" alt="Outcome — &lt;img src=x' in out, out
     assert "href" not in out and not [t for t in _md().parse(md) if t.type == "html_block"]
