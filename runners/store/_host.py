@@ -29,7 +29,7 @@ __all__ = ["attach", "attach_memory", "quoted_path"]
 # No extension is ever needed: never reach the network for one. Set once, for every database attached.
 # One thread: the store's statements are many and small (a run's rows, a catalog lookup, a summary over thousands of
 # rows), and waking a second worker thread for each costs more CPU than it saves (a one-case run and its `show`:
-# about a fifth less CPU, benchmarks/bench_store_open.py); connections used from several threads still execute in
+# about a fifth less CPU, benchmarks/bench_store_threads.py); connections used from several threads still execute in
 # parallel, each statement in the thread that sent it.
 _CONFIG: dict[str, str | bool | int | float | list[str]] = {
     "autoinstall_known_extensions": False,
