@@ -169,39 +169,41 @@ FUNNEL_DEFINITIONS = {s.value: doc for s, doc in STAGE_DOCS.items()}
 
 
 def _outcome_figure(df: pd.DataFrame, name: str, what: str) -> Figure:
-    def draw() -> bytes:
-        fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
-        idx = df.set_index("family")
-        idx[["success", "fallback", "failed"]].plot.barh(
-            stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
-        )
-        axes[0].set(title="Outcome per family", xlabel="case runs", ylabel="family")
-        stops = idx[["saturated", "budget", "protocol", "on_its_own"]].rename(columns={"on_its_own": "on its own"})
-        stops.plot.barh(stacked=True, ax=axes[1], color=["tab:purple", "tab:orange", "tab:red", "tab:gray"])
-        axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
-        for ax in axes:
-            ax.invert_yaxis()
-            ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
-        return _png(fig)
+    return Figure(name, f"Outcome and stop reason per family — {what}", functools.partial(_draw_outcomes, df))
 
-    return Figure(name, f"Outcome and stop reason per family — {what}", draw)
+
+def _draw_outcomes(df: pd.DataFrame) -> bytes:
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.3 + 0.32 * len(df)), sharey=True)
+    idx = df.set_index("family")
+    idx[["success", "fallback", "failed"]].plot.barh(
+        stacked=True, ax=axes[0], color=["tab:green", "tab:blue", "tab:red"]
+    )
+    axes[0].set(title="Outcome per family", xlabel="case runs", ylabel="family")
+    stops = idx[["saturated", "budget", "protocol", "on_its_own"]].rename(columns={"on_its_own": "on its own"})
+    stops.plot.barh(stacked=True, ax=axes[1], color=["tab:purple", "tab:orange", "tab:red", "tab:gray"])
+    axes[1].set(title="Stop reason per family", xlabel="case runs", ylabel="")
+    for ax in axes:
+        ax.invert_yaxis()
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.32), ncol=4, frameon=False)
+    return _png(fig)
 
 
 def _tool_distribution(con: duckdb.DuckDBPyConnection, scope: CaseRunScope, what: str) -> Figure:
     columns = [f.name for f in fields(ToolRequests)]
-    df = pd.DataFrame([astuple(r) for r in tool_requests(con, scope)], columns=columns)
+    df = pd.DataFrame([astuple(r) for r in tool_requests(con, scope)], columns=columns)  # read while `con` is open
+    return Figure("tool_call_distribution.png", f"Tool invocations and rejections per case run — {what}",
+                  functools.partial(_draw_tool_requests, df))  # fmt: skip
 
-    def draw() -> bytes:
-        fig, ax = plt.subplots(figsize=(7, 3.4))
-        top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
-        bins = [x - 0.5 for x in range(top + 2)]
-        ax.hist([df["tool_invocations"], df["tool_rejections"]], bins=bins, label=["invocations", "rejections"])
-        ax.set_xticks(range(top + 1))
-        ax.set(xlabel="tool requests per case run", ylabel="case runs", title="Tool invocations and rejections")
-        ax.legend()
-        return _png(fig)
 
-    return Figure("tool_call_distribution.png", f"Tool invocations and rejections per case run — {what}", draw)
+def _draw_tool_requests(df: pd.DataFrame) -> bytes:
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    top = int(max(df["tool_invocations"].max(), df["tool_rejections"].max(), 1))
+    bins = [x - 0.5 for x in range(top + 2)]
+    ax.hist([df["tool_invocations"], df["tool_rejections"]], bins=bins, label=["invocations", "rejections"])
+    ax.set_xticks(range(top + 1))
+    ax.set(xlabel="tool requests per case run", ylabel="case runs", title="Tool invocations and rejections")
+    ax.legend()
+    return _png(fig)
 
 
 # -- sweep figures -----------------------------------------------------------------------------------------
