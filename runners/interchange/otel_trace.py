@@ -18,7 +18,13 @@ from pathlib import Path
 from harness import EntryKind, InvocationStatus, ModelCall, ModelPurpose, ToolInvocation, __version__
 from runners.interchange.observed_rows import import_rows
 from runners.interchange.otel_import import ObservedRun, TraceFormat, TraceImportError, read_traces
-from runners.store.captured_runs import CapturedMessage, CapturedRun, CaptureSourceError, load_captured_run
+from runners.store.captured_runs import (
+    CapturedMessage,
+    CapturedRun,
+    CaptureSourceError,
+    load_captured_run,
+    load_captured_runs,
+)
 from runners.store.connection import connect_in_memory
 from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
 
@@ -86,26 +92,53 @@ def captured_run_from_trace(path: Path, run_id: str) -> CapturedRun:
 def captured_runs_from_trace(path: Path, run_ids: Sequence[str]) -> tuple[CapturedRun, ...]:
     """The runs `run_ids` of `path`, in that order, the file read once (what `captured_run_from_trace` is for each)."""
     runs = _the_runs(path, run_ids)
-    out = []
+    stored: dict[int, str] = {}  # the position of a run in `runs` -> its case run id in the temporary database
     # An in-memory database: nothing of it outlives the capture, and no file (nor the import's staging file beside
     # it) is created and removed once per run.
     con = connect_in_memory("<the capture's temporary database>")
     try:
-        for n, run in enumerate(runs):
+        # As few imports as the runs allow, read back at once: an import's fixed cost and a read's (about forty DuckDB
+        # statements) were most of capturing a run when each run was imported and read alone.
+        for n, group in enumerate(_import_groups(runs)):
             bench_id = f"{_BENCH}-{n}"
-            ((rows, transcript),) = import_rows([run], bench_id, label="")
-            bench = ImportedBenchRun(bench_id, "", str(rows.case_run["model"] or "") or None, str(path),
-                                     (run.case_id,), run.epoch, __version__)  # fmt: skip
-            write_imported_bench_run(con, bench, [(rows, transcript)])
-            try:
-                captured = load_captured_run(con, str(path), str(rows.case_run["case_run_id"]))
-            except CaptureSourceError as exc:
-                raise TraceError(f"--run {run.run_id!r}: {exc}") from None
-            bench_run_id, _, rest = run.run_id.partition("/")
-            out.append(dataclasses.replace(
-                captured, case_run_id=run.run_id, bench_run_id=bench_run_id if rest else "", label=None,
-                messages=captured.messages + _unsent(run, captured.messages),
-            ))  # fmt: skip
+            imported = import_rows([runs[i] for i in group], bench_id, label="")
+            models = {rows.case_run["model"] for rows, _ in imported}
+            bench = ImportedBenchRun(bench_id, "", str(models.pop() or "") or None if len(models) == 1 else None,
+                                     str(path), tuple(runs[i].case_id for i in group),
+                                     max(runs[i].epoch for i in group), __version__)  # fmt: skip
+            write_imported_bench_run(con, bench, imported)
+            stored |= {i: str(rows.case_run["case_run_id"]) for i, (rows, _) in zip(group, imported, strict=True)}
+        try:
+            loaded = load_captured_runs(con, str(path), [stored[i] for i in range(len(runs))])
+        except CaptureSourceError:  # each run read alone: the first that cannot be captured is named
+            for i, run in enumerate(runs):
+                try:
+                    load_captured_run(con, str(path), stored[i])
+                except CaptureSourceError as exc:
+                    raise TraceError(f"--run {run.run_id!r}: {exc}") from None
+            raise
     finally:
         con.close()
+    out = []
+    for run, captured in zip(runs, loaded, strict=True):
+        bench_run_id, _, rest = run.run_id.partition("/")
+        out.append(dataclasses.replace(
+            captured, case_run_id=run.run_id, bench_run_id=bench_run_id if rest else "", label=None,
+            messages=captured.messages + _unsent(run, captured.messages),
+        ))  # fmt: skip
     return tuple(out)
+
+
+def _import_groups(runs: Sequence[ObservedRun]) -> list[list[int]]:
+    """The positions of `runs` in as few imports as they allow: a bench run holds a case's epoch once, so two runs
+    of one case and epoch (two models in one trace, a run asked for twice) go to different imports."""
+    groups: list[tuple[list[int], set[tuple[str, int]]]] = []
+    for i, run in enumerate(runs):
+        key = (run.case_id, run.epoch)
+        group = next((g for g in groups if key not in g[1]), None)
+        if group is None:
+            group = ([], set())
+            groups.append(group)
+        group[0].append(i)
+        group[1].add(key)
+    return [positions for positions, _ in groups]

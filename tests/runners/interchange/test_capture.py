@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import shlex
 import uuid
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -20,7 +22,7 @@ from harness.prompts import DiagnosisTask, TaskContext, render_task
 from runners.cli import main
 from runners.domain.evalset import load_cases
 from runners.interchange.capture import build_case, case_yaml
-from runners.interchange.otel_trace import captured_runs_from_trace
+from runners.interchange.otel_trace import captured_run_from_trace, captured_runs_from_trace
 from runners.store.captured_runs import (
     CapturedMessage,
     CapturedRun,
@@ -331,6 +333,48 @@ def test_runs_read_at_once_are_each_run_as_read_alone_in_the_order_asked(origina
         assert caught.value.problem is CaptureSourceProblem.UNKNOWN_CASE_RUN
     finally:
         con.close()
+
+
+def test_runs_captured_from_a_trace_at_once_are_each_as_captured_alone(tmp_path: Path) -> None:
+    """Read at once, runs of one case and epoch from two bench runs (imported apart) and an id asked for twice come
+    back, in the order asked, as each comes back read alone."""
+    pytest.importorskip("opentelemetry.sdk")
+    db, trace = tmp_path / "two.duckdb", tmp_path / "spans.jsonl"
+    cases = ("diagnosable_webhook_cert_expired_acme_pay", "empty_logs_gateway_timeout_t1")
+    for model in ("scripted", "scripted:eager"):
+        assert main(["run", "--db", str(db), "--model", model, *(a for c in cases for a in ("--case", c))]) == 0
+    assert main(["export", "--db", str(db), "--otel", str(trace), "--otel-content"]) == 0
+    con = open_read_only(db)
+    try:
+        rows = con.execute("SELECT case_run_id, case_id, epoch FROM case_runs ORDER BY case_id, model").fetchall()
+    finally:
+        con.close()
+    assert len(rows) == 4 and rows[0][1:] == rows[1][1:]  # one case and epoch in both bench runs
+    ids = [str(rows[i][0]) for i in (1, 2, 0, 2, 3)]
+    alone = tuple(captured_run_from_trace(trace, i) for i in ids)
+    assert captured_runs_from_trace(trace, ids) == alone
+    assert len({run.model for run in alone}) == 2  # the two bench runs' runs are each their own
+
+
+def test_a_run_of_a_trace_read_at_once_that_cannot_be_captured_is_named(
+    full_trace: Path, original: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run whose import holds no transcript (none of the bench's exports makes one: an import that lost it) is
+    refused by its own id among runs read at once, as when read alone."""
+    import runners.interchange.otel_trace as otel_trace
+
+    ids = [str(row["case_run_id"]) for _, row in sorted(_rows(original).items())][:3]
+    real = otel_trace.import_rows
+
+    def losing_the_second(runs: list[Any], bench_run_id: str, label: str) -> list[Any]:
+        imported = zip(runs, real(runs, bench_run_id, label), strict=True)
+        return [(rows, ([] if run.run_id == ids[1] else messages, prompts))
+                for run, (rows, (messages, prompts)) in imported]  # fmt: skip
+
+    monkeypatch.setattr(otel_trace, "import_rows", losing_the_second)
+    for asked in (ids, ids[1:2]):
+        with pytest.raises(otel_trace.TraceError, match=rf"^--run '{re.escape(ids[1])}': .*no transcript stored"):
+            captured_runs_from_trace(full_trace, asked)
 
 
 def test_run_without_transcripts_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
