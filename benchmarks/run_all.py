@@ -18,7 +18,7 @@ def main() -> int:
     scripts: list[tuple[str, list[str]]] = [
         ("bench_interceptor.py", []), ("bench_throughput.py", []), ("bench_scaling.py", []), ("bench_import.py", []),
         ("peers/run_peers.py", []), ("bench_transcripts.py", []), ("bench_otel.py", []), ("bench_store_open.py", []),
-        ("bench_store_threads.py", []), ("bench_capture.py", []),
+        ("bench_store_threads.py", []), ("bench_read_at_once.py", []),
         ("bench_concurrency.py", ["--repeats", "1"]),  # ~4 min; docs/measurements.md's table uses 3 repeats
     ]  # fmt: skip
     for script, args in scripts:

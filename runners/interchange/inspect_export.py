@@ -18,7 +18,7 @@ import pydantic_core
 
 from harness import EntryKind, ModelPurpose
 from runners.domain.redaction import safe_url
-from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_run
+from runners.store.transcripts import GUARD_VERDICT, CaseRunInfo, Message, load_case_runs
 
 __all__ = ["INSPECT_EXTRA", "InspectUnavailable", "export_inspect"]
 
@@ -201,7 +201,7 @@ def export_inspect(
             ids = case_run_ids_in_order(con, run["bench_run_id"])
             if not ids:
                 continue
-            infos = [load_case_run(con, str(db), i) for i in ids]  # a run without transcripts: TranscriptError
+            infos = load_case_runs(con, str(db), ids)  # a run without transcripts: TranscriptError
             logs.append((run, infos))
     finally:
         con.close()

@@ -189,7 +189,7 @@ def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> 
     from runners.store.connection import connect
     from runners.store.events import read_bench_run_events
     from runners.store.report_reads import case_run_rows_of
-    from runners.store.transcripts import load_case_run
+    from runners.store.transcripts import load_case_runs
 
     con = connect(db, read_only=True)
     try:
@@ -197,11 +197,16 @@ def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> 
         for bench in _bench_runs(con, str(db), bench_run, label):
             secrets, limits = _secrets(bench), _limits(bench)
             stored = read_bench_run_events(con, str(db), bench["bench_run_id"])
-            for row in (dict(r.columns) for r in case_run_rows_of(con, bench["bench_run_id"])):
+            rows = [dict(r.columns) for r in case_run_rows_of(con, bench["bench_run_id"])]
+            for row in rows:
+                case_run_id = str(row["case_run_id"])
+                _check_whole(db, case_run_id, stored.get(case_run_id, ()))
+            # every run's transcript read at once (a read per run was most of an export's time)
+            infos = load_case_runs(con, str(db), [str(row["case_run_id"]) for row in rows]) if content else None
+            for n, row in enumerate(rows):
                 case_run_id = str(row["case_run_id"])
                 events = tuple(_redacted(e, secrets) for e in stored.get(case_run_id, ()))
-                _check_whole(db, case_run_id, events)
-                entries = _entries(load_case_run(con, str(db), case_run_id), secrets) if content else None
+                entries = _entries(infos[n], secrets) if infos is not None else None
                 out.append(_CaseRun(case_run_id, events, _start_ns(row, events), limits,
                                     _evaluations(row, secrets), entries))  # fmt: skip
     finally:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -51,6 +51,7 @@ __all__ = [
     "TranscriptProblem",
     "check_against_requests",
     "load_case_run",
+    "load_case_runs",
     "observations",
     "resolve_case_run",
     "transcript_rows",
@@ -282,26 +283,74 @@ def _dicts(cur: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
 
 def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> CaseRunInfo:
     """A case run and its transcript; a missing id or transcript is a TranscriptError naming the fix."""
-    rows = _dicts(con.execute("SELECT * FROM case_runs WHERE case_run_id = ?", [case_run_id]))
-    if not rows:
+    return load_case_runs(con, db, [case_run_id])[0]
+
+
+def load_case_runs(con: duckdb.DuckDBPyConnection, db: str, case_run_ids: Sequence[str]) -> list[CaseRunInfo]:
+    """Each case run of `case_run_ids` with its transcript, in that order, in five queries whatever their number (an
+    export reads every run of a bench run: each query's fixed cost was most of reading one); the first that is
+    missing or has no transcript is a TranscriptError, as `load_case_run` gives it for that run alone."""
+    ids = list(case_run_ids)
+    where, value = _matching("case_run_id", ids)
+    rows = {str(r["case_run_id"]): r for r in _dicts(con.execute(f"SELECT * FROM case_runs WHERE {where}", [value]))}
+    where, value = _matching("bench_run_id", sorted({str(r["bench_run_id"]) for r in rows.values()}))
+    benches = {str(b["bench_run_id"]): b for b in _dicts(con.execute(f"SELECT * FROM bench_runs WHERE {where}",
+                                                                      [value]))}  # fmt: skip
+    with_messages = has_table(con, "messages")
+    found: dict[str, list[dict[str, Any]]] = {}
+    if with_messages:
+        where, value = _matching("m.case_run_id", ids)
+        for m in _dicts(con.execute(
+            "SELECT m.*, coalesce(m.content, p.content) AS text FROM messages m LEFT JOIN prompts p"
+            f" USING (prompt_hash) WHERE {where} ORDER BY m.case_run_id, m.seq", [value],
+        )):  # fmt: skip
+            found.setdefault(str(m["case_run_id"]), []).append(m)
+    for case_run_id in ids:  # the first run that cannot be read, with the reason it alone would be refused for
+        _check_readable(db, case_run_id, rows.get(case_run_id), benches, with_messages, case_run_id in found)
+    judged = [i for i in dict.fromkeys(ids) if "outcome_passed" in rows[i]]
+    funnel = {f.case_run_id: f for f in funnel_rows(con, case_run_ids=judged)} if judged else {}
+    base = {"bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "text"}
+    out = []
+    for case_run_id in ids:
+        row = rows[case_run_id]
+        messages = tuple(
+            Message(int(m["seq"]), str(m["purpose"]), str(m["kind"]), m["model_call"], m["text"],
+                    {k: v for k, v in m.items() if k not in base and v is not None})
+            for m in found[case_run_id]
+        )  # fmt: skip
+        out.append(CaseRunInfo(case_run_id, row, benches.get(str(row["bench_run_id"]), {}), messages,
+                               funnel.get(case_run_id)))  # fmt: skip
+    return out
+
+
+def _matching(column: str, ids: Sequence[str]) -> tuple[str, object]:
+    """The condition selecting the rows of `ids` and its parameter: one id compared as itself (what `show` reads: a
+    point lookup the table's index and zone maps answer), several joined to the list (an export's runs)."""
+    distinct = list(dict.fromkeys(ids))
+    if len(distinct) == 1:
+        return f"{column} = ?", distinct[0]
+    return f"{column} IN (SELECT unnest(?::VARCHAR[]))", distinct
+
+
+def _check_readable(
+    db: str, case_run_id: str, row: dict[str, Any] | None, benches: Mapping[str, dict[str, Any]],
+    with_messages: bool, has_messages: bool,
+) -> None:  # fmt: skip
+    """A TranscriptError naming the fix when the case run is missing or has no transcript."""
+    if row is None:
         raise TranscriptError(
             TranscriptProblem.UNKNOWN_CASE_RUN,
             f"no case run {case_run_id!r} in {db} (ids are BENCH_RUN_ID/CASE/EPOCH; or give --bench-run ID --case"
             " CASE)",
         )
-    row = rows[0]
-    bench = _dicts(con.execute("SELECT * FROM bench_runs WHERE bench_run_id = ?", [row["bench_run_id"]]))
-    bench_row = bench[0] if bench else {}
-    if not has_table(con, "messages"):
+    bench_row = benches.get(str(row["bench_run_id"]), {})
+    if not with_messages:
         raise TranscriptError(
             TranscriptProblem.OLDER_SCHEMA,
             f"{db} was written before transcripts were stored (no messages table); run the case again to store"
             f" one: {_rerun(row['case_id'], db, bench_row, int(row['epoch'] or 1))}",
         )
-    found = _dicts(con.execute(
-        "SELECT m.*, coalesce(m.content, p.content) AS text FROM messages m LEFT JOIN prompts p USING (prompt_hash)"
-        " WHERE m.case_run_id = ? ORDER BY m.seq", [case_run_id]))  # fmt: skip
-    if not found:
+    if not has_messages:
         off = bench_row.get("transcripts") is False
         why = "with --no-transcripts" if off else "by a harness-bench written before transcripts were stored"
         again = "without --no-transcripts" if off else "to store one"
@@ -310,20 +359,6 @@ def load_case_run(con: duckdb.DuckDBPyConnection, db: str, case_run_id: str) -> 
             f"case run {case_run_id} has no transcript (its bench run {row['bench_run_id']} was run {why}); run the"
             f" case again {again}: {_rerun(row['case_id'], db, bench_row, int(row['epoch'] or 1))}",
         )
-    base = {"bench_run_id", "case_run_id", "seq", "purpose", "kind", "model_call", "content", "text"}
-    messages = tuple(
-        Message(
-            int(m["seq"]),
-            str(m["purpose"]),
-            str(m["kind"]),
-            m["model_call"],
-            m["text"],
-            {k: v for k, v in m.items() if k not in base and v is not None},
-        )
-        for m in found
-    )
-    funnel = funnel_rows(con, case_run_ids=[case_run_id]) if "outcome_passed" in row else ()
-    return CaseRunInfo(case_run_id, row, bench_row, messages, funnel[0] if funnel else None)
 
 
 def observations(messages: Iterable[Message]) -> list[str]:

@@ -20,7 +20,8 @@ For the commands that only read or write whole files (tests/e2e/test_output_path
 
 - `copy:n`   the n-th `INSERT INTO case_runs` of `merge` (inside its transaction),
 - `commit:n` the statement after `merge`'s n-th COMMIT (the merge is whole, the command not yet done),
-- `load:n`   the n-th transcript `export --inspect` loads (a DuckDB read, before any file is written),
+- `load:n`   the n-th bench run whose transcripts `export --inspect` loads (a DuckDB read, before any file is
+             written),
 - `pairs:n`  the n-th time `gate` loads the pairs of its labels (a DuckDB read, before any file is written).
 
 HB_PROBE_FLUSH_SECONDS=0 makes the writer commit every case run on its own (instead of grouping a
@@ -172,13 +173,13 @@ if os.environ.get("HB_PROBE_FD"):
 
         _merge.connect = _merge_connect  # type: ignore[assignment]
 
-        _real_load = _inspect_export.load_case_run
+        _real_load = _inspect_export.load_case_runs
 
-        def _load(con: Any, db: str, case_run_id: str) -> Any:
+        def _load(con: Any, db: str, case_run_ids: Any) -> Any:
             _event("load", con, _BUSY)
-            return _real_load(con, db, case_run_id)
+            return _real_load(con, db, case_run_ids)
 
-        _inspect_export.load_case_run = _load  # type: ignore[assignment]
+        _inspect_export.load_case_runs = _load  # type: ignore[assignment]
 
         _real_pairs = _gate.load_pairs
 

@@ -155,6 +155,32 @@ def test_the_hint_of_a_run_without_transcripts_runs_the_same_case_again_with_one
     assert "OUTCOME" in capsys.readouterr().out
 
 
+def test_runs_read_at_once_are_each_run_as_read_alone(tmp_path: Path) -> None:
+    """Runs of two bench runs (one without transcripts) read at once, an id asked for twice: each as read alone, in
+    the order asked; the first that cannot be read is refused as it is alone."""
+    from runners.store.transcripts import TranscriptError, load_case_runs
+
+    db = tmp_path / "t.duckdb"
+    assert main(["run", "--db", str(db), "--evalset", "empty_logs", "--model", "scripted"]) == 0
+    bare = _one_run(db, "--no-transcripts")
+    con = open_read_only(db)
+    try:
+        ids = [str(r[0]) for r in con.execute("SELECT case_run_id FROM case_runs WHERE case_run_id <> ?"
+                                              " ORDER BY case_id", [bare]).fetchall()]  # fmt: skip
+        asked = [ids[2], ids[0], ids[2], *ids[3:]]
+        assert len(asked) > 3
+        assert load_case_runs(con, str(db), asked) == [load_case_run(con, str(db), i) for i in asked]
+        for wrong, alone in ((["br-nope/x/1"], "no case run 'br-nope/x/1'"), ([bare], "has no transcript")):
+            with pytest.raises(TranscriptError) as at_once:
+                load_case_runs(con, str(db), [ids[0], *wrong, ids[1]])
+            assert alone in str(at_once.value)
+            with pytest.raises(TranscriptError) as by_itself:
+                load_case_run(con, str(db), wrong[0])
+            assert str(at_once.value) == str(by_itself.value)
+    finally:
+        con.close()
+
+
 def _q_one(db: Path, sql: str) -> tuple[str]:
     con = open_read_only(db)
     try:

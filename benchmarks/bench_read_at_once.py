@@ -1,11 +1,14 @@
-"""Capturing cases from a trace: every built-in case's run of one `export --otel --otel-content` file, as
-`captured_runs_from_trace` captures them (what `capture --trace` and a script capturing a whole export use: the runs
-imported together into a temporary in-memory database and read back at once) against an import and a read per run
-(the same store functions, one run at a time), in CPU seconds, the file read once either way.
+"""Stored runs read at once against a read per run, in CPU seconds, over every built-in case's run (scripted model).
 
-The fixed cost of an import and of a read (about forty DuckDB statements) is paid once per import, so the figure is
-what grouping the runs saves. `python benchmarks/bench_capture.py [--rounds R]` prints the median of R interleaved
-rounds.
+- Capture from a trace: the runs of one `export --otel --otel-content` file as `captured_runs_from_trace` captures
+  them (imported together into a temporary in-memory database and read back at once: what `capture --trace` and a
+  script capturing a whole export use) against an import and a read per run (the same store functions, one run at a
+  time); the file is read once either way and left out.
+- Exports: `load_case_runs` (what `export --inspect` and `export --otel --otel-content` read every run of a bench run
+  with) against `load_case_run` per run, the transcripts and verdicts of every run.
+
+The fixed cost of an import and of a read (tens of DuckDB statements) is paid once, not once per run: the figures are
+what that saves. `python benchmarks/bench_read_at_once.py [--rounds R]` prints the median of R interleaved rounds.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ from runners.interchange.otel_trace import captured_runs_from_trace
 from runners.store.captured_runs import CapturedRun, load_captured_run
 from runners.store.connection import connect, connect_in_memory
 from runners.store.imported_runs import ImportedBenchRun, write_imported_bench_run
+from runners.store.transcripts import load_case_run, load_case_runs
 
 
-def _trace(folder: Path) -> tuple[Path, list[str]]:
+def _trace(folder: Path) -> tuple[Path, Path, list[str]]:
     """Every built-in case run by the scripted model, exported with its contents; the trace and its run ids."""
     db, trace = folder / "cases.duckdb", folder / "spans.jsonl"
     with contextlib.redirect_stdout(io.StringIO()):
@@ -40,7 +44,7 @@ def _trace(folder: Path) -> tuple[Path, list[str]]:
         ids = [str(r[0]) for r in con.execute("SELECT case_run_id FROM case_runs ORDER BY case_id").fetchall()]
     finally:
         con.close()
-    return trace, ids
+    return db, trace, ids
 
 
 def _each_alone(trace: Path, runs: list[ObservedRun]) -> list[CapturedRun]:
@@ -66,21 +70,30 @@ def _cpu(fn: object) -> float:
 
 def main(argv: list[str]) -> int:
     rounds = int(argv[argv.index("--rounds") + 1]) if "--rounds" in argv else 3
-    with tempfile.TemporaryDirectory(prefix="bench-capture-") as tmp:
-        trace, ids = _trace(Path(tmp))
+    with tempfile.TemporaryDirectory(prefix="bench-read-at-once-") as tmp:
+        db, trace, ids = _trace(Path(tmp))
         parsed = {r.run_id: r for r in read_traces(trace, formats=(TraceFormat.OTLP_JSON,))}
         runs = [parsed[i] for i in ids]
         read = statistics.median(_cpu(lambda: read_traces(trace, formats=(TraceFormat.OTLP_JSON,))) for _ in range(3))
-        at_once: list[float] = []
-        alone: list[float] = []
-        for _ in range(rounds):
-            at_once.append(_cpu(lambda: captured_runs_from_trace(trace, ids)) - read)
-            alone.append(_cpu(lambda: _each_alone(trace, runs)))
-    a, b = statistics.median(at_once), statistics.median(alone)
-    print(f"{len(ids)} runs from one trace (reading the file, {read:.2f} s CPU, left out), median of {rounds} rounds:")
-    print(f"  imported together, read at once  {a:6.2f} s CPU (min {min(at_once):.2f}, max {max(at_once):.2f})")
-    print(f"  an import and a read per run     {b:6.2f} s CPU (min {min(alone):.2f}, max {max(alone):.2f})")
-    print(f"together: x{a / b:.2f} of one at a time")
+        con = connect(db, read_only=True)
+        samples: dict[str, list[float]] = {k: [] for k in ("capture", "capture alone", "export", "export alone")}
+        try:
+            for _ in range(rounds):
+                samples["capture"].append(_cpu(lambda: captured_runs_from_trace(trace, ids)) - read)
+                samples["capture alone"].append(_cpu(lambda: _each_alone(trace, runs)))
+                samples["export"].append(_cpu(lambda: load_case_runs(con, str(db), ids)))
+                samples["export alone"].append(_cpu(lambda: [load_case_run(con, str(db), i) for i in ids]))
+        finally:
+            con.close()
+    m = {k: statistics.median(v) for k, v in samples.items()}
+    print(f"{len(ids)} runs, median of {rounds} interleaved rounds (CPU seconds, min-max):")
+    for what, together, alone in (("capture from a trace (reading the file left out)", "capture", "capture alone"),
+                                  ("an export's reads of the runs", "export", "export alone")):  # fmt: skip
+        print(
+            f"  {what}: at once {m[together]:.2f} ({min(samples[together]):.2f}-{max(samples[together]):.2f}),"
+            f" one at a time {m[alone]:.2f} ({min(samples[alone]):.2f}-{max(samples[alone]):.2f}):"
+            f" x{m[together] / m[alone]:.2f}"
+        )
     return 0
 
 
