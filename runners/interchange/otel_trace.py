@@ -102,9 +102,9 @@ def captured_runs_from_trace(path: Path, run_ids: Sequence[str]) -> tuple[Captur
         for n, group in enumerate(_import_groups(runs)):
             bench_id = f"{_BENCH}-{n}"
             imported = import_rows([runs[i] for i in group], bench_id, label="")
-            models = {rows.case_run["model"] for rows, _ in imported}
-            bench = ImportedBenchRun(bench_id, "", str(models.pop() or "") or None if len(models) == 1 else None,
-                                     str(path), tuple(runs[i].case_id for i in group),
+            models = {str(rows.case_run["model"] or "") or None for rows, _ in imported}
+            model = models.pop() if len(models) == 1 else None  # None: the runs name several
+            bench = ImportedBenchRun(bench_id, "", model, str(path), tuple(runs[i].case_id for i in group),
                                      max(runs[i].epoch for i in group), __version__)  # fmt: skip
             write_imported_bench_run(con, bench, imported)
             stored |= {i: str(rows.case_run["case_run_id"]) for i, (rows, _) in zip(group, imported, strict=True)}

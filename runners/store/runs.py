@@ -229,7 +229,6 @@ def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[Famil
     """Per-family summary of one bench run, with counts per outcome and stop reason."""
     # Counted per (family, outcome, stop reason) and added up here: DuckDB's `histogram` builds a map per group, and
     # two of them made this summary, read at the end of every run, three times as costly (about 4 ms more a call).
-    # A mean is its sum over its count, as `avg` divides them (a NULL in neither).
     rows = con.execute(
         """
         SELECT family, outcome || coalesce('/' || fallback_kind, ''),
@@ -241,27 +240,33 @@ def family_rows(con: duckdb.DuckDBPyConnection, bench_run_id: str) -> list[Famil
         [bench_run_id],
     ).fetchall()
     families: dict[str, _FamilyCounts] = {}
-    for family, outcome, stop, n, *sums in rows:
-        counts = families.setdefault(str(family), _FamilyCounts())
-        counts.runs += n
-        if outcome is not None:  # as `histogram` leaves a NULL out
-            counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + n
-        counts.stop_reasons[stop] = counts.stop_reasons.get(stop, 0) + n
-        counts.sums = [a + (b or 0) for a, b in zip(counts.sums, sums, strict=True)]
-    out = []
-    for family, c in sorted(families.items()):
-        passed, judged, tools, n_tools, rejections, n_rejections, wasted, n_wasted = c.sums
-        out.append(FamilyRow(
-            family, c.runs, passed / judged if judged else None, dict(sorted(c.outcomes.items())),
-            dict(sorted(c.stop_reasons.items())), _mean(tools, n_tools), _mean(rejections, n_rejections),
-            _mean(wasted, n_wasted), c.runs - judged,
-        ))  # fmt: skip
-    return out
+    for family, outcome, stop, n, passed, judged, tools, n_tools, rej, n_rej, wasted, n_wasted in rows:
+        families.setdefault(str(family), _FamilyCounts()).add(
+            outcome, stop, n, passed or 0, judged, _Sum(tools or 0, n_tools), _Sum(rej or 0, n_rej),
+            _Sum(wasted or 0, n_wasted),
+        )  # fmt: skip
+    return [c.row(family) for family, c in sorted(families.items())]
+
+
+@dataclass
+class _Sum:
+    """A column's sum and how many values it adds (NULLs in neither, as `avg` counts them)."""
+
+    value: int = 0
+    """The sum."""
+    count: int = 0
+    """The values summed."""
+
+    def mean(self) -> float:
+        """The sum over the count, as `avg` divides them."""
+        if not self.count:  # `avg` over no value is NULL, which no mean of the table can be
+            raise ValueError("no value to average")
+        return self.value / self.count
 
 
 @dataclass
 class _FamilyCounts:
-    """One family's counts as `family_rows` adds them up."""
+    """One family's counts as `family_rows` adds them up, group by group."""
 
     runs: int = 0
     """Case runs."""
@@ -269,14 +274,37 @@ class _FamilyCounts:
     """Case runs per outcome."""
     stop_reasons: dict[str, int] = field(default_factory=dict)
     """Case runs per stop reason."""
-    sums: list[int] = field(default_factory=lambda: [0] * 8)
-    """Passed, judged, tool invocations and their count, rejections and theirs, wasted invocations and theirs."""
+    passed: int = 0
+    """Judged case runs that met their expectations."""
+    judged: int = 0
+    """Judged case runs."""
+    tools: _Sum = field(default_factory=_Sum)
+    """Tool invocations."""
+    rejections: _Sum = field(default_factory=_Sum)
+    """Rejected tool requests."""
+    wasted: _Sum = field(default_factory=_Sum)
+    """Wasted invocations."""
 
+    def add(self, outcome: str | None, stop: str, n: int, passed: int, judged: int, tools: _Sum, rejections: _Sum,
+            wasted: _Sum) -> None:  # fmt: skip
+        """Add one (outcome, stop reason) group of `n` case runs, its passed and judged counts and its sums."""
+        self.runs += n
+        if outcome is not None:  # as `histogram` leaves a NULL out
+            self.outcomes[outcome] = self.outcomes.get(outcome, 0) + n
+        self.stop_reasons[stop] = self.stop_reasons.get(stop, 0) + n
+        self.passed += passed
+        self.judged += judged
+        for total, part in ((self.tools, tools), (self.rejections, rejections), (self.wasted, wasted)):
+            total.value += part.value
+            total.count += part.count
 
-def _mean(total: int, count: int) -> float:
-    if not count:  # `avg` over no value is NULL, which no mean of the table can be
-        raise ValueError("no value to average")
-    return total / count
+    def row(self, family: str) -> FamilyRow:
+        """The family's row of the end-of-run table."""
+        return FamilyRow(
+            family, self.runs, self.passed / self.judged if self.judged else None, dict(sorted(self.outcomes.items())),
+            dict(sorted(self.stop_reasons.items())), self.tools.mean(), self.rejections.mean(), self.wasted.mean(),
+            self.runs - self.judged,
+        )  # fmt: skip
 
 
 # -- sweeps ----------------------------------------------------------------------------------------------
