@@ -198,13 +198,12 @@ def _read(db: Path, bench_run: str | None, label: str | None, content: bool) -> 
             secrets, limits = _secrets(bench), _limits(bench)
             stored = read_bench_run_events(con, str(db), bench["bench_run_id"])
             rows = [dict(r.columns) for r in case_run_rows_of(con, bench["bench_run_id"])]
-            for row in rows:
-                case_run_id = str(row["case_run_id"])
+            ids = [str(row["case_run_id"]) for row in rows]
+            for case_run_id in ids:
                 _check_whole(db, case_run_id, stored.get(case_run_id, ()))
             # every run's transcript read at once (a read per run was most of an export's time)
-            infos = load_case_runs(con, str(db), [str(row["case_run_id"]) for row in rows]) if content else None
-            for n, row in enumerate(rows):
-                case_run_id = str(row["case_run_id"])
+            infos = load_case_runs(con, str(db), ids) if content else None
+            for n, (row, case_run_id) in enumerate(zip(rows, ids, strict=True)):
                 events = tuple(_redacted(e, secrets) for e in stored.get(case_run_id, ()))
                 entries = _entries(infos[n], secrets) if infos is not None else None
                 out.append(_CaseRun(case_run_id, events, _start_ns(row, events), limits,
