@@ -137,16 +137,15 @@ if os.environ.get("HB_PROBE_FD"):
 
     _sweep.run_point = _run_point
 
-    # The whole-file commands' patches only where a moment of theirs is asked for: importing the gate (scipy) and
-    # the Inspect export costs a probed `run` or `sweep` process over a second of CPU, and the interrupt tests start
-    # dozens of them.
-    if _AT.partition(":")[0] in ("copy", "commit", "load", "pairs"):
-        # ~50 ms of hashing per statement: the main thread is inside DuckDB nearly all the time it holds (a count of
-        # a range is answered from its bounds in well under a millisecond)
-        _BUSY = "SELECT sum(hash(i)) FROM range(5000000) t(i)"
+    # The whole-file commands' patches only where a moment of theirs is asked for, each command's alone: importing
+    # the gate (scipy) or the Inspect export costs a probed process that does not use it about a second of CPU, and
+    # the interrupt tests start dozens of them.
+    _KIND = _AT.partition(":")[0]
+    # ~50 ms of hashing per statement: the main thread is inside DuckDB nearly all the time it holds (a count of a
+    # range is answered from its bounds in well under a millisecond)
+    _BUSY = "SELECT sum(hash(i)) FROM range(5000000) t(i)"
 
-        import runners.decisions.gate as _gate
-        import runners.interchange.inspect_export as _inspect_export
+    if _KIND in ("copy", "commit"):
         import runners.store.merge as _merge
 
         class _MergeConnection:
@@ -173,6 +172,9 @@ if os.environ.get("HB_PROBE_FD"):
 
         _merge.connect = _merge_connect  # type: ignore[assignment]
 
+    if _KIND == "load":
+        import runners.interchange.inspect_export as _inspect_export
+
         _real_load = _inspect_export.load_case_runs
 
         def _load(con: Any, db: str, case_run_ids: Any) -> Any:
@@ -180,6 +182,9 @@ if os.environ.get("HB_PROBE_FD"):
             return _real_load(con, db, case_run_ids)
 
         _inspect_export.load_case_runs = _load  # type: ignore[assignment]
+
+    if _KIND == "pairs":
+        import runners.decisions.gate as _gate
 
         _real_pairs = _gate.load_pairs
 
