@@ -180,6 +180,7 @@ def reference_conversations(case_ids: Sequence[str]) -> list[Recorded]:
         model = OpenAIChatModel("scripted", base_url=proxy.base_url, api_key_env="HARNESS_BENCH_LIVE_KEY")
         for case in cases:
             run_case(case, model)
+        proxy.settle()
         return list(proxy.records)
 
 

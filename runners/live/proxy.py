@@ -16,7 +16,11 @@ from typing import Any, TypedDict
 
 from runners.endpoints._serving import STOP_POLL_S
 
-__all__ = ["Recorded", "RecordingProxy", "ResponseFigures", "refusal_reason", "response_figures"]
+__all__ = ["SETTLE_TIMEOUT_S", "Recorded", "RecordingProxy", "ResponseFigures", "refusal_reason", "response_figures"]
+
+SETTLE_TIMEOUT_S = 10.0
+"""How long `RecordingProxy.settle` waits for the requests in flight: a request whose client has gone ends within a
+poll of the connection and the upstream call's own join (5 s at most)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +55,10 @@ class RecordingProxy:
         host, _, port = upstream.removeprefix("http://").partition(":")
         self.label = ""
         self.records: list[Recorded] = []
-        lock = threading.Lock()
+        self._in_flight = 0
+        # A request the client gave up on is recorded when its handler notices the closed connection, up to a poll
+        # later than the client's own return: `settle` waits for those before the records are read.
+        self._idle = threading.Condition()
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -62,6 +69,16 @@ class RecordingProxy:
                 return
 
             def _forward(self, method: str) -> None:
+                with owner._idle:
+                    owner._in_flight += 1
+                try:
+                    self._relay(method, owner.label)
+                finally:
+                    with owner._idle:
+                        owner._in_flight -= 1
+                        owner._idle.notify_all()
+
+            def _relay(self, method: str, label: str) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 data = self.rfile.read(length) if length else None
                 conn = http.client.HTTPConnection(host, int(port), timeout=3600)
@@ -85,8 +102,8 @@ class RecordingProxy:
                     worker.join(0.2)
                     if worker.is_alive() and _peer_closed(self.connection):
                         if is_chat:  # received all the same: what the run's transcript says it sent
-                            with lock:
-                                owner.records.append(Recorded(owner.label, sent, None, None))
+                            with owner._idle:
+                                owner.records.append(Recorded(label, sent, None, None))
                         # The client timed out: drop the upstream socket so the server cancels the generation
                         # (shutdown, not close: the pending response still holds a reference to the socket).
                         if conn.sock is not None:
@@ -108,8 +125,8 @@ class RecordingProxy:
                         parsed: Any = json.loads(payload)
                     except ValueError:
                         parsed = payload.decode(errors="replace")
-                    with lock:
-                        owner.records.append(Recorded(owner.label, sent, result["status"], parsed))
+                    with owner._idle:
+                        owner.records.append(Recorded(label, sent, result["status"], parsed))
                 try:
                     self.send_response(result["status"])
                     self.send_header("content-type", result["type"])
@@ -145,9 +162,16 @@ class RecordingProxy:
         self._server.server_close()
         self._thread.join(timeout=5)
 
+    def settle(self, timeout_s: float = SETTLE_TIMEOUT_S) -> bool:
+        """Wait until no request is being relayed (each ends once it is answered or its client has gone), so that
+        `records` holds every request made so far; False if one was still in flight after `timeout_s`."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout_s)
+
     def take(self, label: str) -> list[Recorded]:
         """The records made under `label`."""
-        return [r for r in self.records if r.label == label]
+        with self._idle:
+            return [r for r in self.records if r.label == label]
 
 
 def _peer_closed(sock: socket.socket) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 from harness import HarnessConfig
 from runners.live._log import log
 from runners.live.models import LocalModel
-from runners.live.proxy import Recorded, RecordingProxy
+from runners.live.proxy import SETTLE_TIMEOUT_S, Recorded, RecordingProxy
 from runners.live.sizing import LivePlan, schedule
 from runners.plan.options import BenchOptions
 from runners.plan.settings import ModelSettings
@@ -78,6 +78,7 @@ def run_live(
                     db=db, label=f"live-{mode}", config=cfg, cassettes=cassettes / mode, record_mode="once",
                 ))
             )  # fmt: skip
+            _settle(proxy)  # a request the deadline cut is recorded under this run's label, before the next run
             bench_ids[mode].append(summary.bench_run_id)
             ran[mode].append(case_id)
             for run in summary.runs:
@@ -90,6 +91,12 @@ def run_live(
                 )
         records = list(proxy.records)
     return LiveRuns(bench_ids, ran, records, time.perf_counter() - started, skipped)
+
+
+def _settle(proxy: RecordingProxy) -> None:
+    """Wait for the requests the proxy is still relaying (a cut one is recorded a poll after its client gave up)."""
+    if not proxy.settle():
+        log(f"a request was still in flight {SETTLE_TIMEOUT_S:.0f} s after its run ended: the records may lack it")
 
 
 @dataclass(frozen=True, slots=True)

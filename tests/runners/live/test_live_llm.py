@@ -253,6 +253,31 @@ def test_proxy_cancels_upstream_when_the_client_gives_up() -> None:
         upstream.server_close()
 
 
+def test_a_request_given_up_on_is_recorded_under_its_runs_label_once_the_proxy_settles() -> None:
+    """The client returns at its timeout; the proxy notices the closed connection a poll later. The live check reads
+    the records right after a run and switches the label for the next one: `settle` waits for the request in flight,
+    and the request keeps the label it was made under."""
+    slow = type("SlowAgain", (_Slow,), {"saw_disconnect": threading.Event()})
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), slow)
+    upstream.daemon_threads = True
+    threading.Thread(target=upstream.serve_forever, args=(STOP_POLL_S,), daemon=True).start()
+    try:
+        with RecordingProxy(f"http://127.0.0.1:{upstream.server_address[1]}") as proxy:
+            proxy.label = "live-auto"
+            model = OpenAIChatModel("m", base_url=proxy.base_url, timeout_seconds=0.3)
+            with pytest.raises(openai.APITimeoutError):
+                model._client.chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+            proxy.label = "live-required"  # the next run starts at once
+            t0 = time.monotonic()
+            assert proxy.settle()
+            assert time.monotonic() - t0 < 3
+            assert proxy.records == [Recorded("live-auto", {"messages": [{"role": "user", "content": "x"}],
+                                                            "model": "m"}, None, None)]  # fmt: skip
+    finally:
+        upstream.shutdown()
+        upstream.server_close()
+
+
 @pytest.mark.skipif(shutil.which("make") is None, reason="make not installed")
 @pytest.mark.parametrize(("script_exit", "make_ok", "warning"), [(0, True, False), (2, True, True), (1, False, False)])
 def test_make_live_maps_setup_failure_to_a_warning(script_exit: int, make_ok: bool, warning: bool) -> None:
@@ -533,8 +558,9 @@ def test_runs_cut_by_the_deadline_mid_call_match_the_requests_the_server_receive
     assert _live_main(tmp_path, "--cases", "1", "--deadline", "2") == 0, capsys.readouterr().out
     out = capsys.readouterr().out
     given_up = "1 given up by the client (its call timeout or the run's deadline)"
-    assert f"tool_choice=auto on the wire: 1 answered, {given_up}" in out
-    assert "against the 4 requests the server received: 0 mismatches" in out
+    assert f"tool_choice=auto on the wire: 1 answered, {given_up}" in out, out
+    assert f"tool_choice=required on the wire: 1 answered, {given_up}" in out, out
+    assert "against the 4 requests the server received: 0 mismatches" in out, out
     assert (tmp_path / "s.txt").read_text().startswith("PASSED: xllamacpp; 2 live case runs (2 cut by the deadline)")
 
 
