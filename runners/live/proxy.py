@@ -168,11 +168,6 @@ class RecordingProxy:
         with self._idle:
             return self._idle.wait_for(lambda: self._in_flight == 0, timeout=timeout_s)
 
-    def take(self, label: str) -> list[Recorded]:
-        """The records made under `label`."""
-        with self._idle:
-            return [r for r in self.records if r.label == label]
-
 
 def _peer_closed(sock: socket.socket) -> bool:
     """True when the client has closed its end (readable with nothing to read)."""
