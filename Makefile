@@ -1,5 +1,12 @@
 # Two entry points a new user needs (see README.md and docs/getting-started.md): `make bench` and `make test`.
-PY ?= python3
+## The interpreter the venv is made from: the fastest CPython 3.11 on the machine that can make a venv (a build
+## without profile-guided optimisation, pyenv's default, runs the suite about a tenth slower; scripts/pick_python.py
+## measures and says why). `make PY=/path/to/python3.11` chooses another; an existing .venv is kept whatever it was
+## made from. Recursively expanded: measured only when the venv's packages are installed.
+PY ?= $(shell python3 scripts/pick_python.py 2>/dev/null || echo python3)
+## Phoenix's own venv (below) is made by the first python3 on PATH: phoenix-constraints.txt was resolved under it, and
+## the cached venv is keyed by the minor version alone.
+PHOENIX_PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt constraints-lowest.txt | cksum | cut -d' ' -f1)
@@ -112,7 +119,7 @@ ci-deps: phoenix live-deps $(MYPY_WARM)
 ## pins in phoenix-constraints.txt, cached in $HARNESS_BENCH_PHOENIX_DIR (default ~/.cache/harness-bench/phoenix) by a
 ## stamp: once installed, nothing is downloaded. Its pins do not resolve against constraints.txt, hence its own venv.
 phoenix:
-	$(PY) -m scripts.phoenix
+	$(PHOENIX_PY) -m scripts.phoenix
 
 ## The xllamacpp wheel and $(LIVE_MODEL)'s GGUF (verified by SHA-256) in $HARNESS_BENCH_LLAMA_DIR (default
 ## .llama-server/), nothing served; cached by stamps, so once installed nothing is downloaded.
