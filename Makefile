@@ -1,8 +1,8 @@
 # Two entry points a new user needs (see README.md and docs/getting-started.md): `make bench` and `make test`.
 ## The interpreter the venv is made from: the fastest CPython 3.11 on the machine that can make a venv (a build
 ## without profile-guided optimisation, pyenv's default, runs pure Python about a fifth slower and the suite up to a
-## tenth; scripts/pick_python.py measures and says why). `make PY=/path/to/python3.11` chooses another; an existing .venv is kept whatever it was
-## made from. Recursively expanded: measured only when the venv's packages are installed.
+## tenth; scripts/pick_python.py measures and says why). `make PY=/path/to/python3.11` chooses another; an existing
+## .venv is kept whatever made it. Recursively expanded: measured only when the venv's packages are installed.
 PY ?= $(shell python3 scripts/pick_python.py 2>/dev/null || echo python3)
 ## Phoenix's own venv (below) is made by the first python3 on PATH: phoenix-constraints.txt was resolved under it, and
 ## the cached venv is keyed by the minor version alone.

@@ -131,8 +131,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_cmdline_main(config: pytest.Config) -> Generator[None, int | pytest.ExitCode, int | pytest.ExitCode]:
     """An xdist worker whose session has ended (its last report sent, its temporary folders removed, every exit
     handler run) leaves at once instead of tearing its interpreter down: taking apart everything the whole suite
-    imported and built costs each worker about 3 s of CPU at the very end, while the run waits for the slowest.
-    Only what the tests hold when the session ends goes without its destructor; a test's own clean-up has run."""
+    imported and built kept the run waiting about 3 s after its last test. Only what the tests still hold when the
+    session ends goes without its destructor; every test's own clean-up has run."""
     code = yield
     if "workerinput" in config.__dict__:
         atexit._run_exitfuncs()
