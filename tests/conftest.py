@@ -134,7 +134,7 @@ def pytest_cmdline_main(config: pytest.Config) -> Generator[None, int | pytest.E
     imported and built kept the run waiting about 3 s after its last test. Only what the tests still hold when the
     session ends goes without its destructor; every test's own clean-up has run."""
     code = yield
-    if "workerinput" in config.__dict__:
+    if hasattr(config, "workerinput"):
         atexit._run_exitfuncs()
         sys.stdout.flush()
         sys.stderr.flush()
